@@ -1,0 +1,36 @@
+// Helpers shared by the subcommands: error-to-exit-code mapping, output formatting.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+namespace onnxtool::cli {
+
+/// Exit codes of DESIGN.md.
+constexpr int kExitOk = 0;
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+
+/// A subcommand's work, run after parsing; returns the exit code.
+using Action = std::function<int()>;
+
+/// Runs an action, turning onnxtool::Error (and any other exception) into one line on stderr
+/// and the matching exit code.
+int run_action(const std::string& command, const Action& action);
+
+/// Prints a JSON document on stdout (one document, two-space indent).
+void print_json(const nlohmann::json& doc);
+
+/// "12.3 MB" style.
+std::string human_bytes(uint64_t bytes);
+
+// Registration of each subcommand: adds it to `app` and sets `action` when it is selected.
+void register_inspect(CLI::App& app, Action& action);
+void register_convert(CLI::App& app, Action& action);
+void register_pending(CLI::App& app, Action& action);
+
+}  // namespace onnxtool::cli

@@ -1,0 +1,97 @@
+// `onnxtool convert MODEL -o OUT`: lossless re-save, external data out and in.
+#include <filesystem>
+#include <iostream>
+
+#include "cli/common.h"
+#include "ir/error.h"
+#include "ir/model_io.h"
+
+namespace onnxtool::cli {
+namespace {
+
+struct ConvertOptions {
+  std::string model;
+  std::string output;
+  bool external_data = false;
+  uint64_t size_threshold = 1024;
+  std::string data_file;
+  bool inline_external = false;
+  bool in_place = false;
+  bool json = false;
+  int opset = 0;
+  bool to_fp16 = false;
+  bool to_fp32 = false;
+};
+
+int run_convert(const ConvertOptions& o) {
+  if (o.external_data && o.inline_external)
+    throw_usage_error("--external-data and --inline-external-data exclude each other");
+  if (o.opset || o.to_fp16 || o.to_fp32)
+    throw_usage_error("--opset, --to-fp16 and --to-fp32 are not built yet in this version (issue #7)");
+  if (ir::same_file(o.model, o.output) && !o.in_place)
+    throw_usage_error(o.output + ": is the input model itself; pass --in-place to overwrite it");
+
+  auto loaded = ir::load_model(o.model);
+
+  ir::SaveOptions save;
+  save.size_threshold = o.size_threshold;
+  save.data_file = o.data_file;
+  if (o.external_data) save.external = ir::ExternalData::kExternalize;
+  if (o.inline_external) save.external = ir::ExternalData::kInline;
+
+  // The side file must never replace one of the input's files (unless --in-place).
+  if (!o.in_place) {
+    const std::string data_name =
+        o.data_file.empty() ? std::filesystem::path(o.output).filename().string() + ".data" : o.data_file;
+    const auto out_dir = std::filesystem::path(o.output).parent_path();
+    const std::string data_path = (out_dir.empty() ? std::filesystem::path(".") : out_dir) / data_name;
+    if (ir::same_file(data_path, o.model))
+      throw_usage_error(data_path + ": the external data file would replace the input model");
+    for (const auto& f : loaded.info.external_files) {
+      if (ir::same_file(data_path, (std::filesystem::path(loaded.info.base_dir) / f).string()))
+        throw_usage_error(data_path + ": would replace the input's external data file " + f +
+                          "; choose another --data-file or pass --in-place");
+    }
+  }
+
+  const ir::SaveReport r = ir::save_model(loaded.model, o.output, save);
+  if (o.json) {
+    print_json({{"output", o.output},
+                {"model_bytes", r.model_bytes},
+                {"data_file", r.data_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.data_path)},
+                {"data_bytes", r.data_bytes},
+                {"external_tensors", r.external_tensors},
+                {"auto_external", r.auto_external}});
+  } else {
+    std::cout << "wrote " << o.output << " (" << human_bytes(r.model_bytes) << ")";
+    if (!r.data_path.empty())
+      std::cout << " and " << r.data_path << " (" << human_bytes(r.data_bytes) << ", "
+                << r.external_tensors << " tensors)";
+    std::cout << "\n";
+    if (r.auto_external)
+      std::cout << "note: the model passed 2 GB, so its weights were saved as external data\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_convert(CLI::App& app, Action& action) {
+  auto o = std::make_shared<ConvertOptions>();
+  CLI::App* sub = app.add_subcommand("convert", "Re-save a model: external data, opset, precision");
+  sub->add_option("MODEL", o->model, "input model")->required();
+  sub->add_option("-o,--output", o->output, "output model")->required();
+  sub->add_flag("--external-data", o->external_data,
+                "move weights of at least --size-threshold bytes into one side file next to OUT");
+  sub->add_option("--size-threshold", o->size_threshold, "bytes (default 1024)");
+  sub->add_option("--data-file", o->data_file, "side file name (default OUT.data)");
+  sub->add_flag("--inline-external-data", o->inline_external, "bring external weights into the model file");
+  sub->add_flag("--in-place", o->in_place, "allow OUT to be the input model");
+  sub->add_flag("--json", o->json, "print one JSON document");
+  sub->add_option("--opset", o->opset, "target opset of the default domain (issue #7)");
+  sub->add_flag("--to-fp16", o->to_fp16, "float32 to float16 (issue #7)");
+  sub->add_flag("--to-fp32", o->to_fp32, "float16/bfloat16 to float32 (issue #7)");
+  sub->callback([&action, o] { action = [o] { return run_convert(*o); }; });
+}
+
+}  // namespace onnxtool::cli

@@ -1,0 +1,77 @@
+// Loading and saving models: the zero-copy wire codec, external data, atomic writes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace onnxtool::ir {
+
+/// A protobuf message (and so a model file) cannot exceed 2 GiB - 1.
+constexpr uint64_t kMaxProtoBytes = 0x7fffffffULL;
+
+struct LoadOptions {
+  /// Resolve and map external data files (off: the tensors keep only their references).
+  bool load_external_data = true;
+  /// Check every tensor's data against its dims and type while loading.
+  bool validate_tensors = true;
+};
+
+/// What a load saw, for inspect and for save's safety checks.
+struct LoadInfo {
+  std::string path;
+  std::string base_dir;
+  uint64_t file_size = 0;
+  /// External data files referred to, in first-reference order (locations as written).
+  std::vector<std::string> external_files;
+};
+
+/// A loaded model with where it came from.
+struct LoadedModel {
+  Model model;
+  LoadInfo info;
+};
+
+/// Loads an ONNX model file. The file is memory-mapped and raw tensor data stays a view into the
+/// mapping. Throws Error(kInput) with one line naming the file (and tensor) on any problem.
+LoadedModel load_model(const std::string& path, const LoadOptions& options = {});
+
+/// Parses a model from bytes in memory (views keep `data` alive). `label` names it in errors;
+/// external data is resolved against `base_dir` (empty: external data is not loaded).
+Model parse_model(const Bytes& data, const std::string& label, const std::string& base_dir,
+                  const LoadOptions& options = {}, LoadInfo* info = nullptr);
+
+enum class ExternalData {
+  kKeep,         ///< tensors stored externally stay external (in a fresh file next to the output)
+  kExternalize,  ///< initializers of at least size_threshold bytes go to the side file
+  kInline,       ///< every tensor's data is written inside the model file
+};
+
+struct SaveOptions {
+  ExternalData external = ExternalData::kKeep;
+  uint64_t size_threshold = 1024;
+  /// Side file name (relative to the output's directory); default "<output file name>.data".
+  std::string data_file;
+};
+
+struct SaveReport {
+  uint64_t model_bytes = 0;
+  uint64_t data_bytes = 0;
+  std::string data_path;  ///< empty when no side file was written
+  size_t external_tensors = 0;
+  bool auto_external = false;  ///< moved to external data because the model passed 2 GiB
+};
+
+/// Serializes a model to `path` atomically (temporary file beside it, fsync, rename), with its
+/// external data side file when needed. Nothing is left at `path` on failure.
+SaveReport save_model(const Model& model, const std::string& path, const SaveOptions& options = {});
+
+/// Serializes a model with all data inline, in memory (for tests and small models).
+std::string serialize_model(const Model& model);
+
+/// True when both paths name the same existing file (device and inode).
+bool same_file(const std::string& a, const std::string& b);
+
+}  // namespace onnxtool::ir
