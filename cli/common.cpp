@@ -8,17 +8,33 @@
 
 namespace onnxtool::cli {
 
+namespace {
+
+// Messages quote names from the model, which may hold control characters: keep the one line.
+std::string one_line(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (static_cast<unsigned char>(c) < 0x20 && c != '\t') out += '?';
+    else out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
 int run_action(const std::string& command, const Action& action) {
   try {
     return action();
   } catch (const Error& e) {
-    std::cerr << "onnxtool " << command << ": " << e.what() << "\n";
+    std::cerr << "onnxtool " << command << ": " << one_line(e.what()) << "\n";
     return e.kind() == ErrorKind::kFailed ? kExitFailed : kExitUsage;
   } catch (const std::bad_alloc&) {
     std::cerr << "onnxtool " << command << ": out of memory\n";
     return kExitUsage;
   } catch (const std::exception& e) {
-    std::cerr << "onnxtool " << command << ": internal error: " << e.what() << "\n";
+    std::cerr << "onnxtool " << command << ": internal error: " << one_line(e.what()) << "\n";
     return kExitUsage;
   }
 }

@@ -30,6 +30,8 @@ std::string human_bytes(uint64_t bytes);
 
 // Registration of each subcommand: adds it to `app` and sets `action` when it is selected.
 void register_inspect(CLI::App& app, Action& action);
+void register_check(CLI::App& app, Action& action);
+void register_run(CLI::App& app, Action& action);
 void register_convert(CLI::App& app, Action& action);
 void register_pending(CLI::App& app, Action& action);
 

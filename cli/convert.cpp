@@ -5,6 +5,7 @@
 #include "cli/common.h"
 #include "ir/error.h"
 #include "ir/model_io.h"
+#include "ir/shape_inference.h"
 
 namespace onnxtool::cli {
 namespace {
@@ -21,6 +22,7 @@ struct ConvertOptions {
   int opset = 0;
   bool to_fp16 = false;
   bool to_fp32 = false;
+  bool infer_shapes = false;
 };
 
 int run_convert(const ConvertOptions& o) {
@@ -39,6 +41,12 @@ int run_convert(const ConvertOptions& o) {
   if (o.external_data) save.external = ir::ExternalData::kExternalize;
   if (o.inline_external) save.external = ir::ExternalData::kInline;
 
+  // The output must never replace one of the input's external data files.
+  for (const auto& f : loaded.info.external_files) {
+    if (ir::same_file(o.output, (std::filesystem::path(loaded.info.base_dir) / f).string()))
+      throw_usage_error(o.output + ": is the input's external data file " + f + "; choose another output");
+  }
+
   // The side file must never replace one of the input's files (unless --in-place).
   if (!o.in_place) {
     const std::string data_name =
@@ -54,6 +62,17 @@ int run_convert(const ConvertOptions& o) {
     }
   }
 
+  size_t inferred = 0;
+  if (o.infer_shapes) {
+    // Contradictions do not stop the conversion: `onnxtool check` reports them.
+    ir::DiagnosticSink sink;
+    ir::infer_shapes(loaded.model, sink);
+    inferred = ir::store_inferred_value_info(loaded.model);
+    if (sink.error_count() && !o.json)
+      std::cerr << "onnxtool convert: note: shape inference found " << sink.error_count()
+                << " contradiction(s); run `onnxtool check " << o.model << "` for details\n";
+  }
+
   const ir::SaveReport r = ir::save_model(loaded.model, o.output, save);
   if (o.json) {
     print_json({{"output", o.output},
@@ -61,13 +80,15 @@ int run_convert(const ConvertOptions& o) {
                 {"data_file", r.data_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.data_path)},
                 {"data_bytes", r.data_bytes},
                 {"external_tensors", r.external_tensors},
-                {"auto_external", r.auto_external}});
+                {"auto_external", r.auto_external},
+                {"value_info_added", inferred}});
   } else {
     std::cout << "wrote " << o.output << " (" << human_bytes(r.model_bytes) << ")";
     if (!r.data_path.empty())
       std::cout << " and " << r.data_path << " (" << human_bytes(r.data_bytes) << ", "
                 << r.external_tensors << " tensors)";
     std::cout << "\n";
+    if (o.infer_shapes) std::cout << "added " << inferred << " inferred value_info entries\n";
     if (r.auto_external)
       std::cout << "note: the model passed 2 GB, so its weights were saved as external data\n";
   }
@@ -88,6 +109,7 @@ void register_convert(CLI::App& app, Action& action) {
   sub->add_flag("--inline-external-data", o->inline_external, "bring external weights into the model file");
   sub->add_flag("--in-place", o->in_place, "allow OUT to be the input model");
   sub->add_flag("--json", o->json, "print one JSON document");
+  sub->add_flag("--infer-shapes", o->infer_shapes, "store inferred types and shapes as value_info");
   sub->add_option("--opset", o->opset, "target opset of the default domain (issue #7)");
   sub->add_flag("--to-fp16", o->to_fp16, "float32 to float16 (issue #7)");
   sub->add_flag("--to-fp32", o->to_fp32, "float16/bfloat16 to float32 (issue #7)");

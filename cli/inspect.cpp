@@ -52,6 +52,7 @@ nlohmann::json to_json(const ir::ModelSummary& s) {
   j["subgraph_count"] = s.subgraph_count;
   j["op_counts"] = s.op_counts;
   j["initializer_count"] = s.initializer_count;
+  j["constant_tensor_count"] = s.constant_tensor_count;
   j["parameter_count"] = s.parameter_count;
   j["parameter_bytes"] = s.parameter_bytes;
   nlohmann::json by_type = nlohmann::json::object();
@@ -95,8 +96,10 @@ void print_text(const ir::ModelSummary& s) {
   print_io("outputs", s.outputs);
   std::cout << "nodes:        " << s.node_count << " in the main graph, " << s.node_count_total
             << " with " << s.subgraph_count << " subgraph(s)\n";
-  std::cout << "initializers: " << s.initializer_count << "\n";
-  std::cout << "parameters:   " << s.parameter_count << " (" << human_bytes(s.parameter_bytes) << ")\n";
+  std::cout << "initializers: " << s.initializer_count << " (+ " << s.constant_tensor_count
+            << " Constant node tensors)\n";
+  std::cout << "parameters:   " << s.parameter_count << " (" << human_bytes(s.parameter_bytes)
+            << ", initializers and Constant nodes)\n";
   for (const auto& [type, tb] : s.parameters_by_type)
     std::cout << "  " << type << ": " << tb.tensors << " tensors, " << tb.count << " elements, "
               << human_bytes(tb.bytes) << "\n";

@@ -16,6 +16,8 @@ int main(int argc, char** argv) {
 
   Action action;
   register_inspect(app, action);
+  register_check(app, action);
+  register_run(app, action);
   register_convert(app, action);
   register_pending(app, action);
 

@@ -36,11 +36,6 @@ void register_pending(CLI::App& app, Action& action) {
   static double number = 0;
   static int count = 0;
 
-  auto* check = add_pending(app, action, {"check", "Validate a model against the ONNX spec (exit 1 on errors)", "#3"});
-  check->add_option("MODEL", model, "model file")->required();
-  check->add_flag("--json", flag, "print one JSON document");
-  check->add_flag("--strict", flag, "treat warnings as errors");
-
   auto* optimize = add_pending(app, action, {"optimize", "Rewrite the graph with optimization passes", "#5"});
   optimize->add_option("MODEL", model, "model file")->required();
   optimize->add_option("-o,--output", out, "output model");
@@ -58,15 +53,6 @@ void register_pending(CLI::App& app, Action& action) {
   quantize->add_option("--calib-method", text, "minmax|entropy|percentile");
   quantize->add_option("--format", text, "qdq|qoperator");
   quantize->add_flag("--per-channel", flag, "per-channel weights");
-
-  auto* run = add_pending(app, action, {"run", "Execute a model on the CPU reference runner", "#4"});
-  run->add_option("MODEL", model, "model file")->required();
-  run->add_option("--input", list, "NAME=FILE (.npy or .pb)");
-  run->add_flag("--random", flag, "random inputs");
-  run->add_option("--output-dir", dir, "where outputs are written");
-  run->add_option("--threads", count, "threads");
-  run->add_option("--benchmark", count, "time N runs");
-  run->add_flag("--json", flag, "print one JSON document");
 
   auto* compare = add_pending(app, action, {"compare", "Run two models on the same inputs and compare outputs", "#7"});
   compare->add_option("A", model, "first model")->required();

@@ -59,6 +59,10 @@ MappedFile::~MappedFile() {
   if (mapped_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
+void MappedFile::advise_random(bool on) const {
+  if (mapped_) ::madvise(const_cast<uint8_t*>(data_), size_, on ? MADV_RANDOM : MADV_NORMAL);
+}
+
 Bytes MappedFile::view(const std::shared_ptr<MappedFile>& file, size_t offset, size_t length) {
   return Bytes(std::shared_ptr<const void>(file, file.get()), file->data_ + offset, length);
 }

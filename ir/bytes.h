@@ -49,6 +49,8 @@ class MappedFile {
   const std::string& path() const { return path_; }
   /// A view of [offset, offset+length) that keeps this mapping alive.
   static Bytes view(const std::shared_ptr<MappedFile>& file, size_t offset, size_t length);
+  /// Hints random access (no read-ahead) while on, normal access when off.
+  void advise_random(bool on) const;
 
  private:
   MappedFile() = default;

@@ -66,7 +66,7 @@ Attribute Attribute::make_tensor(std::string name, Tensor v) {
   Attribute a;
   a.name = std::move(name);
   a.type = static_cast<int32_t>(AttrType::kTensor);
-  a.t = std::move(v);
+  a.t = Box<Tensor>(std::move(v));
   return a;
 }
 

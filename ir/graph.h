@@ -54,10 +54,12 @@ struct Attribute {
   float f = 0;
   int64_t i = 0;
   std::string s;
-  std::optional<Tensor> t;
+  // The rarely used single values are boxed (heap-allocated only when present) so that an
+  // attribute stays small: a model has many attributes and few tensor- or type-valued ones.
+  Box<Tensor> t;
   std::unique_ptr<Graph> g;
-  std::optional<SparseTensor> sparse_tensor;
-  std::optional<TypeInfo> tp;
+  Box<SparseTensor> sparse_tensor;
+  Box<TypeInfo> tp;
   std::vector<float> floats;
   std::vector<int64_t> ints;
   std::vector<std::string> strings;

@@ -45,6 +45,7 @@ class Decoder {
 
   void model(Reader r, Model& m);
   void link_all(Model& m);
+  void tensor(Reader r, Tensor& t);
 
  private:
   // Node outputs and inputs are linked after the whole model is read: values may be used before
@@ -110,7 +111,6 @@ class Decoder {
   void shape(Reader r, Shape& s);
   void type(Reader r, TypeInfo& t);
   void type_inner(Reader r, TypeInfo& t, TypeInfo::Kind kind);
-  void tensor(Reader r, Tensor& t);
   void segment(Reader r, TensorSegment& s);
   void sparse(Reader r, SparseTensor& s);
   void attribute(Reader r, Attribute& a);
@@ -294,7 +294,7 @@ void Decoder::attribute(Reader r, Attribute& a) {
     CASE(2, kFixed32) { a.f = f32(r); mark_default(a.explicit_defaults, 2, a.f == 0 && !std::signbit(a.f)); continue; }
     CASE(3, kVarint) { a.i = i64(r); mark_default(a.explicit_defaults, 3, a.i == 0); continue; }
     CASE(4, kLengthDelimited) { a.s = str(r); mark_default(a.explicit_defaults, 4, a.s.empty()); continue; }
-    CASE(5, kLengthDelimited) { if (!a.t) a.t.emplace(); tensor(r.nested(), *a.t); continue; }
+    CASE(5, kLengthDelimited) { if (!a.t) a.t = Box<Tensor>(Tensor{}); tensor(r.nested(), *a.t); continue; }
     CASE(6, kLengthDelimited) { new_graph(r.nested(), a.g); continue; }
     if (field == 7 && (wt == wire::kFixed32 || wt == wire::kLengthDelimited)) { repeated_scalar(r, wt, wire::kFixed32, a.floats, f32); continue; }
     if (field == 8 && (wt == wire::kVarint || wt == wire::kLengthDelimited)) { repeated_scalar(r, wt, wire::kVarint, a.ints, i64); continue; }
@@ -302,7 +302,7 @@ void Decoder::attribute(Reader r, Attribute& a) {
     CASE(10, kLengthDelimited) { a.tensors.emplace_back(); tensor(r.nested(), a.tensors.back()); continue; }
     CASE(11, kLengthDelimited) { a.graphs.emplace_back(); new_graph(r.nested(), a.graphs.back()); continue; }
     CASE(13, kLengthDelimited) { a.doc_string = str(r); mark_default(a.explicit_defaults, 13, a.doc_string.empty()); continue; }
-    CASE(14, kLengthDelimited) { if (!a.tp) a.tp.emplace(); type(r.nested(), *a.tp); continue; }
+    CASE(14, kLengthDelimited) { if (!a.tp) a.tp = Box<TypeInfo>(TypeInfo{}); type(r.nested(), *a.tp); continue; }
     CASE(15, kLengthDelimited) { a.type_protos.emplace_back(); type(r.nested(), a.type_protos.back()); continue; }
     if (field == 20 && wt == wire::kVarint) {
       const uint64_t v = r.varint();
@@ -315,7 +315,7 @@ void Decoder::attribute(Reader r, Attribute& a) {
       continue;
     }
     CASE(21, kLengthDelimited) { a.ref_attr_name = str(r); mark_default(a.explicit_defaults, 21, a.ref_attr_name.empty()); continue; }
-    CASE(22, kLengthDelimited) { if (!a.sparse_tensor) a.sparse_tensor.emplace(); sparse(r.nested(), *a.sparse_tensor); continue; }
+    CASE(22, kLengthDelimited) { if (!a.sparse_tensor) a.sparse_tensor = Box<SparseTensor>(SparseTensor{}); sparse(r.nested(), *a.sparse_tensor); continue; }
     CASE(23, kLengthDelimited) { a.sparse_tensors.emplace_back(); sparse(r.nested(), a.sparse_tensors.back()); continue; }
     keep_unknown(r, tag_start, field, wt, a.unknown);
   ONNXTOOL_END_FIELDS
@@ -589,6 +589,7 @@ class Encoder {
       : plan_(plan), inline_external_(inline_external) {}
 
   Rope model(const Model& m);
+  Rope tensor(const Tensor& t);
 
  private:
   Rope string_pair(const StringPair& p);
@@ -596,7 +597,6 @@ class Encoder {
   Rope dim(const Dim& d);
   Rope shape(const Shape& s);
   Rope type(const TypeInfo& t);
-  Rope tensor(const Tensor& t);
   Rope sparse(const SparseTensor& s);
   Rope attribute(const Attribute& a);
   Rope value_info(const ValueInfo& v);
@@ -969,8 +969,13 @@ Model parse_model(const Bytes& data, const std::string& label, const std::string
 
   ExternalResolver resolver(options.load_external_data ? base_dir : std::string(), info);
   for_each_tensor(m, [&](Tensor& t, const std::string& where) {
-    if (t.is_external()) resolver.resolve(t, label + ": " + where);
-    if (options.validate_tensors) t.validate_data(label + ": " + where);
+    try {
+      if (t.is_external()) resolver.resolve(t, label + ": " + where);
+      if (options.validate_tensors) t.validate_data(label + ": " + where);
+    } catch (const Error& e) {
+      if (!options.on_tensor_error) throw;
+      options.on_tensor_error(t, e.what());
+    }
   });
   return m;
 }
@@ -992,7 +997,11 @@ LoadedModel load_model(const std::string& path, const LoadOptions& options) {
   out.info.base_dir = dir_of(path);
   out.info.file_size = file->size();
   Bytes all = MappedFile::view(file, 0, file->size());
+  // Parsing reads headers scattered between tensor payloads: without read-ahead the payload
+  // pages a model never needs stay out of memory. Bulk reads later (convert, run) get it back.
+  file->advise_random(true);
   out.model = parse_model(all, path, out.info.base_dir, options, &out.info);
+  file->advise_random(false);
   return out;
 }
 
@@ -1070,6 +1079,25 @@ SaveReport save_model(const Model& model, const std::string& path, const SaveOpt
   if (data_file) data_file->commit();
   out.commit();
   return report;
+}
+
+Tensor parse_tensor(const Bytes& data, const std::string& label) {
+  Tensor t;
+  Decoder dec(data);
+  try {
+    dec.tensor(Reader(data.data(), data.data() + data.size(), data.data()), t);
+  } catch (const wire::ParseError& e) {
+    throw_input_error(label + ": not a valid TensorProto: protobuf parse error at byte " +
+                      std::to_string(e.offset) + ": " + e.message);
+  }
+  if (t.is_external()) throw_input_error(label + ": tensor '" + t.name + "' refers to external data");
+  t.validate_data(label);
+  return t;
+}
+
+std::string serialize_tensor(const Tensor& tensor) {
+  Encoder enc(nullptr, true);
+  return enc.tensor(tensor).flatten();
 }
 
 bool same_file(const std::string& a, const std::string& b) {

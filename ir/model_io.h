@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@ struct LoadOptions {
   bool load_external_data = true;
   /// Check every tensor's data against its dims and type while loading.
   bool validate_tensors = true;
+  /// When set, a tensor whose data or external reference is invalid is reported here (with the
+  /// one-line message naming file and tensor) and loading goes on; when unset, it throws.
+  std::function<void(const Tensor& tensor, const std::string& message)> on_tensor_error;
 };
 
 /// What a load saw, for inspect and for save's safety checks.
@@ -70,6 +74,13 @@ SaveReport save_model(const Model& model, const std::string& path, const SaveOpt
 
 /// Serializes a model with all data inline, in memory (for tests and small models).
 std::string serialize_model(const Model& model);
+
+/// Parses a serialized TensorProto (the ONNX test-data .pb files); views keep `data` alive.
+/// Throws Error(kInput) naming `label` when it is malformed or its data does not fit its dims.
+Tensor parse_tensor(const Bytes& data, const std::string& label);
+
+/// Serializes a tensor as a TensorProto (data inline).
+std::string serialize_tensor(const Tensor& tensor);
 
 /// True when both paths name the same existing file (device and inode).
 bool same_file(const std::string& a, const std::string& b);

@@ -61,7 +61,15 @@ ModelSummary summarize(const LoadedModel& loaded) {
   for_each_graph(g, [&s, &g](Graph& sub) {
     if (&sub != &g) s.subgraph_count++;
     s.node_count_total += sub.nodes().size();
-    for (const auto& n : sub.nodes()) s.op_counts[n->qualified_op()]++;
+    for (const auto& n : sub.nodes()) {
+      s.op_counts[n->qualified_op()]++;
+      if (n->op_type != "Constant" || !(n->domain.empty() || n->domain == "ai.onnx")) continue;
+      const Attribute* value = n->attr("value");
+      if (value && value->t) {
+        s.constant_tensor_count++;
+        count_tensor(s, *value->t);
+      }
+    }
     for (const auto& t : sub.initializers()) count_tensor(s, *t);
     s.initializer_count += sub.initializers().size() + sub.sparse_initializers.size();
     for (const auto& sp : sub.sparse_initializers)

@@ -42,6 +42,11 @@ struct ModelSummary {
   size_t subgraph_count = 0;
   std::map<std::string, size_t> op_counts;  ///< "domain::op" (plain op for the default domain)
   size_t initializer_count = 0;             ///< dense and sparse, all graphs
+  /// Constant nodes holding a tensor (`value` attribute), all graphs: exporters such as
+  /// Paddle2ONNX keep the weights there instead of in initializers.
+  size_t constant_tensor_count = 0;
+  /// Elements and bytes of the weights: initializers (dense, and sparse values) plus the tensors
+  /// of Constant nodes, in every graph.
   uint64_t parameter_count = 0;
   uint64_t parameter_bytes = 0;
   std::map<std::string, TypeBytes> parameters_by_type;

@@ -1,0 +1,744 @@
+// The checker: model, graph-structure, node-schema, tensor and function rules, then shape
+// inference. Every finding is collected; nothing stops at the first error.
+#include "checker/checker.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "ir/error.h"
+#include "ir/model_io.h"
+#include "ir/op_schema.h"
+#include "ir/shape_inference.h"
+
+namespace onnxtool::checker {
+namespace {
+
+using ir::Diagnostic;
+using ir::Severity;
+
+constexpr int kMaxGraphDepth = 64;
+
+/// The names visible at one point of a graph: its own definitions so far plus its ancestors'.
+struct Scope {
+  const Scope* parent = nullptr;
+  std::unordered_set<std::string> names;
+  bool visible(const std::string& name) const {
+    for (const Scope* s = this; s; s = s->parent)
+      if (s->names.count(name)) return true;
+    return false;
+  }
+};
+
+/// How a type reads in the spec's type constraints: "tensor(float)", "seq(tensor(int64))".
+std::string type_string(const ir::TypeInfo& t) {
+  using K = ir::TypeInfo::Kind;
+  auto elem = [](int32_t e) { return std::string(ir::data_type_name(static_cast<ir::DataType>(e))); };
+  switch (t.kind) {
+    case K::kTensor:
+      return t.elem_type ? "tensor(" + elem(t.elem_type) + ")" : "";
+    case K::kSparseTensor:
+      return t.elem_type ? "sparse_tensor(" + elem(t.elem_type) + ")" : "";
+    case K::kSequence: {
+      const std::string inner = t.elem ? type_string(*t.elem) : "";
+      return inner.empty() ? "" : "seq(" + inner + ")";
+    }
+    case K::kOptional: {
+      const std::string inner = t.elem ? type_string(*t.elem) : "";
+      return inner.empty() ? "" : "optional(" + inner + ")";
+    }
+    case K::kMap: {
+      const std::string inner = t.elem ? type_string(*t.elem) : "";
+      return inner.empty() || !t.elem_type ? "" : "map(" + elem(t.elem_type) + "," + inner + ")";
+    }
+    default:
+      return "";
+  }
+}
+
+std::string strip_spaces(std::string s) {
+  s.erase(std::remove(s.begin(), s.end(), ' '), s.end());
+  return s;
+}
+
+class Checker {
+ public:
+  Checker(ir::Model& model, ir::DiagnosticSink& sink, const CheckOptions& options)
+      : model_(model), sink_(sink), options_(options), registry_(ir::SchemaRegistry::instance()) {}
+
+  void run();
+
+ private:
+  struct GraphCtx {
+    std::string path;
+    const std::vector<ir::OpsetId>* opsets;
+    bool in_function;
+    int depth;
+  };
+
+  void add(std::string rule, Severity sev, const GraphCtx* g, const ir::Node* n, long index,
+           std::string tensor, std::string message) {
+    Diagnostic d;
+    d.rule = std::move(rule);
+    d.severity = sev;
+    if (g) d.graph = g->path;
+    if (n) {
+      d.node = n->name;
+      d.op_type = n->op_type;
+    }
+    d.node_index = index;
+    d.tensor = std::move(tensor);
+    d.message = std::move(message);
+    sink_.add(std::move(d));
+  }
+  void error(std::string rule, const GraphCtx* g, const ir::Node* n, long index, std::string tensor,
+             std::string message) {
+    add(std::move(rule), Severity::kError, g, n, index, std::move(tensor), std::move(message));
+  }
+
+  void check_model_fields();
+  void check_opsets(const std::vector<ir::OpsetId>& opsets, const std::string& where);
+  void check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer);
+  void check_value_type(const ir::TypeInfo& t, const GraphCtx& ctx, const std::string& name,
+                        const char* role);
+  void check_node(ir::Node& n, long index, const GraphCtx& ctx);
+  void check_attributes(ir::Node& n, long index, const GraphCtx& ctx, const ir::OpSchema* schema);
+  void check_type_constraints(ir::Graph& g, const GraphCtx& ctx);
+  void check_tensors();
+  void check_sparse(const ir::SparseTensor& s, const std::string& where);
+  void check_quant_scales(ir::Graph& g, const GraphCtx& ctx);
+  void check_functions();
+  std::optional<int64_t> opset_of(const std::string& domain, const GraphCtx& ctx) const;
+  const ir::Function* local_function(const ir::Node& n) const;
+
+  ir::Model& model_;
+  ir::DiagnosticSink& sink_;
+  const CheckOptions& options_;
+  const ir::SchemaRegistry& registry_;
+  // Graph contexts by graph, for the type-constraint pass after inference.
+  std::vector<std::pair<ir::Graph*, GraphCtx>> graphs_;
+};
+
+std::optional<int64_t> Checker::opset_of(const std::string& domain, const GraphCtx& ctx) const {
+  const std::string_view d = ir::canonical_domain(domain);
+  for (const auto& o : *ctx.opsets)
+    if (ir::canonical_domain(o.domain) == d) return o.version;
+  return std::nullopt;
+}
+
+const ir::Function* Checker::local_function(const ir::Node& n) const {
+  for (const auto& f : model_.functions)
+    if (f.name == n.op_type && ir::canonical_domain(f.domain) == ir::canonical_domain(n.domain) &&
+        f.overload == n.overload)
+      return &f;
+  return nullptr;
+}
+
+void Checker::check_opsets(const std::vector<ir::OpsetId>& opsets, const std::string& where) {
+  std::set<std::string> seen;
+  for (const auto& o : opsets) {
+    const std::string d(ir::canonical_domain(o.domain));
+    const std::string shown = d.empty() ? "ai.onnx" : d;
+    if (!seen.insert(d).second)
+      error("model.opset-duplicate", nullptr, nullptr, -1, "",
+            where + "imports domain '" + shown + "' more than once");
+    if (registry_.has_domain(d)) {
+      const int max = registry_.max_version(d);
+      if (o.version < 1 || o.version > max)
+        error("model.opset-version", nullptr, nullptr, -1, "",
+              where + "imports " + shown + " opset " + std::to_string(o.version) +
+                  "; supported versions are 1 to " + std::to_string(max));
+    }
+  }
+}
+
+void Checker::check_model_fields() {
+  if (model_.ir_version <= 0) {
+    error("model.ir-version", nullptr, nullptr, -1, "",
+          model_.ir_version == 0 ? std::string("ir_version is missing or zero")
+                                 : "ir_version " + std::to_string(model_.ir_version) + " is negative");
+  } else if (model_.ir_version > kMaxIrVersion) {
+    error("model.ir-version", nullptr, nullptr, -1, "",
+          "IR version " + std::to_string(model_.ir_version) + " is newer than the newest known (" +
+              std::to_string(kMaxIrVersion) + ")");
+  }
+  // From IR 3 a model names the operator sets it uses; nodes of a domain it does not import are
+  // reported per node (model.domain-not-imported).
+  if (model_.opset_import.empty() && model_.ir_version >= 3)
+    error("model.opset-missing", nullptr, nullptr, -1, "",
+          "the model imports no operator set (opset_import is required from IR version 3)");
+  check_opsets(model_.opset_import, "the model ");
+  std::set<std::string> keys;
+  for (const auto& kv : model_.metadata_props)
+    if (!keys.insert(kv.key).second)
+      add("model.metadata-duplicate", Severity::kWarning, nullptr, nullptr, -1, "",
+          "metadata key '" + kv.key + "' appears more than once");
+  if (!model_.functions.empty() && model_.ir_version > 0 && model_.ir_version < 8)
+    error("model.ir-feature", nullptr, nullptr, -1, "",
+          "model-local functions need IR version 8, the model has " + std::to_string(model_.ir_version));
+}
+
+void Checker::check_value_type(const ir::TypeInfo& t, const GraphCtx& ctx, const std::string& name,
+                               const char* role) {
+  using K = ir::TypeInfo::Kind;
+  if (t.kind == K::kUnset) {
+    error("value.type-missing", &ctx, nullptr, -1, name, std::string(role) + " '" + name + "' has no type");
+    return;
+  }
+  const ir::TypeInfo* cur = &t;
+  while (cur) {
+    if ((cur->kind == K::kTensor || cur->kind == K::kSparseTensor || cur->kind == K::kMap) &&
+        cur->elem_type != 0 && !ir::is_valid_data_type(cur->elem_type))
+      error("value.elem-type", &ctx, nullptr, -1, name,
+            std::string(role) + " '" + name + "' has invalid element type " + std::to_string(cur->elem_type));
+    if ((cur->kind == K::kTensor || cur->kind == K::kSparseTensor) && cur->elem_type == 0)
+      error("value.elem-type", &ctx, nullptr, -1, name,
+            std::string(role) + " '" + name + "' has a tensor type without element type");
+    if (cur->shape)
+      for (const auto& d : cur->shape->dims)
+        if (d.is_static() && d.value < 0)
+          error("value.negative-dim", &ctx, nullptr, -1, name,
+                std::string(role) + " '" + name + "' has a negative dimension " + std::to_string(d.value));
+    cur = cur->elem ? cur->elem.get() : nullptr;
+  }
+}
+
+void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer) {
+  graphs_.emplace_back(&g, ctx);
+  const bool is_sub = outer != nullptr;
+  if (ctx.depth > kMaxGraphDepth) {
+    error("graph.nesting", &ctx, nullptr, -1, "",
+          "subgraphs nested deeper than " + std::to_string(kMaxGraphDepth) + " levels");
+    return;
+  }
+  // Where each name was defined first, for SSA messages.
+  std::unordered_map<std::string, std::string> defined_by;
+  auto define = [&](const std::string& name, const std::string& what, const ir::Node* n, long index) {
+    if (name.empty()) return;
+    auto [it, fresh] = defined_by.emplace(name, what);
+    if (!fresh) {
+      error("graph.ssa", &ctx, n, index, name,
+            "'" + name + "' is defined more than once: as " + it->second + " and as " + what);
+      return;
+    }
+    if (outer && outer->visible(name))
+      error("graph.shadowing", &ctx, n, index, name,
+            "'" + name + "' (" + what + ") shadows a value of an enclosing graph");
+  };
+
+  std::unordered_set<std::string> input_names;
+  for (const auto& vi : g.inputs) {
+    const std::string& name = vi.value->name();
+    if (name.empty()) error("graph.empty-name", &ctx, nullptr, -1, "", "a graph input has an empty name");
+    if (!input_names.insert(name).second) {
+      error("graph.duplicate-input", &ctx, nullptr, -1, name, "graph input '" + name + "' is listed twice");
+      continue;
+    }
+    define(name, "graph input", nullptr, -1);
+    if (!ctx.in_function && !is_sub) check_value_type(vi.type.value_or(ir::TypeInfo{}), ctx, name, "graph input");
+    else if (vi.type && vi.type->kind != ir::TypeInfo::Kind::kUnset)
+      check_value_type(*vi.type, ctx, name, "graph input");  // optional in subgraphs
+  }
+  std::unordered_set<std::string> init_names;
+  auto add_initializer = [&](const std::string& name, const char* what) {
+    if (name.empty()) {
+      error("graph.empty-name", &ctx, nullptr, -1, "", std::string(what[0] == 'i' ? "an " : "a ") + what + " has an empty name");
+      return;
+    }
+    if (!init_names.insert(name).second) {
+      error("graph.duplicate-initializer", &ctx, nullptr, -1, name,
+            std::string(what) + " '" + name + "' is listed twice");
+      return;
+    }
+    if (input_names.count(name)) {
+      if (is_sub && model_.ir_version >= 4)
+        error("graph.initializer-input", &ctx, nullptr, -1, name,
+              "'" + name + "' is both an input and an initializer of a subgraph (not allowed from IR 4)");
+      return;
+    }
+    if (model_.ir_version > 0 && model_.ir_version < 4 && !ctx.in_function)
+      error("graph.initializer-not-input", &ctx, nullptr, -1, name,
+            std::string(what) + " '" + name + "' is not a graph input (required before IR 4)");
+    define(name, what, nullptr, -1);
+  };
+  for (const auto& t : g.initializers()) add_initializer(t->name, "initializer");
+  for (const auto& s : g.sparse_initializers) add_initializer(s.name(), "sparse initializer");
+  if (!g.sparse_initializers.empty() && model_.ir_version > 0 && model_.ir_version < 6)
+    error("model.ir-feature", &ctx, nullptr, -1, "", "sparse initializers need IR version 6");
+
+  // Node outputs, in order; note which node produces each name for order messages.
+  const auto& nodes = g.nodes();
+  std::unordered_map<std::string, size_t> producer;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (const ir::Value* v : nodes[i]->outputs()) {
+      if (!v) continue;
+      define(v->name(), nodes[i]->describe() + " output", nodes[i].get(), static_cast<long>(i));
+      producer.emplace(v->name(), i);
+    }
+  }
+
+  // Cycles: Kahn over the producer relation (uses in subgraphs count).
+  std::vector<size_t> pending(nodes.size(), 0);
+  std::vector<std::vector<size_t>> succ(nodes.size());
+  auto node_uses = [&](size_t i) {
+    std::vector<std::string> names;
+    for (const ir::Value* v : nodes[i]->inputs())
+      if (v) names.push_back(v->name());
+    for (const ir::Value* v : g.implicit_inputs(nodes[i].get())) names.push_back(v->name());
+    return names;
+  };
+  std::vector<std::vector<std::string>> uses(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    uses[i] = node_uses(i);
+    for (const auto& name : uses[i]) {
+      auto it = producer.find(name);
+      if (it == producer.end()) continue;
+      succ[it->second].push_back(i);
+      pending[i]++;
+    }
+  }
+  std::vector<size_t> ready;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    if (!pending[i]) ready.push_back(i);
+  size_t done = 0;
+  while (!ready.empty()) {
+    size_t i = ready.back();
+    ready.pop_back();
+    ++done;
+    for (size_t s : succ[i])
+      if (--pending[s] == 0) ready.push_back(s);
+  }
+  std::vector<bool> in_cycle(nodes.size(), false);
+  if (done != nodes.size()) {
+    std::string names;
+    int listed = 0;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (!pending[i]) continue;
+      in_cycle[i] = true;
+      if (listed < 5) names += (listed++ ? ", " : "") + nodes[i]->describe();
+    }
+    error("graph.cycle", &ctx, nullptr, -1, "", "the graph has a cycle through " + names);
+  }
+
+  // Order and definedness: walk the nodes with the names available so far.
+  Scope available;
+  available.parent = outer;
+  for (const auto& vi : g.inputs) available.names.insert(vi.value->name());
+  for (const auto& name : init_names) available.names.insert(name);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    ir::Node& n = *nodes[i];
+    const long index = static_cast<long>(i);
+    for (const auto& name : uses[i]) {
+      if (available.visible(name)) continue;
+      auto it = producer.find(name);
+      if (it != producer.end()) {
+        if (!in_cycle[i])
+          error("graph.topological-order", &ctx, &n, index, name,
+                n.describe() + " uses '" + name + "' before " + nodes[it->second]->describe() +
+                    " (node #" + std::to_string(it->second) + ") produces it");
+      } else {
+        error("graph.undefined-value", &ctx, &n, index, name,
+              n.describe() + " uses '" + name + "', which is not defined in scope");
+      }
+    }
+    check_node(n, index, ctx);
+    // Subgraphs see the names available before this node.
+    for (auto& a : n.attributes) {
+      auto sub_ctx = [&](const std::string& label) {
+        GraphCtx c = ctx;
+        c.path = ctx.path + "/" + (n.name.empty() ? n.op_type + "#" + std::to_string(i) : n.name) + ":" + label;
+        c.depth = ctx.depth + 1;
+        return c;
+      };
+      if (a.g) check_graph(*a.g, sub_ctx(a.name), &available);
+      for (size_t k = 0; k < a.graphs.size(); ++k)
+        check_graph(*a.graphs[k], sub_ctx(a.name + "[" + std::to_string(k) + "]"), &available);
+    }
+    for (const ir::Value* v : n.outputs())
+      if (v) available.names.insert(v->name());
+  }
+
+  for (const auto& vi : g.outputs) {
+    const std::string& name = vi.value->name();
+    if (name.empty()) {
+      error("graph.empty-name", &ctx, nullptr, -1, "", "a graph output has an empty name");
+      continue;
+    }
+    if (!available.visible(name))
+      error("graph.output-undefined", &ctx, nullptr, -1, name,
+            "graph output '" + name + "' is not produced by any node, input or initializer");
+    if (!ctx.in_function && !is_sub) check_value_type(vi.type.value_or(ir::TypeInfo{}), ctx, name, "graph output");
+    else if (vi.type && vi.type->kind != ir::TypeInfo::Kind::kUnset)
+      check_value_type(*vi.type, ctx, name, "graph output");  // optional in subgraphs
+  }
+  for (const auto& vi : g.value_info)
+    if (vi.type && vi.type->kind != ir::TypeInfo::Kind::kUnset)
+      check_value_type(*vi.type, ctx, vi.value->name(), "value_info");
+  check_quant_scales(g, ctx);
+}
+
+void Checker::check_node(ir::Node& n, long index, const GraphCtx& ctx) {
+  if (n.op_type.empty()) {
+    error("node.op-type-empty", &ctx, &n, index, "", n.describe() + " has no op_type");
+    return;
+  }
+  const std::string domain(ir::canonical_domain(n.domain));
+  const std::string shown_domain = domain.empty() ? "ai.onnx" : domain;
+  auto version = opset_of(domain, ctx);
+  if (local_function(n)) {
+    if (!version)
+      error("model.domain-not-imported", &ctx, &n, index, "",
+            n.describe() + " calls a function of domain '" + shown_domain + "', which is not imported");
+    check_attributes(n, index, ctx, nullptr);
+    return;
+  }
+  if (!version) {
+    error("model.domain-not-imported", &ctx, &n, index, "",
+          n.describe() + " uses domain '" + shown_domain + "', which the model does not import");
+    return;
+  }
+  if (!registry_.has_domain(domain)) {
+    add("node.custom-domain", options_.strict ? Severity::kError : Severity::kWarning, &ctx, &n, index, "",
+        n.describe() + " is in custom domain '" + domain + "' and cannot be checked");
+    check_attributes(n, index, ctx, nullptr);
+    return;
+  }
+  const ir::OpSchema* schema = registry_.find(domain, n.op_type, *version);
+  if (!schema) {
+    const auto* versions = registry_.versions(domain, n.op_type);
+    std::string why = "is not an operator of " + shown_domain;
+    if (versions && !versions->empty()) {
+      if (versions->front().since_version > *version)
+        why = "does not exist at " + shown_domain + " opset " + std::to_string(*version) +
+              " (introduced at " + std::to_string(versions->front().since_version) + ")";
+      else
+        why = "is deprecated at " + shown_domain + " opset " + std::to_string(*version);
+    }
+    error("node.unknown-op", &ctx, &n, index, "", n.describe() + ": " + n.op_type + " " + why);
+    return;
+  }
+
+  const int n_in = static_cast<int>(n.inputs().size());
+  const int n_out = static_cast<int>(n.outputs().size());
+  const std::string opv = n.op_type + "-" + std::to_string(schema->since_version);
+  if (n_in > schema->max_inputs)
+    error("node.input-count", &ctx, &n, index, "",
+          n.describe() + " has " + std::to_string(n_in) + " inputs; " + opv + " takes at most " +
+              std::to_string(schema->max_inputs));
+  if (n_in < schema->min_inputs)
+    error("node.input-count", &ctx, &n, index, "",
+          n.describe() + " has " + std::to_string(n_in) + " inputs; " + opv + " needs at least " +
+              std::to_string(schema->min_inputs));
+  for (int i = 0; i < n_in && !schema->inputs.empty(); ++i) {
+    const size_t f = std::min(static_cast<size_t>(i), schema->inputs.size() - 1);
+    const ir::FormalParam& formal = schema->inputs[f];
+    if (static_cast<size_t>(i) >= schema->inputs.size() && formal.option != ir::ParamOption::kVariadic) break;
+    if (!n.input(static_cast<size_t>(i)) && formal.option == ir::ParamOption::kSingle)
+      error("node.input-missing", &ctx, &n, index, "",
+            n.describe() + ": required input '" + formal.name + "' (#" + std::to_string(i) + ") is empty");
+  }
+  if (n_out > schema->max_outputs)
+    error("node.output-count", &ctx, &n, index, "",
+          n.describe() + " has " + std::to_string(n_out) + " outputs; " + opv + " has at most " +
+              std::to_string(schema->max_outputs));
+  if (n_out < schema->min_outputs)
+    error("node.output-count", &ctx, &n, index, "",
+          n.describe() + " has " + std::to_string(n_out) + " outputs; " + opv + " needs at least " +
+              std::to_string(schema->min_outputs));
+  check_attributes(n, index, ctx, schema);
+}
+
+// Which value field an attribute uses, for attributes that have no `type`.
+ir::AttrType inferred_attr_type(const ir::Attribute& a) {
+  using T = ir::AttrType;
+  if (a.t) return T::kTensor;
+  if (a.g) return T::kGraph;
+  if (a.sparse_tensor) return T::kSparseTensor;
+  if (a.tp) return T::kTypeProto;
+  if (!a.floats.empty()) return T::kFloats;
+  if (!a.ints.empty()) return T::kInts;
+  if (!a.strings.empty()) return T::kStrings;
+  if (!a.tensors.empty()) return T::kTensors;
+  if (!a.graphs.empty()) return T::kGraphs;
+  if (!a.sparse_tensors.empty()) return T::kSparseTensors;
+  if (!a.type_protos.empty()) return T::kTypeProtos;
+  if (a.explicit_defaults & (1u << 2) || a.f != 0) return T::kFloat;
+  if (a.explicit_defaults & (1u << 3) || a.i != 0) return T::kInt;
+  if (a.explicit_defaults & (1u << 4) || !a.s.empty()) return T::kString;
+  return T::kUndefined;
+}
+
+void Checker::check_attributes(ir::Node& n, long index, const GraphCtx& ctx, const ir::OpSchema* schema) {
+  std::set<std::string> names;
+  for (const auto& a : n.attributes) {
+    if (a.name.empty()) {
+      error("node.attribute-name", &ctx, &n, index, "", n.describe() + " has an attribute without a name");
+      continue;
+    }
+    if (!names.insert(a.name).second)
+      error("node.attribute-duplicate", &ctx, &n, index, "",
+            n.describe() + ": attribute '" + a.name + "' is given twice");
+    if (!a.ref_attr_name.empty()) {
+      if (!ctx.in_function)
+        error("node.attribute-ref", &ctx, &n, index, "",
+              n.describe() + ": attribute '" + a.name + "' refers to a function attribute outside a function");
+      continue;
+    }
+    ir::AttrType type = a.attr_type();
+    if (type == ir::AttrType::kUndefined) {
+      type = inferred_attr_type(a);
+      if (model_.ir_version >= 2)
+        error("node.attribute-type", &ctx, &n, index, "",
+              n.describe() + ": attribute '" + a.name + "' has no type (required from IR version 2)");
+    } else if (static_cast<int32_t>(type) > 14) {
+      error("node.attribute-type", &ctx, &n, index, "",
+            n.describe() + ": attribute '" + a.name + "' has an invalid type");
+      continue;
+    }
+    if (!schema) continue;
+    const ir::AttributeSpec* spec = schema->attribute(a.name);
+    if (!spec) {
+      error("node.attribute-unknown", &ctx, &n, index, "",
+            n.describe() + ": " + n.op_type + "-" + std::to_string(schema->since_version) +
+                " has no attribute '" + a.name + "'");
+      continue;
+    }
+    if (spec->type != ir::AttrType::kUndefined && type != spec->type)
+      error("node.attribute-type", &ctx, &n, index, "",
+            n.describe() + ": attribute '" + a.name + "' should be " +
+                std::string(ir::attr_type_name(spec->type)) + ", is " + std::string(ir::attr_type_name(type)));
+  }
+  if (!schema) return;
+  for (const auto& spec : schema->attributes)
+    if (spec.required && !names.count(spec.name))
+      error("node.attribute-missing", &ctx, &n, index, "",
+            n.describe() + ": required attribute '" + spec.name + "' of " + n.op_type + "-" +
+                std::to_string(schema->since_version) + " is missing");
+}
+
+void Checker::check_type_constraints(ir::Graph& g, const GraphCtx& ctx) {
+  const auto& nodes = g.nodes();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    ir::Node& n = *nodes[i];
+    const std::string domain(ir::canonical_domain(n.domain));
+    auto version = opset_of(domain, ctx);
+    if (!version || local_function(n) || !registry_.has_domain(domain)) continue;
+    const ir::OpSchema* schema = registry_.find(domain, n.op_type, *version);
+    if (!schema) continue;
+    std::map<std::string, std::string> bound;  // type variable -> type string
+    auto check = [&](const std::vector<ir::FormalParam>& formals, const std::vector<ir::Value*>& values,
+                     const char* role) {
+      for (size_t k = 0; k < values.size() && !formals.empty(); ++k) {
+        const ir::FormalParam& f = formals[std::min(k, formals.size() - 1)];
+        if (k >= formals.size() && f.option != ir::ParamOption::kVariadic) break;
+        const ir::Value* v = values[k];
+        if (!v) continue;
+        const std::string ts = type_string(v->type);
+        if (ts.empty()) continue;
+        const ir::TypeConstraint* c = schema->constraint(f.type);
+        if (!c) {
+          // A fixed type string such as "tensor(int64)".
+          if (!f.type.empty() && strip_spaces(f.type) != ts)
+            error("node.type-constraint", &ctx, &n, static_cast<long>(i), v->name(),
+                  n.describe() + ": " + role + " '" + f.name + "' must be " + f.type + ", is " + ts);
+          continue;
+        }
+        bool allowed = false;
+        for (const auto& a : c->allowed) allowed = allowed || strip_spaces(a) == ts;
+        if (!allowed) {
+          error("node.type-constraint", &ctx, &n, static_cast<long>(i), v->name(),
+                n.describe() + ": " + role + " '" + f.name + "' has type " + ts + ", not allowed for " +
+                    c->name + " of " + n.op_type + "-" + std::to_string(schema->since_version));
+          continue;
+        }
+        const bool heterogeneous = f.option == ir::ParamOption::kVariadic && !f.homogeneous;
+        if (heterogeneous) continue;
+        auto [it, fresh] = bound.emplace(c->name, ts);
+        if (!fresh && it->second != ts)
+          error("node.type-constraint", &ctx, &n, static_cast<long>(i), v->name(),
+                n.describe() + ": " + role + " '" + f.name + "' is " + ts + " but " + c->name +
+                    " is already bound to " + it->second);
+      }
+    };
+    check(schema->inputs, n.inputs(), "input");
+    check(schema->outputs, n.outputs(), "output");
+  }
+}
+
+void Checker::check_quant_scales(ir::Graph& g, const GraphCtx& ctx) {
+  const auto& nodes = g.nodes();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    ir::Node& n = *nodes[i];
+    if (!ir::canonical_domain(n.domain).empty()) continue;
+    if (n.op_type != "QuantizeLinear" && n.op_type != "DequantizeLinear") continue;
+    const ir::Value* scale = n.input(1);
+    if (!scale || !scale->initializer() || scale->is_graph_input()) continue;
+    const ir::Tensor& t = *scale->initializer();
+    if (t.type() != ir::DataType::kFloat) continue;
+    ir::Bytes raw;
+    try {
+      raw = t.raw_bytes();
+    } catch (const Error&) {
+      continue;  // reported by the tensor rules
+    }
+    for (size_t k = 0; k * 4 + 4 <= raw.size(); ++k) {
+      float f;
+      std::memcpy(&f, raw.data() + k * 4, 4);
+      if (!(f > 0) || !std::isfinite(f)) {
+        error("tensor.quant-scale", &ctx, &n, static_cast<long>(i), scale->name(),
+              n.describe() + ": scale '" + scale->name() + "' has a value " + std::to_string(f) +
+                  " that is not positive and finite");
+        break;
+      }
+    }
+  }
+}
+
+void Checker::check_sparse(const ir::SparseTensor& s, const std::string& where) {
+  const std::string name = s.name();
+  auto fail = [&](const std::string& m) {
+    error("tensor.sparse", nullptr, nullptr, -1, name, where + ": sparse tensor '" + name + "' " + m);
+  };
+  if (!s.values) return fail("has no values");
+  for (int64_t d : s.dims)
+    if (d < 0) return fail("has a negative dimension");
+  auto total = ir::element_count(s.dims.data(), s.dims.size());
+  if (!total) return fail("has a dense size that overflows");
+  if (s.values->dims.size() != 1) return fail("values must be 1-D");
+  const int64_t nnz = s.values->dims[0];
+  if (!s.indices) {
+    if (nnz != 0) return fail("has values but no indices");
+    return;
+  }
+  const ir::Tensor& idx = *s.indices;
+  if (idx.type() != ir::DataType::kInt64) return fail("indices must be int64");
+  const bool linear = idx.dims.size() == 1;
+  if (!(linear && idx.dims[0] == nnz) &&
+      !(idx.dims.size() == 2 && idx.dims[0] == nnz && idx.dims[1] == static_cast<int64_t>(s.dims.size())))
+    return fail("indices shape does not match [NNZ] or [NNZ, rank]");
+  ir::Bytes raw;
+  try {
+    raw = idx.raw_bytes();
+  } catch (const Error&) {
+    return;
+  }
+  const size_t count = raw.size() / 8;
+  int64_t prev = -1;
+  for (size_t k = 0; k < count; ++k) {
+    int64_t v;
+    std::memcpy(&v, raw.data() + k * 8, 8);
+    if (linear) {
+      if (v < 0 || static_cast<uint64_t>(v) >= *total)
+        return fail("index " + std::to_string(v) + " is out of range [0, " + std::to_string(*total) + ")");
+      if (v <= prev) return fail("indices are not sorted and distinct");
+      prev = v;
+    } else {
+      const size_t dim = k % s.dims.size();
+      if (v < 0 || v >= s.dims[dim])
+        return fail("index " + std::to_string(v) + " is out of range for dimension " + std::to_string(dim));
+    }
+  }
+}
+
+void Checker::check_tensors() {
+  ir::for_each_tensor(model_, [this](ir::Tensor& t, const std::string& where) {
+    if (t.data_type == 0 || !ir::is_valid_data_type(t.data_type))
+      error("tensor.data-type", nullptr, nullptr, -1, t.name,
+            where + ": tensor '" + t.name + "' has " +
+                (t.data_type == 0 ? std::string("no data type") : "invalid data type " + std::to_string(t.data_type)));
+    for (int64_t d : t.dims)
+      if (d < 0) {
+        error("tensor.dims", nullptr, nullptr, -1, t.name,
+              where + ": tensor '" + t.name + "' has a negative dimension " + std::to_string(d));
+        break;
+      }
+  });
+  auto sparse_in = [this](ir::Graph& root) {
+    ir::for_each_graph(root, [this](ir::Graph& g) {
+      for (const auto& s : g.sparse_initializers) check_sparse(s, "graph '" + g.name + "'");
+      for (const auto& n : g.nodes())
+        for (const auto& a : n->attributes) {
+          if (a.sparse_tensor) check_sparse(*a.sparse_tensor, n->describe());
+          for (const auto& s : a.sparse_tensors) check_sparse(s, n->describe());
+        }
+    });
+  };
+  if (model_.graph) sparse_in(*model_.graph);
+}
+
+void Checker::check_functions() {
+  std::set<std::tuple<std::string, std::string, std::string>> seen;
+  for (auto& f : model_.functions) {
+    const std::string id = (f.domain.empty() ? "" : f.domain + "::") + f.name;
+    if (!seen.emplace(std::string(ir::canonical_domain(f.domain)), f.name, f.overload).second)
+      error("function.duplicate", nullptr, nullptr, -1, "", "function '" + id + "' is defined twice");
+    const auto& opsets = f.opset_import.empty() ? model_.opset_import : f.opset_import;
+    check_opsets(f.opset_import, "function '" + id + "' ");
+    GraphCtx ctx{"function " + id, &opsets, true, 0};
+    check_graph(*f.body, ctx, nullptr);
+  }
+  // Recursion: a function that calls itself, directly or through others.
+  std::map<const ir::Function*, std::vector<const ir::Function*>> calls;
+  for (auto& f : model_.functions)
+    ir::for_each_graph(*f.body, [&](ir::Graph& g) {
+      for (const auto& n : g.nodes())
+        if (const ir::Function* callee = local_function(*n)) calls[&f].push_back(callee);
+    });
+  for (auto& f : model_.functions) {
+    std::vector<const ir::Function*> stack{&f};
+    std::set<const ir::Function*> visited;
+    bool recursive = false;
+    while (!stack.empty() && !recursive) {
+      const ir::Function* cur = stack.back();
+      stack.pop_back();
+      for (const ir::Function* c : calls[cur]) {
+        if (c == &f) recursive = true;
+        if (visited.insert(c).second) stack.push_back(c);
+      }
+    }
+    if (recursive)
+      error("function.recursion", nullptr, nullptr, -1, "", "function '" + f.name + "' calls itself (recursion)");
+  }
+}
+
+void Checker::run() {
+  check_model_fields();
+  check_tensors();
+  if (model_.graph) check_graph(*model_.graph, GraphCtx{"main", &model_.opset_import, false, 0}, nullptr);
+  check_functions();
+  if (options_.infer_shapes) {
+    ir::infer_shapes(model_, sink_);
+    for (auto& [g, ctx] : graphs_) check_type_constraints(*g, ctx);
+  }
+}
+
+}  // namespace
+
+void check_model(ir::Model& model, ir::DiagnosticSink& sink, const CheckOptions& options) {
+  Checker(model, sink, options).run();
+}
+
+CheckResult check_file(const std::string& path, const CheckOptions& options) {
+  ir::DiagnosticSink sink;
+  ir::LoadOptions load;
+  load.on_tensor_error = [&sink](const ir::Tensor& t, const std::string& message) {
+    Diagnostic d;
+    d.rule = t.is_external() ? "tensor.external-data" : "tensor.data-size";
+    d.tensor = t.name;
+    d.message = message;
+    sink.add(std::move(d));
+  };
+  ir::LoadedModel loaded = ir::load_model(path, load);
+  check_model(loaded.model, sink, options);
+  CheckResult r;
+  r.diagnostics = sink.items();
+  r.errors = sink.error_count();
+  r.warnings = sink.warning_count();
+  return r;
+}
+
+}  // namespace onnxtool::checker

@@ -1,0 +1,37 @@
+// The ONNX model checker: every rule of the spec over the IR, collected as diagnostics.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/diagnostic.h"
+#include "ir/graph.h"
+
+namespace onnxtool::checker {
+
+struct CheckOptions {
+  /// Nodes of unknown (custom) domains become errors instead of warnings.
+  bool strict = false;
+  /// Run shape and type inference and report its contradictions.
+  bool infer_shapes = true;
+};
+
+struct CheckResult {
+  std::vector<ir::Diagnostic> diagnostics;  ///< in discovery order
+  size_t errors = 0;
+  size_t warnings = 0;
+  /// Valid: no errors (and, when strict, no warnings).
+  bool valid(bool strict) const { return errors == 0 && (!strict || warnings == 0); }
+};
+
+/// Loads and checks a model file. Tensor data and external-data problems become diagnostics;
+/// only a file that is not an ONNX model at all throws Error(kInput).
+CheckResult check_file(const std::string& path, const CheckOptions& options = {});
+
+/// Checks a model in memory (diagnostics are appended to `sink`).
+void check_model(ir::Model& model, ir::DiagnosticSink& sink, const CheckOptions& options = {});
+
+/// The newest IR version this checker knows.
+constexpr int64_t kMaxIrVersion = 14;
+
+}  // namespace onnxtool::checker

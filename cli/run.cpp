@@ -1,0 +1,184 @@
+// `onnxtool run MODEL ...`: execute a model on the reference runner.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <iostream>
+
+#include "cli/common.h"
+#include "ir/error.h"
+#include "ir/model_io.h"
+#include "runner/feeds.h"
+#include "runner/session.h"
+#include "runner/tensor_io.h"
+
+namespace onnxtool::cli {
+namespace {
+
+struct RunOptions {
+  std::string model;
+  std::vector<std::string> inputs;
+  std::string inputs_dir;
+  bool random = false;
+  uint64_t seed = 0;
+  std::vector<std::string> shapes;
+  std::string output_dir;
+  std::vector<std::string> outputs;
+  int threads = 0;
+  int benchmark = 0;
+  bool json = false;
+};
+
+std::pair<std::string, std::string> split_assignment(const std::string& s, const char* flag) {
+  const auto eq = s.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw_usage_error(std::string(flag) + " expects NAME=VALUE, got '" + s + "'");
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+std::vector<int64_t> parse_dims(const std::string& name, const std::string& text) {
+  std::vector<int64_t> dims;
+  size_t i = 0;
+  while (i <= text.size()) {
+    size_t j = text.find(',', i);
+    if (j == std::string::npos) j = text.size();
+    const std::string part = text.substr(i, j - i);
+    if (part.empty() || part.size() > 12 || part.find_first_not_of("0123456789") != std::string::npos)
+      throw_usage_error("--shape " + name + ": '" + text + "' is not a list of sizes like 1,3,224,224");
+    dims.push_back(std::stoll(part));
+    i = j + 1;
+  }
+  return dims;
+}
+
+struct Stats {
+  double min = 0, max = 0, mean = 0;
+  bool numeric = false;
+};
+
+Stats stats_of(const runner::Tensor& t) {
+  Stats s;
+  auto get = [&t](int64_t i) -> double {
+    switch (t.dtype()) {
+      case ir::DataType::kFloat: return t.data<float>()[i];
+      case ir::DataType::kDouble: return t.data<double>()[i];
+      case ir::DataType::kFloat16: return runner::half_to_float(t.data<uint16_t>()[i]);
+      case ir::DataType::kInt64: return static_cast<double>(t.data<int64_t>()[i]);
+      case ir::DataType::kInt32: return t.data<int32_t>()[i];
+      case ir::DataType::kInt8: return t.data<int8_t>()[i];
+      case ir::DataType::kUInt8:
+      case ir::DataType::kBool: return t.data<uint8_t>()[i];
+      default: return NAN;
+    }
+  };
+  if (t.size() == 0 || std::isnan(get(0)) && t.dtype() != ir::DataType::kFloat && t.dtype() != ir::DataType::kDouble) return s;
+  s.numeric = true;
+  s.min = INFINITY;
+  s.max = -INFINITY;
+  double sum = 0;
+  for (int64_t i = 0; i < t.size(); ++i) {
+    const double v = get(i);
+    s.min = std::min(s.min, v);
+    s.max = std::max(s.max, v);
+    sum += v;
+  }
+  s.mean = sum / static_cast<double>(t.size());
+  return s;
+}
+
+int run_model(const RunOptions& o) {
+  if (o.threads < 0) throw_usage_error("--threads must be >= 0");
+  if (o.benchmark < 0) throw_usage_error("--benchmark must be >= 0");
+  auto loaded = ir::load_model(o.model);
+  runner::Session session(loaded.model, runner::SessionOptions{o.threads});
+
+  runner::FeedOptions feed;
+  for (const auto& s : o.inputs) feed.files.push_back(split_assignment(s, "--input"));
+  feed.dir = o.inputs_dir;
+  feed.random = o.random;
+  feed.seed = o.seed;
+  for (const auto& s : o.shapes) {
+    auto [name, text] = split_assignment(s, "--shape");
+    feed.shapes[name] = parse_dims(name, text);
+  }
+  auto feeds = runner::load_feeds(session, feed);
+
+  std::vector<std::string> names = o.outputs;
+  auto results = session.run(feeds, names);
+  if (names.empty())
+    for (const auto* vi : session.outputs()) names.push_back(vi->value->name());
+
+  std::vector<double> times;
+  if (o.benchmark > 0) {
+    for (int i = 0; i < o.benchmark; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      session.run(feeds, o.outputs);
+      times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(times.begin(), times.end());
+  }
+
+  std::vector<std::string> files(results.size());
+  if (!o.output_dir.empty()) {
+    std::filesystem::create_directories(o.output_dir);
+    for (size_t i = 0; i < results.size(); ++i) {
+      if (!results[i].is_tensor()) throw_usage_error("output '" + names[i] + "' is not a tensor; cannot write .npy");
+      files[i] = (std::filesystem::path(o.output_dir) / (runner::safe_file_name(names[i]) + ".npy")).string();
+      runner::write_npy(files[i], results[i].tensor);
+    }
+  }
+  auto pct = [&times](double q) { return times[std::min(times.size() - 1, static_cast<size_t>(q * static_cast<double>(times.size() - 1) + 0.5))]; };
+  if (o.json) {
+    nlohmann::json outs = nlohmann::json::array();
+    for (size_t i = 0; i < results.size(); ++i) {
+      nlohmann::json j = {{"name", names[i]}};
+      if (results[i].is_tensor()) {
+        j["dtype"] = std::string(ir::data_type_name(results[i].tensor.dtype()));
+        j["shape"] = results[i].tensor.shape();
+      } else {
+        j["dtype"] = results[i].describe();
+        j["shape"] = nullptr;
+      }
+      j["file"] = files[i].empty() ? nlohmann::json(nullptr) : nlohmann::json(files[i]);
+      outs.push_back(j);
+    }
+    nlohmann::json doc = {{"outputs", outs}, {"threads", o.threads}};
+    if (!times.empty()) doc["latency_ms"] = {{"median", pct(0.5)}, {"min", times.front()}, {"p90", pct(0.9)}, {"runs", times.size()}};
+    print_json(doc);
+    return kExitOk;
+  }
+  for (size_t i = 0; i < results.size(); ++i) {
+    std::cout << names[i] << ": " << results[i].describe();
+    if (results[i].is_tensor()) {
+      const Stats s = stats_of(results[i].tensor);
+      if (s.numeric) std::cout << "  min " << s.min << "  max " << s.max << "  mean " << s.mean;
+    }
+    if (!files[i].empty()) std::cout << "  -> " << files[i];
+    std::cout << "\n";
+  }
+  if (!times.empty())
+    std::cout << "latency over " << times.size() << " runs: median " << pct(0.5) << " ms, min " << times.front()
+              << " ms, p90 " << pct(0.9) << " ms\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_run(CLI::App& app, Action& action) {
+  auto o = std::make_shared<RunOptions>();
+  CLI::App* sub = app.add_subcommand("run", "Execute a model on the CPU reference runner");
+  sub->add_option("MODEL", o->model, "model file")->required();
+  sub->add_option("--input", o->inputs, "NAME=FILE (.npy or TensorProto .pb); repeatable");
+  sub->add_option("--inputs", o->inputs_dir, "folder of <name>.npy/.pb files, or a test_data_set_N folder");
+  sub->add_flag("--random", o->random, "fill inputs not given with deterministic random data");
+  sub->add_option("--seed", o->seed, "seed for --random (default 0)");
+  sub->add_option("--shape", o->shapes, "NAME=D1,D2,... sizes for symbolic dims of random inputs");
+  sub->add_option("--output-dir", o->output_dir, "write each output to DIR/<name>.npy");
+  sub->add_option("--outputs", o->outputs, "names of the values to return (default: graph outputs)")->delimiter(',');
+  sub->add_option("--threads", o->threads, "threads (default: all cores)");
+  sub->add_option("--benchmark", o->benchmark, "time N runs after one warm-up run");
+  sub->add_flag("--json", o->json, "print one JSON document");
+  sub->callback([&action, o] { action = [o] { return run_model(*o); }; });
+}
+
+}  // namespace onnxtool::cli

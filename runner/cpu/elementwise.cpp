@@ -1,0 +1,1255 @@
+// Elementwise kernels: unary math, activations, Clip, Softmax family, broadcasting binary and
+// variadic ops, Where, Cast/CastLike and inference Dropout.
+#include <cctype>
+#include <charconv>
+#include <climits>
+#include <cstdio>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <random>
+
+#include "runner/cpu/elementwise_util.h"
+#include "runner/cpu/kernels.h"
+
+namespace onnxtool::runner::cpu {
+namespace {
+
+// ---------------------------------------------------------------- integer helpers
+
+/// Two's-complement wrapping arithmetic (signed overflow is undefined in C++).
+template <class T>
+T wrap_add(T a, T b) {
+  return static_cast<T>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+template <class T>
+T wrap_sub(T a, T b) {
+  return static_cast<T>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+template <class T>
+T wrap_mul(T a, T b) {
+  return static_cast<T>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+template <class T>
+T wrap_neg(T a) {
+  return static_cast<T>(uint64_t{0} - static_cast<uint64_t>(a));
+}
+
+/// Truncating division that wraps for INT_MIN / -1; the divisor must not be 0.
+template <class T>
+T int_div(T a, T b) {
+  if constexpr (std::is_signed_v<T>) {
+    if (b == -1) return wrap_neg(a);
+  }
+  return static_cast<T>(a / b);
+}
+
+/// Remainder with the sign of the divisor (Python %, Mod with fmod=0).
+template <class T>
+T int_mod_floor(T a, T b) {
+  if constexpr (std::is_signed_v<T>) {
+    if (b == -1) return 0;
+    T r = static_cast<T>(a % b);
+    if (r != 0 && ((r < 0) != (b < 0))) r = static_cast<T>(r + b);
+    return r;
+  } else {
+    return static_cast<T>(a % b);
+  }
+}
+
+/// Remainder with the sign of the dividend (C %, Mod with fmod=1).
+template <class T>
+T int_mod_trunc(T a, T b) {
+  if constexpr (std::is_signed_v<T>) {
+    if (b == -1) return 0;
+  }
+  return static_cast<T>(a % b);
+}
+
+/// a^b for integers by squaring (wrapping); negative exponents give 1/a^|b| truncated.
+template <class T>
+T int_pow(T base, int64_t exp) {
+  if (exp < 0) {
+    if (base == 1) return 1;
+    if constexpr (std::is_signed_v<T>) {
+      if (base == -1) return (exp & 1) ? T(-1) : T(1);
+    }
+    return 0;
+  }
+  T result = 1;
+  T b = base;
+  while (exp) {
+    if (exp & 1) result = wrap_mul(result, b);
+    b = wrap_mul(b, b);
+    exp >>= 1;
+  }
+  return result;
+}
+
+/// Float to integer: truncation; in the int64/uint64 range the high bits are dropped like a C
+/// conversion through int64; beyond it the value saturates; NaN gives 0.
+template <class D>
+D float_to_int(double v) {
+  if (std::isnan(v)) return 0;
+  v = std::trunc(v);
+  if (v >= -9223372036854775808.0 && v < 9223372036854775808.0) return static_cast<D>(static_cast<int64_t>(v));
+  if (v >= 0 && v < 18446744073709551616.0) return static_cast<D>(static_cast<uint64_t>(v));
+  return v < 0 ? std::numeric_limits<D>::lowest() : std::numeric_limits<D>::max();
+}
+
+// ---------------------------------------------------------------- unary
+
+/// y = op(x) elementwise for the types of Set; op maps calc -> calc (generic lambda).
+template <unsigned Set, class Op>
+void unary_same(KernelContext& ctx, Op op) {
+  const Tensor& x = ctx.input(0);
+  visit_or_fail<Set>(ctx, x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Tensor& y = ctx.output(0, x.dtype(), x.shape());
+    map_unary(x.data<T>(), y.mutable_data<T>(), x.size(),
+              [&](T v) { return Num<T>::store(static_cast<calc_t<T>>(op(Num<T>::load(v)))); });
+  });
+}
+
+/// Unary float math, one functor per op (registered as unary_float_kernel<Op>).
+template <class Op>
+void unary_float_kernel(KernelContext& ctx) {
+  unary_same<kFloats>(ctx, Op{});
+}
+
+#define ONNXTOOL_FLOAT_FN(Name, expr)          \
+  struct Name {                                \
+    template <class C>                         \
+    C operator()(C v) const {                  \
+      return static_cast<C>(expr);             \
+    }                                          \
+  };
+ONNXTOOL_FLOAT_FN(ExpOp, std::exp(v))
+ONNXTOOL_FLOAT_FN(LogOp, std::log(v))
+ONNXTOOL_FLOAT_FN(SqrtOp, std::sqrt(v))
+ONNXTOOL_FLOAT_FN(ReciprocalOp, C(1) / v)
+ONNXTOOL_FLOAT_FN(FloorOp, std::floor(v))
+ONNXTOOL_FLOAT_FN(CeilOp, std::ceil(v))
+ONNXTOOL_FLOAT_FN(RoundOp, std::nearbyint(v))  // ties to even in the default rounding mode
+ONNXTOOL_FLOAT_FN(SinOp, std::sin(v))
+ONNXTOOL_FLOAT_FN(CosOp, std::cos(v))
+ONNXTOOL_FLOAT_FN(TanOp, std::tan(v))
+ONNXTOOL_FLOAT_FN(AsinOp, std::asin(v))
+ONNXTOOL_FLOAT_FN(AcosOp, std::acos(v))
+ONNXTOOL_FLOAT_FN(AtanOp, std::atan(v))
+ONNXTOOL_FLOAT_FN(SinhOp, std::sinh(v))
+ONNXTOOL_FLOAT_FN(CoshOp, std::cosh(v))
+ONNXTOOL_FLOAT_FN(AsinhOp, std::asinh(v))
+ONNXTOOL_FLOAT_FN(AcoshOp, std::acosh(v))
+ONNXTOOL_FLOAT_FN(AtanhOp, std::atanh(v))
+ONNXTOOL_FLOAT_FN(ErfOp, std::erf(v))
+ONNXTOOL_FLOAT_FN(TanhOp, std::tanh(v))
+ONNXTOOL_FLOAT_FN(SoftsignOp, v / (C(1) + std::fabs(v)))
+// Split at 0 so that neither branch overflows.
+ONNXTOOL_FLOAT_FN(SigmoidOp, v >= 0 ? C(1) / (C(1) + std::exp(-v)) : std::exp(v) / (C(1) + std::exp(v)))
+ONNXTOOL_FLOAT_FN(SoftplusOp, v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v)))
+ONNXTOOL_FLOAT_FN(MishOp, v * std::tanh(v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v))))
+ONNXTOOL_FLOAT_FN(HardSwishOp, v * std::max(C(0), std::min(C(1), v / C(6) + C(0.5))))
+#undef ONNXTOOL_FLOAT_FN
+
+// float32 takes the vectorized path (PaddleOCR's detection head and SiLU blocks).
+void sigmoid_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.dtype() != DataType::kFloat) return unary_same<kFloats>(ctx, SigmoidOp{});
+  Tensor& y = ctx.output(0, x.dtype(), x.shape());
+  const float* px = x.data<float>();
+  float* py = y.mutable_data<float>();
+  parallel_ranges(x.size(), kElementwiseGrain, [&](int64_t b, int64_t e) { sigmoid_f32(px + b, py + b, e - b); });
+}
+
+void abs_kernel(KernelContext& ctx) {
+  unary_same<kNumeric>(ctx, [](auto v) {
+    using C = decltype(v);
+    if constexpr (std::is_floating_point_v<C>) return std::fabs(v);
+    else if constexpr (std::is_signed_v<C>) return v < 0 ? wrap_neg(v) : v;
+    else return v;
+  });
+}
+
+void neg_kernel(KernelContext& ctx) {
+  unary_same<kFloats | kSignedInts>(ctx, [](auto v) {
+    if constexpr (std::is_floating_point_v<decltype(v)>) return -v;
+    else return wrap_neg(v);
+  });
+}
+
+void sign_kernel(KernelContext& ctx) {
+  unary_same<kNumeric>(ctx, [](auto v) {
+    using C = decltype(v);
+    if constexpr (std::is_floating_point_v<C>) {
+      if (std::isnan(v)) return v;
+    }
+    return static_cast<C>(v > 0 ? 1 : (v < 0 ? -1 : 0));
+  });
+}
+
+void relu_kernel(KernelContext& ctx) {
+  unary_same<kFloats | kSignedInts>(ctx, [](auto v) { return v < 0 ? decltype(v)(0) : v; });
+}
+
+void not_kernel(KernelContext& ctx) {
+  unary_same<kBools>(ctx, [](bool v) { return !v; });
+}
+
+void bitwise_not_kernel(KernelContext& ctx) {
+  unary_same<kInts>(ctx, [](auto v) { return static_cast<decltype(v)>(~v); });
+}
+
+/// y = pred(x) as bool for float types.
+template <class Pred>
+void float_predicate(KernelContext& ctx, Pred pred) {
+  const Tensor& x = ctx.input(0);
+  visit_or_fail<kFloats>(ctx, x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Tensor& y = ctx.output(0, DataType::kBool, x.shape());
+    map_unary(x.data<T>(), y.mutable_data<uint8_t>(), x.size(),
+              [&](T v) { return static_cast<uint8_t>(pred(Num<T>::load(v)) ? 1 : 0); });
+  });
+}
+
+void isnan_kernel(KernelContext& ctx) {
+  float_predicate(ctx, [](auto v) { return std::isnan(v); });
+}
+
+void isinf_kernel(KernelContext& ctx) {
+  const bool neg = ctx.attr_int("detect_negative", 1) != 0;
+  const bool pos = ctx.attr_int("detect_positive", 1) != 0;
+  float_predicate(ctx, [neg, pos](auto v) { return std::isinf(v) && (v > 0 ? pos : neg); });
+}
+
+// ---------------------------------------------------------------- activations with attributes
+
+void leaky_relu_kernel(KernelContext& ctx) {
+  const float alpha = ctx.attr_float("alpha", 0.01f);
+  unary_same<kFloats>(ctx, [alpha](auto v) { return v < 0 ? v * static_cast<decltype(v)>(alpha) : v; });
+}
+
+void elu_kernel(KernelContext& ctx) {
+  const double alpha = ctx.attr_float("alpha", 1.0f);
+  unary_same<kFloats>(ctx, [alpha](auto v) {
+    using C = decltype(v);
+    return v < 0 ? static_cast<C>(alpha) * (std::exp(v) - C(1)) : v;
+  });
+}
+
+void selu_kernel(KernelContext& ctx) {
+  const double alpha = ctx.attr_float("alpha", 1.67326319217681884765625f);
+  const double gamma = ctx.attr_float("gamma", 1.05070102214813232421875f);
+  unary_same<kFloats>(ctx, [alpha, gamma](auto v) {
+    using C = decltype(v);
+    return static_cast<C>(gamma) * (v > 0 ? v : static_cast<C>(alpha) * (std::exp(v) - C(1)));
+  });
+}
+
+void celu_kernel(KernelContext& ctx) {
+  const double alpha = ctx.attr_float("alpha", 1.0f);
+  if (alpha == 0) ctx.fail("Celu alpha must not be 0");
+  unary_same<kFloats>(ctx, [alpha](auto v) {
+    using C = decltype(v);
+    const C a = static_cast<C>(alpha);
+    return std::max(C(0), v) + std::min(C(0), a * (std::exp(v / a) - C(1)));
+  });
+}
+
+void thresholded_relu_kernel(KernelContext& ctx) {
+  const double alpha = ctx.attr_float("alpha", 1.0f);
+  unary_same<kFloats>(ctx, [alpha](auto v) { return v > static_cast<decltype(v)>(alpha) ? v : decltype(v)(0); });
+}
+
+void hard_sigmoid_kernel(KernelContext& ctx) {
+  const double alpha = ctx.attr_float("alpha", 0.2f);
+  const double beta = ctx.attr_float("beta", 0.5f);
+  unary_same<kFloats>(ctx, [alpha, beta](auto v) {
+    using C = decltype(v);
+    return std::max(C(0), std::min(C(1), static_cast<C>(alpha) * v + static_cast<C>(beta)));
+  });
+}
+
+void gelu_kernel(KernelContext& ctx) {
+  const std::string approx = ctx.attr_string("approximate", "none");
+  if (approx == "none") {
+    unary_same<kFloats>(ctx, [](auto v) {
+      using C = decltype(v);
+      return C(0.5) * v * (C(1) + std::erf(v * static_cast<C>(0.70710678118654752440)));
+    });
+  } else if (approx == "tanh") {
+    unary_same<kFloats>(ctx, [](auto v) {
+      using C = decltype(v);
+      const C k = static_cast<C>(0.79788456080286535588);  // sqrt(2/pi)
+      return C(0.5) * v * (C(1) + std::tanh(k * (v + C(0.044715) * v * v * v)));
+    });
+  } else {
+    ctx.fail("Gelu approximate must be 'none' or 'tanh', got '" + approx + "'");
+  }
+}
+
+void swish_kernel(KernelContext& ctx) {
+  const double alpha = ctx.attr_float("alpha", 1.0f);
+  unary_same<kFloats>(ctx, [alpha](auto v) {
+    using C = decltype(v);
+    const C z = static_cast<C>(alpha) * v;
+    return v * (z >= 0 ? C(1) / (C(1) + std::exp(-z)) : std::exp(z) / (C(1) + std::exp(z)));
+  });
+}
+
+void shrink_kernel(KernelContext& ctx) {
+  const double lambd = ctx.attr_float("lambd", 0.5f);
+  const double bias = ctx.attr_float("bias", 0.0f);
+  unary_same<kNumeric>(ctx, [lambd, bias](auto v) {
+    using C = decltype(v);
+    const double d = static_cast<double>(v);
+    if (d < -lambd) {
+      if constexpr (std::is_floating_point_v<C>) return static_cast<C>(d + bias);
+      else return float_to_int<C>(d + bias);
+    }
+    if (d > lambd) {
+      if constexpr (std::is_floating_point_v<C>) return static_cast<C>(d - bias);
+      else return float_to_int<C>(d - bias);
+    }
+    return C(0);
+  });
+}
+
+// ---------------------------------------------------------------- Clip
+
+/// y = min(max(x, lo), hi): NaN stays NaN, and lo > hi gives hi everywhere (the spec's rule).
+template <class T>
+void clip_values(const Tensor& x, Tensor& y, calc_t<T> lo, calc_t<T> hi) {
+  map_unary(x.data<T>(), y.mutable_data<T>(), x.size(), [lo, hi](T v) {
+    calc_t<T> c = Num<T>::load(v);
+    c = c < lo ? lo : c;
+    c = c > hi ? hi : c;
+    return Num<T>::store(c);
+  });
+}
+
+// Clip-1 and Clip-6: bounds as attributes.
+void clip_6(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const float lo = ctx.attr_float("min", std::numeric_limits<float>::lowest());
+  const float hi = ctx.attr_float("max", std::numeric_limits<float>::max());
+  visit_or_fail<kFloats>(ctx, x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Tensor& y = ctx.output(0, x.dtype(), x.shape());
+    clip_values<T>(x, y, static_cast<calc_t<T>>(lo), static_cast<calc_t<T>>(hi));
+  });
+}
+
+// Clip-11 and later: optional scalar inputs min and max.
+void clip_11(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  visit_or_fail<kNumeric>(ctx, x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = calc_t<T>;
+    C lo = std::numeric_limits<C>::lowest(), hi = std::numeric_limits<C>::max();
+    if constexpr (std::is_floating_point_v<C>) {
+      lo = -std::numeric_limits<C>::infinity();
+      hi = std::numeric_limits<C>::infinity();
+    }
+    for (size_t i = 1; i <= 2; ++i) {
+      if (!ctx.has_input(i)) continue;
+      const Tensor& b = ctx.input(i);
+      if (b.dtype() != x.dtype()) ctx.fail("Clip bounds must have the input's type " + type_name(x.dtype()));
+      if (b.size() != 1) ctx.fail("Clip bound must be a scalar, has shape " + shape_string(b.shape()));
+      (i == 1 ? lo : hi) = Num<T>::load(b.data<T>()[0]);
+    }
+    Tensor& y = ctx.output(0, x.dtype(), x.shape());
+    clip_values<T>(x, y, lo, hi);
+  });
+}
+
+// ---------------------------------------------------------------- Softmax, LogSoftmax, Hardmax
+
+enum class SoftmaxKind { kSoftmax, kLogSoftmax, kHardmax };
+
+/// Softmax/LogSoftmax of contiguous float32 rows with the vectorized exp: exp(x - max) is
+/// written to the output once and then scaled (LogSoftmax uses it as scratch).
+template <SoftmaxKind kKind>
+void softmax_rows_f32(const float* x, float* y, int64_t rows, int64_t n) {
+  parallel_ranges(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(n, 1)), [&](int64_t rb, int64_t re) {
+    for (int64_t row = rb; row < re; ++row) {
+      const float* px = x + row * n;
+      float* py = y + row * n;
+      float mx = px[0];
+      for (int64_t k = 1; k < n; ++k)
+        if (px[k] > mx || (std::isnan(px[k]) && !std::isnan(mx))) mx = px[k];
+      exp_shifted_f32(px, py, n, mx);
+      double lanes[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      int64_t k = 0;
+      for (; k + 8 <= n; k += 8)
+        for (int l = 0; l < 8; ++l) lanes[l] += py[k + l];
+      double sum = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+      for (; k < n; ++k) sum += py[k];
+      if constexpr (kKind == SoftmaxKind::kSoftmax) {
+        const float inv = static_cast<float>(1.0 / sum);
+        for (int64_t j = 0; j < n; ++j) py[j] *= inv;
+      } else {
+        const float lse = static_cast<float>(std::log(sum));
+        for (int64_t j = 0; j < n; ++j) py[j] = (px[j] - mx) - lse;
+      }
+    }
+  });
+}
+
+/// Normalizes groups of n elements with stride `inner` (inner == 1: contiguous rows).
+template <SoftmaxKind kKind, class T>
+void softmax_groups(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
+  using C = calc_t<T>;
+  using Acc = std::conditional_t<std::is_same_v<C, double>, long double, double>;
+  if constexpr (std::is_same_v<T, float> && kKind != SoftmaxKind::kHardmax) {
+    if (inner == 1) {
+      softmax_rows_f32<kKind>(x, y, outer, n);
+      return;
+    }
+  }
+  const int64_t groups = outer * inner;
+  parallel_ranges(groups, std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1)), [&](int64_t gb, int64_t ge) {
+    for (int64_t g = gb; g < ge; ++g) {
+      const int64_t o = g / inner, i = g % inner;
+      const T* px = x + o * n * inner + i;
+      T* py = y + o * n * inner + i;
+      C mx = Num<T>::load(px[0]);
+      int64_t arg = 0;
+      for (int64_t k = 1; k < n; ++k) {
+        const C v = Num<T>::load(px[k * inner]);
+        if (v > mx || (std::isnan(v) && !std::isnan(mx))) {
+          mx = v;
+          arg = k;
+        }
+      }
+      if constexpr (kKind == SoftmaxKind::kHardmax) {
+        for (int64_t k = 0; k < n; ++k) py[k * inner] = Num<T>::store(C(k == arg ? 1 : 0));
+      } else {
+        Acc sum = 0;
+        for (int64_t k = 0; k < n; ++k) sum += static_cast<Acc>(std::exp(Num<T>::load(px[k * inner]) - mx));
+        if constexpr (kKind == SoftmaxKind::kSoftmax) {
+          const C inv = static_cast<C>(Acc(1) / sum);
+          for (int64_t k = 0; k < n; ++k) py[k * inner] = Num<T>::store(std::exp(Num<T>::load(px[k * inner]) - mx) * inv);
+        } else {
+          const C lse = static_cast<C>(std::log(sum));
+          for (int64_t k = 0; k < n; ++k) py[k * inner] = Num<T>::store(Num<T>::load(px[k * inner]) - mx - lse);
+        }
+      }
+    }
+  });
+}
+
+// Before opset 13 the input is coerced to 2-D [prod(dims < axis), prod(dims >= axis)] and each
+// row is normalized; from 13 on only the one axis is.
+template <SoftmaxKind kKind>
+void softmax_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const bool coerce = ctx.opset() < 13;
+  const int64_t rank = static_cast<int64_t>(x.rank());
+  int64_t axis = ctx.attr_int("axis", coerce ? 1 : -1);
+  if (rank == 0) {
+    axis = 0;
+  } else {
+    axis = normalize_axis(ctx, axis, rank);
+  }
+  const auto& s = x.shape();
+  const size_t a = static_cast<size_t>(axis);
+  const int64_t outer = dims_product(s, 0, a);
+  const int64_t n = coerce ? dims_product(s, a, s.size()) : (rank == 0 ? 1 : s[a]);
+  const int64_t inner = coerce ? 1 : dims_product(s, a + 1, s.size());
+  visit_or_fail<kFloats>(ctx, x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Tensor& y = ctx.output(0, x.dtype(), x.shape());
+    if (x.size() == 0) return;
+    softmax_groups<kKind>(x.data<T>(), y.mutable_data<T>(), outer, n, inner);
+  });
+}
+
+// ---------------------------------------------------------------- binary ops
+
+/// The shapes a binary op broadcasts. Before opset 7 arithmetic, logic and comparison ops had a
+/// `broadcast` attribute (0: shapes must be equal) and an `axis` at which B's dims line up with
+/// A's; B is padded with 1s to A's rank and the result must have A's shape.
+std::vector<std::vector<int64_t>> binary_shapes(const KernelContext& ctx, const Tensor& a, const Tensor& b) {
+  if (ctx.opset() >= 7) return {a.shape(), b.shape()};
+  if (ctx.attr_int("broadcast", 0) == 0) {
+    if (a.shape() != b.shape())
+      ctx.fail("shapes " + shape_string(a.shape()) + " and " + shape_string(b.shape()) +
+               " differ and the broadcast attribute is not set");
+    return {a.shape(), b.shape()};
+  }
+  const int64_t ra = static_cast<int64_t>(a.rank()), rb = static_cast<int64_t>(b.rank());
+  if (rb > ra) ctx.fail("legacy broadcast needs B's rank <= A's rank");
+  int64_t axis = ctx.has_attr("axis") ? ctx.attr_int("axis", 0) : ra - rb;
+  if (axis < 0) axis += ra;
+  if (axis < 0 || axis + rb > ra) ctx.fail("legacy broadcast axis " + std::to_string(axis) + " is out of range");
+  std::vector<int64_t> bs(static_cast<size_t>(ra), 1);
+  for (int64_t i = 0; i < rb; ++i) {
+    const int64_t d = b.dim(static_cast<size_t>(i));
+    if (d != 1 && d != a.dim(static_cast<size_t>(axis + i)))
+      ctx.fail("legacy broadcast: B " + shape_string(b.shape()) + " does not match A " + shape_string(a.shape()) +
+               " at axis " + std::to_string(axis));
+    bs[static_cast<size_t>(axis + i)] = d;
+  }
+  return {a.shape(), bs};
+}
+
+/// Runs op over the broadcast of inputs 0 and 1 (same element type T, checked) into an output
+/// of type OutT; op maps storage (T, T) -> storage OutT.
+template <class T, class OutT, class Op>
+void binary_run(KernelContext& ctx, DataType out_type, Op op) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  BroadcastIter it(ctx, binary_shapes(ctx, a, b));
+  Tensor& y = ctx.output(0, out_type, it.shape());
+  broadcast_binary(it, a.data<T>(), b.data<T>(), y.mutable_data<OutT>(), op);
+}
+
+void check_same_types(const KernelContext& ctx) {
+  for (size_t i = 1; i < ctx.input_count(); ++i)
+    if (ctx.has_input(i) && ctx.input(i).dtype() != ctx.input(0).dtype())
+      ctx.fail("inputs have different element types: " + type_name(ctx.input(0).dtype()) + " and " +
+               type_name(ctx.input(i).dtype()));
+}
+
+/// Fails when an integer divisor tensor holds a zero (division would trap).
+template <class T>
+void check_no_zero_divisor(const KernelContext& ctx, const Tensor& b) {
+  if constexpr (std::is_integral_v<T>) {
+    const T* p = b.data<T>();
+    for (int64_t i = 0; i < b.size(); ++i)
+      if (p[i] == 0) ctx.fail("integer division by zero");
+  }
+}
+
+enum class Arith { kAdd, kSub, kMul, kDiv };
+
+template <Arith kOp>
+void arith_kernel(KernelContext& ctx) {
+  check_same_types(ctx);
+  visit_or_fail<kNumeric>(ctx, ctx.input(0).dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_integral_v<T>) {
+      if constexpr (kOp == Arith::kDiv) check_no_zero_divisor<T>(ctx, ctx.input(1));
+      binary_run<T, T>(ctx, data_type_of<T>(), [](T a, T b) {
+        if constexpr (kOp == Arith::kAdd) return wrap_add(a, b);
+        else if constexpr (kOp == Arith::kSub) return wrap_sub(a, b);
+        else if constexpr (kOp == Arith::kMul) return wrap_mul(a, b);
+        else return int_div(a, b);
+      });
+    } else {
+      binary_run<T, T>(ctx, data_type_of<T>(), [](T sa, T sb) {
+        const calc_t<T> a = Num<T>::load(sa), b = Num<T>::load(sb);
+        if constexpr (kOp == Arith::kAdd) return Num<T>::store(a + b);
+        else if constexpr (kOp == Arith::kSub) return Num<T>::store(a - b);
+        else if constexpr (kOp == Arith::kMul) return Num<T>::store(a * b);
+        else return Num<T>::store(a / b);
+      });
+    }
+  });
+}
+
+void mod_kernel(KernelContext& ctx) {
+  check_same_types(ctx);
+  const bool fmod = ctx.attr_int("fmod", 0) != 0;
+  visit_or_fail<kNumeric>(ctx, ctx.input(0).dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_integral_v<T>) {
+      check_no_zero_divisor<T>(ctx, ctx.input(1));
+      if (fmod) binary_run<T, T>(ctx, data_type_of<T>(), [](T a, T b) { return int_mod_trunc(a, b); });
+      else binary_run<T, T>(ctx, data_type_of<T>(), [](T a, T b) { return int_mod_floor(a, b); });
+    } else {
+      binary_run<T, T>(ctx, data_type_of<T>(), [fmod](T sa, T sb) {
+        const auto a = Num<T>::load(sa), b = Num<T>::load(sb);
+        auto r = std::fmod(a, b);
+        if (!fmod && r != 0 && ((r < 0) != (b < 0))) r += b;
+        return Num<T>::store(r);
+      });
+    }
+  });
+}
+
+enum class Logic { kAnd, kOr, kXor };
+
+template <Logic kOp>
+void logic_kernel(KernelContext& ctx) {
+  check_same_types(ctx);
+  if (ctx.input(0).dtype() != DataType::kBool) ctx.fail("logical ops take bool inputs, got " + type_name(ctx.input(0).dtype()));
+  binary_run<uint8_t, uint8_t>(ctx, DataType::kBool, [](uint8_t a, uint8_t b) {
+    const bool x = a != 0, y = b != 0;
+    if constexpr (kOp == Logic::kAnd) return static_cast<uint8_t>(x && y);
+    else if constexpr (kOp == Logic::kOr) return static_cast<uint8_t>(x || y);
+    else return static_cast<uint8_t>(x != y);
+  });
+}
+
+template <Logic kOp>
+void bitwise_kernel(KernelContext& ctx) {
+  check_same_types(ctx);
+  visit_or_fail<kInts>(ctx, ctx.input(0).dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    binary_run<T, T>(ctx, data_type_of<T>(), [](T a, T b) {
+      if constexpr (kOp == Logic::kAnd) return static_cast<T>(a & b);
+      else if constexpr (kOp == Logic::kOr) return static_cast<T>(a | b);
+      else return static_cast<T>(a ^ b);
+    });
+  });
+}
+
+void bitshift_kernel(KernelContext& ctx) {
+  check_same_types(ctx);
+  const std::string dir = ctx.attr_string("direction", "");
+  if (dir != "LEFT" && dir != "RIGHT") ctx.fail("BitShift direction must be LEFT or RIGHT, got '" + dir + "'");
+  const bool left = dir == "LEFT";
+  visit_or_fail<kUnsignedInts>(ctx, ctx.input(0).dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    constexpr T kBits = static_cast<T>(sizeof(T) * 8);
+    binary_run<T, T>(ctx, data_type_of<T>(), [left](T a, T b) {
+      if (b >= kBits) return T(0);  // shifting by the width or more is undefined in C++
+      return left ? static_cast<T>(a << b) : static_cast<T>(a >> b);
+    });
+  });
+}
+
+enum class Cmp { kEq, kGt, kLt, kGe, kLe };
+
+template <Cmp kOp>
+void compare_kernel(KernelContext& ctx) {
+  check_same_types(ctx);
+  const DataType dt = ctx.input(0).dtype();
+  if (dt == DataType::kString) {
+    if (kOp != Cmp::kEq) ctx.fail("only Equal compares strings");
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    BroadcastIter it(ctx, {a.shape(), b.shape()});
+    Tensor& y = ctx.output(0, DataType::kBool, it.shape());
+    uint8_t* out = y.mutable_data<uint8_t>();
+    const int64_t sa = it.inner_stride(0), sb = it.inner_stride(1);
+    it.for_runs(0, it.size(), [&](int64_t o, int64_t n, const int64_t* off) {
+      for (int64_t j = 0; j < n; ++j)
+        out[o + j] = a.strings()[static_cast<size_t>(off[0] + j * sa)] == b.strings()[static_cast<size_t>(off[1] + j * sb)];
+    });
+    return;
+  }
+  visit_or_fail<kAllPlain>(ctx, dt, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    binary_run<T, uint8_t>(ctx, DataType::kBool, [](T sa, T sb) {
+      const auto a = Num<T>::load(sa), b = Num<T>::load(sb);
+      if constexpr (kOp == Cmp::kEq) return static_cast<uint8_t>(a == b);
+      else if constexpr (kOp == Cmp::kGt) return static_cast<uint8_t>(a > b);
+      else if constexpr (kOp == Cmp::kLt) return static_cast<uint8_t>(a < b);
+      else if constexpr (kOp == Cmp::kGe) return static_cast<uint8_t>(a >= b);
+      else return static_cast<uint8_t>(a <= b);
+    });
+  });
+}
+
+// ---------------------------------------------------------------- Cast
+
+/// A float8 format: exponent/mantissa widths, bias, and how NaN/Inf/-0 are encoded.
+struct Float8Format {
+  int exp_bits, man_bits, bias;
+  bool ieee;  ///< E5M2: all-ones exponent is Inf (mantissa 0) or NaN
+  bool fnuz;  ///< FNUZ: 0x80 is NaN, no negative zero, no Inf
+  // Otherwise (E4M3FN): only S.1111.111 is NaN, no Inf.
+};
+
+const Float8Format* float8_format(DataType t) {
+  static const Float8Format e4m3fn{4, 3, 7, false, false};
+  static const Float8Format e4m3fnuz{4, 3, 8, false, true};
+  static const Float8Format e5m2{5, 2, 15, true, false};
+  static const Float8Format e5m2fnuz{5, 2, 16, false, true};
+  switch (t) {
+    case DataType::kFloat8E4M3FN: return &e4m3fn;
+    case DataType::kFloat8E4M3FNUZ: return &e4m3fnuz;
+    case DataType::kFloat8E5M2: return &e5m2;
+    case DataType::kFloat8E5M2FNUZ: return &e5m2fnuz;
+    default: return nullptr;
+  }
+}
+
+double float8_max(const Float8Format& f) {
+  const int max_exp_field = (1 << f.exp_bits) - 1 - (f.ieee ? 1 : 0);
+  const int max_man = (1 << f.man_bits) - 1 - ((!f.ieee && !f.fnuz) ? 1 : 0);  // E4M3FN: S.1111.111 is NaN
+  return std::ldexp(1.0 + max_man / double(1 << f.man_bits), max_exp_field - f.bias);
+}
+
+double float8_decode(const Float8Format& f, uint8_t b) {
+  if (f.fnuz && b == 0x80) return std::numeric_limits<double>::quiet_NaN();
+  const bool neg = b & 0x80;
+  const int e = (b >> f.man_bits) & ((1 << f.exp_bits) - 1);
+  const int m = b & ((1 << f.man_bits) - 1);
+  double v;
+  if (f.ieee && e == (1 << f.exp_bits) - 1) {
+    v = m ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+  } else if (!f.ieee && !f.fnuz && (b & 0x7f) == 0x7f) {
+    v = std::numeric_limits<double>::quiet_NaN();
+  } else if (e == 0) {
+    v = std::ldexp(m, 1 - f.bias - f.man_bits);
+  } else {
+    v = std::ldexp(1.0 + m / double(1 << f.man_bits), e - f.bias);
+  }
+  return neg ? -v : v;
+}
+
+/// Rounds to nearest even; out of range saturates to +-max or becomes Inf/NaN (the spec's tables).
+uint8_t float8_encode(const Float8Format& f, double x, bool saturate) {
+  const uint8_t sign = std::signbit(x) ? 0x80 : 0;
+  const uint8_t nan = f.fnuz ? 0x80 : static_cast<uint8_t>(sign | 0x7f);
+  const uint8_t max_code = static_cast<uint8_t>(((1 << f.exp_bits) - 1 - (f.ieee ? 1 : 0)) << f.man_bits |
+                                                ((1 << f.man_bits) - 1 - ((!f.ieee && !f.fnuz) ? 1 : 0)));
+  const auto overflow = [&]() -> uint8_t {
+    if (saturate) return f.fnuz ? max_code | (sign ? 0x80 : 0) : (sign | max_code);
+    if (f.ieee) return static_cast<uint8_t>(sign | 0x7c);
+    return nan;
+  };
+  if (std::isnan(x)) return nan;
+  if (std::isinf(x)) return overflow();
+  double a = std::fabs(x);
+  const int emin = 1 - f.bias;
+  int e2;
+  std::frexp(a, &e2);
+  const int e_unb = a == 0 ? emin : std::max(e2 - 1, emin);
+  const double quantum = std::ldexp(1.0, e_unb - f.man_bits);
+  a = std::nearbyint(a / quantum) * quantum;
+  if (a > float8_max(f)) return overflow();
+  if (a == 0) return f.fnuz ? 0 : sign;
+  uint8_t code;
+  if (a < std::ldexp(1.0, emin)) {
+    code = static_cast<uint8_t>(a / std::ldexp(1.0, emin - f.man_bits));
+  } else {
+    std::frexp(a, &e2);
+    const int e = e2 - 1;
+    const int m = static_cast<int>((a / std::ldexp(1.0, e) - 1.0) * (1 << f.man_bits));
+    code = static_cast<uint8_t>((e + f.bias) << f.man_bits | m);
+  }
+  return static_cast<uint8_t>(sign | code);
+}
+
+/// Rounds a double once (to nearest even) into an IEEE-style binary format with `exp_bits` and
+/// `man_bits` (float16: 5/10, bfloat16: 8/7); overflow gives infinity. Going through float
+/// first would round twice.
+uint16_t double_to_ieee16(double x, int exp_bits, int man_bits) {
+  const int bias = (1 << (exp_bits - 1)) - 1;
+  const int emin = 1 - bias;
+  const uint32_t inf = ((1u << exp_bits) - 1) << man_bits;
+  const uint32_t sign = std::signbit(x) ? 1u << (exp_bits + man_bits) : 0;
+  if (std::isnan(x)) return static_cast<uint16_t>(inf | 1u << (man_bits - 1));
+  double a = std::fabs(x);
+  if (std::isinf(a)) return static_cast<uint16_t>(sign | inf);
+  int e2;
+  std::frexp(a, &e2);
+  const int e_unb = a == 0 ? emin : std::max(e2 - 1, emin);
+  const double quantum = std::ldexp(1.0, e_unb - man_bits);
+  a = std::nearbyint(a / quantum) * quantum;
+  if (a >= std::ldexp(1.0, bias + 1)) return static_cast<uint16_t>(sign | inf);
+  if (a == 0) return static_cast<uint16_t>(sign);
+  if (a < std::ldexp(1.0, emin))
+    return static_cast<uint16_t>(sign | static_cast<uint32_t>(a / std::ldexp(1.0, emin - man_bits)));
+  std::frexp(a, &e2);
+  const int e = e2 - 1;
+  const uint32_t m = static_cast<uint32_t>((a / std::ldexp(1.0, e) - 1.0) * (1 << man_bits));
+  return static_cast<uint16_t>(sign | static_cast<uint32_t>(e + bias) << man_bits | m);
+}
+
+uint16_t double_to_half(double x) { return double_to_ieee16(x, 5, 10); }
+uint16_t double_to_bfloat16(double x) { return double_to_ieee16(x, 8, 7); }
+
+/// One element from storage type S to storage type D (both plain types).
+template <class S, class D>
+D convert_element(S s) {
+  if constexpr (std::is_same_v<S, D>) {
+    return s;
+  } else if constexpr (std::is_same_v<D, Bool8>) {
+    return Bool8{static_cast<uint8_t>(Num<S>::load(s) != 0 ? 1 : 0)};
+  } else if constexpr (std::is_same_v<S, Bool8>) {
+    return Num<D>::store(static_cast<calc_t<D>>(s.value != 0 ? 1 : 0));
+  } else if constexpr (is_float_v<S> && is_float_v<D>) {
+    if constexpr (std::is_same_v<S, double> && std::is_same_v<D, Half>) return Half{double_to_half(s)};
+    else if constexpr (std::is_same_v<S, double> && std::is_same_v<D, BFloat16>) return BFloat16{double_to_bfloat16(s)};
+    else return Num<D>::store(static_cast<calc_t<D>>(Num<S>::load(s)));
+  } else if constexpr (is_float_v<S>) {  // float -> integer
+    return float_to_int<D>(static_cast<double>(Num<S>::load(s)));
+  } else if constexpr (std::is_same_v<D, Half>) {  // integer -> 16-bit float
+    return Half{double_to_half(static_cast<double>(s))};
+  } else if constexpr (std::is_same_v<D, BFloat16>) {
+    return BFloat16{double_to_bfloat16(static_cast<double>(s))};
+  } else {  // integer -> integer (wraps) or integer -> float/double
+    return static_cast<D>(s);
+  }
+}
+
+/// Formats like numpy's str() of a float: the shortest digits that read back as the same
+/// value, positional for exponents in [-4, 16), else scientific ("1e-05", "1.5e+20").
+template <class F>
+std::string format_float(F v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "INF" : "-INF";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
+  std::string sci(buf, res.ptr);
+  const auto epos = sci.find('e');
+  std::string mant = sci.substr(0, epos);
+  const int exp = std::atoi(sci.c_str() + epos + 1);
+  std::string sign;
+  if (!mant.empty() && mant[0] == '-') {
+    sign = "-";
+    mant.erase(0, 1);
+  }
+  std::string digits;
+  for (char c : mant)
+    if (c != '.') digits += c;
+  if (exp >= -4 && exp < 16) {
+    std::string out;
+    if (exp < 0) {
+      out = "0." + std::string(static_cast<size_t>(-exp - 1), '0') + digits;
+    } else if (static_cast<int>(digits.size()) <= exp + 1) {
+      out = digits + std::string(static_cast<size_t>(exp + 1) - digits.size(), '0') + ".0";
+    } else {
+      out = digits.substr(0, static_cast<size_t>(exp + 1)) + "." + digits.substr(static_cast<size_t>(exp + 1));
+    }
+    return sign + out;
+  }
+  std::string m = digits.substr(0, 1);
+  if (digits.size() > 1) m += "." + digits.substr(1);
+  char e[16];
+  std::snprintf(e, sizeof(e), "e%c%02d", exp < 0 ? '-' : '+', std::abs(exp));
+  return sign + m + e;
+}
+
+/// Parses a Cast string: decimal/scientific numbers and (case-insensitive) INF, +INF, -INF, NaN.
+double parse_number(const KernelContext& ctx, const std::string& s) {
+  const char* p = s.c_str();
+  char* end = nullptr;
+  const double v = std::strtod(p, &end);
+  while (end && *end == ' ') ++end;
+  if (end == p || (end && *end != '\0')) ctx.fail("cannot cast string '" + s + "' to a number");
+  return v;
+}
+
+Tensor cast_tensor(const KernelContext& ctx, const Tensor& x, DataType to, bool saturate);
+
+/// Strings to numbers: integers parse exactly when they are integer literals.
+Tensor cast_from_string(const KernelContext& ctx, const Tensor& x, DataType to, bool saturate) {
+  const auto& in = x.strings();
+  if (is_integer_type(to) && data_type_bits(to) >= 8) {
+    Tensor tmp(DataType::kInt64, x.shape());
+    int64_t* p = tmp.mutable_data<int64_t>();
+    for (size_t i = 0; i < in.size(); ++i) {
+      const char* b = in[i].c_str();
+      char* end = nullptr;
+      const long long v = std::strtoll(b, &end, 10);
+      char* uend = nullptr;
+      const unsigned long long u = std::strtoull(b, &uend, 10);
+      if (end != b && *end == '\0' && v != LLONG_MIN && v != LLONG_MAX) p[i] = v;
+      else if (to == DataType::kUInt64 && uend != b && *uend == '\0' && b[0] != '-') p[i] = static_cast<int64_t>(u);
+      else p[i] = float_to_int<int64_t>(parse_number(ctx, in[i]));
+    }
+    return cast_tensor(ctx, tmp, to, saturate);
+  }
+  Tensor tmp(DataType::kDouble, x.shape());
+  double* p = tmp.mutable_data<double>();
+  for (size_t i = 0; i < in.size(); ++i) {
+    std::string s = in[i];
+    for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (to == DataType::kBool && (s == "true" || s == "false")) p[i] = s == "true";
+    else p[i] = parse_number(ctx, in[i]);
+  }
+  if (to == DataType::kFloat) {  // parse float32 directly: double rounding could differ
+    Tensor out(DataType::kFloat, x.shape());
+    for (size_t i = 0; i < in.size(); ++i) {
+      const char* b = in[i].c_str();
+      char* end = nullptr;
+      out.mutable_data<float>()[i] = std::strtof(b, &end);
+    }
+    return out;
+  }
+  return cast_tensor(ctx, tmp, to, saturate);
+}
+
+Tensor cast_to_string(const KernelContext& ctx, const Tensor& x) {
+  Tensor out(DataType::kString, x.shape());
+  auto& s = out.mutable_strings();
+  const int64_t n = x.size();
+  if (x.dtype() == DataType::kFloat) {
+    for (int64_t i = 0; i < n; ++i) s[static_cast<size_t>(i)] = format_float(x.data<float>()[i]);
+  } else if (x.dtype() == DataType::kDouble) {
+    for (int64_t i = 0; i < n; ++i) s[static_cast<size_t>(i)] = format_float(x.data<double>()[i]);
+  } else if (is_float_type(x.dtype())) {
+    Tensor f = cast_tensor(ctx, x, DataType::kFloat, true);
+    for (int64_t i = 0; i < n; ++i) s[static_cast<size_t>(i)] = format_float(f.data<float>()[i]);
+  } else if (x.dtype() == DataType::kBool) {
+    for (int64_t i = 0; i < n; ++i) s[static_cast<size_t>(i)] = x.data<uint8_t>()[i] ? "1" : "0";
+  } else {
+    visit_or_fail<kInts>(ctx, x.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      for (int64_t i = 0; i < n; ++i) s[static_cast<size_t>(i)] = std::to_string(x.data<T>()[i]);
+    });
+  }
+  return out;
+}
+
+/// Converts a tensor to element type `to` (the Cast rules); shares storage when the type is
+/// unchanged.
+Tensor cast_tensor(const KernelContext& ctx, const Tensor& x, DataType to, bool saturate) {
+  const DataType from = x.dtype();
+  if (from == to) return x;
+  if (from == DataType::kString) return cast_from_string(ctx, x, to, saturate);
+  if (to == DataType::kString) return cast_to_string(ctx, x);
+  const int64_t n = x.size();
+  if (const Float8Format* f8 = float8_format(from)) {
+    Tensor tmp(DataType::kDouble, x.shape());
+    const uint8_t* p = x.data<uint8_t>();
+    double* q = tmp.mutable_data<double>();
+    for (int64_t i = 0; i < n; ++i) q[i] = float8_decode(*f8, p[i]);
+    return cast_tensor(ctx, tmp, to, saturate);
+  }
+  if (const Float8Format* f8 = float8_format(to)) {
+    const Tensor d = cast_tensor(ctx, x, DataType::kDouble, saturate);
+    Tensor out(to, x.shape());
+    const double* p = d.data<double>();
+    uint8_t* q = out.mutable_data<uint8_t>();
+    parallel_ranges(n, kElementwiseGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) q[i] = float8_encode(*f8, p[i], saturate);
+    });
+    return out;
+  }
+  Tensor out;
+  const bool ok = visit<kAllPlain>(from, [&](auto stag) {
+    using S = typename decltype(stag)::type;
+    visit<kAllPlain>(to, [&](auto dtag) {
+      using D = typename decltype(dtag)::type;
+      out = Tensor(to, x.shape());
+      map_unary(x.data<S>(), out.mutable_data<D>(), n, [](S v) { return convert_element<S, D>(v); });
+    });
+  });
+  if (!ok || !out.valid())
+    ctx.fail("Cast from " + type_name(from) + " to " + type_name(to) + " is not supported");
+  return out;
+}
+
+void cast_kernel(KernelContext& ctx) {
+  const ir::Attribute* attr = ctx.node().attr("to");
+  if (!attr) ctx.fail("Cast needs the 'to' attribute");
+  int64_t to = attr->i;
+  if (attr->attr_type() == ir::AttrType::kString) {  // Cast-1: a type name such as "FLOAT"
+    std::string name = attr->s;
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const auto t = ir::parse_data_type(name);
+    if (!t) ctx.fail("Cast 'to' names no data type: '" + attr->s + "'");
+    to = static_cast<int64_t>(*t);
+  }
+  if (!ir::is_valid_data_type(static_cast<int32_t>(to)))
+    ctx.fail("Cast 'to' " + std::to_string(to) + " is not a data type");
+  const bool saturate = ctx.attr_int("saturate", 1) != 0;
+  ctx.set_output(0, cast_tensor(ctx, ctx.input(0), static_cast<DataType>(to), saturate));
+}
+
+void cast_like_kernel(KernelContext& ctx) {
+  const bool saturate = ctx.attr_int("saturate", 1) != 0;
+  ctx.set_output(0, cast_tensor(ctx, ctx.input(0), ctx.input(1).dtype(), saturate));
+}
+
+// ---------------------------------------------------------------- Pow, PRelu
+
+// Pow: base T (floats, int32, int64; other ints accepted too), exponent of any numeric type.
+// Float bases compute in their own precision with the exponent converted; integer bases use
+// exact integer powers for integer exponents and pow() in double (truncated) for float ones.
+void pow_kernel(KernelContext& ctx) {
+  const Tensor& base = ctx.input(0);
+  const Tensor& expo = ctx.input(1);
+  if (!visit<kNumeric>(expo.dtype(), [](auto) {}))
+    ctx.fail("Pow exponent type " + type_name(expo.dtype()) + " is not supported");
+  visit_or_fail<kNumeric>(ctx, base.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    BroadcastIter it(ctx, binary_shapes(ctx, base, expo));
+    Tensor& y = ctx.output(0, base.dtype(), it.shape());
+    if constexpr (is_float_v<T>) {
+      using C = calc_t<T>;
+      const Tensor e = cast_tensor(ctx, expo, data_type_of<C>(), true);
+      broadcast_binary(it, base.data<T>(), e.data<C>(), y.mutable_data<T>(), [](T a, C p) {
+        const C x = Num<T>::load(a);
+        if (p == 2) return Num<T>::store(x * x);
+        return Num<T>::store(std::pow(x, p));
+      });
+    } else if (is_integer_type(expo.dtype())) {
+      const Tensor e = cast_tensor(ctx, expo, DataType::kInt64, true);
+      broadcast_binary(it, base.data<T>(), e.data<int64_t>(), y.mutable_data<T>(),
+                       [](T a, int64_t b) { return int_pow(a, b); });
+    } else {
+      const Tensor e = cast_tensor(ctx, expo, DataType::kDouble, true);
+      broadcast_binary(it, base.data<T>(), e.data<double>(), y.mutable_data<T>(), [](T a, double b) {
+        return float_to_int<T>(std::pow(static_cast<double>(a), b));
+      });
+    }
+  });
+}
+
+// PRelu: y = x < 0 ? slope * x : x, slope broadcast to x (unidirectional). Before opset 7 a 1-D
+// slope of C values applies per channel (dim 1).
+void prelu_kernel(KernelContext& ctx) {
+  check_same_types(ctx);
+  const Tensor& x = ctx.input(0);
+  Tensor slope = ctx.input(1);
+  if (ctx.opset() < 7 && slope.rank() == 1 && x.rank() > 2 && slope.dim(0) == x.dim(1) && slope.dim(0) != 1) {
+    std::vector<int64_t> s(x.rank() - 1, 1);
+    s[0] = slope.dim(0);
+    slope = slope.reshaped(s);
+  }
+  BroadcastIter it(ctx, {x.shape(), slope.shape()});
+  if (it.shape() != x.shape())
+    ctx.fail("slope " + shape_string(slope.shape()) + " does not broadcast to X " + shape_string(x.shape()));
+  visit_or_fail<kFloats | kSignedInts | kUnsignedInts>(ctx, x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Tensor& y = ctx.output(0, x.dtype(), x.shape());
+    broadcast_binary(it, x.data<T>(), slope.data<T>(), y.mutable_data<T>(), [](T a, T s) {
+      const auto v = Num<T>::load(a);
+      if constexpr (std::is_integral_v<T>) return v < 0 ? wrap_mul(v, Num<T>::load(s)) : v;
+      else return v < 0 ? Num<T>::store(v * Num<T>::load(s)) : a;
+    });
+  });
+}
+
+// ---------------------------------------------------------------- variadic Sum, Mean, Max, Min
+
+enum class Fold { kSum, kMean, kMax, kMin };
+
+template <Fold kOp>
+void variadic_kernel(KernelContext& ctx) {
+  const size_t n = ctx.input_count();
+  if (n == 0) ctx.fail("needs at least one input");
+  check_same_types(ctx);
+  constexpr unsigned kSet = (kOp == Fold::kSum || kOp == Fold::kMean) ? unsigned(kFloats) : unsigned(kNumeric);
+  visit_or_fail<kSet>(ctx, ctx.input(0).dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Tensor acc = ctx.input(0);
+    for (size_t k = 1; k < n; ++k) {
+      const Tensor& b = ctx.input(k);
+      BroadcastIter it(ctx, {acc.shape(), b.shape()});
+      Tensor next(acc.dtype(), it.shape());
+      broadcast_binary(it, acc.data<T>(), b.data<T>(), next.mutable_data<T>(), [](T sa, T sb) {
+        const auto a = Num<T>::load(sa), c = Num<T>::load(sb);
+        if constexpr (kOp == Fold::kSum || kOp == Fold::kMean) {
+          return Num<T>::store(a + c);
+        } else {
+          // NaN propagates (numpy maximum/minimum).
+          if constexpr (std::is_floating_point_v<decltype(a)>) {
+            if (std::isnan(a)) return sa;
+            if (std::isnan(c)) return sb;
+          }
+          if constexpr (kOp == Fold::kMax) return a < c ? sb : sa;
+          else return c < a ? sb : sa;
+        }
+      });
+      acc = next;
+    }
+    if constexpr (kOp == Fold::kMean) {
+      if (n > 1) {
+        T* p = acc.mutable_data<T>();
+        const auto div = static_cast<calc_t<T>>(n);
+        map_unary(p, p, acc.size(), [div](T v) { return Num<T>::store(Num<T>::load(v) / div); });
+      }
+    }
+    ctx.set_output(0, acc);
+  });
+}
+
+// ---------------------------------------------------------------- Where
+
+template <class E>
+void where_copy(const BroadcastIter& it, const uint8_t* c, const E* x, const E* y, E* out) {
+  const int64_t sc = it.inner_stride(0), sx = it.inner_stride(1), sy = it.inner_stride(2);
+  it.parallel_runs([&](int64_t o, int64_t n, const int64_t* off) {
+    const uint8_t* pc = c + off[0];
+    const E* px = x + off[1];
+    const E* py = y + off[2];
+    E* po = out + o;
+    if (sc == 1 && sx == 1 && sy == 1) {
+      for (int64_t j = 0; j < n; ++j) po[j] = pc[j] ? px[j] : py[j];
+    } else {
+      for (int64_t j = 0; j < n; ++j) po[j] = pc[j * sc] ? px[j * sx] : py[j * sy];
+    }
+  });
+}
+
+void where_kernel(KernelContext& ctx) {
+  const Tensor& c = ctx.input(0);
+  const Tensor& x = ctx.input(1);
+  const Tensor& y = ctx.input(2);
+  if (c.dtype() != DataType::kBool) ctx.fail("Where condition must be bool, is " + type_name(c.dtype()));
+  if (x.dtype() != y.dtype()) ctx.fail("Where X and Y have different types " + type_name(x.dtype()) + " and " + type_name(y.dtype()));
+  BroadcastIter it(ctx, {c.shape(), x.shape(), y.shape()});
+  Tensor& out = ctx.output(0, x.dtype(), it.shape());
+  const uint8_t* pc = c.data<uint8_t>();
+  if (x.dtype() == DataType::kString) {
+    auto& o = out.mutable_strings();
+    const int64_t sc = it.inner_stride(0), sx = it.inner_stride(1), sy = it.inner_stride(2);
+    it.for_runs(0, it.size(), [&](int64_t p, int64_t n, const int64_t* off) {
+      for (int64_t j = 0; j < n; ++j)
+        o[static_cast<size_t>(p + j)] = pc[off[0] + j * sc] ? x.strings()[static_cast<size_t>(off[1] + j * sx)]
+                                                           : y.strings()[static_cast<size_t>(off[2] + j * sy)];
+    });
+    return;
+  }
+  // Elements are copied as bits: only the element size matters.
+  switch (data_type_bits(x.dtype())) {
+    case 8: where_copy(it, pc, x.data<uint8_t>(), y.data<uint8_t>(), out.mutable_data<uint8_t>()); break;
+    case 16: where_copy(it, pc, x.data<uint16_t>(), y.data<uint16_t>(), out.mutable_data<uint16_t>()); break;
+    case 32: where_copy(it, pc, x.data<uint32_t>(), y.data<uint32_t>(), out.mutable_data<uint32_t>()); break;
+    case 64: where_copy(it, pc, x.data<uint64_t>(), y.data<uint64_t>(), out.mutable_data<uint64_t>()); break;
+    default: ctx.fail("Where does not support element type " + type_name(x.dtype()));
+  }
+}
+
+// ---------------------------------------------------------------- Dropout
+
+/// A tensor of ones of type `t` (the inference-mode mask).
+Tensor ones(DataType t, const std::vector<int64_t>& shape) {
+  Tensor m(t, shape);
+  if (t == DataType::kBool) {
+    std::memset(m.mutable_raw(), 1, m.bytes());
+  } else {
+    visit<kFloats>(t, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      T* p = m.mutable_data<T>();
+      for (int64_t i = 0; i < m.size(); ++i) p[i] = Num<T>::store(1);
+    });
+  }
+  return m;
+}
+
+// Inference Dropout is the identity with a mask of ones. Training mode (opset 12+: the
+// training_mode input) with a nonzero ratio drops elements with a seeded generator and scales
+// the kept ones by 1 / (1 - ratio).
+void dropout_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (!visit<kFloats>(x.dtype(), [](auto) {})) ctx.fail("Dropout does not support element type " + type_name(x.dtype()));
+  const DataType mask_type = ctx.opset() >= 10 ? DataType::kBool : x.dtype();
+  bool training = false;
+  double ratio = ctx.attr_float("ratio", 0.5f);
+  if (ctx.opset() >= 12) {
+    ratio = 0.5;
+    if (ctx.has_input(1)) {
+      const Tensor r = cast_tensor(ctx, ctx.input(1), DataType::kDouble, true);
+      if (r.size() != 1) ctx.fail("Dropout ratio must be a scalar");
+      ratio = r.data<double>()[0];
+    }
+    if (ctx.has_input(2)) {
+      const Tensor& t = ctx.input(2);
+      if (t.dtype() != DataType::kBool || t.size() != 1) ctx.fail("Dropout training_mode must be a bool scalar");
+      training = t.data<uint8_t>()[0] != 0;
+    }
+  }
+  if (!training || ratio == 0) {
+    ctx.set_output(0, x);
+    if (ctx.has_output(1)) ctx.set_output(1, ones(mask_type, x.shape()));
+    return;
+  }
+  if (ratio < 0 || ratio >= 1) ctx.fail("Dropout ratio must be in [0, 1), got " + std::to_string(ratio));
+  std::mt19937_64 gen(static_cast<uint64_t>(ctx.attr_int("seed", 0)));
+  std::uniform_real_distribution<double> dist(0.0, 1.0);
+  Tensor mask(DataType::kBool, x.shape());
+  uint8_t* m = mask.mutable_data<uint8_t>();
+  for (int64_t i = 0; i < x.size(); ++i) m[i] = dist(gen) >= ratio;
+  const double scale = 1.0 / (1.0 - ratio);
+  visit<kFloats>(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Tensor& y = ctx.output(0, x.dtype(), x.shape());
+    const T* px = x.data<T>();
+    T* py = y.mutable_data<T>();
+    for (int64_t i = 0; i < x.size(); ++i)
+      py[i] = Num<T>::store(static_cast<calc_t<T>>(m[i] ? static_cast<double>(Num<T>::load(px[i])) * scale : 0.0));
+  });
+  if (ctx.has_output(1)) ctx.set_output(1, mask);
+}
+
+}  // namespace
+
+void register_elementwise_kernels(KernelRegistry& r) {
+  // Unary float math (opset 6/13 versions only widened the types).
+  r.add("", "Exp", 1, kMaxOpset, unary_float_kernel<ExpOp>);
+  r.add("", "Log", 1, kMaxOpset, unary_float_kernel<LogOp>);
+  r.add("", "Sqrt", 1, kMaxOpset, unary_float_kernel<SqrtOp>);
+  r.add("", "Reciprocal", 1, kMaxOpset, unary_float_kernel<ReciprocalOp>);
+  r.add("", "Floor", 1, kMaxOpset, unary_float_kernel<FloorOp>);
+  r.add("", "Ceil", 1, kMaxOpset, unary_float_kernel<CeilOp>);
+  r.add("", "Round", 11, kMaxOpset, unary_float_kernel<RoundOp>);
+  r.add("", "Sin", 7, kMaxOpset, unary_float_kernel<SinOp>);
+  r.add("", "Cos", 7, kMaxOpset, unary_float_kernel<CosOp>);
+  r.add("", "Tan", 7, kMaxOpset, unary_float_kernel<TanOp>);
+  r.add("", "Asin", 7, kMaxOpset, unary_float_kernel<AsinOp>);
+  r.add("", "Acos", 7, kMaxOpset, unary_float_kernel<AcosOp>);
+  r.add("", "Atan", 7, kMaxOpset, unary_float_kernel<AtanOp>);
+  r.add("", "Sinh", 9, kMaxOpset, unary_float_kernel<SinhOp>);
+  r.add("", "Cosh", 9, kMaxOpset, unary_float_kernel<CoshOp>);
+  r.add("", "Asinh", 9, kMaxOpset, unary_float_kernel<AsinhOp>);
+  r.add("", "Acosh", 9, kMaxOpset, unary_float_kernel<AcoshOp>);
+  r.add("", "Atanh", 9, kMaxOpset, unary_float_kernel<AtanhOp>);
+  r.add("", "Erf", 9, kMaxOpset, unary_float_kernel<ErfOp>);
+  r.add("", "Tanh", 1, kMaxOpset, unary_float_kernel<TanhOp>);
+  r.add("", "Sigmoid", 1, kMaxOpset, sigmoid_kernel);
+  r.add("", "Softplus", 1, kMaxOpset, unary_float_kernel<SoftplusOp>);
+  r.add("", "Softsign", 1, kMaxOpset, unary_float_kernel<SoftsignOp>);
+  r.add("", "Mish", 18, kMaxOpset, unary_float_kernel<MishOp>);
+  r.add("", "HardSwish", 14, kMaxOpset, unary_float_kernel<HardSwishOp>);
+  r.add("", "Abs", 1, kMaxOpset, abs_kernel);
+  r.add("", "Neg", 1, kMaxOpset, neg_kernel);
+  r.add("", "Sign", 9, kMaxOpset, sign_kernel);
+  r.add("", "IsNaN", 9, kMaxOpset, isnan_kernel);
+  r.add("", "IsInf", 10, kMaxOpset, isinf_kernel);
+  r.add("", "Not", 1, kMaxOpset, not_kernel);
+  r.add("", "BitwiseNot", 18, kMaxOpset, bitwise_not_kernel);
+
+  // Activations (the opset 1 versions only add the ignored consumed_inputs attribute).
+  r.add("", "Relu", 1, kMaxOpset, relu_kernel);
+  r.add("", "LeakyRelu", 1, kMaxOpset, leaky_relu_kernel);
+  r.add("", "PRelu", 1, kMaxOpset, prelu_kernel);
+  r.add("", "Elu", 1, kMaxOpset, elu_kernel);
+  r.add("", "Selu", 1, kMaxOpset, selu_kernel);
+  r.add("", "Celu", 12, kMaxOpset, celu_kernel);
+  r.add("", "ThresholdedRelu", 10, kMaxOpset, thresholded_relu_kernel);
+  r.add("", "HardSigmoid", 1, kMaxOpset, hard_sigmoid_kernel);
+  r.add("", "Gelu", 20, kMaxOpset, gelu_kernel);
+  r.add("", "Swish", 24, kMaxOpset, swish_kernel);
+  r.add("", "Shrink", 9, kMaxOpset, shrink_kernel);
+  r.add("", "Clip", 1, 10, clip_6);
+  r.add("", "Clip", 11, kMaxOpset, clip_11);
+  r.add("", "Softmax", 1, kMaxOpset, softmax_kernel<SoftmaxKind::kSoftmax>);
+  r.add("", "LogSoftmax", 1, kMaxOpset, softmax_kernel<SoftmaxKind::kLogSoftmax>);
+  r.add("", "Hardmax", 1, kMaxOpset, softmax_kernel<SoftmaxKind::kHardmax>);
+
+  // Broadcasting binary ops (opset < 7: the broadcast/axis attributes, see binary_shapes).
+  r.add("", "Add", 1, kMaxOpset, arith_kernel<Arith::kAdd>);
+  r.add("", "Sub", 1, kMaxOpset, arith_kernel<Arith::kSub>);
+  r.add("", "Mul", 1, kMaxOpset, arith_kernel<Arith::kMul>);
+  r.add("", "Div", 1, kMaxOpset, arith_kernel<Arith::kDiv>);
+  r.add("", "Pow", 1, kMaxOpset, pow_kernel);
+  r.add("", "Mod", 10, kMaxOpset, mod_kernel);
+  r.add("", "BitShift", 11, kMaxOpset, bitshift_kernel);
+  r.add("", "And", 1, kMaxOpset, logic_kernel<Logic::kAnd>);
+  r.add("", "Or", 1, kMaxOpset, logic_kernel<Logic::kOr>);
+  r.add("", "Xor", 1, kMaxOpset, logic_kernel<Logic::kXor>);
+  r.add("", "BitwiseAnd", 18, kMaxOpset, bitwise_kernel<Logic::kAnd>);
+  r.add("", "BitwiseOr", 18, kMaxOpset, bitwise_kernel<Logic::kOr>);
+  r.add("", "BitwiseXor", 18, kMaxOpset, bitwise_kernel<Logic::kXor>);
+  r.add("", "Equal", 1, kMaxOpset, compare_kernel<Cmp::kEq>);
+  r.add("", "Greater", 1, kMaxOpset, compare_kernel<Cmp::kGt>);
+  r.add("", "Less", 1, kMaxOpset, compare_kernel<Cmp::kLt>);
+  r.add("", "GreaterOrEqual", 12, kMaxOpset, compare_kernel<Cmp::kGe>);
+  r.add("", "LessOrEqual", 12, kMaxOpset, compare_kernel<Cmp::kLe>);
+
+  // Variadic (opset < 8: no broadcasting, which the broadcasting kernel also covers).
+  r.add("", "Sum", 1, kMaxOpset, variadic_kernel<Fold::kSum>);
+  r.add("", "Mean", 1, kMaxOpset, variadic_kernel<Fold::kMean>);
+  r.add("", "Max", 1, kMaxOpset, variadic_kernel<Fold::kMax>);
+  r.add("", "Min", 1, kMaxOpset, variadic_kernel<Fold::kMin>);
+  r.add("", "Where", 9, kMaxOpset, where_kernel);
+
+  r.add("", "Cast", 1, kMaxOpset, cast_kernel);
+  r.add("", "CastLike", 15, kMaxOpset, cast_like_kernel);
+  r.add("", "Dropout", 1, kMaxOpset, dropout_kernel);
+
+  register_reduce_kernels(r);
+}
+
+}  // namespace onnxtool::runner::cpu

@@ -1,0 +1,463 @@
+// Shared helpers of the CPU kernels: element types as C++ types, type dispatch, numpy-style
+// (multidirectional) broadcasting with collapsed dims, deterministic parallel ranges, axes.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "runner/kernel.h"
+#include "runner/tensor.h"
+
+namespace onnxtool::runner::cpu {
+
+/// Registers the reduction kernels (reduce.cpp); register_elementwise_kernels calls it, so the
+/// family has one entry in register.cpp.
+void register_reduce_kernels(KernelRegistry& registry);
+
+// ---------------------------------------------------------------- element types
+
+/// Storage of a float16 / bfloat16 / bool element (distinct C++ types so that dispatch can tell
+/// them from uint16/uint8 and arithmetic on the raw bits does not compile by accident).
+struct Half {
+  uint16_t bits;
+};
+struct BFloat16 {
+  uint16_t bits;
+};
+struct Bool8 {
+  uint8_t value;
+};
+
+/// How a stored element is computed with: `calc` is the arithmetic type (float for the 16-bit
+/// floats, bool for Bool8, the type itself otherwise); load/store convert.
+template <class T>
+struct Num {
+  using calc = T;
+  static T load(T v) { return v; }
+  static T store(T v) { return v; }
+};
+template <>
+struct Num<Half> {
+  using calc = float;
+  static float load(Half v) { return half_to_float(v.bits); }
+  static Half store(float v) { return Half{float_to_half(v)}; }
+};
+template <>
+struct Num<BFloat16> {
+  using calc = float;
+  static float load(BFloat16 v) { return bfloat16_to_float(v.bits); }
+  static BFloat16 store(float v) { return BFloat16{float_to_bfloat16(v)}; }
+};
+template <>
+struct Num<Bool8> {
+  using calc = bool;
+  static bool load(Bool8 v) { return v.value != 0; }
+  static Bool8 store(bool v) { return Bool8{static_cast<uint8_t>(v ? 1 : 0)}; }
+};
+
+template <class T>
+using calc_t = typename Num<T>::calc;
+
+template <class T>
+constexpr bool is_float_v = std::is_floating_point_v<calc_t<T>>;
+
+/// The DataType of a storage type.
+template <class T>
+constexpr DataType data_type_of() {
+  if constexpr (std::is_same_v<T, float>) return DataType::kFloat;
+  else if constexpr (std::is_same_v<T, double>) return DataType::kDouble;
+  else if constexpr (std::is_same_v<T, Half>) return DataType::kFloat16;
+  else if constexpr (std::is_same_v<T, BFloat16>) return DataType::kBFloat16;
+  else if constexpr (std::is_same_v<T, Bool8>) return DataType::kBool;
+  else if constexpr (std::is_same_v<T, int8_t>) return DataType::kInt8;
+  else if constexpr (std::is_same_v<T, int16_t>) return DataType::kInt16;
+  else if constexpr (std::is_same_v<T, int32_t>) return DataType::kInt32;
+  else if constexpr (std::is_same_v<T, int64_t>) return DataType::kInt64;
+  else if constexpr (std::is_same_v<T, uint8_t>) return DataType::kUInt8;
+  else if constexpr (std::is_same_v<T, uint16_t>) return DataType::kUInt16;
+  else if constexpr (std::is_same_v<T, uint32_t>) return DataType::kUInt32;
+  else if constexpr (std::is_same_v<T, uint64_t>) return DataType::kUInt64;
+  else return DataType::kUndefined;
+}
+
+// ---------------------------------------------------------------- type dispatch
+
+/// Type sets for visit(); combine with |.
+enum TypeSet : unsigned {
+  kFloats = 1u,        ///< float, double, float16, bfloat16
+  kSignedInts = 2u,    ///< int8..int64
+  kUnsignedInts = 4u,  ///< uint8..uint64
+  kBools = 8u,         ///< bool (Bool8)
+  kInts = kSignedInts | kUnsignedInts,
+  kNumeric = kFloats | kInts,
+  kAllPlain = kNumeric | kBools,
+};
+
+/// A value standing for a type in generic lambdas: `[&](auto tag) { using T = typename
+/// decltype(tag)::type; ... }`.
+template <class T>
+struct TypeTag {
+  using type = T;
+};
+
+/// Calls f(TypeTag<T>{}) for the storage type T of `t` when it is in `Set`; returns false
+/// (calling nothing) otherwise. Only the types of `Set` are instantiated.
+template <unsigned Set, class F>
+bool visit(DataType t, F&& f) {
+  switch (t) {
+    case DataType::kFloat:
+      if constexpr ((Set & kFloats) != 0) return f(TypeTag<float>{}), true;
+      break;
+    case DataType::kDouble:
+      if constexpr ((Set & kFloats) != 0) return f(TypeTag<double>{}), true;
+      break;
+    case DataType::kFloat16:
+      if constexpr ((Set & kFloats) != 0) return f(TypeTag<Half>{}), true;
+      break;
+    case DataType::kBFloat16:
+      if constexpr ((Set & kFloats) != 0) return f(TypeTag<BFloat16>{}), true;
+      break;
+    case DataType::kInt8:
+      if constexpr ((Set & kSignedInts) != 0) return f(TypeTag<int8_t>{}), true;
+      break;
+    case DataType::kInt16:
+      if constexpr ((Set & kSignedInts) != 0) return f(TypeTag<int16_t>{}), true;
+      break;
+    case DataType::kInt32:
+      if constexpr ((Set & kSignedInts) != 0) return f(TypeTag<int32_t>{}), true;
+      break;
+    case DataType::kInt64:
+      if constexpr ((Set & kSignedInts) != 0) return f(TypeTag<int64_t>{}), true;
+      break;
+    case DataType::kUInt8:
+      if constexpr ((Set & kUnsignedInts) != 0) return f(TypeTag<uint8_t>{}), true;
+      break;
+    case DataType::kUInt16:
+      if constexpr ((Set & kUnsignedInts) != 0) return f(TypeTag<uint16_t>{}), true;
+      break;
+    case DataType::kUInt32:
+      if constexpr ((Set & kUnsignedInts) != 0) return f(TypeTag<uint32_t>{}), true;
+      break;
+    case DataType::kUInt64:
+      if constexpr ((Set & kUnsignedInts) != 0) return f(TypeTag<uint64_t>{}), true;
+      break;
+    case DataType::kBool:
+      if constexpr ((Set & kBools) != 0) return f(TypeTag<Bool8>{}), true;
+      break;
+    default:
+      break;
+  }
+  return false;
+}
+
+/// visit() that fails the node naming the op and the unsupported type.
+template <unsigned Set, class F>
+void visit_or_fail(const KernelContext& ctx, DataType t, F&& f) {
+  if (!visit<Set>(t, std::forward<F>(f)))
+    ctx.fail(ctx.node().op_type + " does not support element type " + std::string(ir::data_type_name(t)));
+}
+
+inline std::string type_name(DataType t) { return std::string(ir::data_type_name(t)); }
+
+// ---------------------------------------------------------------- parallel ranges
+
+/// Splits [0, total) into contiguous chunks of at least `grain` items and calls fn(begin, end)
+/// for each, in parallel when there is enough work. Only for independent items: callers must
+/// produce the same result whatever the split.
+template <class F>
+void parallel_ranges(int64_t total, int64_t grain, F&& fn) {
+  if (total <= 0) return;
+  grain = std::max<int64_t>(grain, 1);
+  int threads = 1;
+#ifdef _OPENMP
+  threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+#endif
+  int64_t chunks = std::min<int64_t>((total + grain - 1) / grain, static_cast<int64_t>(threads) * 4);
+  if (chunks <= 1) {
+    fn(int64_t{0}, total);
+    return;
+  }
+  const int64_t step = (total + chunks - 1) / chunks;
+  chunks = (total + step - 1) / step;
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * step;
+    fn(begin, std::min(total, begin + step));
+  }
+}
+
+/// Items per parallel chunk for cheap elementwise work.
+constexpr int64_t kElementwiseGrain = 32768;
+
+// ---------------------------------------------------------------- shapes and axes
+
+/// The numpy broadcast of shapes (right-aligned; each dim equal or 1). Fails the node naming
+/// both shapes when they do not broadcast.
+inline std::vector<int64_t> broadcast_shapes(const KernelContext& ctx,
+                                             const std::vector<std::vector<int64_t>>& shapes) {
+  size_t rank = 0;
+  for (const auto& s : shapes) rank = std::max(rank, s.size());
+  std::vector<int64_t> out(rank, 1);
+  for (const auto& s : shapes) {
+    const size_t pad = rank - s.size();
+    for (size_t d = 0; d < s.size(); ++d) {
+      const int64_t v = s[d];
+      int64_t& o = out[pad + d];
+      if (v == o || v == 1) continue;
+      if (o == 1) {
+        o = v;
+        continue;
+      }
+      std::string all;
+      for (const auto& x : shapes) all += (all.empty() ? "" : " and ") + shape_string(x);
+      ctx.fail("shapes " + all + " do not broadcast (dim " + std::to_string(pad + d) + ")");
+    }
+  }
+  return out;
+}
+
+/// Normalizes an axis in [-rank, rank) to [0, rank), failing the node otherwise. With
+/// `allow_end` the axis indexes the result of inserting one dim (Unsqueeze, OneHot): the range
+/// is [-rank-1, rank] and a negative axis counts from rank + 1.
+inline int64_t normalize_axis(const KernelContext& ctx, int64_t axis, int64_t rank, bool allow_end = false) {
+  const int64_t hi = allow_end ? rank + 1 : rank;
+  if (axis < -hi || axis >= hi)
+    ctx.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  return axis < 0 ? axis + hi : axis;
+}
+
+/// Product of dims [begin, end).
+inline int64_t dims_product(const std::vector<int64_t>& shape, size_t begin, size_t end) {
+  int64_t n = 1;
+  for (size_t i = begin; i < end && i < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
+/// The int64 values of a 0-D or 1-D int32/int64 tensor (axes, shapes given as inputs).
+inline std::vector<int64_t> read_int_list(const KernelContext& ctx, const Tensor& t, const char* what) {
+  std::vector<int64_t> out(static_cast<size_t>(t.size()));
+  if (t.dtype() == DataType::kInt64) {
+    for (size_t i = 0; i < out.size(); ++i) out[i] = t.data<int64_t>()[i];
+  } else if (t.dtype() == DataType::kInt32) {
+    for (size_t i = 0; i < out.size(); ++i) out[i] = t.data<int32_t>()[i];
+  } else {
+    ctx.fail(std::string(what) + " must be int32 or int64, is " + type_name(t.dtype()));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- broadcast iteration
+
+/// Iterates the output of a broadcast of N inputs as runs along the innermost (collapsed)
+/// dimension. Adjacent dims in which every input is either full or broadcast alike are merged,
+/// so same-shape inputs become one run, [N,C]+[C] rows, [N,C]+[N,1] columns, and a scalar a
+/// stride of 0. Within a run input i advances by inner_stride(i), which is 0 or 1.
+class BroadcastIter {
+ public:
+  BroadcastIter(const KernelContext& ctx, const std::vector<std::vector<int64_t>>& shapes)
+      : shape_(broadcast_shapes(ctx, shapes)), n_(shapes.size()) {
+    size_ = 1;
+    for (int64_t d : shape_) size_ *= d;
+    const size_t rank = shape_.size();
+    // Per kept dim: which inputs are full there (bit i set); dims of size 1 in the output drop out.
+    std::vector<uint64_t> full_mask;
+    for (size_t d = 0; d < rank; ++d) {
+      if (shape_[d] == 1) continue;
+      uint64_t mask = 0;
+      for (size_t i = 0; i < n_; ++i) {
+        const auto& s = shapes[i];
+        const size_t pad = rank - s.size();
+        if (d >= pad && s[d - pad] != 1) mask |= uint64_t{1} << i;
+      }
+      if (!full_mask.empty() && full_mask.back() == mask) {
+        dims_.back() *= shape_[d];
+      } else {
+        full_mask.push_back(mask);
+        dims_.push_back(shape_[d]);
+      }
+    }
+    if (dims_.empty()) {
+      dims_.push_back(1);
+      full_mask.push_back(0);
+    }
+    const size_t k = dims_.size();
+    strides_.assign(n_ * k, 0);
+    for (size_t i = 0; i < n_; ++i) {
+      int64_t acc = 1;
+      for (size_t d = k; d-- > 0;) {
+        if (full_mask[d] >> i & 1) {
+          strides_[i * k + d] = acc;
+          acc *= dims_[d];
+        }
+      }
+    }
+  }
+
+  const std::vector<int64_t>& shape() const { return shape_; }
+  int64_t size() const { return size_; }
+  size_t inputs() const { return n_; }
+  /// Stride of input i along the innermost collapsed dim (0 or 1).
+  int64_t inner_stride(size_t i) const { return strides_[i * dims_.size() + dims_.size() - 1]; }
+  /// True when every input has the output's shape (one contiguous run).
+  bool all_full() const {
+    if (dims_.size() != 1) return false;
+    for (size_t i = 0; i < n_; ++i)
+      if (strides_[i] != 1 && dims_[0] != 1) return false;
+    return true;
+  }
+
+  /// Calls fn(out_offset, count, in_offsets) for the runs covering output [begin, end); input i
+  /// reads elements in_offsets[i] + j * inner_stride(i), j < count.
+  template <class F>
+  void for_runs(int64_t begin, int64_t end, F&& fn) const {
+    const size_t k = dims_.size();
+    std::vector<int64_t> idx(k), off(n_, 0);
+    int64_t rest = begin;
+    for (size_t d = k; d-- > 0;) {
+      idx[d] = rest % dims_[d];
+      rest /= dims_[d];
+      for (size_t i = 0; i < n_; ++i) off[i] += idx[d] * strides_[i * k + d];
+    }
+    const int64_t inner = dims_[k - 1];
+    int64_t pos = begin;
+    while (pos < end) {
+      const int64_t count = std::min(inner - idx[k - 1], end - pos);
+      fn(pos, count, static_cast<const int64_t*>(off.data()));
+      pos += count;
+      idx[k - 1] += count;
+      for (size_t i = 0; i < n_; ++i) off[i] += count * strides_[i * k + k - 1];
+      if (idx[k - 1] < inner || pos >= end) continue;
+      // Carry into the outer dims.
+      idx[k - 1] = 0;
+      for (size_t i = 0; i < n_; ++i) off[i] -= inner * strides_[i * k + k - 1];
+      for (size_t d = k - 1; d-- > 0;) {
+        ++idx[d];
+        for (size_t i = 0; i < n_; ++i) off[i] += strides_[i * k + d];
+        if (idx[d] < dims_[d]) break;
+        idx[d] = 0;
+        for (size_t i = 0; i < n_; ++i) off[i] -= dims_[d] * strides_[i * k + d];
+      }
+    }
+  }
+
+  /// for_runs over the whole output, split into parallel chunks.
+  template <class F>
+  void parallel_runs(F&& fn, int64_t grain = kElementwiseGrain) const {
+    parallel_ranges(size_, grain, [&](int64_t b, int64_t e) { for_runs(b, e, fn); });
+  }
+
+ private:
+  std::vector<int64_t> shape_;
+  size_t n_;
+  int64_t size_ = 0;
+  std::vector<int64_t> dims_;     // collapsed output dims (at least one)
+  std::vector<int64_t> strides_;  // [input][dim] element strides, 0 where broadcast
+};
+
+/// out[j] = op(a[j], b[j]) over a broadcast of two inputs, with the inner loop specialised for
+/// same-shape runs, a broadcast scalar on either side (row/column broadcasts reduce to these).
+/// A, B, O are storage types; op maps (A, B) -> O on storage values.
+template <class A, class B, class O, class Op>
+void broadcast_binary(const BroadcastIter& it, const A* a, const B* b, O* out, Op op) {
+  const int64_t sa = it.inner_stride(0), sb = it.inner_stride(1);
+  it.parallel_runs([&](int64_t o, int64_t n, const int64_t* off) {
+    const A* pa = a + off[0];
+    const B* pb = b + off[1];
+    O* po = out + o;
+    if (sa == 1 && sb == 1) {
+      for (int64_t j = 0; j < n; ++j) po[j] = op(pa[j], pb[j]);
+    } else if (sa == 1) {
+      const B y = *pb;
+      for (int64_t j = 0; j < n; ++j) po[j] = op(pa[j], y);
+    } else if (sb == 1) {
+      const A x = *pa;
+      for (int64_t j = 0; j < n; ++j) po[j] = op(x, pb[j]);
+    } else {
+      const O v = op(*pa, *pb);
+      for (int64_t j = 0; j < n; ++j) po[j] = v;
+    }
+  });
+}
+
+// ---------------------------------------------------------------- vectorized float32 exp
+
+/// Four floats in one SSE/NEON register (GCC/Clang vector extension).
+typedef float f32x4 __attribute__((vector_size(16)));
+typedef int32_t i32x4 __attribute__((vector_size(16)));
+
+/// exp of four floats: range reduction by ln 2 (split in two constants), a degree-6
+/// polynomial on [-ln2/2, ln2/2] and the power of two built in the exponent bits (in two halves
+/// so that denormal results and 2^128 overflow come out right). Max relative error ~1e-7;
+/// NaN stays NaN, +Inf gives +Inf, large negative inputs give 0 or a denormal.
+inline f32x4 exp_f32x4(f32x4 x) {
+  const f32x4 lo = f32x4{} - 103.9f, hi = f32x4{} + 88.73f;
+  f32x4 c = x < lo ? lo : x;
+  c = c > hi ? hi : c;
+  const f32x4 t = c * 1.44269504088896341f;
+  const i32x4 n = __builtin_convertvector(t + (t >= 0 ? f32x4{} + 0.5f : f32x4{} - 0.5f), i32x4);
+  const f32x4 fn = __builtin_convertvector(n, f32x4);
+  f32x4 r = c - fn * 0.693359375f;
+  r = r + fn * 2.12194440e-4f;
+  f32x4 p = f32x4{} + 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  const i32x4 n1 = n >> 1, n2 = n - n1;
+  const f32x4 res = p * (f32x4)((n1 + 127) << 23) * (f32x4)((n2 + 127) << 23);  // bit casts
+  return x != x ? x : res;
+}
+
+/// Applies a four-lane function to n contiguous floats (the tail padded with zeros).
+template <class F>
+inline void map_f32x4(const float* x, float* y, int64_t n, F f) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    f32x4 v;
+    std::memcpy(&v, x + i, sizeof(v));
+    v = f(v);
+    std::memcpy(y + i, &v, sizeof(v));
+  }
+  if (i < n) {
+    f32x4 v{};
+    std::memcpy(&v, x + i, static_cast<size_t>(n - i) * sizeof(float));
+    v = f(v);
+    std::memcpy(y + i, &v, static_cast<size_t>(n - i) * sizeof(float));
+  }
+}
+
+/// y = exp(x - shift) for n floats.
+inline void exp_shifted_f32(const float* x, float* y, int64_t n, float shift) {
+  map_f32x4(x, y, n, [shift](f32x4 v) { return exp_f32x4(v - shift); });
+}
+
+/// y = 1 / (1 + exp(-x)) for n floats, computed from exp(-|x|) so neither side overflows.
+inline void sigmoid_f32(const float* x, float* y, int64_t n) {
+  map_f32x4(x, y, n, [](f32x4 v) {
+    const f32x4 e = exp_f32x4(v < 0 ? v : -v);
+    const f32x4 s = 1.0f / (1.0f + e);
+    // Below -104 the true value is under the smallest float: flush it (sigmoid(-inf) == 0).
+    const f32x4 neg = v < -104.0f ? f32x4{} : e * s;
+    return v >= 0 ? s : neg;
+  });
+}
+
+/// out[j] = op(in[j]) for a contiguous tensor, in parallel chunks.
+template <class I, class O, class Op>
+void map_unary(const I* in, O* out, int64_t n, Op op) {
+  parallel_ranges(n, kElementwiseGrain, [&](int64_t b, int64_t e) {
+    for (int64_t j = b; j < e; ++j) out[j] = op(in[j]);
+  });
+}
+
+}  // namespace onnxtool::runner::cpu

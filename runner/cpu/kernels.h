@@ -1,0 +1,16 @@
+// Shared declarations of the CPU kernel families (one registration function per file).
+#pragma once
+
+#include "runner/kernel.h"
+#include "runner/session.h"
+
+namespace onnxtool::runner::cpu {
+
+/// Upper bound for "every later opset" in registrations.
+constexpr int kMaxOpset = 1000;
+
+void register_control_kernels(KernelRegistry& registry);
+void register_elementwise_kernels(KernelRegistry& registry);  // also registers reduce.cpp
+void register_tensor_kernels(KernelRegistry& registry);  // also registers indexing.cpp
+
+}  // namespace onnxtool::runner::cpu

@@ -1,0 +1,901 @@
+// Tensor manipulation kernels: shape queries and views (Shape, Size, Reshape, Flatten, Squeeze,
+// Unsqueeze), layout copies (Transpose, Concat, Split, Slice, Expand, Tile, Pad, DepthToSpace,
+// SpaceToDepth), generators (ConstantOfShape, Range, EyeLike, Trilu), sequences and optionals.
+// Element moves are written once per element size (tensor_util.h); strings go through the same
+// templates with std::string elements.
+#include <cmath>
+#include <limits>
+
+#include "runner/cpu/kernels.h"
+#include "runner/cpu/tensor_util.h"
+
+namespace onnxtool::runner::cpu {
+namespace {
+
+// ---------------------------------------------------------------- helpers
+
+/// Runs `fn` on `x` with sub-byte elements unpacked to one byte each and packs its result back,
+/// so layout kernels need not know about packed types.
+template <class F>
+Tensor with_unpacked(const Tensor& x, F&& fn) {
+  if (!is_sub_byte(x.dtype())) return fn(x);
+  return pack_sub_byte(fn(unpack_sub_byte(x)), x.dtype());
+}
+
+/// Writes `v` converted to the element type of `t` at element `i` (numeric and bool types).
+void store_number(const KernelContext& ctx, Tensor& t, int64_t i, double v) {
+  visit_or_fail<kAllPlain>(ctx, t.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = calc_t<T>;
+    if constexpr (std::is_same_v<C, bool>) t.mutable_data<T>()[i] = Num<T>::store(v != 0);
+    else t.mutable_data<T>()[i] = Num<T>::store(static_cast<C>(v));
+  });
+}
+
+/// A one-element tensor of `type` holding `v`.
+Tensor scalar_of(const KernelContext& ctx, DataType type, double v) {
+  Tensor t(type, {});
+  if (type == DataType::kString) return t;
+  store_number(ctx, t, 0, v);
+  return t;
+}
+
+/// Fills `out` with copies of the single element of `value` (same type, not sub-byte).
+void fill_with(const KernelContext& ctx, Tensor& out, const Tensor& value) {
+  visit_storage_or_fail(ctx, out.dtype(), [&](auto tag) {
+    using E = typename decltype(tag)::type;
+    const E v = elements<E>(value)[0];
+    E* dst = mutable_elements<E>(out);
+    parallel_ranges(out.size(), kElementwiseGrain, [&](int64_t b, int64_t e) { fill_elements(dst + b, v, e - b); });
+  });
+}
+
+/// Attribute-or-input lists: the value of attribute `name` before opset `input_since`, of input
+/// `input_index` (when given) from then on.
+std::vector<int64_t> ints_by_version(const KernelContext& ctx, const char* name, int input_since, size_t input_index,
+                                     bool* present) {
+  if (ctx.opset() < input_since) {
+    *present = ctx.has_attr(name);
+    return ctx.attr_ints(name);
+  }
+  *present = ctx.has_input(input_index);
+  return *present ? read_int_list(ctx, ctx.input(input_index), name) : std::vector<int64_t>{};
+}
+
+// ---------------------------------------------------------------- shape queries and views
+
+void shape_op(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t r = static_cast<int64_t>(x.rank());
+  auto clamp_axis = [r](int64_t a) { return std::clamp(a < 0 ? a + r : a, int64_t{0}, r); };
+  const int64_t start = clamp_axis(ctx.attr_int("start", 0));
+  const int64_t end = ctx.has_attr("end") ? clamp_axis(ctx.attr_int("end", r)) : r;
+  const int64_t n = std::max<int64_t>(0, end - start);
+  Tensor& out = ctx.output(0, DataType::kInt64, {n});
+  for (int64_t i = 0; i < n; ++i) out.mutable_data<int64_t>()[i] = x.dim(static_cast<size_t>(start + i));
+}
+
+void size_op(KernelContext& ctx) { ctx.set_output(0, Tensor::scalar_int64(ctx.input(0).size())); }
+
+/// The output shape of Reshape: 0 copies the input dim (unless allowzero), one -1 is inferred.
+std::vector<int64_t> reshape_target(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& spec,
+                                    bool allowzero) {
+  std::vector<int64_t> out(spec);
+  int64_t infer = -1;
+  int64_t known = 1;
+  bool has_zero = false;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == -1) {
+      if (infer >= 0) ctx.fail("shape " + shape_string(spec) + " has more than one -1");
+      infer = static_cast<int64_t>(i);
+      continue;
+    }
+    if (out[i] == 0) {
+      has_zero = true;
+      if (!allowzero) {
+        if (i >= x.rank()) ctx.fail("shape " + shape_string(spec) + " copies dim " + std::to_string(i) + " of " + x.describe());
+        out[i] = x.dim(i);
+      }
+    } else if (out[i] < 0) {
+      ctx.fail("shape " + shape_string(spec) + " has a negative dimension");
+    }
+    known *= out[i];
+  }
+  if (infer >= 0) {
+    if (allowzero && has_zero) ctx.fail("shape " + shape_string(spec) + " has both 0 and -1 with allowzero");
+    if (known == 0 || x.size() % known != 0)
+      ctx.fail("cannot infer the -1 of shape " + shape_string(spec) + " for " + x.describe());
+    out[static_cast<size_t>(infer)] = x.size() / known;
+  } else if (known != x.size()) {
+    ctx.fail("cannot reshape " + x.describe() + " to " + shape_string(spec));
+  }
+  return out;
+}
+
+void reshape(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  std::vector<int64_t> spec;
+  if (ctx.opset() < 5) spec = ctx.attr_ints("shape");
+  else spec = read_int_list(ctx, ctx.input(1), "shape");
+  const bool allowzero = ctx.opset() >= 14 && ctx.attr_int("allowzero", 0) != 0;
+  ctx.set_output(0, x.reshaped(reshape_target(ctx, x, spec, allowzero)));
+}
+
+void flatten(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t r = static_cast<int64_t>(x.rank());
+  // Accepted range [-r, r]; a negative axis counts from r (not r + 1).
+  int64_t axis = ctx.attr_int("axis", 1);
+  if (axis < -r || axis > r) ctx.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r));
+  if (axis < 0) axis += r;
+  const int64_t outer = dims_product(x.shape(), 0, static_cast<size_t>(axis));
+  ctx.set_output(0, x.reshaped({outer, dims_product(x.shape(), static_cast<size_t>(axis), x.rank())}));
+}
+
+void squeeze(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  bool given = false;
+  const auto axes_in = ints_by_version(ctx, "axes", 13, 1, &given);
+  const int64_t r = static_cast<int64_t>(x.rank());
+  std::vector<bool> drop(x.rank(), false);
+  if (given) {
+    for (int64_t a : normalize_axes(ctx, axes_in, r)) {
+      if (x.dim(static_cast<size_t>(a)) != 1)
+        ctx.fail("cannot squeeze axis " + std::to_string(a) + " of " + x.describe() + ": its size is not 1");
+      drop[static_cast<size_t>(a)] = true;
+    }
+  } else {
+    for (size_t i = 0; i < x.rank(); ++i) drop[i] = x.dim(i) == 1;
+  }
+  std::vector<int64_t> shape;
+  for (size_t i = 0; i < x.rank(); ++i)
+    if (!drop[i]) shape.push_back(x.dim(i));
+  ctx.set_output(0, x.reshaped(shape));
+}
+
+void unsqueeze(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  bool given = false;
+  const auto axes_in = ints_by_version(ctx, "axes", 13, 1, &given);
+  if (!given) ctx.fail("Unsqueeze needs axes");
+  const int64_t r = static_cast<int64_t>(x.rank() + axes_in.size());
+  std::vector<bool> inserted(static_cast<size_t>(r), false);
+  for (int64_t a : normalize_axes(ctx, axes_in, r)) inserted[static_cast<size_t>(a)] = true;
+  std::vector<int64_t> shape;
+  size_t k = 0;
+  for (int64_t i = 0; i < r; ++i) shape.push_back(inserted[static_cast<size_t>(i)] ? 1 : x.dim(k++));
+  ctx.set_output(0, x.reshaped(shape));
+}
+
+// ---------------------------------------------------------------- layout copies
+
+void transpose(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const size_t r = x.rank();
+  std::vector<int64_t> perm = ctx.attr_ints("perm");
+  if (perm.empty())
+    for (size_t i = r; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
+  if (perm.size() != r) ctx.fail("perm has " + std::to_string(perm.size()) + " entries for " + x.describe());
+  perm = normalize_axes(ctx, perm, static_cast<int64_t>(r));
+  const auto strides = strides_of(x.shape());
+  std::vector<int64_t> shape(r), in_strides(r);
+  for (size_t i = 0; i < r; ++i) {
+    shape[i] = x.dim(static_cast<size_t>(perm[i]));
+    in_strides[i] = strides[static_cast<size_t>(perm[i])];
+  }
+  ctx.set_output(0, with_unpacked(x, [&](const Tensor& t) { return strided_tensor(ctx, t, shape, in_strides, 0, shape); }));
+}
+
+void concat(KernelContext& ctx) {
+  if (ctx.input_count() == 0) ctx.fail("Concat needs at least one input");
+  const Tensor& first = ctx.input(0);
+  if (first.rank() == 0) ctx.fail("Concat inputs must have rank >= 1");
+  if (ctx.opset() >= 4 && !ctx.has_attr("axis")) ctx.fail("Concat needs the axis attribute");
+  const int64_t r = static_cast<int64_t>(first.rank());
+  const size_t axis = static_cast<size_t>(normalize_axis(ctx, ctx.attr_int("axis", 1), r));
+  std::vector<int64_t> shape = first.shape();
+  shape[axis] = 0;
+  std::vector<const Tensor*> parts;
+  for (size_t i = 0; i < ctx.input_count(); ++i) {
+    const Tensor& t = ctx.input(i);
+    if (t.dtype() != first.dtype()) ctx.fail("Concat inputs have different types: " + t.describe() + " vs " + first.describe());
+    if (t.rank() != first.rank()) ctx.fail("Concat inputs have different ranks: " + t.describe() + " vs " + first.describe());
+    for (size_t d = 0; d < t.rank(); ++d)
+      if (d != axis && t.dim(d) != first.dim(d))
+        ctx.fail("Concat inputs differ outside the axis: " + t.describe() + " vs " + first.describe());
+    shape[axis] += t.dim(axis);
+    parts.push_back(&t);
+  }
+  const int64_t outer = dims_product(shape, 0, axis);
+  const int64_t inner = dims_product(shape, axis + 1, shape.size());
+  auto run = [&](const std::vector<const Tensor*>& in, DataType type) {
+    Tensor out(type, shape);
+    visit_storage_or_fail(ctx, type, [&](auto tag) {
+      using E = typename decltype(tag)::type;
+      E* dst = mutable_elements<E>(out);
+      const int64_t row = shape[axis] * inner;
+      parallel_ranges(outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(row, 1)), [&](int64_t o0, int64_t o1) {
+        for (int64_t o = o0; o < o1; ++o) {
+          E* d = dst + o * row;
+          for (const Tensor* t : in) {
+            const int64_t block = t->dim(axis) * inner;
+            copy_elements(d, elements<E>(*t) + o * block, block);
+            d += block;
+          }
+        }
+      });
+    });
+    return out;
+  };
+  if (!is_sub_byte(first.dtype())) {
+    ctx.set_output(0, run(parts, first.dtype()));
+    return;
+  }
+  std::vector<Tensor> unpacked;
+  for (const Tensor* t : parts) unpacked.push_back(unpack_sub_byte(*t));
+  std::vector<const Tensor*> ptrs;
+  for (const Tensor& t : unpacked) ptrs.push_back(&t);
+  ctx.set_output(0, pack_sub_byte(run(ptrs, DataType::kUInt8), first.dtype()));
+}
+
+/// The part [start, start + len) of `x` along `axis`.
+Tensor axis_part(const KernelContext& ctx, const Tensor& x, size_t axis, int64_t start, int64_t len) {
+  std::vector<int64_t> shape = x.shape();
+  shape[axis] = len;
+  const int64_t inner = dims_product(x.shape(), axis + 1, x.rank());
+  const std::vector<int64_t> dims{dims_product(x.shape(), 0, axis), len, inner};
+  const std::vector<int64_t> strides{x.dim(axis) * inner, inner, 1};
+  return with_unpacked(x, [&](const Tensor& t) { return strided_tensor(ctx, t, dims, strides, start * inner, shape); });
+}
+
+/// Lengths of `parts` parts of `dim`: equal, or (when `ceil_parts`) ceil-sized with a smaller
+/// last part.
+std::vector<int64_t> equal_split(const KernelContext& ctx, int64_t dim, int64_t parts, bool ceil_parts) {
+  if (parts <= 0) ctx.fail("cannot split into " + std::to_string(parts) + " parts");
+  std::vector<int64_t> out;
+  if (!ceil_parts) {
+    if (dim % parts != 0)
+      ctx.fail("a dimension of " + std::to_string(dim) + " does not split into " + std::to_string(parts) + " equal parts");
+    return std::vector<int64_t>(static_cast<size_t>(parts), dim / parts);
+  }
+  const int64_t chunk = (dim + parts - 1) / parts;
+  int64_t left = dim;
+  for (int64_t i = 0; i < parts; ++i) {
+    out.push_back(std::min(chunk, left));
+    left -= out.back();
+  }
+  return out;
+}
+
+void split(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const size_t axis = static_cast<size_t>(normalize_axis(ctx, ctx.attr_int("axis", 0), static_cast<int64_t>(x.rank())));
+  const int64_t dim = x.dim(axis);
+  const int64_t n = static_cast<int64_t>(ctx.output_count());
+  std::vector<int64_t> lens;
+  if (ctx.opset() < 13 && ctx.has_attr("split")) lens = ctx.attr_ints("split");
+  else if ((ctx.opset() == 1 || ctx.opset() >= 13) && ctx.has_input(1)) lens = read_int_list(ctx, ctx.input(1), "split");
+  else if (ctx.opset() >= 18 && ctx.has_attr("num_outputs")) {
+    const int64_t k = ctx.attr_int("num_outputs", n);
+    if (k != n) ctx.fail("num_outputs is " + std::to_string(k) + " but the node has " + std::to_string(n) + " outputs");
+    lens = equal_split(ctx, dim, k, true);
+  } else {
+    lens = equal_split(ctx, dim, n, false);
+  }
+  if (static_cast<int64_t>(lens.size()) != n)
+    ctx.fail("split has " + std::to_string(lens.size()) + " lengths for " + std::to_string(n) + " outputs");
+  int64_t start = 0;
+  for (int64_t len : lens) {
+    if (len < 0) ctx.fail("split lengths must be >= 0");
+    start += len;
+  }
+  if (start != dim) ctx.fail("split lengths sum to " + std::to_string(start) + ", the axis has " + std::to_string(dim));
+  start = 0;
+  for (size_t i = 0; i < lens.size(); ++i) {
+    if (ctx.has_output(i)) ctx.set_output(i, axis_part(ctx, x, axis, start, lens[i]));
+    start += lens[i];
+  }
+}
+
+/// Effective (start, step, count) of one sliced axis, clamped as the spec says.
+struct SliceAxis {
+  int64_t start = 0, step = 1, count = 0;
+};
+
+SliceAxis slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step) {
+  if (start < 0) start += dim;
+  if (end < 0) end += dim;
+  SliceAxis s;
+  s.step = step;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+    s.count = end > start ? (end - start + step - 1) / step : 0;
+  } else {
+    start = std::clamp<int64_t>(start, 0, dim - 1);
+    end = std::clamp<int64_t>(end, -1, dim - 1);
+    s.count = start > end ? (start - end + (-step) - 1) / (-step) : 0;
+  }
+  s.start = s.count > 0 ? start : 0;
+  return s;
+}
+
+void slice(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t r = static_cast<int64_t>(x.rank());
+  std::vector<int64_t> starts, ends, axes, steps;
+  if (ctx.opset() < 10) {
+    starts = ctx.attr_ints("starts");
+    ends = ctx.attr_ints("ends");
+    axes = ctx.attr_ints("axes");
+  } else {
+    starts = read_int_list(ctx, ctx.input(1), "starts");
+    ends = read_int_list(ctx, ctx.input(2), "ends");
+    if (ctx.has_input(3)) axes = read_int_list(ctx, ctx.input(3), "axes");
+    if (ctx.has_input(4)) steps = read_int_list(ctx, ctx.input(4), "steps");
+  }
+  if (starts.size() != ends.size()) ctx.fail("starts and ends have different lengths");
+  if (axes.empty())
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  if (steps.empty()) steps.assign(starts.size(), 1);
+  if (axes.size() != starts.size() || steps.size() != starts.size())
+    ctx.fail("starts, ends, axes and steps must have the same length");
+  axes = normalize_axes(ctx, axes, r);
+  const auto strides = strides_of(x.shape());
+  std::vector<int64_t> shape = x.shape(), in_strides = strides;
+  int64_t base = 0;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (steps[i] == 0) ctx.fail("slice steps cannot be 0");
+    const size_t a = static_cast<size_t>(axes[i]);
+    const SliceAxis s = slice_axis(x.dim(a), starts[i], ends[i], steps[i]);
+    shape[a] = s.count;
+    in_strides[a] = strides[a] * s.step;
+    base += s.start * strides[a];
+  }
+  ctx.set_output(0, with_unpacked(x, [&](const Tensor& t) { return strided_tensor(ctx, t, shape, in_strides, base, shape); }));
+}
+
+void expand(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const auto target = read_int_list(ctx, ctx.input(1), "shape");
+  const std::vector<int64_t> shape = broadcast_shapes(ctx, {x.shape(), target});
+  const auto strides = strides_of(x.shape());
+  std::vector<int64_t> in_strides(shape.size(), 0);
+  const size_t pad = shape.size() - x.rank();
+  for (size_t i = 0; i < x.rank(); ++i) in_strides[pad + i] = x.dim(i) == 1 ? 0 : strides[i];
+  ctx.set_output(0, with_unpacked(x, [&](const Tensor& t) { return strided_tensor(ctx, t, shape, in_strides, 0, shape); }));
+}
+
+/// Output = input repeated repeats[i] times along each axis, as a strided copy over the view
+/// [r_0, d_0, r_1, d_1, ...] whose repeat dims have stride 0.
+Tensor tile_tensor(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& repeats) {
+  if (repeats.size() != x.rank())
+    ctx.fail("repeats has " + std::to_string(repeats.size()) + " values for " + x.describe());
+  const auto strides = strides_of(x.shape());
+  std::vector<int64_t> shape, dims, in_strides;
+  for (size_t i = 0; i < x.rank(); ++i) {
+    if (repeats[i] < 0) ctx.fail("repeats must be >= 0");
+    shape.push_back(x.dim(i) * repeats[i]);
+    dims.insert(dims.end(), {repeats[i], x.dim(i)});
+    in_strides.insert(in_strides.end(), {0, strides[i]});
+  }
+  return with_unpacked(x, [&](const Tensor& t) { return strided_tensor(ctx, t, dims, in_strides, 0, shape); });
+}
+
+void tile(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  ctx.set_output(0, tile_tensor(ctx, x, read_int_list(ctx, ctx.input(1), "repeats")));
+}
+
+// Tile-1: `tiles` copies along one `axis`.
+void tile_1(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t tiles = read_int_scalar(ctx, ctx.input(1), "tiles");
+  const int64_t axis = normalize_axis(ctx, read_int_scalar(ctx, ctx.input(2), "axis"), static_cast<int64_t>(x.rank()));
+  std::vector<int64_t> repeats(x.rank(), 1);
+  repeats[static_cast<size_t>(axis)] = tiles;
+  ctx.set_output(0, tile_tensor(ctx, x, repeats));
+}
+
+void check_block_layout(const KernelContext& ctx, const Tensor& x, int64_t b) {
+  if (x.rank() != 4) ctx.fail(ctx.node().op_type + " needs a 4-D input, got " + x.describe());
+  if (b <= 0) ctx.fail("blocksize must be positive");
+}
+
+void depth_to_space(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t b = ctx.attr_int("blocksize", 0);
+  check_block_layout(ctx, x, b);
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  if (c % (b * b) != 0) ctx.fail("channels " + std::to_string(c) + " are not a multiple of blocksize^2");
+  const int64_t oc = c / (b * b);
+  const auto s = strides_of(x.shape());
+  const bool crd = ctx.opset() >= 11 && ctx.attr_string("mode", "DCR") == "CRD";
+  // Output viewed as [n, oc, h, b(i), w, b(j)]; input channel = (i*b + j)*oc + c' (DCR) or
+  // c'*b*b + i*b + j (CRD).
+  const std::vector<int64_t> dims{n, oc, h, b, w, b};
+  const std::vector<int64_t> in_strides = crd ? std::vector<int64_t>{s[0], b * b * s[1], s[2], b * s[1], s[3], s[1]}
+                                              : std::vector<int64_t>{s[0], s[1], s[2], b * oc * s[1], s[3], oc * s[1]};
+  ctx.set_output(0, strided_tensor(ctx, x, dims, in_strides, 0, {n, oc, h * b, w * b}));
+}
+
+void space_to_depth(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t b = ctx.attr_int("blocksize", 0);
+  check_block_layout(ctx, x, b);
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  if (h % b != 0 || w % b != 0) ctx.fail("height and width of " + x.describe() + " are not multiples of blocksize");
+  const auto s = strides_of(x.shape());
+  // Output viewed as [n, b(i), b(j), c, h/b, w/b]; output channel = (i*b + j)*c + c'.
+  const std::vector<int64_t> dims{n, b, b, c, h / b, w / b};
+  const std::vector<int64_t> in_strides{s[0], s[2], s[3], s[1], b * s[2], b * s[3]};
+  ctx.set_output(0, strided_tensor(ctx, x, dims, in_strides, 0, {n, c * b * b, h / b, w / b}));
+}
+
+// ---------------------------------------------------------------- Pad
+
+enum class PadMode { kConstant, kReflect, kEdge, kWrap };
+
+/// Source index of output position `p - begin` along an axis of `dim` elements; -1 for the
+/// constant fill.
+int64_t pad_source(int64_t pos, int64_t dim, PadMode mode) {
+  if (pos >= 0 && pos < dim) return pos;
+  switch (mode) {
+    case PadMode::kConstant:
+      return -1;
+    case PadMode::kEdge:
+      return pos < 0 ? 0 : dim - 1;
+    case PadMode::kWrap:
+      return ((pos % dim) + dim) % dim;
+    case PadMode::kReflect: {
+      if (dim == 1) return 0;
+      const int64_t period = 2 * (dim - 1);
+      int64_t m = ((pos % period) + period) % period;
+      return m < dim ? m : period - m;
+    }
+  }
+  return -1;
+}
+
+Tensor pad_tensor(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& begins,
+                  const std::vector<int64_t>& ends, PadMode mode, const Tensor* fill) {
+  const size_t r = x.rank();
+  std::vector<int64_t> shape(r);
+  std::vector<std::vector<int64_t>> src(r);
+  for (size_t d = 0; d < r; ++d) {
+    shape[d] = x.dim(d) + begins[d] + ends[d];
+    if (shape[d] < 0) ctx.fail("pads remove more than the " + std::to_string(x.dim(d)) + " elements of axis " + std::to_string(d));
+    if (mode != PadMode::kConstant && x.dim(d) == 0 && shape[d] > 0)
+      ctx.fail("cannot pad an empty axis in this mode");
+    src[d].resize(static_cast<size_t>(shape[d]));
+    for (int64_t j = 0; j < shape[d]; ++j) src[d][static_cast<size_t>(j)] = pad_source(j - begins[d], x.dim(d), mode);
+  }
+  Tensor out(x.dtype(), shape);
+  if (out.size() == 0) return out;
+  const auto strides = strides_of(x.shape());
+  const int64_t inner = r ? shape[r - 1] : 1;
+  const int64_t rows = out.size() / inner;
+  visit_storage_or_fail(ctx, x.dtype(), [&](auto tag) {
+    using E = typename decltype(tag)::type;
+    const E* in = elements<E>(x);
+    E* dst = mutable_elements<E>(out);
+    const E value = fill ? elements<E>(*fill)[0] : E{};
+    const std::vector<int64_t>* last = r ? &src[r - 1] : nullptr;
+    parallel_ranges(rows, std::max<int64_t>(1, 16384 / inner), [&](int64_t r0, int64_t r1) {
+      for (int64_t row = r0; row < r1; ++row) {
+        E* o = dst + row * inner;
+        int64_t off = 0;
+        bool is_fill = false;
+        int64_t rest = row;
+        for (size_t d = r - (r ? 1 : 0); d-- > 0;) {
+          const int64_t s = src[d][static_cast<size_t>(rest % shape[d])];
+          rest /= shape[d];
+          if (s < 0) is_fill = true;
+          else off += s * strides[d];
+        }
+        if (is_fill) {
+          fill_elements(o, value, inner);
+          continue;
+        }
+        if (!last) {
+          o[0] = in[off];
+          continue;
+        }
+        for (int64_t j = 0; j < inner;) {
+          const int64_t s = (*last)[static_cast<size_t>(j)];
+          if (s < 0) {
+            o[j++] = value;
+            continue;
+          }
+          // Run of consecutive source elements.
+          int64_t n = 1;
+          while (j + n < inner && (*last)[static_cast<size_t>(j + n)] == s + n) ++n;
+          copy_elements(o + j, in + off + s, n);
+          j += n;
+        }
+      }
+    });
+  });
+  return out;
+}
+
+void pad(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const size_t r = x.rank();
+  const std::string mode_name = ctx.attr_string("mode", "constant");
+  PadMode mode;
+  if (mode_name == "constant") mode = PadMode::kConstant;
+  else if (mode_name == "reflect") mode = PadMode::kReflect;
+  else if (mode_name == "edge") mode = PadMode::kEdge;
+  else if (mode_name == "wrap" && ctx.opset() >= 19) mode = PadMode::kWrap;
+  else ctx.fail("unsupported pad mode '" + mode_name + "'");
+
+  std::vector<int64_t> pads;
+  std::vector<int64_t> axes;
+  Tensor fill;
+  if (ctx.opset() < 11) {
+    pads = ctx.attr_ints(ctx.opset() < 2 ? "paddings" : "pads");
+    if (x.dtype() != DataType::kString && !is_sub_byte(x.dtype()))
+      fill = scalar_of(ctx, x.dtype(), ctx.attr_float("value", 0.0f));
+  } else {
+    pads = read_int_list(ctx, ctx.input(1), "pads");
+    if (ctx.has_input(2) && ctx.input(2).size() > 0) {
+      fill = ctx.input(2);
+      if (fill.dtype() != x.dtype()) ctx.fail("constant_value type differs from the data type");
+      if (fill.size() != 1) ctx.fail("constant_value must hold one element");
+    }
+    if (ctx.opset() >= 18 && ctx.has_input(3)) axes = read_int_list(ctx, ctx.input(3), "axes");
+  }
+  if (axes.empty())
+    for (size_t i = 0; i < r; ++i) axes.push_back(static_cast<int64_t>(i));
+  axes = normalize_axes(ctx, axes, static_cast<int64_t>(r));
+  if (pads.size() != 2 * axes.size())
+    ctx.fail("pads has " + std::to_string(pads.size()) + " values, expected " + std::to_string(2 * axes.size()));
+  std::vector<int64_t> begins(r, 0), ends(r, 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    begins[static_cast<size_t>(axes[i])] = pads[i];
+    ends[static_cast<size_t>(axes[i])] = pads[i + axes.size()];
+  }
+  if (!is_sub_byte(x.dtype())) {
+    ctx.set_output(0, pad_tensor(ctx, x, begins, ends, mode, fill.valid() ? &fill : nullptr));
+    return;
+  }
+  Tensor codes_fill = fill.valid() ? unpack_sub_byte(fill) : Tensor();
+  ctx.set_output(0, pack_sub_byte(pad_tensor(ctx, unpack_sub_byte(x), begins, ends, mode,
+                                             codes_fill.valid() ? &codes_fill : nullptr),
+                                  x.dtype()));
+}
+
+// ---------------------------------------------------------------- generators
+
+void constant_of_shape(KernelContext& ctx) {
+  const auto shape = read_int_list(ctx, ctx.input(0), "shape");
+  for (int64_t d : shape)
+    if (d < 0) ctx.fail("shape " + shape_string(shape) + " has a negative dimension");
+  Tensor value;
+  if (const ir::Tensor* t = ctx.attr_tensor("value")) {
+    value = from_ir(*t);
+    if (value.size() != 1) ctx.fail("value must hold one element, has " + value.describe());
+  } else {
+    value = Tensor::scalar_float(0.0f);
+  }
+  const DataType type = value.dtype();
+  if (is_sub_byte(type)) {
+    Tensor codes(DataType::kUInt8, shape);
+    fill_with(ctx, codes, unpack_sub_byte(value));
+    ctx.set_output(0, pack_sub_byte(codes, type));
+    return;
+  }
+  Tensor& out = ctx.output(0, type, shape);
+  fill_with(ctx, out, value);
+}
+
+/// Number of elements of Range: max(ceil((limit - start) / delta), 0).
+template <class C>
+int64_t range_count(const KernelContext& ctx, C start, C limit, C delta) {
+  if (delta == C(0)) ctx.fail("Range delta cannot be 0");
+  if constexpr (std::is_floating_point_v<C>) {
+    const double n = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
+    if (!(n <= static_cast<double>(std::numeric_limits<int32_t>::max()) * 64)) ctx.fail("Range has too many elements");
+    return n > 0 ? static_cast<int64_t>(n) : 0;
+  } else {
+    const long double span = static_cast<long double>(limit) - static_cast<long double>(start);
+    const long double n = std::ceil(span / static_cast<long double>(delta));
+    return n > 0 ? static_cast<int64_t>(n) : 0;
+  }
+}
+
+void range(KernelContext& ctx) {
+  const Tensor& s = ctx.input(0);
+  const Tensor& l = ctx.input(1);
+  const Tensor& d = ctx.input(2);
+  if (s.dtype() != l.dtype() || s.dtype() != d.dtype()) ctx.fail("Range inputs must have the same type");
+  if (s.size() != 1 || l.size() != 1 || d.size() != 1) ctx.fail("Range inputs must be scalars");
+  visit_or_fail<kFloats | kSignedInts>(ctx, s.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = calc_t<T>;
+    if constexpr (std::is_same_v<C, bool>) return;
+    else {
+      const C start = Num<T>::load(s.data<T>()[0]);
+      const C limit = Num<T>::load(l.data<T>()[0]);
+      const C delta = Num<T>::load(d.data<T>()[0]);
+      const int64_t n = range_count(ctx, start, limit, delta);
+      Tensor& out = ctx.output(0, s.dtype(), {n});
+      T* o = out.mutable_data<T>();
+      for (int64_t i = 0; i < n; ++i) o[i] = Num<T>::store(static_cast<C>(start + static_cast<C>(i) * delta));
+    }
+  });
+}
+
+void eye_like(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() != 2) ctx.fail("EyeLike needs a 2-D input, got " + x.describe());
+  const DataType type = ctx.has_attr("dtype") ? static_cast<DataType>(ctx.attr_int("dtype", 1)) : x.dtype();
+  const int64_t k = ctx.attr_int("k", 0);
+  if (!visit<kAllPlain>(type, [](auto) {})) ctx.fail("EyeLike does not support element type " + type_name(type));
+  Tensor& out = ctx.output(0, type, x.shape());
+  if (out.bytes()) std::memset(out.mutable_raw(), 0, out.bytes());
+  for (int64_t i = 0; i < x.dim(0); ++i) {
+    const int64_t j = i + k;
+    if (j >= 0 && j < x.dim(1)) store_number(ctx, out, i * x.dim(1) + j, 1.0);
+  }
+}
+
+void trilu(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 2) ctx.fail("Trilu needs rank >= 2, got " + x.describe());
+  const int64_t k = ctx.has_input(1) ? read_int_scalar(ctx, ctx.input(1), "k") : 0;
+  const bool upper = ctx.attr_int("upper", 1) != 0;
+  const int64_t rows = x.dim(x.rank() - 2), cols = x.dim(x.rank() - 1);
+  Tensor out(x.dtype(), x.shape());
+  visit_storage_or_fail(ctx, x.dtype(), [&](auto tag) {
+    using E = typename decltype(tag)::type;
+    const E* in = elements<E>(x);
+    E* o = mutable_elements<E>(out);
+    const int64_t mats = rows * cols != 0 ? x.size() / (rows * cols) : 0;
+    parallel_ranges(mats * rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(cols, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t rr = b; rr < e; ++rr) {
+        const int64_t i = rr % rows;
+        // Kept columns: j >= i + k (upper) or j <= i + k (lower).
+        const int64_t lo = upper ? std::clamp<int64_t>(i + k, 0, cols) : 0;
+        const int64_t hi = upper ? cols : std::clamp<int64_t>(i + k + 1, 0, cols);
+        E* dst = o + rr * cols;
+        const E* src = in + rr * cols;
+        fill_elements(dst, E{}, lo);
+        copy_elements(dst + lo, src + lo, hi - lo);
+        fill_elements(dst + hi, E{}, cols - hi);
+      }
+    });
+  });
+  ctx.set_output(0, out);
+}
+
+// ---------------------------------------------------------------- sequences
+
+const std::vector<Tensor>& sequence_input(const KernelContext& ctx, size_t i) {
+  const Value& v = ctx.input_value(i);
+  if (v.kind != Value::Kind::kSequence || !v.sequence) ctx.fail("input " + std::to_string(i) + " is " + v.describe() + ", not a sequence");
+  return *v.sequence;
+}
+
+DataType sequence_type(const Value& v) {
+  if (v.sequence && !v.sequence->empty()) return v.sequence->front().dtype();
+  return v.elem_type;
+}
+
+/// A position in [-n, n - 1] (or [-n, n] with `allow_end`) made non-negative.
+int64_t sequence_position(const KernelContext& ctx, size_t input, int64_t n, bool allow_end) {
+  const int64_t p = read_int_scalar(ctx, ctx.input(input), "position");
+  const int64_t hi = allow_end ? n : n - 1;
+  if (p < -n || p > hi)
+    ctx.fail("position " + std::to_string(p) + " is out of range for a sequence of " + std::to_string(n) + " tensors");
+  return p < 0 ? p + n : p;
+}
+
+void sequence_construct(KernelContext& ctx) {
+  std::vector<Tensor> items;
+  for (size_t i = 0; i < ctx.input_count(); ++i) {
+    items.push_back(ctx.input(i));
+    if (items.back().dtype() != items.front().dtype()) ctx.fail("SequenceConstruct inputs have different types");
+  }
+  const DataType t = items.empty() ? DataType::kUndefined : items.front().dtype();
+  ctx.set_output(0, Value::of_sequence(std::move(items), t));
+}
+
+void sequence_empty(KernelContext& ctx) {
+  ctx.set_output(0, Value::of_sequence({}, static_cast<DataType>(ctx.attr_int("dtype", 1))));
+}
+
+void sequence_at(KernelContext& ctx) {
+  const auto& seq = sequence_input(ctx, 0);
+  ctx.set_output(0, seq[static_cast<size_t>(sequence_position(ctx, 1, static_cast<int64_t>(seq.size()), false))]);
+}
+
+void sequence_insert(KernelContext& ctx) {
+  const Value& v = ctx.input_value(0);
+  std::vector<Tensor> items = sequence_input(ctx, 0);
+  const Tensor& t = ctx.input(1);
+  const DataType type = sequence_type(v);
+  if (type != DataType::kUndefined && type != t.dtype())
+    ctx.fail("cannot insert " + t.describe() + " into a sequence of " + type_name(type));
+  const int64_t n = static_cast<int64_t>(items.size());
+  const int64_t pos = ctx.has_input(2) ? sequence_position(ctx, 2, n, true) : n;
+  items.insert(items.begin() + pos, t);
+  ctx.set_output(0, Value::of_sequence(std::move(items), t.dtype()));
+}
+
+void sequence_erase(KernelContext& ctx) {
+  const Value& v = ctx.input_value(0);
+  std::vector<Tensor> items = sequence_input(ctx, 0);
+  const int64_t n = static_cast<int64_t>(items.size());
+  if (n == 0) ctx.fail("cannot erase from an empty sequence");
+  const int64_t pos = ctx.has_input(1) ? sequence_position(ctx, 1, n, false) : n - 1;
+  items.erase(items.begin() + pos);
+  ctx.set_output(0, Value::of_sequence(std::move(items), sequence_type(v)));
+}
+
+void sequence_length(KernelContext& ctx) {
+  ctx.set_output(0, Tensor::scalar_int64(static_cast<int64_t>(sequence_input(ctx, 0).size())));
+}
+
+void split_to_sequence(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const size_t axis = static_cast<size_t>(normalize_axis(ctx, ctx.attr_int("axis", 0), static_cast<int64_t>(x.rank())));
+  const int64_t dim = x.dim(axis);
+  std::vector<Tensor> items;
+  if (!ctx.has_input(1)) {
+    // Chunks of one; keepdims=0 drops the axis.
+    const bool keep = ctx.attr_int("keepdims", 1) != 0;
+    std::vector<int64_t> squeezed = x.shape();
+    squeezed.erase(squeezed.begin() + static_cast<int64_t>(axis));
+    for (int64_t i = 0; i < dim; ++i) {
+      Tensor part = axis_part(ctx, x, axis, i, 1);
+      items.push_back(keep ? part : part.reshaped(squeezed));
+    }
+  } else {
+    const Tensor& s = ctx.input(1);
+    std::vector<int64_t> lens;
+    if (s.rank() == 0) {
+      const int64_t chunk = read_int_scalar(ctx, s, "split");
+      if (chunk <= 0) ctx.fail("split must be positive");
+      for (int64_t left = dim; left > 0; left -= chunk) lens.push_back(std::min(chunk, left));
+    } else {
+      lens = read_int_list(ctx, s, "split");
+      int64_t sum = 0;
+      for (int64_t l : lens) {
+        if (l < 0) ctx.fail("split lengths must be >= 0");
+        sum += l;
+      }
+      if (sum != dim) ctx.fail("split lengths sum to " + std::to_string(sum) + ", the axis has " + std::to_string(dim));
+    }
+    int64_t start = 0;
+    for (int64_t len : lens) {
+      items.push_back(axis_part(ctx, x, axis, start, len));
+      start += len;
+    }
+  }
+  ctx.set_output(0, Value::of_sequence(std::move(items), x.dtype()));
+}
+
+void concat_from_sequence(KernelContext& ctx) {
+  const auto& seq = sequence_input(ctx, 0);
+  if (seq.empty()) ctx.fail("cannot concatenate an empty sequence");
+  if (!ctx.has_attr("axis")) ctx.fail("ConcatFromSequence needs the axis attribute");
+  const bool new_axis = ctx.attr_int("new_axis", 0) != 0;
+  const Tensor& first = seq.front();
+  const int64_t r = static_cast<int64_t>(first.rank());
+  const int64_t axis = normalize_axis(ctx, ctx.attr_int("axis", 0), r, new_axis);
+  if (!new_axis && r == 0) ctx.fail("cannot concatenate scalars without new_axis");
+  std::vector<int64_t> shape = first.shape();
+  if (new_axis) shape.insert(shape.begin() + axis, 1);
+  for (const Tensor& t : seq) {
+    if (t.dtype() != first.dtype() || t.rank() != first.rank()) ctx.fail("sequence tensors differ in type or rank");
+    for (size_t d = 0; d < t.rank(); ++d)
+      if ((new_axis || static_cast<int64_t>(d) != axis) && t.dim(d) != first.dim(d))
+        ctx.fail("sequence tensors differ in shape: " + t.describe() + " vs " + first.describe());
+  }
+  // Every tensor as a part [outer, len, inner] of the output along `axis`.
+  std::vector<int64_t> out_shape = shape;
+  out_shape[static_cast<size_t>(axis)] = 0;
+  std::vector<Tensor> parts;
+  for (const Tensor& t : seq) {
+    std::vector<int64_t> s = t.shape();
+    if (new_axis) s.insert(s.begin() + axis, 1);
+    out_shape[static_cast<size_t>(axis)] += s[static_cast<size_t>(axis)];
+    parts.push_back(is_sub_byte(t.dtype()) ? unpack_sub_byte(t).reshaped(s) : t.reshaped(s));
+  }
+  const DataType type = is_sub_byte(first.dtype()) ? DataType::kUInt8 : first.dtype();
+  const size_t a = static_cast<size_t>(axis);
+  const int64_t outer = dims_product(out_shape, 0, a), inner = dims_product(out_shape, a + 1, out_shape.size());
+  Tensor out(type, out_shape);
+  visit_storage_or_fail(ctx, type, [&](auto tag) {
+    using E = typename decltype(tag)::type;
+    E* dst = mutable_elements<E>(out);
+    for (int64_t o = 0; o < outer; ++o)
+      for (const Tensor& t : parts) {
+        const int64_t block = t.dim(a) * inner;
+        copy_elements(dst, elements<E>(t) + o * block, block);
+        dst += block;
+      }
+  });
+  ctx.set_output(0, is_sub_byte(first.dtype()) ? pack_sub_byte(out, first.dtype()) : out);
+}
+
+// ---------------------------------------------------------------- optionals
+
+void optional_op(KernelContext& ctx) {
+  Value v;
+  v.kind = Value::Kind::kOptional;
+  if (ctx.has_input(0)) {
+    v.optional = std::make_shared<Value>(ctx.input_value(0));
+  } else {
+    const ir::Attribute* a = ctx.node().attr("type");
+    if (!a || !a->tp) ctx.fail("an empty Optional needs the type attribute");
+    const ir::TypeInfo& t = *a->tp;
+    if (t.kind == ir::TypeInfo::Kind::kTensor) v.elem_type = t.data_type();
+    else if (t.kind == ir::TypeInfo::Kind::kSequence && t.elem) v.elem_type = t.elem->data_type();
+  }
+  ctx.set_output(0, std::move(v));
+}
+
+void optional_has_element(KernelContext& ctx) {
+  bool has = false;
+  if (ctx.has_input(0)) {
+    const Value& v = ctx.input_value(0);
+    has = v.kind == Value::Kind::kOptional ? v.optional != nullptr : v.kind != Value::Kind::kNone;
+    if (ctx.opset() < 18 && v.kind != Value::Kind::kOptional) ctx.fail("OptionalHasElement-15 needs an optional input");
+  }
+  Tensor t(DataType::kBool, {});
+  *t.mutable_data<uint8_t>() = has ? 1 : 0;
+  ctx.set_output(0, t);
+}
+
+void optional_get_element(KernelContext& ctx) {
+  const Value& v = ctx.input_value(0);
+  if (v.kind != Value::Kind::kOptional) {
+    if (ctx.opset() < 18) ctx.fail("OptionalGetElement-15 needs an optional input");
+    ctx.set_output(0, v);
+    return;
+  }
+  if (!v.optional) ctx.fail("the optional input is empty");
+  ctx.set_output(0, *v.optional);
+}
+
+}  // namespace
+
+void register_tensor_kernels(KernelRegistry& r) {
+  r.add("", "Shape", 1, kMaxOpset, shape_op);
+  r.add("", "Size", 1, kMaxOpset, size_op);
+  r.add("", "Reshape", 1, kMaxOpset, reshape);
+  r.add("", "Flatten", 1, kMaxOpset, flatten);
+  r.add("", "Squeeze", 1, kMaxOpset, squeeze);
+  r.add("", "Unsqueeze", 1, kMaxOpset, unsqueeze);
+  r.add("", "Transpose", 1, kMaxOpset, transpose);
+  r.add("", "Concat", 1, kMaxOpset, concat);
+  r.add("", "Split", 1, kMaxOpset, split);
+  r.add("", "Slice", 1, kMaxOpset, slice);
+  r.add("", "Expand", 8, kMaxOpset, expand);
+  r.add("", "Tile", 1, 5, tile_1);
+  r.add("", "Tile", 6, kMaxOpset, tile);
+  r.add("", "DepthToSpace", 1, kMaxOpset, depth_to_space);
+  r.add("", "SpaceToDepth", 1, kMaxOpset, space_to_depth);
+  r.add("", "Pad", 1, kMaxOpset, pad);
+  r.add("", "ConstantOfShape", 9, kMaxOpset, constant_of_shape);
+  r.add("", "Range", 11, kMaxOpset, range);
+  r.add("", "EyeLike", 9, kMaxOpset, eye_like);
+  r.add("", "Trilu", 14, kMaxOpset, trilu);
+  r.add("", "SequenceConstruct", 11, kMaxOpset, sequence_construct);
+  r.add("", "SequenceEmpty", 11, kMaxOpset, sequence_empty);
+  r.add("", "SequenceAt", 11, kMaxOpset, sequence_at);
+  r.add("", "SequenceInsert", 11, kMaxOpset, sequence_insert);
+  r.add("", "SequenceErase", 11, kMaxOpset, sequence_erase);
+  r.add("", "SequenceLength", 11, kMaxOpset, sequence_length);
+  r.add("", "SplitToSequence", 11, kMaxOpset, split_to_sequence);
+  r.add("", "ConcatFromSequence", 11, kMaxOpset, concat_from_sequence);
+  r.add("", "Optional", 15, kMaxOpset, optional_op);
+  r.add("", "OptionalHasElement", 15, kMaxOpset, optional_has_element);
+  r.add("", "OptionalGetElement", 15, kMaxOpset, optional_get_element);
+  register_indexing_kernels(r);
+}
+
+}  // namespace onnxtool::runner::cpu

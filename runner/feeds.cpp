@@ -1,0 +1,151 @@
+// Input preparation for `onnxtool run` and `compare`.
+#include "runner/feeds.h"
+
+#include <filesystem>
+
+#include "ir/error.h"
+#include "runner/tensor_io.h"
+
+namespace onnxtool::runner {
+namespace {
+
+// SplitMix64: a small, fixed generator, identical on every platform.
+struct Rng {
+  uint64_t state;
+  uint64_t next() {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); }
+};
+
+uint64_t hash_name(const std::string& s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+}  // namespace
+
+Tensor random_tensor(const ir::TypeInfo& type, const std::vector<int64_t>& shape, uint64_t seed,
+                     const std::string& name) {
+  if (type.kind != ir::TypeInfo::Kind::kTensor || type.elem_type == 0)
+    throw_usage_error("input '" + name + "' is not a tensor of known type; give it with --input");
+  std::vector<int64_t> dims;
+  const size_t rank = type.shape ? type.shape->rank() : shape.size();
+  if (!shape.empty() && shape.size() != rank)
+    throw_usage_error("--shape for '" + name + "' has rank " + std::to_string(shape.size()) + ", the input has rank " +
+                      std::to_string(rank));
+  for (size_t i = 0; i < rank; ++i) {
+    const ir::Dim* d = type.shape ? &type.shape->dims[i] : nullptr;
+    if (d && d->is_static()) {
+      if (!shape.empty() && shape[i] != d->value)
+        throw_usage_error("--shape for '" + name + "' sets dim " + std::to_string(i) + " to " + std::to_string(shape[i]) +
+                          " but the model fixes it to " + std::to_string(d->value));
+      dims.push_back(d->value);
+    } else {
+      dims.push_back(shape.empty() ? 1 : shape[i]);
+    }
+  }
+  Tensor t(type.data_type(), dims);
+  Rng rng{seed ^ hash_name(name)};
+  const int64_t n = t.size();
+  switch (t.dtype()) {
+    case DataType::kFloat: {
+      float* p = t.mutable_data<float>();
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(rng.uniform() * 2 - 1);
+      break;
+    }
+    case DataType::kDouble: {
+      double* p = t.mutable_data<double>();
+      for (int64_t i = 0; i < n; ++i) p[i] = rng.uniform() * 2 - 1;
+      break;
+    }
+    case DataType::kFloat16: {
+      uint16_t* p = t.mutable_data<uint16_t>();
+      for (int64_t i = 0; i < n; ++i) p[i] = float_to_half(static_cast<float>(rng.uniform() * 2 - 1));
+      break;
+    }
+    case DataType::kBool: {
+      uint8_t* p = t.mutable_data<uint8_t>();
+      for (int64_t i = 0; i < n; ++i) p[i] = rng.next() & 1;
+      break;
+    }
+    case DataType::kInt64: {
+      int64_t* p = t.mutable_data<int64_t>();
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int64_t>(rng.next() % 10);
+      break;
+    }
+    case DataType::kInt32: {
+      int32_t* p = t.mutable_data<int32_t>();
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int32_t>(rng.next() % 10);
+      break;
+    }
+    case DataType::kInt8:
+    case DataType::kUInt8: {
+      uint8_t* p = t.mutable_data<uint8_t>();
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(rng.next() % 10);
+      break;
+    }
+    default:
+      throw_usage_error("random data of type " + std::string(ir::data_type_name(t.dtype())) + " for input '" + name +
+                        "' is not supported; give it with --input");
+  }
+  return t;
+}
+
+std::map<std::string, Value> load_feeds(const Session& session, const FeedOptions& options) {
+  std::map<std::string, Value> feeds;
+  std::map<std::string, const ir::ValueInfo*> by_name;
+  for (const auto* vi : session.inputs()) by_name[vi->value->name()] = vi;
+  auto known = [&](const std::string& name) {
+    if (by_name.count(name)) return;
+    std::string list;
+    for (const auto* vi : session.inputs()) list += (list.empty() ? "" : ", ") + vi->value->name();
+    throw_usage_error("the model has no input '" + name + "' (inputs: " + list + ")");
+  };
+  for (const auto& [name, file] : options.files) {
+    known(name);
+    if (feeds.count(name)) throw_usage_error("input '" + name + "' is given twice");
+    feeds[name] = Value::of(read_tensor_file(file));
+  }
+  for (const auto& [name, shape] : options.shapes) known(name);
+  if (!options.dir.empty()) {
+    namespace fs = std::filesystem;
+    if (!fs::is_directory(options.dir)) throw_usage_error(options.dir + ": not a directory");
+    const bool test_set = fs::exists(fs::path(options.dir) / "input_0.pb");
+    size_t k = 0;
+    for (const auto* vi : session.inputs()) {
+      const std::string& name = vi->value->name();
+      if (feeds.count(name)) continue;
+      if (test_set) {
+        if (vi->value->is_initializer()) continue;
+        const auto f = fs::path(options.dir) / ("input_" + std::to_string(k++) + ".pb");
+        if (fs::exists(f)) feeds[name] = Value::of(read_pb(f.string()));
+        continue;
+      }
+      for (const char* ext : {".npy", ".pb"}) {
+        const auto f = fs::path(options.dir) / (safe_file_name(name) + ext);
+        if (fs::exists(f)) {
+          feeds[name] = Value::of(read_tensor_file(f.string()));
+          break;
+        }
+      }
+    }
+  }
+  for (const auto* vi : session.inputs()) {
+    const std::string& name = vi->value->name();
+    if (feeds.count(name) || vi->value->is_initializer()) continue;
+    if (!options.random)
+      throw_usage_error("input '" + name + "' is not given (use --input " + name + "=FILE, --inputs DIR or --random)");
+    auto s = options.shapes.find(name);
+    const ir::TypeInfo& t = vi->type ? *vi->type : vi->value->type;
+    feeds[name] = Value::of(random_tensor(t, s == options.shapes.end() ? std::vector<int64_t>{} : s->second,
+                                          options.seed, name));
+  }
+  return feeds;
+}
+
+}  // namespace onnxtool::runner

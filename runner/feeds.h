@@ -1,0 +1,35 @@
+// Inputs for a run: from .npy/.pb files, a folder, or deterministic random data.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "runner/session.h"
+
+namespace onnxtool::runner {
+
+struct FeedOptions {
+  /// NAME=FILE pairs.
+  std::vector<std::pair<std::string, std::string>> files;
+  /// A folder of <safe name>.npy/.pb files, or an ONNX test_data_set_N folder of input_K.pb.
+  std::string dir;
+  /// Fill inputs not given with deterministic random data.
+  bool random = false;
+  uint64_t seed = 0;
+  /// Sizes for symbolic or unknown dims of random inputs (else 1), by input name.
+  std::map<std::string, std::vector<int64_t>> shapes;
+};
+
+/// Builds the feeds of a session's required inputs. Throws Error(kUsage/kInput) naming the input
+/// or file on any problem (unknown name, unreadable file, missing input).
+std::map<std::string, Value> load_feeds(const Session& session, const FeedOptions& options);
+
+/// A deterministic random tensor for a declared input type (floats uniform in [-1, 1), integers
+/// in [0, 10), bool 0/1); symbolic dims take `shape` when given, else 1.
+Tensor random_tensor(const ir::TypeInfo& type, const std::vector<int64_t>& shape, uint64_t seed,
+                     const std::string& name);
+
+}  // namespace onnxtool::runner

@@ -1,0 +1,108 @@
+// The kernel interface of the CPU runner: what a kernel sees of one node, and the registry
+// that maps (domain, op_type, opset range) to kernels.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runner/tensor.h"
+
+namespace onnxtool::runner {
+
+class Executor;
+struct Frame;
+struct Step;
+
+/// One node's execution: its inputs, attributes and outputs.
+class KernelContext {
+ public:
+  const ir::Node& node() const { return node_; }
+  int64_t opset() const { return opset_; }
+  int threads() const { return threads_; }
+
+  size_t input_count() const { return inputs_.size(); }
+  /// True when input i is given (not omitted).
+  bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
+  const Value& input_value(size_t i) const;
+  /// Input i as a tensor; fails naming the node when it is missing or not a tensor.
+  const Tensor& input(size_t i) const;
+
+  size_t output_count() const { return outputs_.size(); }
+  /// True when output i has a name (is wanted).
+  bool has_output(size_t i) const;
+  /// Allocates output i.
+  Tensor& output(size_t i, DataType type, std::vector<int64_t> shape);
+  void set_output(size_t i, Value value);
+  void set_output(size_t i, Tensor tensor) { set_output(i, Value::of(std::move(tensor))); }
+
+  // Attributes with defaults (the spec's default when absent).
+  int64_t attr_int(std::string_view name, int64_t fallback) const;
+  float attr_float(std::string_view name, float fallback) const;
+  std::string attr_string(std::string_view name, std::string fallback) const;
+  std::vector<int64_t> attr_ints(std::string_view name, std::vector<int64_t> fallback = {}) const;
+  std::vector<float> attr_floats(std::string_view name, std::vector<float> fallback = {}) const;
+  bool has_attr(std::string_view name) const { return node_.attr(name) != nullptr; }
+  const ir::Tensor* attr_tensor(std::string_view name) const;
+  const ir::Graph* attr_graph(std::string_view name) const;
+
+  /// Runs a subgraph of this node (If branch, Loop/Scan body) with the given inputs; outer-scope
+  /// values resolve through the calling frame.
+  std::vector<Value> run_subgraph(const ir::Graph& graph, const std::vector<Value>& inputs);
+
+  /// Per-node state a kernel may keep between runs (e.g. packed weights), created on first use.
+  template <class T>
+  T& state() {
+    if (!*state_) *state_ = std::make_shared<T>();
+    return *std::static_pointer_cast<T>(*state_);
+  }
+
+  /// Fails the run with one line naming the node.
+  [[noreturn]] void fail(const std::string& message) const;
+
+ private:
+  friend class Executor;
+  KernelContext(Executor& exec, const Frame& frame, const ir::Node& node, int64_t opset, int threads,
+                std::vector<const Value*> inputs, std::vector<Value>& outputs,
+                std::shared_ptr<void>* state)
+      : exec_(exec), frame_(frame), node_(node), opset_(opset), threads_(threads),
+        inputs_(std::move(inputs)), outputs_(outputs), state_(state) {}
+  Executor& exec_;
+  const Frame& frame_;
+  const ir::Node& node_;
+  int64_t opset_;
+  int threads_;
+  std::vector<const Value*> inputs_;
+  std::vector<Value>& outputs_;
+  std::shared_ptr<void>* state_;
+};
+
+using KernelFn = void (*)(KernelContext&);
+
+/// Kernels keyed by domain and op_type, each with the opset range it implements.
+class KernelRegistry {
+ public:
+  static const KernelRegistry& instance();
+  /// Registers `fn` for opset versions [from, to] of an op (inclusive).
+  void add(std::string_view domain, std::string_view op_type, int from, int to, KernelFn fn);
+  KernelFn find(std::string_view domain, std::string_view op_type, int64_t opset) const;
+  /// Every registered (domain, op) with its version ranges, for coverage reports.
+  struct Entry {
+    int from, to;
+    KernelFn fn;
+  };
+  const std::map<std::string, std::vector<Entry>, std::less<>>& entries() const { return ops_; }
+
+ private:
+  std::map<std::string, std::vector<Entry>, std::less<>> ops_;  // key "domain::op"
+};
+
+/// Registers every CPU kernel family (explicit registration, runner/cpu/register.cpp).
+void register_cpu_kernels(KernelRegistry& registry);
+
+}  // namespace onnxtool::runner

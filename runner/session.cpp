@@ -1,0 +1,483 @@
+// Planning and executing graphs: slots per value, kernels per node, frames for subgraphs.
+#include "runner/session.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "ir/error.h"
+#include "ir/op_schema.h"
+
+namespace onnxtool::runner {
+
+// ---------------------------------------------------------------- plan structures
+
+/// Where a node finds a value: `up` frames above the current one, slot index there.
+struct SlotRef {
+  int up = 0;
+  int slot = -1;
+};
+
+struct Step {
+  const ir::Node* node = nullptr;
+  KernelFn fn = nullptr;
+  int64_t opset = 0;
+  std::vector<SlotRef> inputs;      // slot -1 for omitted inputs
+  std::vector<int> outputs;         // -1 for unnamed outputs
+  std::vector<int> release_after;   // local slots whose last use is this step
+  std::shared_ptr<void> state;
+};
+
+struct GraphPlan {
+  const ir::Graph* graph = nullptr;
+  const GraphPlan* parent = nullptr;
+  std::unordered_map<const ir::Value*, int> slots;
+  std::vector<Value> constants;  // per slot: initializer values (kind kNone otherwise)
+  std::vector<Step> steps;
+  std::vector<int> input_slots;
+  std::vector<SlotRef> output_slots;
+  std::unordered_map<const ir::Graph*, std::unique_ptr<GraphPlan>> subplans;
+  std::vector<bool> keep;  // slots never released (outputs, inputs, constants)
+  int n_slots = 0;
+};
+
+struct Frame {
+  const GraphPlan* plan;
+  const Frame* parent;
+  std::vector<Value> slots;
+};
+
+class Executor {
+ public:
+  Executor(int threads, const Observer* observer) : threads_(threads), observer_(observer) {}
+  void execute(const GraphPlan& plan, Frame& frame);
+  std::vector<Value> run_subgraph(const Frame& caller, const ir::Graph& g, const std::vector<Value>& inputs);
+
+ private:
+  const Value& lookup(const Frame& frame, SlotRef ref) const {
+    const Frame* f = &frame;
+    for (int i = 0; i < ref.up; ++i) f = f->parent;
+    return f->slots[static_cast<size_t>(ref.slot)];
+  }
+  int threads_;
+  const Observer* observer_;
+};
+
+namespace {
+
+int64_t opset_for(const ir::Model& model, const std::string& domain) {
+  auto v = model.opset_version(domain);
+  return v ? *v : 0;
+}
+
+class Planner {
+ public:
+  explicit Planner(const ir::Model& model) : model_(model), kernels_(KernelRegistry::instance()) {}
+
+  std::unique_ptr<GraphPlan> plan(const ir::Graph& g, const GraphPlan* parent) {
+    auto p = std::make_unique<GraphPlan>();
+    p->graph = &g;
+    p->parent = parent;
+    auto slot_of = [&p](const ir::Value* v) {
+      auto [it, fresh] = p->slots.emplace(v, p->n_slots);
+      if (fresh) p->n_slots++;
+      return it->second;
+    };
+    for (const auto& vi : g.inputs) p->input_slots.push_back(slot_of(vi.value));
+    for (const auto& t : g.initializers()) {
+      const ir::Value* v = g.find(t->name);
+      if (!v) continue;
+      const int s = slot_of(v);
+      p->constants.resize(static_cast<size_t>(p->n_slots));
+      if (p->constants[static_cast<size_t>(s)].kind == Value::Kind::kNone)
+        p->constants[static_cast<size_t>(s)] = Value::of(from_ir(*t));
+    }
+    // Node order: topological over the node list (valid models are sorted already).
+    std::vector<const ir::Node*> order = sorted_nodes(g);
+    for (const ir::Node* n : order) {
+      Step st;
+      st.node = n;
+      const std::string domain(ir::canonical_domain(n->domain));
+      st.opset = opset_for(model_, domain);
+      st.fn = kernels_.find(domain, n->op_type, st.opset);
+      if (!st.fn) {
+        const std::string where = n->name.empty() ? "an unnamed node" : "node '" + n->name + "'";
+        throw_input_error("no kernel for " + n->qualified_op() + " (opset " + std::to_string(st.opset) +
+                          ") used by " + where + "; the runner cannot execute this model");
+      }
+      for (const ir::Value* v : n->inputs()) st.inputs.push_back(v ? resolve(*p, v) : SlotRef{});
+      for (const ir::Value* v : n->outputs()) st.outputs.push_back(v ? slot_of(v) : -1);
+      for (const ir::Graph* sub : n->subgraphs()) p->subplans[sub] = plan(*sub, p.get());
+      p->steps.push_back(std::move(st));
+    }
+    for (const auto& vi : g.outputs) p->output_slots.push_back(resolve(*p, vi.value));
+    p->constants.resize(static_cast<size_t>(p->n_slots));
+    compute_lifetimes(*p);
+    return p;
+  }
+
+ private:
+  SlotRef resolve(GraphPlan& p, const ir::Value* v) {
+    int up = 0;
+    for (const GraphPlan* q = &p; q; q = q->parent, ++up) {
+      auto it = q->slots.find(v);
+      if (it != q->slots.end()) return {up, it->second};
+    }
+    // Not defined anywhere: a value of an enclosing graph not yet planned (produced later in the
+    // parent), or an undefined name; give it a local slot that a producer may fill.
+    if (v->graph() == p.graph || v->is_undefined()) {
+      auto [it, fresh] = p.slots.emplace(v, p.n_slots);
+      if (fresh) p.n_slots++;
+      return {0, it->second};
+    }
+    up = 0;
+    for (GraphPlan* q = &p; q; q = const_cast<GraphPlan*>(q->parent), ++up) {
+      if (q->graph == v->graph()) {
+        auto [it, fresh] = q->slots.emplace(v, q->n_slots);
+        if (fresh) q->n_slots++;
+        return {up, it->second};
+      }
+    }
+    throw_input_error("value '" + v->name() + "' is not defined in scope");
+  }
+
+  static std::vector<const ir::Node*> sorted_nodes(const ir::Graph& g) {
+    std::vector<const ir::Node*> order;
+    const auto& nodes = g.nodes();
+    std::unordered_map<const ir::Node*, size_t> index;
+    for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i].get()] = i;
+    std::vector<size_t> pending(nodes.size(), 0);
+    std::vector<std::vector<size_t>> succ(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      auto deps = nodes[i]->inputs();
+      for (ir::Value* v : g.implicit_inputs(nodes[i].get())) deps.push_back(v);
+      for (const ir::Value* v : deps) {
+        if (!v || !v->producer()) continue;
+        auto it = index.find(v->producer());
+        if (it == index.end()) continue;
+        succ[it->second].push_back(i);
+        pending[i]++;
+      }
+    }
+    std::vector<size_t> ready;
+    for (size_t i = nodes.size(); i-- > 0;)
+      if (!pending[i]) ready.push_back(i);
+    while (!ready.empty()) {
+      // Smallest index first keeps the file order when it is valid.
+      auto it = std::min_element(ready.begin(), ready.end());
+      const size_t i = *it;
+      ready.erase(it);
+      order.push_back(nodes[i].get());
+      for (size_t s : succ[i])
+        if (--pending[s] == 0) ready.push_back(s);
+    }
+    if (order.size() != nodes.size())
+      throw Error(ErrorKind::kFailed, "graph '" + g.name + "' has a cycle; it cannot run");
+    return order;
+  }
+
+  static void compute_lifetimes(GraphPlan& p) {
+    p.keep.assign(static_cast<size_t>(p.n_slots), false);
+    for (int s : p.input_slots) p.keep[static_cast<size_t>(s)] = true;
+    for (const auto& r : p.output_slots)
+      if (r.up == 0 && r.slot >= 0) p.keep[static_cast<size_t>(r.slot)] = true;
+    for (size_t s = 0; s < p.constants.size(); ++s)
+      if (p.constants[s].kind != Value::Kind::kNone) p.keep[s] = true;
+    // Values used by subgraphs are read through the frame chain: keep them for the whole run.
+    std::vector<bool> used_by_sub(static_cast<size_t>(p.n_slots), false);
+    for (const auto& [g, sub] : p.subplans) mark_outer_uses(*sub, 1, used_by_sub);
+    std::vector<int> last_use(static_cast<size_t>(p.n_slots), -1);
+    for (size_t i = 0; i < p.steps.size(); ++i)
+      for (const auto& r : p.steps[i].inputs)
+        if (r.up == 0 && r.slot >= 0) last_use[static_cast<size_t>(r.slot)] = static_cast<int>(i);
+    for (size_t s = 0; s < last_use.size(); ++s) {
+      if (last_use[s] < 0 || p.keep[s] || used_by_sub[s]) continue;
+      p.steps[static_cast<size_t>(last_use[s])].release_after.push_back(static_cast<int>(s));
+    }
+  }
+
+  static void mark_outer_uses(const GraphPlan& sub, int depth, std::vector<bool>& used) {
+    for (const auto& st : sub.steps)
+      for (const auto& r : st.inputs)
+        if (r.up == depth && r.slot >= 0 && static_cast<size_t>(r.slot) < used.size())
+          used[static_cast<size_t>(r.slot)] = true;
+    for (const auto& r : sub.output_slots)
+      if (r.up == depth && r.slot >= 0 && static_cast<size_t>(r.slot) < used.size())
+        used[static_cast<size_t>(r.slot)] = true;
+    for (const auto& [g, s] : sub.subplans) mark_outer_uses(*s, depth + 1, used);
+  }
+
+  const ir::Model& model_;
+  const KernelRegistry& kernels_;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------- Executor
+
+void Executor::execute(const GraphPlan& plan, Frame& frame) {
+  for (size_t s = 0; s < plan.constants.size(); ++s)
+    if (plan.constants[s].kind != Value::Kind::kNone && frame.slots[s].kind == Value::Kind::kNone)
+      frame.slots[s] = plan.constants[s];
+  static const Value kNone;
+  for (const Step& step : plan.steps) {
+    std::vector<const Value*> inputs;
+    inputs.reserve(step.inputs.size());
+    for (const auto& r : step.inputs) {
+      if (r.slot < 0) {
+        inputs.push_back(nullptr);
+        continue;
+      }
+      const Value& v = lookup(frame, r);
+      inputs.push_back(v.kind == Value::Kind::kNone ? nullptr : &v);
+    }
+    std::vector<Value> outputs(step.outputs.size());
+    KernelContext ctx(*this, frame, *step.node, step.opset, threads_, std::move(inputs), outputs,
+                      const_cast<std::shared_ptr<void>*>(&step.state));
+    try {
+      step.fn(ctx);
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      // Kernel failures already name the node; add it otherwise.
+      if (msg.find("node '") == 0 || msg.find("node #") == 0 || msg.find(" node ") != std::string::npos) throw;
+      throw Error(e.kind(), step.node->describe() + ": " + msg);
+    }
+    for (size_t i = 0; i < step.outputs.size(); ++i) {
+      if (step.outputs[i] < 0) continue;
+      frame.slots[static_cast<size_t>(step.outputs[i])] = std::move(outputs[i]);
+      if (observer_ && *observer_ && frame.parent == nullptr)
+        (*observer_)(*step.node->output(i), frame.slots[static_cast<size_t>(step.outputs[i])]);
+    }
+    for (int s : step.release_after) frame.slots[static_cast<size_t>(s)] = kNone;
+  }
+}
+
+std::vector<Value> Executor::run_subgraph(const Frame& caller, const ir::Graph& g,
+                                          const std::vector<Value>& inputs) {
+  auto it = caller.plan->subplans.find(&g);
+  if (it == caller.plan->subplans.end())
+    throw Error(ErrorKind::kInternal, "subgraph '" + g.name + "' was not planned");
+  const GraphPlan& plan = *it->second;
+  Frame frame{&plan, &caller, std::vector<Value>(static_cast<size_t>(plan.n_slots))};
+  if (inputs.size() != plan.input_slots.size())
+    throw Error(ErrorKind::kFailed, "subgraph '" + g.name + "' takes " + std::to_string(plan.input_slots.size()) +
+                                        " inputs, got " + std::to_string(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) frame.slots[static_cast<size_t>(plan.input_slots[i])] = inputs[i];
+  execute(plan, frame);
+  std::vector<Value> out;
+  for (const auto& r : plan.output_slots) out.push_back(lookup(frame, r));
+  return out;
+}
+
+// ---------------------------------------------------------------- KernelContext
+
+const Value& KernelContext::input_value(size_t i) const {
+  if (!has_input(i)) fail("input " + std::to_string(i) + " is missing");
+  return *inputs_[i];
+}
+
+const Tensor& KernelContext::input(size_t i) const {
+  const Value& v = input_value(i);
+  if (!v.is_tensor()) fail("input " + std::to_string(i) + " is " + v.describe() + ", not a tensor");
+  return v.tensor;
+}
+
+bool KernelContext::has_output(size_t i) const { return i < outputs_.size() && node_.output(i) != nullptr; }
+
+Tensor& KernelContext::output(size_t i, DataType type, std::vector<int64_t> shape) {
+  if (i >= outputs_.size()) fail("output " + std::to_string(i) + " does not exist");
+  outputs_[i] = Value::of(Tensor(type, std::move(shape)));
+  return outputs_[i].tensor;
+}
+
+void KernelContext::set_output(size_t i, Value value) {
+  if (i >= outputs_.size()) fail("output " + std::to_string(i) + " does not exist");
+  outputs_[i] = std::move(value);
+}
+
+int64_t KernelContext::attr_int(std::string_view name, int64_t fallback) const {
+  const ir::Attribute* a = node_.attr(name);
+  return a ? a->i : fallback;
+}
+float KernelContext::attr_float(std::string_view name, float fallback) const {
+  const ir::Attribute* a = node_.attr(name);
+  return a ? a->f : fallback;
+}
+std::string KernelContext::attr_string(std::string_view name, std::string fallback) const {
+  const ir::Attribute* a = node_.attr(name);
+  return a ? a->s : fallback;
+}
+std::vector<int64_t> KernelContext::attr_ints(std::string_view name, std::vector<int64_t> fallback) const {
+  const ir::Attribute* a = node_.attr(name);
+  return a ? a->ints : fallback;
+}
+std::vector<float> KernelContext::attr_floats(std::string_view name, std::vector<float> fallback) const {
+  const ir::Attribute* a = node_.attr(name);
+  return a ? a->floats : fallback;
+}
+const ir::Tensor* KernelContext::attr_tensor(std::string_view name) const {
+  const ir::Attribute* a = node_.attr(name);
+  return a && a->t ? &*a->t : nullptr;
+}
+const ir::Graph* KernelContext::attr_graph(std::string_view name) const {
+  const ir::Attribute* a = node_.attr(name);
+  return a ? a->g.get() : nullptr;
+}
+
+std::vector<Value> KernelContext::run_subgraph(const ir::Graph& graph, const std::vector<Value>& inputs) {
+  return exec_.run_subgraph(frame_, graph, inputs);
+}
+
+void KernelContext::fail(const std::string& message) const {
+  throw Error(ErrorKind::kFailed, node_.describe() + ": " + message);
+}
+
+// ---------------------------------------------------------------- KernelRegistry
+
+const KernelRegistry& KernelRegistry::instance() {
+  static const KernelRegistry registry = [] {
+    KernelRegistry r;
+    register_cpu_kernels(r);
+    return r;
+  }();
+  return registry;
+}
+
+void KernelRegistry::add(std::string_view domain, std::string_view op_type, int from, int to, KernelFn fn) {
+  const std::string key = std::string(ir::canonical_domain(domain)) + "::" + std::string(op_type);
+  ops_[key].push_back({from, to, fn});
+}
+
+KernelFn KernelRegistry::find(std::string_view domain, std::string_view op_type, int64_t opset) const {
+  const std::string key = std::string(ir::canonical_domain(domain)) + "::" + std::string(op_type);
+  auto it = ops_.find(key);
+  if (it == ops_.end()) return nullptr;
+  for (const auto& e : it->second)
+    if (opset >= e.from && opset <= e.to) return e.fn;
+  return nullptr;
+}
+
+// ---------------------------------------------------------------- Session
+
+Session::Session(ir::Model& model, SessionOptions options) : model_(model), options_(options) {
+  if (!model.graph) throw_input_error("the model has no graph");
+  Planner planner(model);
+  plan_ = planner.plan(*model.graph, nullptr);
+  int threads = options_.threads;
+#ifdef _OPENMP
+  if (threads <= 0) threads = omp_get_max_threads();
+#else
+  if (threads <= 0) threads = 1;
+#endif
+  options_.threads = threads;
+  executor_ = std::make_unique<Executor>(threads, &observer_);
+  for (const auto& vi : model.graph->inputs)
+    if (!vi.value->is_initializer()) inputs_.push_back(&vi);
+  for (const auto& vi : model.graph->inputs)
+    if (vi.value->is_initializer()) inputs_.push_back(&vi);
+  for (const auto& vi : model.graph->outputs) outputs_.push_back(&vi);
+}
+
+Session::~Session() = default;
+
+namespace {
+
+void check_feed(const ir::ValueInfo& vi, const Value& v) {
+  const std::string& name = vi.value->name();
+  const ir::TypeInfo& t = vi.type ? *vi.type : vi.value->type;
+  if (t.kind != ir::TypeInfo::Kind::kTensor) return;
+  if (!v.is_tensor()) throw_usage_error("input '" + name + "' expects a tensor, got " + v.describe());
+  const Tensor& x = v.tensor;
+  if (t.elem_type && static_cast<int32_t>(x.dtype()) != t.elem_type)
+    throw_usage_error("input '" + name + "' expects element type " +
+                      std::string(ir::data_type_name(t.data_type())) + ", got " +
+                      std::string(ir::data_type_name(x.dtype())));
+  if (!t.shape) return;
+  if (t.shape->rank() != x.rank())
+    throw_usage_error("input '" + name + "' expects rank " + std::to_string(t.shape->rank()) + " " +
+                      t.shape->to_string() + ", got " + shape_string(x.shape()));
+  for (size_t i = 0; i < x.rank(); ++i) {
+    const ir::Dim& d = t.shape->dims[i];
+    if (d.is_static() && d.value != x.dim(i))
+      throw_usage_error("input '" + name + "' expects shape " + t.shape->to_string() + ", got " +
+                        shape_string(x.shape()) + " (dim " + std::to_string(i) + ")");
+  }
+}
+
+}  // namespace
+
+std::vector<Value> Session::run(const std::map<std::string, Value>& feeds,
+                                const std::vector<std::string>& output_names) {
+  Frame frame{plan_.get(), nullptr, std::vector<Value>(static_cast<size_t>(plan_->n_slots))};
+  const ir::Graph& g = *model_.graph;
+  std::map<std::string, const ir::ValueInfo*> by_name;
+  for (const auto& vi : g.inputs) by_name[vi.value->name()] = &vi;
+  for (const auto& [name, value] : feeds) {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      std::string known;
+      for (const auto* vi : inputs_) known += (known.empty() ? "" : ", ") + vi->value->name();
+      throw_usage_error("the model has no input '" + name + "' (inputs: " + known + ")");
+    }
+    check_feed(*it->second, value);
+    frame.slots[static_cast<size_t>(plan_->slots.at(it->second->value))] = value;
+  }
+  for (const auto* vi : inputs_)
+    if (!vi->value->is_initializer() && !feeds.count(vi->value->name()))
+      throw_usage_error("input '" + vi->value->name() + "' is not given");
+#ifdef _OPENMP
+  omp_set_num_threads(options_.threads);
+#endif
+  executor_->execute(*plan_, frame);
+  std::vector<Value> out;
+  if (output_names.empty()) {
+    for (size_t i = 0; i < plan_->output_slots.size(); ++i) {
+      const SlotRef r = plan_->output_slots[i];
+      out.push_back(frame.slots[static_cast<size_t>(r.slot)]);
+    }
+    return out;
+  }
+  for (const auto& name : output_names) {
+    const ir::Value* v = g.find(name);
+    auto it = v ? plan_->slots.find(v) : plan_->slots.end();
+    if (it == plan_->slots.end()) throw_usage_error("the model has no value '" + name + "'");
+    const Value& val = frame.slots[static_cast<size_t>(it->second)];
+    if (val.kind == Value::Kind::kNone)
+      throw_usage_error("value '" + name + "' is not kept after its last use; ask for graph outputs");
+    out.push_back(val);
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- conversions
+
+Tensor from_ir(const ir::Tensor& t) {
+  const DataType dt = t.type();
+  if (dt == DataType::kString) {
+    Tensor out(dt, t.dims);
+    if (static_cast<int64_t>(t.string_data.size()) != out.size())
+      throw_input_error("tensor '" + t.name + "' has " + std::to_string(t.string_data.size()) +
+                        " strings for shape " + shape_string(t.dims));
+    out.mutable_strings() = t.string_data;
+    return out;
+  }
+  return Tensor::view(dt, t.dims, t.raw_bytes());
+}
+
+ir::Tensor to_ir(const Tensor& tensor, const std::string& name) {
+  ir::Tensor t;
+  t.name = name;
+  t.dims = tensor.shape();
+  t.data_type = static_cast<int32_t>(tensor.dtype());
+  if (tensor.dtype() == DataType::kString) {
+    t.string_data = tensor.strings();
+  } else {
+    t.raw_data = ir::Bytes::copy_of(tensor.raw(), tensor.bytes());
+  }
+  return t;
+}
+
+}  // namespace onnxtool::runner

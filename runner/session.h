@@ -1,0 +1,66 @@
+// The reference runner's Session: load -> plan (order, kernels, value slots, lifetimes) -> run.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runner/kernel.h"
+#include "runner/tensor.h"
+
+namespace onnxtool::runner {
+
+struct SessionOptions {
+  /// Threads for kernels (OpenMP and Eigen); 0 = all cores.
+  int threads = 0;
+};
+
+/// Called with every value a node of the main graph produces (calibration, per-layer compare).
+using Observer = std::function<void(const ir::Value& value, const Value& produced)>;
+
+struct GraphPlan;
+
+/// Plans a model once and runs it many times. The model must outlive the session; planning sorts
+/// its nodes topologically when they are not (the model is otherwise untouched).
+class Session {
+ public:
+  /// Throws Error(kInput) naming the op and node when a node has no kernel, and for invalid graphs.
+  Session(ir::Model& model, SessionOptions options = {});
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  /// The inputs a caller must or may feed (graph inputs that are not initializers come first;
+  /// initializer-backed inputs are optional overrides).
+  const std::vector<const ir::ValueInfo*>& inputs() const { return inputs_; }
+  const std::vector<const ir::ValueInfo*>& outputs() const { return outputs_; }
+
+  /// Runs with the given feeds (by input name). Checks names, element types and ranks/static dims
+  /// against the model; throws Error(kUsage) naming the input otherwise. Returns the graph
+  /// outputs in order, or those named in `output_names`.
+  std::vector<Value> run(const std::map<std::string, Value>& feeds,
+                         const std::vector<std::string>& output_names = {});
+
+  void set_observer(Observer observer) { observer_ = std::move(observer); }
+
+ private:
+  ir::Model& model_;
+  SessionOptions options_;
+  std::unique_ptr<GraphPlan> plan_;
+  std::unique_ptr<Executor> executor_;
+  std::vector<const ir::ValueInfo*> inputs_;
+  std::vector<const ir::ValueInfo*> outputs_;
+  Observer observer_;
+};
+
+/// Converts a stored tensor (initializer, Constant, test data) to a runtime tensor; raw and
+/// external data are views, typed fields are converted.
+Tensor from_ir(const ir::Tensor& tensor);
+/// Converts a runtime tensor to a storable one (raw_data, or string_data for strings).
+ir::Tensor to_ir(const Tensor& tensor, const std::string& name);
+
+}  // namespace onnxtool::runner

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Runs every test: builds onnxtool, fetches the pinned test data, runs ctest, then does the same
+# with the AddressSanitizer/UndefinedBehaviorSanitizer build. Every stage runs even when an
+# earlier one failed (except a ctest whose build failed); the exit status is non-zero when
+# anything failed. The last line is the total over both ctest runs: "N passed, M failed".
+#
+# ONNXTOOL_BUILD_DIR changes the build directories (default build and build-asan: DIR and DIR-asan).
+set -uo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root" || exit 2
+
+build_dir="${ONNXTOOL_BUILD_DIR:-build}"
+asan_dir="${build_dir}-asan"
+jobs=2
+
+logs="$(mktemp -d)"
+trap 'rm -rf "$logs"' EXIT
+
+passed=0
+failed=0
+summary=()
+stage_note=""
+any_failure=0
+
+# Runs one stage: NAME, then the command. Records its time and result.
+stage() {
+  local name="$1"
+  shift
+  echo
+  echo "== $name"
+  local start=$SECONDS status=0
+  "$@" || status=$?
+  local secs=$((SECONDS - start))
+  if [[ $status -eq 0 ]]; then
+    summary+=("$(printf '  %-14s %5ss  ok%s' "$name" "$secs" "${stage_note:-}")")
+  else
+    summary+=("$(printf '  %-14s %5ss  FAILED (exit %s)%s' "$name" "$secs" "$status" "${stage_note:-}")")
+    any_failure=1
+  fi
+  stage_note=""
+  return "$status"
+}
+
+# ctest in DIR; adds its counts to the totals (from "N% tests passed, F tests failed out of T").
+run_ctest() {
+  local dir="$1" status=0
+  local log="$logs/ctest-${dir//\//_}.log"
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 1200 2>&1 | tee "$log" || status=$?
+  local line
+  line="$(grep -E 'tests passed, [0-9]+ tests failed out of [0-9]+' "$log" | tail -n 1 || true)"
+  if [[ -n "$line" ]]; then
+    local f t
+    f="$(sed -E 's/.*tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$line")"
+    t="$(sed -E 's/.*tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\2/' <<<"$line")"
+    passed=$((passed + t - f))
+    failed=$((failed + f))
+    stage_note=" ($((t - f)) passed, $f failed)"
+  elif grep -q 'No tests were found' "$log"; then
+    stage_note=" (no tests)"
+  fi
+  return "$status"
+}
+
+run_asan_ctest() {
+  ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    run_ctest "$asan_dir"
+}
+
+if stage "build" scripts/build.sh --build-dir "$build_dir"; then build_ok=1; else build_ok=0; fi
+stage "fetch data" testdata/fetch_models.sh || true
+if [[ $build_ok -eq 1 ]]; then
+  stage "ctest" run_ctest "$build_dir" || true
+else
+  summary+=("  ctest          skipped (the build failed)")
+fi
+if stage "build asan" scripts/build.sh --asan --build-dir "$asan_dir"; then asan_ok=1; else asan_ok=0; fi
+if [[ $asan_ok -eq 1 ]]; then
+  stage "ctest asan" run_asan_ctest || true
+else
+  summary+=("  ctest asan     skipped (the build failed)")
+fi
+
+echo
+echo "== summary"
+printf '%s\n' "${summary[@]}"
+echo "$passed passed, $failed failed"
+if [[ $any_failure -ne 0 || $failed -ne 0 ]]; then
+  exit 1
+fi

