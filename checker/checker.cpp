@@ -198,6 +198,9 @@ void Checker::check_value_type(const ir::TypeInfo& t, const GraphCtx& ctx, const
     if ((cur->kind == K::kTensor || cur->kind == K::kSparseTensor) && cur->elem_type == 0)
       error("value.elem-type", &ctx, nullptr, -1, name,
             std::string(role) + " '" + name + "' has a tensor type without element type");
+    if ((cur->kind == K::kSequence || cur->kind == K::kOptional || cur->kind == K::kMap) && !cur->elem)
+      error("value.elem-type", &ctx, nullptr, -1, name,
+            std::string(role) + " '" + name + "' has a " + cur->to_string() + " type without element type");
     if (cur->shape)
       for (const auto& d : cur->shape->dims)
         if (d.is_static() && d.value < 0)
@@ -441,6 +444,12 @@ void Checker::check_node(ir::Node& n, long index, const GraphCtx& ctx) {
       error("node.input-missing", &ctx, &n, index, "",
             n.describe() + ": required input '" + formal.name + "' (#" + std::to_string(i) + ") is empty");
   }
+  for (int i = 0; i < n_out && i < static_cast<int>(schema->outputs.size()); ++i) {
+    const ir::FormalParam& formal = schema->outputs[static_cast<size_t>(i)];
+    if (!n.output(static_cast<size_t>(i)) && formal.option == ir::ParamOption::kSingle)
+      error("node.output-missing", &ctx, &n, index, "",
+            n.describe() + ": required output '" + formal.name + "' (#" + std::to_string(i) + ") is empty");
+  }
   if (n_out > schema->max_outputs)
     error("node.output-count", &ctx, &n, index, "",
           n.describe() + " has " + std::to_string(n_out) + " outputs; " + opv + " has at most " +
@@ -472,6 +481,32 @@ ir::AttrType inferred_attr_type(const ir::Attribute& a) {
   return T::kUndefined;
 }
 
+// How many value fields an attribute uses (an empty list is indistinguishable from no list).
+int value_field_count(const ir::Attribute& a) {
+  int n = 0;
+  n += (a.explicit_defaults & (1u << 2)) || a.f != 0;
+  n += (a.explicit_defaults & (1u << 3)) || a.i != 0;
+  n += (a.explicit_defaults & (1u << 4)) || !a.s.empty();
+  n += static_cast<bool>(a.t);
+  n += static_cast<bool>(a.g);
+  n += static_cast<bool>(a.sparse_tensor);
+  n += static_cast<bool>(a.tp);
+  n += !a.floats.empty();
+  n += !a.ints.empty();
+  n += !a.strings.empty();
+  n += !a.tensors.empty();
+  n += !a.graphs.empty();
+  n += !a.sparse_tensors.empty();
+  n += !a.type_protos.empty();
+  return n;
+}
+
+bool is_list(ir::AttrType t) {
+  using T = ir::AttrType;
+  return t == T::kFloats || t == T::kInts || t == T::kStrings || t == T::kTensors || t == T::kGraphs ||
+         t == T::kSparseTensors || t == T::kTypeProtos;
+}
+
 void Checker::check_attributes(ir::Node& n, long index, const GraphCtx& ctx, const ir::OpSchema* schema) {
   std::set<std::string> names;
   for (const auto& a : n.attributes) {
@@ -488,6 +523,12 @@ void Checker::check_attributes(ir::Node& n, long index, const GraphCtx& ctx, con
               n.describe() + ": attribute '" + a.name + "' refers to a function attribute outside a function");
       continue;
     }
+    const int fields = value_field_count(a);
+    if (fields > 1 || (a.attr_type() != ir::AttrType::kUndefined && fields == 1 &&
+                       inferred_attr_type(a) != a.attr_type() && !is_list(a.attr_type())))
+      error("node.attribute-value", &ctx, &n, index, "",
+            n.describe() + ": attribute '" + a.name + "' must hold exactly one value, of its type " +
+                std::string(ir::attr_type_name(a.attr_type())));
     ir::AttrType type = a.attr_type();
     if (type == ir::AttrType::kUndefined) {
       type = inferred_attr_type(a);
@@ -642,6 +683,20 @@ void Checker::check_sparse(const ir::SparseTensor& s, const std::string& where) 
         return fail("index " + std::to_string(v) + " is out of range for dimension " + std::to_string(dim));
     }
   }
+  if (!linear && !s.dims.empty()) {
+    // Coordinate rows must be in lexicographic order, without repeats.
+    const size_t r = s.dims.size();
+    for (size_t row = 1; row * r < count; ++row) {
+      int cmp = 0;
+      for (size_t j = 0; j < r && cmp == 0; ++j) {
+        int64_t a, b;
+        std::memcpy(&a, raw.data() + ((row - 1) * r + j) * 8, 8);
+        std::memcpy(&b, raw.data() + (row * r + j) * 8, 8);
+        cmp = a < b ? -1 : (a > b ? 1 : 0);
+      }
+      if (cmp >= 0) return fail("coordinate indices are not in sorted order at row " + std::to_string(row));
+    }
+  }
 }
 
 void Checker::check_tensors() {
@@ -650,6 +705,12 @@ void Checker::check_tensors() {
       error("tensor.data-type", nullptr, nullptr, -1, t.name,
             where + ": tensor '" + t.name + "' has " +
                 (t.data_type == 0 ? std::string("no data type") : "invalid data type " + std::to_string(t.data_type)));
+    const int stores = static_cast<int>(t.raw_data.has_value()) + !t.float_data.empty() + !t.int32_data.empty() +
+                       !t.string_data.empty() + !t.int64_data.empty() + !t.double_data.empty() +
+                       !t.uint64_data.empty() + (t.is_external() ? 1 : 0);
+    if (stores > 1)
+      error("tensor.data-fields", nullptr, nullptr, -1, t.name,
+            where + ": tensor '" + t.name + "' holds its data in more than one field (raw_data, typed fields, external)");
     for (int64_t d : t.dims)
       if (d < 0) {
         error("tensor.dims", nullptr, nullptr, -1, t.name,
@@ -674,6 +735,7 @@ void Checker::check_functions() {
   std::set<std::tuple<std::string, std::string, std::string>> seen;
   for (auto& f : model_.functions) {
     const std::string id = (f.domain.empty() ? "" : f.domain + "::") + f.name;
+    if (f.name.empty()) error("function.name", nullptr, nullptr, -1, "", "a model-local function has no name");
     if (!seen.emplace(std::string(ir::canonical_domain(f.domain)), f.name, f.overload).second)
       error("function.duplicate", nullptr, nullptr, -1, "", "function '" + id + "' is defined twice");
     const auto& opsets = f.opset_import.empty() ? model_.opset_import : f.opset_import;
