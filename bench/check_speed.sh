@@ -34,28 +34,29 @@ for m in "$ROOT"/.cache/models/*.onnx; do [[ -f $m ]] && models+=("$m"); done
 # Largest first.
 mapfile -t models < <(for m in "${models[@]}"; do echo "$(stat -c %s "$m") $m"; done | sort -rn | cut -d' ' -f2-)
 
-best_time() {  # best wall seconds of REPEAT runs of a command; also leaves the last max RSS in $rss_kb
-  local best=999999 t out
+best_time() {  # prints "best wall seconds, max RSS KB" over REPEAT runs of a command
+  local best=999999 rss=0 out t r
   for _ in $(seq "$REPEAT"); do
-    out=$( { /usr/bin/time -f "%e %M" "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1)
-    t=${out% *}
-    rss_kb=${out#* }
+    local t0=$EPOCHREALTIME
+    /usr/bin/time -f "%M" -o "$TMP/time.txt" "$@" >/dev/null 2>&1 || true
+    t=$(awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN{printf "%.4f", b-a}')
+    r=$(tail -1 "$TMP/time.txt")
     best=$(awk -v a="$t" -v b="$best" 'BEGIN{print (a<b)?a:b}')
+    (( r > rss )) && rss=$r
   done
-  echo "$best"
+  echo "$best $rss"
 }
 
 echo "| model | size MB | onnxtool check s | onnx.checker load+check s | speed-up | onnxtool peak MB | peak / size | onnx peak growth MB |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|"
 for m in "${models[@]}"; do
   size=$(stat -c %s "$m")
-  ours=$(best_time "$BUILD_DIR/onnxtool" check "$m")
-  ours_rss=$rss_kb
+  read -r ours ours_rss < <(best_time "$BUILD_DIR/onnxtool" check "$m")
   read -r load check py_peak < <(/usr/bin/python3 "$ROOT/bench/onnx_checker_time.py" "$m" "$REPEAT")
   theirs=$(awk -v a="$load" -v b="$check" 'BEGIN{printf "%.3f", a+b}')
   awk -v name="$(basename "$m")" -v size="$size" -v ours="$ours" -v theirs="$theirs" \
       -v rss="$ours_rss" -v py="$py_peak" 'BEGIN{
     mb = size / 1048576;
-    printf "| %s | %.1f | %.3f | %s | %.1fx | %.1f | %.2f | %s |\n",
+    printf "| %s | %.1f | %.4f | %s | %.0fx | %.1f | %.2f | %s |\n",
       name, mb, ours, theirs, (ours > 0 ? theirs / ours : 0), rss / 1024, (rss / 1024) / mb, py }'
 done

@@ -1,7 +1,7 @@
 // make_large_model: writes a synthetic MLP-shaped ONNX model of about a requested size, for the
 // memory benchmark (bench/memory.sh).
 //
-//   make_large_model OUT.onnx [--mb N] [--hidden H] [--seed S] [--typed]
+//   make_large_model OUT.onnx [--mb N] [--hidden H] [--seed S] [--opset V] [--typed]
 //
 // The model is X[batch,H] -> (MatMul W_i -> Add b_i -> Relu) x layers -> Y[batch,H], with every
 // weight a float32 initializer stored in raw_data (or, with --typed, in the repeated float_data
@@ -39,6 +39,7 @@ struct Args {
   int64_t hidden = 1024;
   uint64_t seed = 1;
   bool typed = false;
+  int64_t opset = 21;
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -78,6 +79,10 @@ Args parse_args(int argc, char** argv) {
       const double s = parse_number(arg, value());
       if (s != std::floor(s) || s > 1e18) usage("--seed wants a whole number");
       a.seed = static_cast<uint64_t>(s);
+    } else if (arg == "--opset") {
+      const double o = parse_number(arg, value());
+      if (o != std::floor(o) || o < 7 || o > 28) usage("--opset wants a whole number from 7 to 28");
+      a.opset = static_cast<int64_t>(o);
     } else if (arg == "--typed") {
       a.typed = true;
     } else if (arg == "-h" || arg == "--help") {
@@ -156,11 +161,12 @@ int run(const Args& a) {
   const ir::Bytes pool = make_pool(2 * weight_floats, 1.0f / std::sqrt(static_cast<float>(h)), a.seed);
 
   ir::Model model;
-  model.ir_version = 10;
+  // IR version to go with the opset (onnx 1.12, the python checker benchmarked against, reads IR 8).
+  model.ir_version = a.opset <= 17 ? 8 : 10;
   model.producer_name = "onnxtool-bench";
   model.producer_version = "make_large_model";
   model.doc_string = "synthetic MLP for the memory benchmark";
-  model.set_opset_version("", 21);
+  model.set_opset_version("", a.opset);
   model.graph = std::make_unique<ir::Graph>();
   ir::Graph& g = *model.graph;
   g.name = "large_mlp";
