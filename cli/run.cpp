@@ -71,7 +71,10 @@ Stats stats_of(const runner::Tensor& t) {
       default: return NAN;
     }
   };
-  if (t.size() == 0 || std::isnan(get(0)) && t.dtype() != ir::DataType::kFloat && t.dtype() != ir::DataType::kDouble) return s;
+  // Types get() cannot read (strings, complex...) report NaN for every element: no statistics.
+  const bool floating = t.dtype() == ir::DataType::kFloat || t.dtype() == ir::DataType::kDouble ||
+                        t.dtype() == ir::DataType::kFloat16;
+  if (t.size() == 0 || (!floating && std::isnan(get(0)))) return s;
   s.numeric = true;
   s.min = INFINITY;
   s.max = -INFINITY;
