@@ -8,6 +8,7 @@
 #include "ir/model_io.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,7 +42,8 @@ inline bool emit(uint32_t mask, uint32_t field, bool non_default) {
 
 class Decoder {
  public:
-  explicit Decoder(const Bytes& source) : source_(source) {}
+  /// `mapped`: the source is a read-only file mapping whose pages may be dropped once copied.
+  explicit Decoder(const Bytes& source, bool mapped = false) : source_(source), mapped_(mapped) {}
 
   void model(Reader r, Model& m);
   void link_all(Model& m);
@@ -87,6 +89,9 @@ class Decoder {
   void repeated_scalar(Reader& r, int wt, int scalar_wt, std::vector<T>& out, ReadOne read_one) {
     if (wt == wire::kLengthDelimited) {
       Reader p = r.nested();
+      // Fixed-width packed payloads say their count: allocate once.
+      if (scalar_wt == wire::kFixed32) out.reserve(out.size() + p.remaining() / 4);
+      if (scalar_wt == wire::kFixed64) out.reserve(out.size() + p.remaining() / 8);
       while (!p.done()) out.push_back(read_one(p));
     } else if (wt == scalar_wt) {
       out.push_back(read_one(r));
@@ -121,7 +126,12 @@ class Decoder {
   void function(Reader r, Function& f);
   void link(Graph& g);
 
+  // Typed fields (float_data...) are decoded into vectors: drop the file pages they were read
+  // from, so that a model with weights in typed fields is not held twice in memory.
+  void release(const uint8_t* begin, const uint8_t* end) const;
+
   const Bytes& source_;
+  bool mapped_ = false;
   int depth_ = 0;
   std::unordered_map<Graph*, PendingGraph> pending_;
 };
@@ -236,9 +246,33 @@ void Decoder::segment(Reader r, TensorSegment& sg) {
   ONNXTOOL_END_FIELDS
 }
 
+void Decoder::release(const uint8_t* begin, const uint8_t* end) const {
+  constexpr uintptr_t kPage = 4096;
+  if (!mapped_ || end - begin < static_cast<std::ptrdiff_t>(1 << 20)) return;
+  const uintptr_t a = (reinterpret_cast<uintptr_t>(begin) + kPage - 1) & ~(kPage - 1);
+  const uintptr_t b = reinterpret_cast<uintptr_t>(end) & ~(kPage - 1);
+  // MAP_PRIVATE, never written: the pages are clean copies of the file and are re-read on access.
+  if (b > a) ::madvise(reinterpret_cast<void*>(a), b - a, MADV_DONTNEED);
+}
+
 void Decoder::tensor(Reader r, Tensor& t) {
   Scope s(*this, r);
   ONNXTOOL_FIELDS(r)
+    if (wt == wire::kLengthDelimited && (field == 4 || field == 5 || field == 7 || field == 10 || field == 11)) {
+      // A packed typed field: decode it, then let its file pages go.
+      Reader probe = r;
+      const std::string_view payload = probe.bytes();
+      const auto* begin = reinterpret_cast<const uint8_t*>(payload.data());
+      switch (field) {
+        case 4: repeated_scalar(r, wt, wire::kFixed32, t.float_data, f32); break;
+        case 5: repeated_scalar(r, wt, wire::kVarint, t.int32_data, i32); break;
+        case 7: repeated_scalar(r, wt, wire::kVarint, t.int64_data, i64); break;
+        case 10: repeated_scalar(r, wt, wire::kFixed64, t.double_data, f64); break;
+        default: repeated_scalar(r, wt, wire::kVarint, t.uint64_data, [](Reader& x) { return x.varint(); }); break;
+      }
+      release(begin, begin + payload.size());
+      continue;
+    }
     if (field == 1 && (wt == wire::kVarint || wt == wire::kLengthDelimited)) { repeated_scalar(r, wt, wire::kVarint, t.dims, i64); continue; }
     CASE(2, kVarint) { t.data_type = i32(r); mark_default(t.explicit_defaults, 2, t.data_type == 0); continue; }
     CASE(3, kLengthDelimited) { if (!t.segment) t.segment.emplace(); segment(r.nested(), *t.segment); continue; }
@@ -954,10 +988,12 @@ class AtomicFile {
 
 // ============================================================== public API
 
-Model parse_model(const Bytes& data, const std::string& label, const std::string& base_dir,
-                  const LoadOptions& options, LoadInfo* info) {
+namespace {
+
+Model parse_model_from(const Bytes& data, bool mapped, const std::string& label,
+                       const std::string& base_dir, const LoadOptions& options, LoadInfo* info) {
   Model m;
-  Decoder dec(data);
+  Decoder dec(data, mapped);
   try {
     dec.model(Reader(data.data(), data.data() + data.size(), data.data()), m);
     dec.link_all(m);
@@ -980,6 +1016,13 @@ Model parse_model(const Bytes& data, const std::string& label, const std::string
   return m;
 }
 
+}  // namespace
+
+Model parse_model(const Bytes& data, const std::string& label, const std::string& base_dir,
+                  const LoadOptions& options, LoadInfo* info) {
+  return parse_model_from(data, false, label, base_dir, options, info);
+}
+
 LoadedModel load_model(const std::string& path, const LoadOptions& options) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0)
@@ -1000,7 +1043,7 @@ LoadedModel load_model(const std::string& path, const LoadOptions& options) {
   // Parsing reads headers scattered between tensor payloads: without read-ahead the payload
   // pages a model never needs stay out of memory. Bulk reads later (convert, run) get it back.
   file->advise_random(true);
-  out.model = parse_model(all, path, out.info.base_dir, options, &out.info);
+  out.model = parse_model_from(all, true, path, out.info.base_dir, options, &out.info);
   file->advise_random(false);
   return out;
 }

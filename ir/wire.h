@@ -26,6 +26,7 @@ class Reader {
       : p_(begin), end_(end), origin_(origin) {}
 
   bool done() const { return p_ >= end_; }
+  size_t remaining() const { return static_cast<size_t>(end_ - p_); }
   const uint8_t* pos() const { return p_; }
   size_t offset() const { return static_cast<size_t>(p_ - origin_); }
 
