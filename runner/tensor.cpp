@@ -1,6 +1,7 @@
 // Runtime tensors and the 16-bit float conversions.
 #include "runner/tensor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -51,6 +52,15 @@ Tensor Tensor::view(DataType type, std::vector<int64_t> shape, const ir::Bytes& 
     throw_input_error("tensor data of " + std::to_string(bytes.size()) + " bytes does not fit " +
                       std::string(ir::data_type_name(type)) + shape_string(t.shape_));
   t.bytes_ = bytes.size();
+  // raw_data sits at any offset of a model file; kernels read elements through typed pointers,
+  // so data that is not aligned for its element type is copied once into aligned storage.
+  const int bits = ir::data_type_bits(type);
+  const size_t align = bits >= 8 ? static_cast<size_t>(bits / 8) : 1;
+  if (reinterpret_cast<uintptr_t>(bytes.data()) % std::min<size_t>(align, 8) != 0) {
+    Tensor copy(type, t.shape_);
+    std::memcpy(copy.data_, bytes.data(), bytes.size());
+    return copy;
+  }
   // Keep the Bytes (and so its owner) alive with the tensor.
   auto holder = std::make_shared<ir::Bytes>(bytes);
   t.owner_ = std::shared_ptr<const void>(holder, holder->data());

@@ -192,6 +192,24 @@ TEST_SUITE("nn_shapes") {
     CHECK(n.type("static") == "float[1,8,112,112]");
   }
 
+  TEST_CASE("derived symbols stay flat and canonical through chains of strides") {
+    NnNet n(11);
+    auto* x = n.in("x", DataType::kFloat, "N,1,H,W");
+    auto* w = n.in("w", DataType::kFloat, "1,1,3,3");
+    auto* up = n.in("up", DataType::kFloat, "1,1,2,2");
+    const std::vector<AttrMaker> down = {a_ints("pads", {1, 1, 1, 1}), a_ints("strides", {2, 2})};
+    n.node("Conv", {x, w}, {"d1"}, down);
+    n.node("Conv", {n.g->find("d1"), w}, {"d2"}, down);
+    n.node("ConvTranspose", {n.g->find("d2"), up}, {"u1"}, {a_ints("strides", {2, 2})});
+    n.node("ConvTranspose", {n.g->find("u1"), up}, {"u2"}, {a_ints("strides", {2, 2})});
+    n.node("AveragePool", {n.g->find("d2"), }, {"p"}, {a_ints("kernel_shape", {2, 2}), a_ints("strides", {2, 2})});
+    n.infer();
+    CHECK(n.rules() == "");
+    CHECK(n.type("d2") == "float[N,1,floor((H+3)/4),floor((W+3)/4)]");
+    CHECK(n.type("u2") == "float[N,1,4*floor((H+3)/4),4*floor((W+3)/4)]");
+    CHECK(n.type("p") == "float[N,1,floor((H+3)/8),floor((W+3)/8)]");
+  }
+
   TEST_CASE("Conv: kernel rank and channel mismatches fail only when static") {
     NnNet rank(11);
     rank.node("Conv", {rank.in("x", DataType::kFloat, "1,3,8,8"), rank.in("w", DataType::kFloat, "4,3,3")}, {"y"});

@@ -200,6 +200,77 @@ std::pair<std::string, int64_t> split_offset(const std::string& s) {
   return {s.substr(0, last), s[last] == '-' ? -k : k};
 }
 
+// The index of the parenthesis closing the one at `open`, or npos.
+size_t closing_paren(const std::string& s, size_t open) {
+  int depth = 0;
+  for (size_t i = open; i < s.size(); ++i) {
+    if (s[i] == '(') ++depth;
+    else if (s[i] == ')' && --depth == 0) return i;
+  }
+  return std::string::npos;
+}
+
+std::string strip_parens(const std::string& s) {
+  if (s.size() >= 2 && s.front() == '(' && closing_paren(s, 0) == s.size() - 1) return s.substr(1, s.size() - 2);
+  return s;
+}
+
+// A derived dim read back: floor((mul * base + add) / div), `base` opaque.
+struct AffineForm {
+  std::string base;
+  int64_t mul = 1, add = 0, div = 1;
+};
+
+// "c*base+k" with the coefficient and the offset optional.
+AffineForm parse_linear(const std::string& s) {
+  AffineForm a;
+  auto [rest, k] = split_offset(s);
+  a.base = rest;
+  a.add = k;
+  size_t digits = 0;
+  while (digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9') ++digits;
+  if (digits > 0 && digits < 18 && digits + 1 < rest.size() && rest[digits] == '*') {
+    const std::string tail = rest.substr(digits + 1);
+    const int64_t c = std::stoll(rest.substr(0, digits));
+    if (c >= 1 && !has_top_level(tail, "+-")) {
+      a.mul = c;
+      a.base = strip_parens(tail);
+    }
+  }
+  return a;
+}
+
+// Reads back what format_affine writes; anything else is an opaque base.
+AffineForm parse_affine(const std::string& s) {
+  if (s.size() > 7 && s.compare(0, 6, "floor(") == 0 && closing_paren(s, 5) == s.size() - 1) {
+    const std::string inner = s.substr(6, s.size() - 7);
+    int depth = 0;
+    size_t slash = std::string::npos;
+    for (size_t i = 0; i < inner.size(); ++i) {
+      if (inner[i] == '(') ++depth;
+      else if (inner[i] == ')') --depth;
+      else if (depth == 0 && inner[i] == '/') slash = i;
+    }
+    if (slash != std::string::npos && slash > 0 && inner.size() - slash > 1 && inner.size() - slash < 18 &&
+        inner.find_first_not_of("0123456789", slash + 1) == std::string::npos) {
+      AffineForm a = parse_linear(strip_parens(inner.substr(0, slash)));
+      a.div = std::stoll(inner.substr(slash + 1));
+      if (a.div >= 1) return a;
+    }
+  }
+  return parse_linear(s);
+}
+
+std::string format_affine(const std::string& base, int64_t mul, int64_t add, int64_t div) {
+  const bool compound = has_top_level(base, "+-");
+  std::string num = mul == 1 ? base : std::to_string(mul) + "*" + (compound ? "(" + base + ")" : base);
+  if (add > 0) num += "+" + std::to_string(add);
+  if (add < 0) num += "-" + std::to_string(-add);
+  if (div == 1) return num;
+  const bool bare = num == base && !compound && !has_top_level(base, "*");
+  return "floor(" + (bare ? num : "(" + num + ")") + "/" + std::to_string(div) + ")";
+}
+
 }  // namespace
 
 Dim affine_dim(const InferenceContext& ctx, const Dim& d, int64_t mul, int64_t add, int64_t div) {
@@ -211,31 +282,47 @@ Dim affine_dim(const InferenceContext& ctx, const Dim& d, int64_t mul, int64_t a
     return Dim::of(floor_div(n, div));
   }
   if (d.kind != Dim::Kind::kParam || d.param.empty()) return Dim{};
-  auto [base, k] = split_offset(d.param);
-  // mul * (base + k) + add
-  int64_t shifted;
-  if (__builtin_mul_overflow(mul, k, &shifted) || __builtin_add_overflow(shifted, add, &add))
-    return Dim{};
-  if (div > 1) {
-    const int64_t g = gcd_of(gcd_of(mul, add), div);
-    mul /= g;
-    add /= g;
-    div /= g;
+  // Compose with the expression the symbol already spells, so that chains of strides and
+  // scales stay flat and canonical.
+  const AffineForm f = parse_affine(d.param);
+  std::string base = f.base;
+  int64_t m, a, q;
+  bool overflow = false;
+  if (f.div == 1) {
+    // mul * (f.mul * b + f.add) + add
+    overflow = __builtin_mul_overflow(mul, f.mul, &m) || __builtin_mul_overflow(mul, f.add, &a) ||
+               __builtin_add_overflow(a, add, &a);
+    q = div;
+  } else if (mul == 1) {
+    // floor((floor(N / f.div) + add) / div) == floor((N + add * f.div) / (f.div * div))
+    m = f.mul;
+    overflow = __builtin_mul_overflow(add, f.div, &a) || __builtin_add_overflow(a, f.add, &a) ||
+               __builtin_mul_overflow(f.div, div, &q);
+  } else {
+    base = d.param;
+    m = mul;
+    a = add;
+    q = div;
   }
-  if (div > 1 && mul % div == 0) {
-    // floor((m*div*h + a) / div) = m*h + floor(a / div) for integer h.
-    mul /= div;
-    add = floor_div(add, div);
-    div = 1;
+  if (overflow) return Dim{};
+  if (q > 1) {
+    const int64_t g = gcd_of(gcd_of(m, a), q);
+    m /= g;
+    a /= g;
+    q /= g;
   }
-  const bool compound = has_top_level(base, "+-");
-  std::string term = mul == 1 ? base : std::to_string(mul) + "*" + (compound ? "(" + base + ")" : base);
-  std::string num = term;
-  if (add > 0) num += "+" + std::to_string(add);
-  if (add < 0) num += "-" + std::to_string(-add);
-  if (div == 1) return Dim::symbol(num);
-  const bool bare = num == base && !compound && !has_top_level(base, "*");
-  return Dim::symbol("floor(" + (bare ? num : "(" + num + ")") + "/" + std::to_string(div) + ")");
+  if (q > 1 && m % q == 0) {
+    // floor((k*q*b + a) / q) = k*b + floor(a / q) for integer b.
+    m /= q;
+    a = floor_div(a, q);
+    q = 1;
+  }
+  if (m == 1 && a == 0 && q == 1) {
+    Dim same = Dim::symbol(base);
+    if (base == d.param) same.denotation = d.denotation;
+    return same;
+  }
+  return Dim::symbol(format_affine(base, m, a, q));
 }
 
 Dim sum_dims(const InferenceContext& ctx, const Dim& a, const Dim& b) {
