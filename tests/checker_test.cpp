@@ -1480,11 +1480,12 @@ TEST_SUITE("checker") {
     c.expect("shape.declared-mismatch", {"probs", "int64"});
   }
 
-  // ================================================================ known checker gaps
-  // Defects onnx.checker rejects and onnxtool's checker misses today, each reported with a
-  // suggested fix. They expect the rule id the fix would naturally use.
+  // ================================================================ found by the second opinion
+  // Defects onnx.checker rejected while onnxtool's checker missed them, until the rules below
+  // were added (node.output-missing, node.attribute-value, tensor.data-fields, function.name,
+  // coordinate-order sparse indices, sequences without element type).
 
-  MUTATION_CHECKER_GAP(sparse_coordinate_indices_unsorted) {
+  MUTATION(sparse_coordinate_indices_unsorted) {
     c.from(sparse_model());
     // [NNZ, rank] indices must be in lexicographic order, as the linear form must be sorted.
     c.ir([](Model& m) {
@@ -1495,7 +1496,7 @@ TEST_SUITE("checker") {
     c.expect("tensor.sparse", {"sp", "sorted"});
   }
 
-  MUTATION_CHECKER_GAP(required_output_empty) {
+  MUTATION(required_output_empty) {
     c.from(topk_model());
     // TopK's Indices output is required (not optional); it is given as "".
     c.proto([](onnx::ModelProto& p) {
@@ -1505,24 +1506,24 @@ TEST_SUITE("checker") {
     c.expect("node.output-missing", {"topk"});
   }
 
-  MUTATION_CHECKER_GAP(attribute_with_two_value_fields) {
+  MUTATION(attribute_with_two_value_fields) {
     c.from(tiny_cnn());
     // Softmax's axis is an INT attribute; it carries a float value as well.
     c.ir([](Model& m) { node_named(*m.graph, "softmax")->attr("axis")->f = 2.5f; });
-    c.expect("node.attribute-type", {"softmax", "axis"});
+    c.expect("node.attribute-value", {"softmax", "axis"});
   }
 
-  MUTATION_CHECKER_GAP(tensor_with_raw_and_typed_data) {
+  MUTATION(tensor_with_raw_and_typed_data) {
     c.from(tiny_cnn());
     // fc.bias keeps its raw_data and gets float_data too: which one holds the values?
     c.proto([](onnx::ModelProto& p) {
       onnx::TensorProto& t = proto_initializer(*p.mutable_graph(), "fc.bias");
       for (int i = 0; i < 10; ++i) t.add_float_data(0.0f);
     });
-    c.expect("tensor.data-size", {"fc.bias"});
+    c.expect("tensor.data-fields", {"fc.bias"});
   }
 
-  MUTATION_CHECKER_GAP(sequence_input_without_element_type) {
+  MUTATION(sequence_input_without_element_type) {
     c.from(tiny_cnn());
     c.ir([](Model& m) {
       TypeInfo t;
@@ -1532,7 +1533,7 @@ TEST_SUITE("checker") {
     c.expect("value.elem-type", {"unused_sequence"});
   }
 
-  MUTATION_CHECKER_GAP(function_without_name) {
+  MUTATION(function_without_name) {
     c.from(function_model());
     // A second, unused copy of the function without a name.
     c.ir([](Model& m) {
