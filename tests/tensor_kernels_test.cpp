@@ -15,211 +15,12 @@
 #include "ir/graph.h"
 #include "ir/tensor.h"
 #include "runner/session.h"
+#include "tests/kernel_test_util.h"
 
 namespace onnxtool {
 namespace {
 
-using ir::Attribute;
-using ir::DataType;
-using runner::Tensor;
-using runner::Value;
-
-// ---------------------------------------------------------------- one-node models
-
-/// A copyable attribute description (ir::Attribute is move-only).
-struct Attr {
-  enum Kind { kInt, kInts, kFloat, kFloats, kString } kind;
-  std::string name;
-  int64_t i = 0;
-  float f = 0;
-  std::string s;
-  std::vector<int64_t> ints;
-  std::vector<float> floats;
-
-  Attribute make() const {
-    switch (kind) {
-      case kInt: return Attribute::make_int(name, i);
-      case kInts: return Attribute::make_ints(name, ints);
-      case kFloat: return Attribute::make_float(name, f);
-      case kFloats: return Attribute::make_floats(name, floats);
-      default: return Attribute::make_string(name, s);
-    }
-  }
-};
-
-/// One node with fed inputs (an invalid Tensor marks an omitted input) and attributes.
-struct NodeCase {
-  NodeCase(std::string op_type, int64_t version, std::vector<Tensor> in, std::vector<Attr> attributes = {},
-           size_t n_outputs = 1)
-      : op(std::move(op_type)), opset(version), inputs(std::move(in)), attrs(std::move(attributes)), outputs(n_outputs) {}
-  std::string op;
-  int64_t opset;
-  std::vector<Tensor> inputs;
-  std::vector<Attr> attrs;
-  size_t outputs;
-};
-
-std::vector<Value> run_node(const NodeCase& c, int threads) {
-  ir::Model m;
-  m.ir_version = 9;
-  m.set_opset_version("", c.opset);
-  m.graph = std::make_unique<ir::Graph>();
-  ir::Graph& g = *m.graph;
-  std::vector<ir::Value*> ins;
-  std::map<std::string, Value> feeds;
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    if (!c.inputs[i].valid()) {
-      ins.push_back(nullptr);
-      continue;
-    }
-    const std::string name = "in" + std::to_string(i);
-    ins.push_back(g.add_input(name, ir::TypeInfo::tensor(c.inputs[i].dtype())).value);
-    feeds[name] = Value::of(c.inputs[i]);
-  }
-  std::vector<std::string> outs;
-  for (size_t i = 0; i < c.outputs; ++i) outs.push_back("out" + std::to_string(i));
-  ir::Node* n = g.add_node(c.op, ins, outs, "", "n0");
-  for (const auto& a : c.attrs) n->set_attr(a.make());
-  for (size_t i = 0; i < c.outputs; ++i) g.add_output(n->output(i), std::nullopt);
-  runner::Session s(m, runner::SessionOptions{threads});
-  return s.run(feeds);
-}
-
-/// Runs with one and with three threads, checks the outputs are byte-identical, returns them.
-std::vector<Tensor> run_checked(const NodeCase& c) {
-  auto one = run_node(c, 1);
-  auto many = run_node(c, 3);
-  std::vector<Tensor> out;
-  REQUIRE(one.size() == many.size());
-  for (size_t i = 0; i < one.size(); ++i) {
-    REQUIRE(one[i].is_tensor());
-    const Tensor& a = one[i].tensor;
-    const Tensor& b = many[i].tensor;
-    REQUIRE(a.shape() == b.shape());
-    if (a.dtype() == DataType::kString) CHECK(a.strings() == b.strings());
-    else CHECK((a.bytes() == b.bytes() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0));
-    out.push_back(a);
-  }
-  return out;
-}
-
-Tensor run1(const NodeCase& c) { return run_checked(c)[0]; }
-
-// ---------------------------------------------------------------- tensors
-
-std::mt19937& rng() {
-  static std::mt19937 g(1234);
-  return g;
-}
-
-Tensor random_float(std::vector<int64_t> shape) {
-  Tensor t(DataType::kFloat, std::move(shape));
-  std::uniform_real_distribution<float> d(-10, 10);
-  for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<float>()[i] = d(rng());
-  return t;
-}
-
-template <class T>
-Tensor random_ints(DataType type, std::vector<int64_t> shape, int64_t lo, int64_t hi) {
-  Tensor t(type, std::move(shape));
-  std::uniform_int_distribution<int64_t> d(lo, hi);
-  for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<T>()[i] = static_cast<T>(d(rng()));
-  return t;
-}
-
-Tensor ints(std::vector<int64_t> v, std::vector<int64_t> shape = {}) {
-  if (shape.empty()) shape = {static_cast<int64_t>(v.size())};
-  Tensor t(DataType::kInt64, shape);
-  std::copy(v.begin(), v.end(), t.mutable_data<int64_t>());
-  return t;
-}
-
-Tensor floats(std::vector<float> v, std::vector<int64_t> shape = {}) {
-  if (shape.empty()) shape = {static_cast<int64_t>(v.size())};
-  Tensor t(DataType::kFloat, shape);
-  std::copy(v.begin(), v.end(), t.mutable_data<float>());
-  return t;
-}
-
-Tensor strings_of(std::vector<int64_t> shape) {
-  Tensor t(DataType::kString, std::move(shape));
-  for (int64_t i = 0; i < t.size(); ++i) t.mutable_strings()[static_cast<size_t>(i)] = "s" + std::to_string(i);
-  return t;
-}
-
-Attr attr_int(const std::string& n, int64_t v) { return {Attr::kInt, n, v, 0, {}, {}, {}}; }
-Attr attr_ints(const std::string& n, std::vector<int64_t> v) { return {Attr::kInts, n, 0, 0, {}, std::move(v), {}}; }
-Attr attr_float(const std::string& n, float v) { return {Attr::kFloat, n, 0, v, {}, {}, {}}; }
-Attr attr_floats(const std::string& n, std::vector<float> v) { return {Attr::kFloats, n, 0, 0, {}, {}, std::move(v)}; }
-Attr attr_string(const std::string& n, std::string v) { return {Attr::kString, n, 0, 0, std::move(v), {}, {}}; }
-
-std::vector<int64_t> strides(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
-  return s;
-}
-
-std::vector<int64_t> unravel(int64_t i, const std::vector<int64_t>& shape) {
-  std::vector<int64_t> c(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    c[d] = i % shape[d];
-    i /= shape[d];
-  }
-  return c;
-}
-
-/// A reference output built element by element: out[i] = in[src(i)] (src -1: `fill`).
-Tensor gather_reference(const Tensor& in, const std::vector<int64_t>& out_shape,
-                        const std::function<int64_t(const std::vector<int64_t>&)>& src, double fill = 0) {
-  Tensor out(in.dtype(), out_shape);
-  const size_t es = in.dtype() == DataType::kString ? 0 : in.bytes() / static_cast<size_t>(std::max<int64_t>(in.size(), 1));
-  for (int64_t i = 0; i < out.size(); ++i) {
-    const int64_t s = src(unravel(i, out_shape));
-    if (in.dtype() == DataType::kString) {
-      out.mutable_strings()[static_cast<size_t>(i)] = s < 0 ? "" : in.strings()[static_cast<size_t>(s)];
-    } else if (s < 0) {
-      REQUIRE(in.dtype() == DataType::kFloat);
-      out.mutable_data<float>()[i] = static_cast<float>(fill);
-    } else {
-      std::memcpy(static_cast<uint8_t*>(out.mutable_raw()) + static_cast<size_t>(i) * es,
-                  static_cast<const uint8_t*>(in.raw()) + static_cast<size_t>(s) * es, es);
-    }
-  }
-  return out;
-}
-
-void check_same(const Tensor& got, const Tensor& want) {
-  REQUIRE(got.dtype() == want.dtype());
-  REQUIRE(got.shape() == want.shape());
-  if (got.dtype() == DataType::kString) {
-    CHECK(got.strings() == want.strings());
-    return;
-  }
-  CHECK(std::memcmp(got.raw(), want.raw(), got.bytes()) == 0);
-}
-
-void check_close(const Tensor& got, const std::vector<double>& want, double tol) {
-  REQUIRE(got.size() == static_cast<int64_t>(want.size()));
-  for (int64_t i = 0; i < got.size(); ++i) {
-    const double g = got.data<float>()[i];
-    if (std::fabs(g - want[static_cast<size_t>(i)]) > tol * (1 + std::fabs(want[static_cast<size_t>(i)]))) {
-      FAIL_CHECK("element " << i << ": " << g << " vs expected " << want[static_cast<size_t>(i)]);
-      return;
-    }
-  }
-}
-
-/// Expects the node to fail with an Error whose message names the node.
-void check_fails(const NodeCase& c, const std::string& fragment) {
-  try {
-    run_node(c, 1);
-    FAIL_CHECK(c.op << " did not fail (expected '" << fragment << "')");
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    CHECK_MESSAGE(msg.find(fragment) != std::string::npos, msg);
-    CHECK_MESSAGE(msg.find("n0") != std::string::npos, msg);
-  }
-}
+using namespace testing;  // NOLINT: the kernel-test harness
 
 const std::vector<int64_t> kOdd{1, 7, 13, 127};
 
@@ -418,6 +219,9 @@ TEST_SUITE("tensor_kernels") {
       check_same(parts[0], a);
       check_same(parts[1], b);
       check_same(parts[2], c);
+      const auto uneven = run_checked({"Split", 18, {floats({1, 2, 3, 4, 5, 6, 7})}, {attr_int("num_outputs", 4)}, 4});
+      CHECK((uneven[0].size() == 2 && uneven[2].size() == 2 && uneven[3].size() == 1));
+      CHECK(uneven[3].data<float>()[0] == 7);
       const auto halves = run_checked({"Split", 18, {random_float({n, 2})}, {attr_int("num_outputs", 3)}, 3});
       const int64_t chunk = (n + 2) / 3;
       CHECK(halves[0].dim(0) == std::min(chunk, n));
@@ -687,6 +491,11 @@ TEST_SUITE("tensor_kernels") {
               want.push_back(acc);
             }
         check_close(y, want, 1e-5);
+        // The double path (generic weighted loop) against the same reference.
+        Tensor xd(DataType::kDouble, x.shape());
+        for (int64_t i = 0; i < x.size(); ++i) xd.mutable_data<double>()[i] = x.data<float>()[i];
+        const Tensor yd = run1({"Resize", 13, {xd, Tensor(), Tensor(), ints({2, oh, ow})}, {attr_string("mode", mode)}});
+        for (int64_t i = 0; i < yd.size(); ++i) CHECK(std::fabs(yd.data<double>()[i] - want[static_cast<size_t>(i)]) < 1e-9);
       }
   }
 
@@ -725,6 +534,47 @@ TEST_SUITE("tensor_kernels") {
                               {attr_string("mode", "linear"), attr_string("coordinate_transformation_mode", "tf_crop_and_resize"),
                                attr_float("extrapolation_value", -7)}});
     CHECK(std::vector<float>(crop.data<float>(), crop.data<float>() + 3) == std::vector<float>{2.5f, 4, -7});
+  }
+
+  TEST_CASE("Resize opset 18/19 attributes reproduce the spec's documented examples") {
+    std::vector<float> v16(16);
+    std::iota(v16.begin(), v16.end(), 1.0f);
+    const Tensor x16 = floats(v16, {1, 1, 4, 4});
+    const Tensor x8 = floats({1, 2, 3, 4, 5, 6, 7, 8}, {1, 1, 2, 4});
+    const Tensor none;
+    const Tensor down = floats({1, 1, 0.6f, 0.6f});
+    check_close(run1({"Resize", 18, {x16, none, down}, {attr_string("mode", "cubic"), attr_int("antialias", 1)}}),
+                {2.5180721, 4.2858863, 9.589329, 11.357142}, 1e-5);
+    check_close(run1({"Resize", 18, {x16, none, down}, {attr_string("mode", "linear"), attr_int("antialias", 1)}}),
+                {2.875, 4.5, 9.375, 11.0}, 1e-5);
+    check_close(run1({"Resize", 18, {x16, none, none, ints({1, 1, 3, 3})}, {attr_string("mode", "cubic"), attr_int("antialias", 1)}}),
+                {1.7750092, 3.1200073, 4.4650054, 7.1550016, 8.5, 9.844998, 12.534994, 13.8799925, 15.224991}, 1e-5);
+    check_close(run1({"Resize", 18, {x16, none, none, ints({1, 1, 3, 3})}, {attr_string("mode", "linear"), attr_int("antialias", 1)}}),
+                {2.3636363, 3.590909, 4.818182, 7.2727275, 8.5, 9.727273, 12.181818, 13.409091, 14.636364}, 1e-5);
+    check_close(run1({"Resize", 19, {floats({1, 2, 3, 4}, {1, 1, 1, 4}), none, floats({1, 1, 1, 0.6f})},
+                      {attr_string("mode", "linear"), attr_string("coordinate_transformation_mode", "half_pixel_symmetric")}}),
+                {1.6666667, 3.3333333}, 1e-5);
+    check_close(run1({"Resize", 19, {floats({1, 2, 3, 4}, {1, 1, 2, 2}), none, floats({1, 1, 2.3f, 2.94f})},
+                      {attr_string("mode", "linear"), attr_string("coordinate_transformation_mode", "half_pixel_symmetric")}}),
+                {1, 1.15986395, 1.5, 1.84013605, 2, 1.56521738, 1.72508133, 2.06521738, 2.40535343, 2.56521738,
+                 2.43478262, 2.59464657, 2.93478262, 3.27491867, 3.43478262, 3, 3.15986395, 3.5, 3.84013605, 4},
+                1e-5);
+    const Tensor nl = run1({"Resize", 18, {x8, none, none, ints({1, 3})},
+                            {attr_ints("axes", {2, 3}), attr_string("keep_aspect_ratio_policy", "not_larger")}});
+    CHECK(nl.shape() == std::vector<int64_t>{1, 1, 1, 2});
+    check_close(nl, {1, 3}, 0);
+    const Tensor ns = run1({"Resize", 18, {x8, none, none, ints({1, 3})},
+                            {attr_ints("axes", {2, 3}), attr_string("keep_aspect_ratio_policy", "not_smaller")}});
+    CHECK(ns.shape() == std::vector<int64_t>{1, 1, 2, 3});
+    check_close(ns, {1, 2, 4, 5, 6, 8}, 0);
+    check_close(run1({"Resize", 18, {x16, floats({0.6f, 0.4f, 0.8f, 0.6f}), none, ints({3, 3})},
+                      {attr_string("mode", "linear"), attr_string("coordinate_transformation_mode", "tf_crop_and_resize"),
+                       attr_ints("axes", {3, 2})}}),
+                {7.6000004, 7.9, 8.2, 8.8, 9.1, 9.400001, 10, 10.3, 10.6}, 1e-5);
+    check_close(run1({"Resize", 13, {x16, floats({0, 0, 0.4f, 0.6f, 1, 1, 1.2f, 1.7f}), none, ints({1, 1, 3, 3})},
+                      {attr_string("mode", "linear"), attr_string("coordinate_transformation_mode", "tf_crop_and_resize"),
+                       attr_float("extrapolation_value", 10)}}),
+                {7.6000004, 10, 10, 12.400001, 10, 10, 10, 10, 10}, 1e-5);
   }
 
   TEST_CASE("Upsample nearest repeats elements") {

@@ -7,6 +7,12 @@ void register_cpu_kernels(KernelRegistry& registry) {
   cpu::register_control_kernels(registry);
   cpu::register_elementwise_kernels(registry);
   cpu::register_tensor_kernels(registry);
+  cpu::register_linalg_kernels(registry);
+  cpu::register_nn_kernels(registry);
+  cpu::register_recurrent_kernels(registry);
+  cpu::register_vision_kernels(registry);
+  cpu::register_quantize_kernels(registry);
+  cpu::register_misc_kernels(registry);
 }
 
 }  // namespace onnxtool::runner

@@ -590,19 +590,15 @@ void constant_of_shape(KernelContext& ctx) {
   fill_with(ctx, out, value);
 }
 
-/// Number of elements of Range: max(ceil((limit - start) / delta), 0).
+/// Number of elements of Range: max(ceil((limit - start) / delta), 0), computed in long double
+/// (exact for every int64 span); NaN or more than 2^40 elements fail.
 template <class C>
 int64_t range_count(const KernelContext& ctx, C start, C limit, C delta) {
   if (delta == C(0)) ctx.fail("Range delta cannot be 0");
-  if constexpr (std::is_floating_point_v<C>) {
-    const double n = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
-    if (!(n <= static_cast<double>(std::numeric_limits<int32_t>::max()) * 64)) ctx.fail("Range has too many elements");
-    return n > 0 ? static_cast<int64_t>(n) : 0;
-  } else {
-    const long double span = static_cast<long double>(limit) - static_cast<long double>(start);
-    const long double n = std::ceil(span / static_cast<long double>(delta));
-    return n > 0 ? static_cast<int64_t>(n) : 0;
-  }
+  const long double n = std::ceil((static_cast<long double>(limit) - static_cast<long double>(start)) /
+                                  static_cast<long double>(delta));
+  if (!(n <= static_cast<long double>(int64_t{1} << 40))) ctx.fail("Range has too many (or NaN) elements");
+  return n > 0 ? static_cast<int64_t>(n) : 0;
 }
 
 void range(KernelContext& ctx) {
@@ -613,17 +609,15 @@ void range(KernelContext& ctx) {
   if (s.size() != 1 || l.size() != 1 || d.size() != 1) ctx.fail("Range inputs must be scalars");
   visit_or_fail<kFloats | kSignedInts>(ctx, s.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
+    // float16/bfloat16 (Range-27) compute in float, as stash_type's default asks.
     using C = calc_t<T>;
-    if constexpr (std::is_same_v<C, bool>) return;
-    else {
-      const C start = Num<T>::load(s.data<T>()[0]);
-      const C limit = Num<T>::load(l.data<T>()[0]);
-      const C delta = Num<T>::load(d.data<T>()[0]);
-      const int64_t n = range_count(ctx, start, limit, delta);
-      Tensor& out = ctx.output(0, s.dtype(), {n});
-      T* o = out.mutable_data<T>();
-      for (int64_t i = 0; i < n; ++i) o[i] = Num<T>::store(static_cast<C>(start + static_cast<C>(i) * delta));
-    }
+    const C start = Num<T>::load(s.data<T>()[0]);
+    const C limit = Num<T>::load(l.data<T>()[0]);
+    const C delta = Num<T>::load(d.data<T>()[0]);
+    const int64_t n = range_count(ctx, start, limit, delta);
+    Tensor& out = ctx.output(0, s.dtype(), {n});
+    T* o = out.mutable_data<T>();
+    for (int64_t i = 0; i < n; ++i) o[i] = Num<T>::store(static_cast<C>(start + static_cast<C>(i) * delta));
   });
 }
 

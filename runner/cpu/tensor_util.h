@@ -191,7 +191,9 @@ void strided_copy(const StridedPlan& p, const E* in, E* out) {
     const int64_t rows = p.dims[k - 2];
     const int64_t batches = p.size / (rows * inner);
     const int64_t row_tiles = (rows + kTransposeTile - 1) / kTransposeTile;
-    parallel_ranges(batches * row_tiles, std::max<int64_t>(1, 8192 / (kTransposeTile * inner) + 1), [&](int64_t b0, int64_t b1) {
+    // A tile is up to kTransposeTile rows of `inner` elements; aim at ~16K elements per chunk.
+    const int64_t grain = std::max<int64_t>(1, 16384 / (kTransposeTile * inner));
+    parallel_ranges(batches * row_tiles, grain, [&](int64_t b0, int64_t b1) {
       for (int64_t t = b0; t < b1; ++t) {
         const int64_t b = t / row_tiles;
         const int64_t r0 = (t % row_tiles) * kTransposeTile;
