@@ -55,4 +55,26 @@ std::string human_bytes(uint64_t bytes) {
   return buf;
 }
 
+std::pair<std::string, std::string> parse_assignment(const std::string& s, const char* flag) {
+  const auto eq = s.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw_usage_error(std::string(flag) + " expects NAME=VALUE, got '" + s + "'");
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+std::vector<int64_t> parse_size_list(const std::string& flag, const std::string& name, const std::string& text) {
+  std::vector<int64_t> dims;
+  size_t i = 0;
+  while (i <= text.size()) {
+    size_t j = text.find(',', i);
+    if (j == std::string::npos) j = text.size();
+    const std::string part = text.substr(i, j - i);
+    if (part.empty() || part.size() > 12 || part.find_first_not_of("0123456789") != std::string::npos)
+      throw_usage_error(flag + " " + name + ": '" + text + "' is not a list of sizes like 1,3,224,224");
+    dims.push_back(std::stoll(part));
+    i = j + 1;
+  }
+  return dims;
+}
+
 }  // namespace onnxtool::cli

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
@@ -25,6 +27,11 @@ int run_action(const std::string& command, const Action& action);
 /// Prints a JSON document on stdout (one document, two-space indent).
 void print_json(const nlohmann::json& doc);
 
+/// Splits "NAME=VALUE" (flag names the option in the error).
+std::pair<std::string, std::string> parse_assignment(const std::string& s, const char* flag);
+/// Parses "D1,D2,..." (non-negative sizes) of option `flag` for input `name`.
+std::vector<int64_t> parse_size_list(const std::string& flag, const std::string& name, const std::string& text);
+
 /// "12.3 MB" style.
 std::string human_bytes(uint64_t bytes);
 
@@ -33,6 +40,7 @@ void register_inspect(CLI::App& app, Action& action);
 void register_check(CLI::App& app, Action& action);
 void register_run(CLI::App& app, Action& action);
 void register_convert(CLI::App& app, Action& action);
+void register_optimize(CLI::App& app, Action& action);
 void register_pending(CLI::App& app, Action& action);
 
 }  // namespace onnxtool::cli

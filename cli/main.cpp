@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   register_check(app, action);
   register_run(app, action);
   register_convert(app, action);
+  register_optimize(app, action);
   register_pending(app, action);
 
   try {

@@ -34,16 +34,6 @@ void register_pending(CLI::App& app, Action& action) {
   static std::vector<std::string> list;
   static bool flag = false;
   static double number = 0;
-  static int count = 0;
-
-  auto* optimize = add_pending(app, action, {"optimize", "Rewrite the graph with optimization passes", "#5"});
-  optimize->add_option("MODEL", model, "model file")->required();
-  optimize->add_option("-o,--output", out, "output model");
-  optimize->add_option("--passes", list, "passes to run")->delimiter(',');
-  optimize->add_option("--skip", list, "passes to skip")->delimiter(',');
-  optimize->add_flag("--list-passes", flag, "list the passes");
-  optimize->add_flag("--verify", flag, "compare outputs before and after");
-  optimize->add_flag("--json", flag, "print one JSON document");
 
   auto* quantize = add_pending(app, action, {"quantize", "Quantize a model to INT8 (dynamic or static)", "#6"});
   quantize->add_option("MODEL", model, "model file")->required();

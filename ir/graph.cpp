@@ -271,6 +271,14 @@ void Graph::remove_output(size_t index) {
   outputs.erase(outputs.begin() + static_cast<std::ptrdiff_t>(index));
 }
 
+void Graph::set_output_value(size_t index, Value* v) {
+  ValueInfo& info = outputs.at(index);
+  if (info.value == v) return;
+  info.value->graph_output_--;
+  v->graph_output_++;
+  info.value = v;
+}
+
 Value* Graph::add_initializer(Tensor tensor) {
   Value* v = value(tensor.name);
   initializers_.push_back(std::make_unique<Tensor>(std::move(tensor)));
@@ -343,6 +351,10 @@ Value* Graph::add_node_output(Node* node, const std::string& output_name) {
 
 void Graph::detach_uses(Node* node) {
   for (size_t i = 0; i < node->inputs_.size(); ++i) node->set_input(i, nullptr);
+  // Nodes of its subgraphs may use values of enclosing graphs (outer scope): the subgraphs go
+  // with the node, so those uses go too.
+  for (Graph* sub : node->subgraphs())
+    for (const auto& n : sub->nodes_) sub->detach_uses(n.get());
   for (Value* v : node->outputs_)
     if (v && v->producer_ == node) v->producer_ = nullptr;
 }

@@ -236,6 +236,8 @@ class Graph {
   ValueInfo& add_output(Value* value, std::optional<TypeInfo> type);
   void remove_input(size_t index);
   void remove_output(size_t index);
+  /// Points graph output `index` at another value, keeping its position, declared type and docs.
+  void set_output_value(size_t index, Value* value);
 
   // --- initializers (in file order)
   const std::vector<std::unique_ptr<Tensor>>& initializers() const { return initializers_; }

@@ -1,0 +1,124 @@
+// Pass eliminate_common_subexpressions: merges identical initializers and identical nodes.
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "passes/pass_list.h"
+#include "passes/rewrite.h"
+
+namespace onnxtool::passes {
+
+namespace {
+
+void append_bytes(std::string& key, const void* p, size_t n) { key.append(static_cast<const char*>(p), n); }
+
+template <class T>
+void append_pod(std::string& key, const T& v) { append_bytes(key, &v, sizeof v); }
+
+/// Content key of a dense tensor: type, dims and raw bytes (empty when it cannot be read).
+std::string tensor_key(const ir::Tensor& t) {
+  std::string key;
+  append_pod(key, t.data_type);
+  append_pod(key, t.dims.size());
+  for (int64_t d : t.dims) append_pod(key, d);
+  if (t.type() == ir::DataType::kString) {
+    for (const auto& s : t.string_data) {
+      append_pod(key, s.size());
+      key += s;
+    }
+    return key;
+  }
+  try {
+    const ir::Bytes raw = t.raw_bytes();
+    append_bytes(key, raw.data(), raw.size());
+  } catch (...) {
+    return {};
+  }
+  return key;
+}
+
+/// Key of a node's computation: op, domain, inputs (by identity), attributes (by content).
+/// Empty when the node must not be merged (subgraphs, random generators).
+std::string node_key(const ir::Node& n) {
+  static const std::set<std::string, std::less<>> nondeterministic = {
+      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial", "Dropout"};
+  if (nondeterministic.count(n.op_type) || !n.subgraphs().empty()) return {};
+  std::string key = n.domain + "\n" + n.op_type + "\n";
+  append_pod(key, n.inputs().size());
+  for (const ir::Value* v : n.inputs()) append_pod(key, v);
+  append_pod(key, n.outputs().size());
+  std::map<std::string, const ir::Attribute*> attrs;  // attribute order does not matter
+  for (const auto& a : n.attributes) attrs[a.name] = &a;
+  for (const auto& [name, a] : attrs) {
+    key += name + "\n" + a->ref_attr_name + "\n";
+    append_pod(key, a->type);
+    append_pod(key, a->i);
+    append_pod(key, a->f);
+    key += a->s + "\n";
+    append_pod(key, a->ints.size());
+    for (int64_t v : a->ints) append_pod(key, v);
+    append_pod(key, a->floats.size());
+    for (float v : a->floats) append_pod(key, v);
+    append_pod(key, a->strings.size());
+    for (const auto& s : a->strings) key += s + "\n";
+    if (a->t) {
+      const std::string tk = tensor_key(*a->t);
+      if (tk.empty()) return {};
+      key += tk;
+    }
+    if (!a->tensors.empty() || a->sparse_tensor || !a->sparse_tensors.empty() || a->tp || !a->type_protos.empty())
+      return {};  // rare attribute kinds: not compared, never merged
+  }
+  return key;
+}
+
+}  // namespace
+
+/// Merges initializers with the same type, dims and bytes (the first in file order stays), then
+/// nodes with the same op, attributes and inputs (the first in topological order stays; later
+/// ones' readers read its outputs). Graph inputs and outputs are never merged away; random
+/// generators and nodes with subgraphs are never merged.
+PassStats eliminate_common_subexpressions(ir::Model& model, const PassContext&) {
+  PassStats stats;
+  ir::for_each_graph(model, [&](ir::Graph& g) {
+    std::map<std::string, ir::Value*> seen_tensors;
+    std::vector<ir::Value*> duplicates;
+    for (const auto& t : g.initializers()) {
+      ir::Value* v = g.find(t->name);
+      if (!v || v->initializer() != t.get() || !constant_of(model, v) || v->is_graph_output()) continue;
+      const std::string key = tensor_key(*t);
+      if (key.empty()) continue;
+      auto [it, fresh] = seen_tensors.emplace(key, v);
+      if (!fresh) {
+        g.replace_all_uses(v, it->second);
+        duplicates.push_back(v);
+      }
+    }
+    for (ir::Value* v : duplicates) {
+      g.remove_initializer(v);
+      ++stats.initializers_removed;
+    }
+
+    std::map<std::string, ir::Node*> seen_nodes;
+    std::vector<ir::Node*> order;
+    for (const auto& n : g.nodes()) order.push_back(n.get());
+    for (ir::Node* n : order) {
+      const std::string key = node_key(*n);
+      if (key.empty()) continue;
+      auto [it, fresh] = seen_nodes.emplace(key, n);
+      if (fresh) continue;
+      bool output = false;
+      for (const ir::Value* o : n->outputs())
+        if (o && o->is_graph_output()) output = true;
+      if (output) continue;
+      for (size_t i = 0; i < n->outputs().size(); ++i)
+        if (n->output(i) && it->second->output(i)) g.replace_all_uses(n->output(i), it->second->output(i));
+      g.remove_node(n);
+      ++stats.removed;
+    }
+    g.prune_values();
+  });
+  return stats;
+}
+
+}  // namespace onnxtool::passes

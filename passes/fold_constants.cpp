@@ -1,0 +1,312 @@
+// Pass fold_constants: evaluates constant nodes with the runner's kernels into initializers.
+#include <algorithm>
+#include <set>
+
+#include "ir/diagnostic.h"
+#include "ir/error.h"
+#include "ir/shape_inference.h"
+#include "passes/pass_list.h"
+#include "passes/rewrite.h"
+#include "runner/session.h"
+
+namespace onnxtool::passes {
+
+namespace {
+
+/// Ops whose result is not a function of their inputs (or that the runner must not evaluate now).
+bool is_foldable_op(const ir::Node& n) {
+  static const std::set<std::string, std::less<>> nondeterministic = {
+      "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Bernoulli", "Multinomial"};
+  if (!n.domain.empty() && n.domain != "ai.onnx") return false;
+  if (nondeterministic.count(n.op_type)) return false;
+  // Training-mode Dropout draws a mask; inference Dropout is left to eliminate_noops.
+  if (n.op_type == "Dropout") return false;
+  return n.subgraphs().empty();
+}
+
+/// A copy of an attribute that holds no subgraph.
+ir::Attribute copy_attribute(const ir::Attribute& a) {
+  ir::Attribute c;
+  c.name = a.name;
+  c.ref_attr_name = a.ref_attr_name;
+  c.type = a.type;
+  c.f = a.f;
+  c.i = a.i;
+  c.s = a.s;
+  c.t = a.t;
+  c.sparse_tensor = a.sparse_tensor;
+  c.tp = a.tp;
+  c.floats = a.floats;
+  c.ints = a.ints;
+  c.strings = a.strings;
+  c.tensors = a.tensors;
+  c.sparse_tensors = a.sparse_tensors;
+  c.type_protos = a.type_protos;
+  return c;
+}
+
+/// Bytes of a statically known tensor type, or -1.
+int64_t static_bytes(const ir::TypeInfo& t) {
+  if (!t.is_tensor() || !t.shape) return -1;
+  int64_t n = 1;
+  for (const ir::Dim& d : t.shape->dims) {
+    if (d.kind != ir::Dim::Kind::kValue || d.value < 0) return -1;
+    if (d.value != 0 && n > (int64_t{1} << 40) / d.value) return int64_t{1} << 40;
+    n *= d.value;
+  }
+  const int64_t bits = ir::data_type_bits(t.data_type());
+  return bits > 0 ? (n * bits + 7) / 8 : -1;
+}
+
+/// Runs one node on constant inputs; empty when the runner cannot (the node then stays).
+std::vector<runner::Tensor> evaluate(const ir::Model& model, const ir::Node& node, const std::vector<const ir::Tensor*>& inputs) {
+  ir::Model m;
+  m.ir_version = model.ir_version;
+  m.opset_import = model.opset_import;
+  m.graph = std::make_unique<ir::Graph>();
+  ir::Graph& g = *m.graph;
+  std::vector<ir::Value*> ins;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i]) {
+      ins.push_back(nullptr);
+      continue;
+    }
+    ir::Tensor t = *inputs[i];
+    t.name = "in" + std::to_string(i);
+    ins.push_back(g.add_initializer(std::move(t)));
+  }
+  std::vector<std::string> outs;
+  for (size_t i = 0; i < node.outputs().size(); ++i)
+    outs.push_back(node.output(i) && !node.output(i)->name().empty() ? "out" + std::to_string(i) : "");
+  ir::Node* n = g.add_node(node.op_type, ins, outs, node.domain, node.name);
+  for (const auto& a : node.attributes) n->set_attr(copy_attribute(a));
+  for (size_t i = 0; i < outs.size(); ++i)
+    if (!outs[i].empty()) g.add_output(n->output(i), std::nullopt);
+  try {
+    runner::Session session(m, runner::SessionOptions{1});
+    std::vector<runner::Value> values = session.run({});
+    std::vector<runner::Tensor> result;
+    for (auto& v : values) {
+      if (!v.is_tensor()) return {};
+      result.push_back(v.tensor);
+    }
+    return result;
+  } catch (const Error&) {
+    return {};  // no kernel, or invalid constants: leave the node for the checker and runner
+  }
+}
+
+/// Shape and Size of a value whose shape is fully static.
+std::optional<runner::Tensor> fold_shape(const ir::Node& n) {
+  const ir::Value* x = n.input(0);
+  if (!x || !x->type.is_tensor() || !x->type.shape) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const ir::Dim& d : x->type.shape->dims) {
+    if (d.kind != ir::Dim::Kind::kValue) return std::nullopt;
+    dims.push_back(d.value);
+  }
+  if (n.op_type == "Size") {
+    int64_t size = 1;
+    for (int64_t d : dims) size *= d;
+    return runner::Tensor::scalar_int64(size);
+  }
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  auto clamp = [rank](int64_t v) { return std::clamp<int64_t>(v < 0 ? v + rank : v, 0, rank); };
+  const int64_t start = clamp(n.attr_int("start", 0));
+  const int64_t end = clamp(n.attr_int("end", rank));
+  runner::Tensor t(ir::DataType::kInt64, {std::max<int64_t>(end - start, 0)});
+  for (int64_t i = start; i < end; ++i) t.mutable_data<int64_t>()[i - start] = dims[static_cast<size_t>(i)];
+  return t;
+}
+
+/// The dims a Shape node outputs, -1 where unknown; nullopt when the rank is unknown.
+std::optional<std::vector<int64_t>> partial_shape(const ir::Value* v) {
+  const ir::Node* s = v ? v->producer() : nullptr;
+  if (!is_op(s, "Shape") || !s->input(0) || !s->input(0)->type.is_tensor() || !s->input(0)->type.shape) return std::nullopt;
+  std::vector<int64_t> dims;
+  for (const ir::Dim& d : s->input(0)->type.shape->dims) dims.push_back(d.kind == ir::Dim::Kind::kValue ? d.value : -1);
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  auto clamp = [rank](int64_t x) { return std::clamp<int64_t>(x < 0 ? x + rank : x, 0, rank); };
+  const int64_t start = clamp(s->attr_int("start", 0)), end = clamp(s->attr_int("end", rank));
+  return std::vector<int64_t>(dims.begin() + start, dims.begin() + std::max(start, end));
+}
+
+/// Gather or Slice of a Shape's output that picks only known dims (the batch dim may stay
+/// symbolic while the others are fixed).
+std::optional<runner::Tensor> fold_shape_pick(const ir::Model& model, const ir::Node& n) {
+  const auto dims = partial_shape(n.input(0));
+  if (!dims) return std::nullopt;
+  const int64_t size = static_cast<int64_t>(dims->size());
+  std::vector<int64_t> picked;
+  bool scalar = false;
+  if (is_op(&n, "Gather")) {
+    const ir::Tensor* t = constant_of(model, n.input(1));
+    const auto idx = t ? constant_values(*t) : std::nullopt;
+    if (!idx || n.attr_int("axis", 0) != 0) return std::nullopt;
+    scalar = t->dims.empty();
+    if (t->dims.size() > 1) return std::nullopt;
+    for (double d : *idx) {
+      int64_t i = static_cast<int64_t>(d);
+      if (i < 0) i += size;
+      if (i < 0 || i >= size) return std::nullopt;
+      picked.push_back((*dims)[static_cast<size_t>(i)]);
+    }
+  } else if (is_op(&n, "Slice")) {
+    const bool attrs = default_opset(model) < 10;  // Slice-1 takes starts/ends/axes as attributes
+    const auto starts = ints_input_or_attr(model, n, 1, attrs ? "starts" : "");
+    const auto ends = ints_input_or_attr(model, n, 2, attrs ? "ends" : "");
+    if (!starts || !ends || starts->size() != 1 || ends->size() != 1) return std::nullopt;
+    if (n.input(3) || n.attr("axes")) {
+      const auto axes = ints_input_or_attr(model, n, 3, attrs ? "axes" : "");
+      if (!axes || axes->size() != 1 || ((*axes)[0] != 0 && (*axes)[0] != -1)) return std::nullopt;
+    }
+    int64_t step = 1;
+    if (n.input(4)) {
+      const auto steps = ints_input_or_attr(model, n, 4, "");
+      if (!steps || steps->size() != 1) return std::nullopt;
+      step = (*steps)[0];
+    }
+    if (step != 1) return std::nullopt;
+    auto clamp = [size](int64_t x) { return std::clamp<int64_t>(x < 0 ? x + size : x, 0, size); };
+    const int64_t b = clamp((*starts)[0]), e = clamp((*ends)[0]);
+    for (int64_t i = b; i < e; ++i) picked.push_back((*dims)[static_cast<size_t>(i)]);
+  } else {
+    return std::nullopt;
+  }
+  for (int64_t d : picked)
+    if (d < 0) return std::nullopt;
+  runner::Tensor out(ir::DataType::kInt64, scalar ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(picked.size())});
+  std::copy(picked.begin(), picked.end(), out.mutable_data<int64_t>());
+  return out;
+}
+
+/// The node producing `v`, looking through Casts between integer types.
+const ir::Node* through_casts(const ir::Value* v, const ir::Value** at) {
+  const ir::Node* p = v ? v->producer() : nullptr;
+  while (is_op(p, "Cast") && p->input(0)) {
+    v = p->input(0);
+    p = v->producer();
+  }
+  *at = v;
+  return p;
+}
+
+/// Reshape(x, Concat(parts)) where every part is a constant or the matching dim of Shape(x)
+/// (Gather/Slice, through Casts) => Reshape(x, constant) with 0 ("copy this dim") for the picked
+/// dims. Returns the constant shape, or nullopt.
+std::optional<std::vector<int64_t>> reshape_target(const ir::Model& model, const ir::Node& reshape) {
+  if (!is_op(&reshape, "Reshape") || reshape.attr_int("allowzero", 0) != 0 || !reshape.input(1)) return std::nullopt;
+  const ir::Value* shape = nullptr;
+  const ir::Node* concat = through_casts(reshape.input(1), &shape);
+  if (!is_op(concat, "Concat")) return std::nullopt;
+  const ir::Value* x = reshape.input(0);
+  std::vector<int64_t> target;
+  for (const ir::Value* part : concat->inputs()) {
+    if (!part) return std::nullopt;
+    if (const ir::Tensor* t = constant_of(model, part)) {
+      const auto v = constant_values(*t);
+      if (!v) return std::nullopt;
+      for (double d : *v) {
+        if (d == 0) return std::nullopt;  // a literal 0 would copy a dim; keep the model's meaning simple
+        target.push_back(static_cast<int64_t>(d));
+      }
+      continue;
+    }
+    const ir::Value* src = nullptr;
+    const ir::Node* pick = through_casts(part, &src);
+    const ir::Value* shape_value = nullptr;
+    const ir::Node* shape_node = pick && pick->input(0) ? through_casts(pick->input(0), &shape_value) : nullptr;
+    if (!is_op(shape_node, "Shape") || shape_node->input(0) != x || shape_node->attr("start") || shape_node->attr("end"))
+      return std::nullopt;
+    std::optional<std::vector<int64_t>> index;
+    if (is_op(pick, "Gather") && pick->attr_int("axis", 0) == 0) {
+      index = ints_input_or_attr(model, *pick, 1, "");
+    } else if (is_op(pick, "Slice")) {
+      const bool attrs = default_opset(model) < 10;
+      const auto starts = ints_input_or_attr(model, *pick, 1, attrs ? "starts" : "");
+      const auto ends = ints_input_or_attr(model, *pick, 2, attrs ? "ends" : "");
+      if (pick->input(4) || !starts || !ends || starts->size() != 1 || ends->size() != 1 ||
+          (*ends)[0] != (*starts)[0] + 1 || (*starts)[0] < 0)
+        return std::nullopt;
+      index = std::vector<int64_t>{(*starts)[0]};
+    }
+    if (!index || index->size() != 1 || (*index)[0] != static_cast<int64_t>(target.size())) return std::nullopt;
+    target.push_back(0);
+  }
+  if (std::count(target.begin(), target.end(), -1) > 1) return std::nullopt;
+  return target;
+}
+
+}  // namespace
+
+/// Replaces every node whose inputs are all constants by initializers holding its outputs,
+/// computed by the runner's own kernels (Constant nodes become initializers), and Shape/Size of
+/// values whose shape inference gives a fully static shape. Never folds random generators or
+/// nodes with subgraphs, nor creates a tensor above OptimizeOptions::fold_max_bytes. Graph
+/// outputs keep their names (an output may become an initializer).
+PassStats fold_constants(ir::Model& model, const PassContext& context) {
+  ir::DiagnosticSink sink;
+  ir::infer_shapes(model, sink);
+  PassStats stats;
+  const int64_t cap = context.options.fold_max_bytes;
+  ir::for_each_graph(model, [&](ir::Graph& g) {
+    std::vector<ir::Node*> order;
+    for (const auto& n : g.nodes()) order.push_back(n.get());
+    for (ir::Node* n : order) {
+      if (!is_foldable_op(*n)) continue;
+      // A subgraph output that becomes an initializer is legal but trips some runtimes.
+      bool too_big = false;
+      if (g.parent())
+        for (const ir::Value* o : n->outputs())
+          if (o && o->is_graph_output()) too_big = true;
+      for (const ir::Value* o : n->outputs())
+        if (o && static_bytes(o->type) > cap) too_big = true;
+      if (too_big) continue;
+      std::vector<runner::Tensor> results;
+      if ((n->op_type == "Shape" || n->op_type == "Size") && n->outputs().size() == 1) {
+        if (auto t = fold_shape(*n)) results.push_back(*t);
+      }
+      if (results.empty() && (n->op_type == "Gather" || n->op_type == "Slice")) {
+        if (auto t = fold_shape_pick(model, *n)) results.push_back(*t);
+      }
+      if (results.empty()) {
+        std::vector<const ir::Tensor*> inputs;
+        bool constant = true;
+        for (const ir::Value* v : n->inputs()) {
+          if (!v) {
+            inputs.push_back(nullptr);
+            continue;
+          }
+          const ir::Tensor* t = constant_of(model, v);
+          if (!t) constant = false;
+          inputs.push_back(t);
+        }
+        if (!constant || (n->inputs().empty() && n->op_type != "Constant")) continue;
+        results = evaluate(model, *n, inputs);
+        if (results.empty()) continue;
+      }
+      bool fits = true;
+      for (const auto& r : results)
+        if (static_cast<int64_t>(r.bytes()) > cap) fits = false;
+      if (!fits) continue;
+      std::vector<ir::Value*> outs(n->outputs().begin(), n->outputs().end());
+      g.remove_node(n);
+      for (size_t i = 0; i < outs.size() && i < results.size(); ++i) {
+        if (!outs[i] || outs[i]->name().empty()) continue;
+        g.add_initializer(runner::to_ir(results[i], outs[i]->name()));
+      }
+      ++stats.folded;
+    }
+    for (const auto& n : g.nodes())
+      if (const auto target = reshape_target(model, *n)) {
+        runner::Tensor t(ir::DataType::kInt64, {static_cast<int64_t>(target->size())});
+        std::copy(target->begin(), target->end(), t.mutable_data<int64_t>());
+        const std::string base = n->input(1)->name();
+        n->set_input(1, g.add_initializer(runner::to_ir(t, unique_name(g, base + "_folded"))));
+        ++stats.folded;
+      }
+  });
+  return stats;
+}
+
+}  // namespace onnxtool::passes

@@ -1,0 +1,37 @@
+// Pass fuse_conv_add_mul: folds a per-channel constant Mul or Add after a Conv into its weights.
+#include "passes/pass_list.h"
+#include "passes/rewrite.h"
+
+namespace onnxtool::passes {
+
+/// Conv -> Mul(c) => Conv with W and B scaled by c; Conv -> Add(c) => Conv with B + c; c a float
+/// constant that varies at most along the output channels (scalar, [C,1,1], [1,C,1,1]...), of the
+/// Conv's type, and the Conv's output read by nothing else.
+PassStats fuse_conv_add_mul(ir::Model& model, const PassContext&) {
+  PassStats stats;
+  ir::for_each_graph(model, [&](ir::Graph& g) {
+    std::vector<ir::Node*> order;
+    for (const auto& n : g.nodes()) order.push_back(n.get());
+    for (ir::Node* op : order) {
+      const bool mul = is_op(op, "Mul");
+      if (!mul && !is_op(op, "Add")) continue;
+      for (size_t side = 0; side < 2; ++side) {
+        ir::Value* y = op->input(side);
+        ir::Node* conv = y ? y->producer() : nullptr;
+        if (!is_op(conv, "Conv") || single_consumer(y) != op) continue;
+        const auto c = float_constant(model, op->input(1 - side));
+        const auto w = float_constant(model, conv->input(1));
+        if (!c || !w || c->type != w->type) continue;
+        const auto v = channel_vector(*c, w->dims.size(), 1, w->dims[0]);
+        if (!v) continue;
+        const std::vector<double> ones(v->size(), 1.0), zeros(v->size(), 0.0);
+        if (!fold_channel_affine(model, g, *conv, 1, 0, 2, mul ? *v : ones, mul ? zeros : *v)) continue;
+        if (bypass_node(g, op, y)) ++stats.fused;
+        break;
+      }
+    }
+  });
+  return stats;
+}
+
+}  // namespace onnxtool::passes

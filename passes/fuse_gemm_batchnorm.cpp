@@ -1,0 +1,32 @@
+// Pass fuse_gemm_batchnorm: folds an inference BatchNormalization into the Gemm before it.
+#include "passes/pass_list.h"
+#include "passes/rewrite.h"
+
+namespace onnxtool::passes {
+
+/// Gemm(A, B, C) [M, N] -> BatchNormalization over N  =>  Gemm with B's output columns scaled
+/// and C = C * s + t. B and C must be constants, C absent or of shape [N], beta 1 when C is
+/// present (an absent C is created with beta set to 1).
+PassStats fuse_gemm_batchnorm(ir::Model& model, const PassContext&) {
+  PassStats stats;
+  ir::for_each_graph(model, [&](ir::Graph& g) {
+    std::vector<ir::Node*> order;
+    for (const auto& n : g.nodes()) order.push_back(n.get());
+    for (ir::Node* bn : order) {
+      if (!is_op(bn, "BatchNormalization")) continue;
+      ir::Value* y = bn->input(0);
+      ir::Node* gemm = y ? y->producer() : nullptr;
+      if (!is_op(gemm, "Gemm") || single_consumer(y) != bn) continue;
+      if (gemm->input(2) && gemm->attr_float("beta", 1.0f) != 1.0f) continue;
+      if (default_opset(model) < 7) continue;  // Gemm-6 needs the broadcast attribute for a [N] C
+      const auto affine = batchnorm_affine(model, *bn);
+      const size_t axis = gemm->attr_int("transB", 0) ? 0 : 1;
+      if (!affine || !fold_channel_affine(model, g, *gemm, 1, axis, 2, affine->scale, affine->shift)) continue;
+      gemm->remove_attr("beta");
+      if (bypass_node(g, bn, y)) ++stats.fused;
+    }
+  });
+  return stats;
+}
+
+}  // namespace onnxtool::passes

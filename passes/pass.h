@@ -1,0 +1,85 @@
+// Graph optimization passes: the pass interface, the ordered pipeline and the optimizer driver.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace onnxtool::passes {
+
+/// What one pass did: nodes removed (no-ops, dead code, duplicates), fused into another node, or
+/// folded into initializers; initializers removed or merged.
+struct PassStats {
+  int64_t removed = 0;
+  int64_t fused = 0;
+  int64_t folded = 0;
+  int64_t initializers_removed = 0;
+
+  bool changed() const { return removed || fused || folded || initializers_removed; }
+  PassStats& operator+=(const PassStats& o) {
+    removed += o.removed;
+    fused += o.fused;
+    folded += o.folded;
+    initializers_removed += o.initializers_removed;
+    return *this;
+  }
+};
+
+struct OptimizeOptions {
+  /// Passes to run (--passes), in pipeline order; empty: every pass of the pipeline.
+  std::vector<std::string> only;
+  /// Passes not to run (--skip).
+  std::vector<std::string> skip;
+  /// Repeats the pipeline until no pass changes anything (at most 8 rounds).
+  bool fixed_point = false;
+  /// Constant folding never creates a tensor larger than this (bytes).
+  int64_t fold_max_bytes = int64_t{4} << 20;
+  /// --input-shape: fixed dims for graph inputs, applied before the passes.
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+};
+
+struct PassContext {
+  const OptimizeOptions& options;
+};
+
+/// One pass: a name (verb_noun), one line of doc for --list-passes, and the function.
+struct Pass {
+  const char* name;
+  const char* doc;
+  PassStats (*run)(ir::Model& model, const PassContext& context);
+};
+
+/// Every pass, in the order the optimizer runs them.
+const std::vector<Pass>& pipeline();
+/// The pass of that name, or nullptr.
+const Pass* find_pass(std::string_view name);
+/// "a, b, c": the pass names, for error messages.
+std::string pass_names();
+
+struct PassReport {
+  std::string name;
+  PassStats stats;
+};
+
+struct ModelCounts {
+  int64_t nodes = 0;         ///< in every graph, subgraphs included
+  int64_t initializers = 0;  ///< in every graph
+};
+ModelCounts count_model(const ir::Model& model);
+
+struct OptimizeReport {
+  std::vector<PassReport> passes;  ///< totals per pass over all rounds, pipeline order
+  ModelCounts before, after;
+  int rounds = 0;
+};
+
+/// Runs the selected passes over the model (every graph, subgraphs included). Throws Error(kUsage)
+/// for an unknown pass name or an input shape that names no input or contradicts the model, and
+/// Error(kFailed) for a cyclic graph.
+OptimizeReport optimize(ir::Model& model, const OptimizeOptions& options);
+
+}  // namespace onnxtool::passes

@@ -1,0 +1,121 @@
+// The ordered pipeline of passes and the optimizer driver.
+#include <algorithm>
+
+#include "ir/error.h"
+#include "passes/pass.h"
+#include "passes/pass_list.h"
+
+namespace onnxtool::passes {
+
+const std::vector<Pass>& pipeline() {
+  // Order matters where noted: sorting first (later passes walk nodes in order); folding before
+  // no-op elimination (folded shapes make Reshape/Expand no-ops visible); fusions after no-ops
+  // (an Identity between Conv and BatchNormalization would hide the pair); dead code last (the
+  // other passes leave unused constants behind).
+  static const std::vector<Pass> passes = {
+      {"sort_topologically", "order nodes so that every value is produced before it is used", sort_topologically},
+      {"fold_constants", "compute nodes whose inputs are all constant (and Shape/Size of static shapes) into initializers", fold_constants},
+      {"eliminate_noops", "remove Identity, inference Dropout, same-type Cast, identity Transpose/Reshape/Slice/Pad/Expand/Tile, x*1, x+0", eliminate_noops},
+      {"eliminate_common_subexpressions", "merge identical initializers and nodes computing the same thing from the same inputs", eliminate_common_subexpressions},
+      {"fuse_transposes", "merge consecutive Transposes (dropping identity results)", fuse_transposes},
+      {"fuse_conv_batchnorm", "fold inference BatchNormalization into the preceding Conv's weight and bias", fuse_conv_batchnorm},
+      {"fuse_conv_add_mul", "fold per-channel constant Mul/Add after Conv into its weight and bias", fuse_conv_add_mul},
+      {"fuse_pad_conv", "merge a zero constant Pad into the following Conv or AveragePool's pads", fuse_pad_conv},
+      // MatMul+Add must precede the Gemm rewrites so that they see the new Gemms.
+      {"fuse_matmul_add", "MatMul + Add of a bias on 2-D inputs -> Gemm", fuse_matmul_add},
+      {"fuse_gemm_batchnorm", "fold inference BatchNormalization into the preceding Gemm", fuse_gemm_batchnorm},
+      {"fuse_transpose_gemm", "absorb 2-D Transposes of Gemm inputs into transA/transB", fuse_transpose_gemm},
+      {"fuse_relu_clip", "merge chains of Relu and Clip into one node", fuse_relu_clip},
+      {"fuse_layernorm", "decomposed layer normalization -> LayerNormalization (opset >= 17)", fuse_layernorm},
+      {"fuse_gelu", "decomposed erf GELU -> Gelu (opset >= 20)", fuse_gelu},
+      {"eliminate_dead_code", "remove nodes, initializers, value_info and constant graph inputs nothing uses", eliminate_dead_code},
+  };
+  return passes;
+}
+
+const Pass* find_pass(std::string_view name) {
+  for (const Pass& p : pipeline())
+    if (name == p.name) return &p;
+  return nullptr;
+}
+
+std::string pass_names() {
+  std::string s;
+  for (const Pass& p : pipeline()) s += (s.empty() ? "" : ", ") + std::string(p.name);
+  return s;
+}
+
+ModelCounts count_model(const ir::Model& model) {
+  ModelCounts c;
+  ir::for_each_graph(const_cast<ir::Model&>(model), [&](ir::Graph& g) {
+    c.nodes += static_cast<int64_t>(g.nodes().size());
+    c.initializers += static_cast<int64_t>(g.initializers().size());
+  });
+  return c;
+}
+
+namespace {
+
+/// Fixes the dims of graph inputs named by --input-shape (rank and static dims must agree).
+void apply_input_shapes(ir::Model& model, const OptimizeOptions& options) {
+  for (const auto& [name, dims] : options.input_shapes) {
+    ir::ValueInfo* input = nullptr;
+    for (auto& vi : model.graph->inputs)
+      if (vi.value->name() == name) input = &vi;
+    if (!input) throw_usage_error("--input-shape: the model has no input '" + name + "'");
+    ir::TypeInfo& t = input->value->type;
+    if (!t.is_tensor()) throw_usage_error("--input-shape: input '" + name + "' is not a tensor");
+    if (t.shape && t.shape->rank() != dims.size())
+      throw_usage_error("--input-shape: input '" + name + "' has rank " + std::to_string(t.shape->rank()) + ", not " +
+                        std::to_string(dims.size()));
+    ir::Shape s;
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (dims[i] < 0) throw_usage_error("--input-shape: input '" + name + "' has a negative dim");
+      if (t.shape && t.shape->dims[i].kind == ir::Dim::Kind::kValue && t.shape->dims[i].value != dims[i])
+        throw_usage_error("--input-shape: input '" + name + "' dim " + std::to_string(i) + " is " +
+                          std::to_string(t.shape->dims[i].value) + " in the model, not " + std::to_string(dims[i]));
+      s.dims.push_back(ir::Dim::of(dims[i]));
+    }
+    t.shape = s;
+    if (input->type) input->type->shape = s;
+  }
+}
+
+}  // namespace
+
+OptimizeReport optimize(ir::Model& model, const OptimizeOptions& options) {
+  if (!model.graph) throw_usage_error("the model has no graph");
+  for (const auto& n : options.only)
+    if (!find_pass(n)) throw_usage_error("unknown pass '" + n + "' (passes: " + pass_names() + ")");
+  for (const auto& n : options.skip)
+    if (!find_pass(n)) throw_usage_error("unknown pass '" + n + "' (passes: " + pass_names() + ")");
+  apply_input_shapes(model, options);
+
+  std::vector<const Pass*> selected;
+  for (const Pass& p : pipeline()) {
+    const bool wanted = options.only.empty() || std::count(options.only.begin(), options.only.end(), p.name);
+    const bool skipped = std::count(options.skip.begin(), options.skip.end(), p.name) > 0;
+    if (wanted && !skipped) selected.push_back(&p);
+  }
+  OptimizeReport report;
+  report.before = count_model(model);
+  for (const Pass* p : selected) report.passes.push_back({p->name, {}});
+  const PassContext context{options};
+  // The graph must be acyclic whatever passes were chosen: sorting names the cycle.
+  ir::for_each_graph(model, [](ir::Graph& g) { g.topological_sort(); });
+  const int max_rounds = options.fixed_point ? 8 : 1;
+  for (int round = 0; round < max_rounds; ++round) {
+    bool changed = false;
+    for (size_t i = 0; i < selected.size(); ++i) {
+      const PassStats s = selected[i]->run(model, context);
+      report.passes[i].stats += s;
+      changed = changed || s.changed();
+    }
+    report.rounds = round + 1;
+    if (!changed) break;
+  }
+  report.after = count_model(model);
+  return report;
+}
+
+}  // namespace onnxtool::passes

@@ -1,0 +1,207 @@
+// Shared helpers of the passes.
+#include "passes/rewrite.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ir/error.h"
+#include "runner/session.h"
+
+namespace onnxtool::passes {
+
+int64_t default_opset(const ir::Model& model) {
+  for (const auto& o : model.opset_import)
+    if (o.domain.empty() || o.domain == "ai.onnx") return o.version;
+  return 0;
+}
+
+const ir::Tensor* constant_of(const ir::Model& model, const ir::Value* value) {
+  if (!value || !value->is_initializer()) return nullptr;
+  // From IR version 4 on, an initializer that is also a graph input is a default the caller may
+  // override, so it is not a constant.
+  if (value->is_graph_input() && model.ir_version >= 4) return nullptr;
+  return value->initializer();
+}
+
+bool has_single_use(const ir::Value* value) {
+  return value && !value->is_graph_output() && value->uses().size() == 1;
+}
+
+bool bypass_node(ir::Graph& graph, ir::Node* node, ir::Value* replacement) {
+  ir::Value* out = node->output(0);
+  if (!out || !replacement || out == replacement) return false;
+  if (out->is_graph_output()) {
+    // Keep the output's name: the replacement takes it, when the replacement is a plain
+    // intermediate value of this graph that no graph input or output names.
+    if (replacement->graph() != &graph || !replacement->producer() || replacement->is_graph_output() ||
+        replacement->is_graph_input())
+      return false;
+    const std::string name = out->name();
+    graph.replace_all_uses(out, replacement);
+    for (size_t i = 0; i < graph.outputs.size(); ++i)
+      if (graph.outputs[i].value == out) graph.set_output_value(i, replacement);
+    graph.remove_node(node);
+    auto& vi = graph.value_info;
+    vi.erase(std::remove_if(vi.begin(), vi.end(), [&](const ir::ValueInfo& v) { return v.value == out || v.value == replacement; }),
+             vi.end());
+    graph.prune_values();
+    graph.rename(replacement, name);
+    return true;
+  }
+  graph.replace_all_uses(out, replacement);
+  graph.remove_node(node);
+  return true;
+}
+
+std::optional<std::vector<double>> constant_values(const ir::Tensor& tensor) {
+  const runner::Tensor t = runner::from_ir(tensor);
+  std::vector<double> v(static_cast<size_t>(t.size()));
+  for (int64_t i = 0; i < t.size(); ++i) {
+    double x;
+    switch (t.dtype()) {
+      case ir::DataType::kFloat: x = t.data<float>()[i]; break;
+      case ir::DataType::kDouble: x = t.data<double>()[i]; break;
+      case ir::DataType::kFloat16: x = runner::half_to_float(t.data<uint16_t>()[i]); break;
+      case ir::DataType::kBFloat16: x = runner::bfloat16_to_float(t.data<uint16_t>()[i]); break;
+      case ir::DataType::kInt8: x = t.data<int8_t>()[i]; break;
+      case ir::DataType::kUInt8: x = t.data<uint8_t>()[i]; break;
+      case ir::DataType::kInt16: x = t.data<int16_t>()[i]; break;
+      case ir::DataType::kUInt16: x = t.data<uint16_t>()[i]; break;
+      case ir::DataType::kInt32: x = t.data<int32_t>()[i]; break;
+      case ir::DataType::kUInt32: x = t.data<uint32_t>()[i]; break;
+      case ir::DataType::kInt64: x = static_cast<double>(t.data<int64_t>()[i]); break;
+      case ir::DataType::kUInt64: x = static_cast<double>(t.data<uint64_t>()[i]); break;
+      case ir::DataType::kBool: x = t.data<uint8_t>()[i]; break;
+      default: return std::nullopt;
+    }
+    v[static_cast<size_t>(i)] = x;
+  }
+  return v;
+}
+
+std::optional<FloatConstant> float_constant(const ir::Model& model, const ir::Value* value) {
+  const ir::Tensor* t = constant_of(model, value);
+  if (!t) return std::nullopt;
+  const ir::DataType dt = t->type();
+  if (dt != ir::DataType::kFloat && dt != ir::DataType::kDouble && dt != ir::DataType::kFloat16 &&
+      dt != ir::DataType::kBFloat16)
+    return std::nullopt;
+  auto values = constant_values(*t);
+  if (!values) return std::nullopt;
+  return FloatConstant{dt, t->dims, std::move(*values)};
+}
+
+ir::Value* add_constant(ir::Graph& graph, const std::string& base, ir::DataType type, std::vector<int64_t> dims,
+                        const std::vector<double>& values) {
+  runner::Tensor t(type, std::move(dims));
+  for (int64_t i = 0; i < t.size(); ++i) {
+    const double v = values[static_cast<size_t>(i)];
+    switch (type) {
+      case ir::DataType::kFloat: t.mutable_data<float>()[i] = static_cast<float>(v); break;
+      case ir::DataType::kDouble: t.mutable_data<double>()[i] = v; break;
+      case ir::DataType::kFloat16: t.mutable_data<uint16_t>()[i] = runner::float_to_half(static_cast<float>(v)); break;
+      case ir::DataType::kBFloat16: t.mutable_data<uint16_t>()[i] = runner::float_to_bfloat16(static_cast<float>(v)); break;
+      case ir::DataType::kInt64: t.mutable_data<int64_t>()[i] = static_cast<int64_t>(v); break;
+      default: throw Error(ErrorKind::kInternal, "add_constant: unsupported type");
+    }
+  }
+  return graph.add_initializer(runner::to_ir(t, unique_name(graph, base)));
+}
+
+ir::Node* single_consumer(const ir::Value* value) {
+  return has_single_use(value) ? value->uses().front().node : nullptr;
+}
+
+bool is_op(const ir::Node* node, std::string_view op_type) {
+  return node && node->op_type == op_type && (node->domain.empty() || node->domain == "ai.onnx");
+}
+
+bool fold_channel_affine(const ir::Model& model, ir::Graph& graph, ir::Node& node, size_t weight_index,
+                         size_t weight_axis, size_t bias_index, const std::vector<double>& scale,
+                         const std::vector<double>& shift) {
+  const auto w = float_constant(model, node.input(weight_index));
+  if (!w || weight_axis >= w->dims.size()) return false;
+  const int64_t channels = w->dims[weight_axis];
+  if (channels != static_cast<int64_t>(scale.size()) || scale.size() != shift.size()) return false;
+  std::vector<double> bias(scale.size(), 0.0);
+  if (node.input(bias_index)) {
+    const auto b = float_constant(model, node.input(bias_index));
+    if (!b || b->type != w->type || b->values.size() != scale.size()) return false;
+    bias = b->values;
+  }
+  // Scale weight slices along the channel axis: index = (outer * channels + c) * inner + k.
+  int64_t inner = 1;
+  for (size_t i = weight_axis + 1; i < w->dims.size(); ++i) inner *= w->dims[i];
+  std::vector<double> weights = w->values;
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] *= scale[static_cast<size_t>((static_cast<int64_t>(i) / inner) % channels)];
+  for (size_t c = 0; c < bias.size(); ++c) bias[c] = bias[c] * scale[c] + shift[c];
+  const std::string base = node.name.empty() ? node.op_type : node.name;
+  node.set_input(weight_index, add_constant(graph, base + "_weight_fused", w->type, w->dims, weights));
+  ir::Value* b = add_constant(graph, base + "_bias_fused", w->type, {channels}, bias);
+  while (node.inputs().size() <= bias_index) node.append_input(nullptr);
+  node.set_input(bias_index, b);
+  return true;
+}
+
+std::optional<std::vector<double>> channel_vector(const FloatConstant& c, size_t rank, size_t axis, int64_t channels) {
+  if (c.dims.size() > rank) return std::nullopt;
+  // Right-align the constant's dims with the output's; every dim but the channel one must be 1.
+  const size_t offset = rank - c.dims.size();
+  for (size_t i = 0; i < c.dims.size(); ++i) {
+    const size_t out_axis = offset + i;
+    if (out_axis == axis) {
+      if (c.dims[i] != channels && c.dims[i] != 1) return std::nullopt;
+    } else if (c.dims[i] != 1) {
+      return std::nullopt;
+    }
+  }
+  std::vector<double> v(static_cast<size_t>(channels));
+  for (int64_t k = 0; k < channels; ++k) v[static_cast<size_t>(k)] = c.values.size() == 1 ? c.values[0] : c.values[static_cast<size_t>(k)];
+  return v;
+}
+
+std::optional<ChannelAffine> batchnorm_affine(const ir::Model& model, const ir::Node& bn) {
+  if (!is_op(&bn, "BatchNormalization") || bn.inputs().size() < 5) return std::nullopt;
+  if (bn.attr_int("training_mode", 0) != 0) return std::nullopt;
+  if (default_opset(model) < 7 && bn.attr_int("is_test", 0) == 0) return std::nullopt;
+  if (default_opset(model) < 9 && bn.attr_int("spatial", 1) != 1) return std::nullopt;
+  for (size_t i = 1; i < bn.outputs().size(); ++i)
+    if (bn.output(i) && (bn.output(i)->is_graph_output() || !bn.output(i)->uses().empty())) return std::nullopt;
+  std::vector<std::optional<FloatConstant>> p;
+  for (size_t i = 1; i < 5; ++i) p.push_back(float_constant(model, bn.input(i)));
+  for (const auto& c : p)
+    if (!c || c->values.size() != p[0]->values.size()) return std::nullopt;
+  const double eps = bn.attr_float("epsilon", 1e-5f);
+  ChannelAffine a;
+  for (size_t c = 0; c < p[0]->values.size(); ++c) {
+    const double s = p[0]->values[c] / std::sqrt(p[3]->values[c] + eps);
+    a.scale.push_back(s);
+    a.shift.push_back(p[1]->values[c] - p[2]->values[c] * s);
+  }
+  return a;
+}
+
+std::optional<std::vector<int64_t>> ints_input_or_attr(const ir::Model& model, const ir::Node& node, size_t index,
+                                                       std::string_view attr) {
+  if (node.input(index)) {
+    const ir::Tensor* t = constant_of(model, node.input(index));
+    if (!t) return std::nullopt;
+    const auto v = constant_values(*t);
+    if (!v) return std::nullopt;
+    std::vector<int64_t> out;
+    for (double d : *v) out.push_back(static_cast<int64_t>(d));
+    return out;
+  }
+  if (!node.attr(attr)) return std::nullopt;
+  return node.attr_ints(attr);
+}
+
+std::string unique_name(const ir::Graph& graph, const std::string& base) {
+  if (!graph.lookup(base)) return base;
+  for (int i = 1;; ++i) {
+    std::string n = base + "_" + std::to_string(i);
+    if (!graph.lookup(n)) return n;
+  }
+}
+
+}  // namespace onnxtool::passes

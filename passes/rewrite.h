@@ -1,0 +1,81 @@
+// Shared helpers of the passes: constants, safe node removal, and attribute access.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/tensor.h"
+
+namespace onnxtool::passes {
+
+/// Opset of the default domain the model imports (0 when none).
+int64_t default_opset(const ir::Model& model);
+
+/// The tensor a value always holds: a non-overridable initializer (an initializer that is not
+/// also a graph input, or any initializer below IR version 4), or nullptr.
+const ir::Tensor* constant_of(const ir::Model& model, const ir::Value* value);
+
+/// Removes `node` (one output) and lets every user of its output read `replacement` instead.
+/// A graph output keeps its name: when the output is a graph output, `replacement` is renamed
+/// to it if that is safe (produced by a node of the same graph, not itself a graph output or
+/// input); otherwise nothing changes and false is returned.
+bool bypass_node(ir::Graph& graph, ir::Node* node, ir::Value* replacement);
+
+/// True when the value's only readers are nodes (no graph output) and there is exactly one.
+bool has_single_use(const ir::Value* value);
+
+/// Elements of a constant as double (numeric types only); nullopt for others.
+std::optional<std::vector<double>> constant_values(const ir::Tensor& tensor);
+
+/// A floating-point constant (float, double, float16 or bfloat16) read as doubles.
+struct FloatConstant {
+  ir::DataType type = ir::DataType::kUndefined;
+  std::vector<int64_t> dims;
+  std::vector<double> values;
+};
+std::optional<FloatConstant> float_constant(const ir::Model& model, const ir::Value* value);
+
+/// Adds an initializer of `type` holding `values` (rounded to the type) under a fresh name
+/// derived from `base`; returns its value.
+ir::Value* add_constant(ir::Graph& graph, const std::string& base, ir::DataType type, std::vector<int64_t> dims,
+                        const std::vector<double>& values);
+
+/// The one node reading `value`, when the value has exactly one use and is no graph output.
+ir::Node* single_consumer(const ir::Value* value);
+
+/// True for the default domain ("" or "ai.onnx") and that op type.
+bool is_op(const ir::Node* node, std::string_view op_type);
+
+/// Folds y' = y * scale[c] + shift[c] (c: output channel) into a node's weight and bias inputs:
+/// the weight input `weight_index` is scaled along `weight_axis`, the bias input `bias_index`
+/// (created when absent) becomes bias * scale + shift. Weight and bias must be float constants;
+/// new initializers are added (the old ones may be shared). Returns false, changing nothing,
+/// when the inputs are not suitable.
+bool fold_channel_affine(const ir::Model& model, ir::Graph& graph, ir::Node& node, size_t weight_index,
+                         size_t weight_axis, size_t bias_index, const std::vector<double>& scale,
+                         const std::vector<double>& shift);
+
+/// Per-channel values of a constant that broadcasts against an output of rank `rank` along axis
+/// `axis` only (scalar, [C], [C,1,1], [1,C,1,1]...), expanded to `channels`; nullopt otherwise.
+std::optional<std::vector<double>> channel_vector(const FloatConstant& c, size_t rank, size_t axis, int64_t channels);
+
+/// An inference-mode BatchNormalization with constant parameters as y = x * scale[c] + shift[c]
+/// (scale = gamma / sqrt(var + eps), shift = beta - mean * scale); nullopt when the node is in
+/// training mode, has used extra outputs, or non-constant parameters.
+struct ChannelAffine {
+  std::vector<double> scale, shift;
+};
+std::optional<ChannelAffine> batchnorm_affine(const ir::Model& model, const ir::Node& bn);
+
+/// Integer constant input, or the ints attribute of that name when the input is absent (for ops
+/// whose attribute became an input: Pad pads, Squeeze axes...). nullopt when neither is known.
+std::optional<std::vector<int64_t>> ints_input_or_attr(const ir::Model& model, const ir::Node& node, size_t index,
+                                                       std::string_view attr);
+
+/// A fresh value name in `graph` derived from `base` (base, base_1, base_2, ...).
+std::string unique_name(const ir::Graph& graph, const std::string& base);
+
+}  // namespace onnxtool::passes

@@ -1,0 +1,463 @@
+// Tests of the optimization passes (passes/): each pass on a tiny model built here with a fixed
+// seed — the op counts after the pass, the runner's outputs before and after (tolerance policy
+// "fused": float rounding of a few reassociated operations), idempotence (a second run changes
+// nothing) — and the negative cases where the pass must leave the graph alone.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <random>
+#include <set>
+
+#include "ir/error.h"
+#include "ir/graph.h"
+#include "ir/model_io.h"
+#include "passes/pass.h"
+#include "runner/session.h"
+#include "tests/kernel_test_util.h"
+
+namespace onnxtool {
+namespace {
+
+using ir::DataType;
+using runner::Tensor;
+using runner::Value;
+
+/// Tolerance policy "fused": folding weights reassociates a few float operations.
+constexpr double kFusedRel = 1e-4;
+constexpr double kFusedAbs = 1e-5;
+
+/// Builds a model with a graph from a callback, at a given opset.
+struct Builder {
+  ir::Model m;
+  ir::Graph* g;
+  std::mt19937 rng{42};
+
+  explicit Builder(int64_t opset) {
+    m.ir_version = 9;
+    m.set_opset_version("", opset);
+    m.graph = std::make_unique<ir::Graph>();
+    g = m.graph.get();
+    g->name = "test";
+  }
+  ir::Value* input(const std::string& name, std::vector<int64_t> dims) {
+    ir::Shape s;
+    for (int64_t d : dims) s.dims.push_back(ir::Dim::of(d));
+    return g->add_input(name, ir::TypeInfo::tensor(DataType::kFloat, s)).value;
+  }
+  ir::Value* weight(const std::string& name, std::vector<int64_t> dims, float lo = -1, float hi = 1) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    std::uniform_real_distribution<float> dist(lo, hi);
+    for (float& x : v) x = dist(rng);
+    return g->add_initializer(ir::make_tensor(name, DataType::kFloat, dims, v.data(), v.size() * sizeof(float)));
+  }
+  ir::Value* ints(const std::string& name, std::vector<int64_t> v) {
+    return g->add_initializer(ir::make_tensor(name, DataType::kInt64, {static_cast<int64_t>(v.size())}, v.data(), v.size() * 8));
+  }
+  ir::Value* scalar(const std::string& name, float v) {
+    return g->add_initializer(ir::make_tensor(name, DataType::kFloat, {}, &v, sizeof v));
+  }
+  ir::Node* node(const std::string& op, std::vector<ir::Value*> in, const std::string& out, std::vector<testing::Attr> attrs = {}) {
+    ir::Node* n = g->add_node(op, in, {out}, "", out + "_node");
+    for (const auto& a : attrs) n->set_attr(a.make());
+    return n;
+  }
+  void output(ir::Value* v) { g->add_output(v, std::nullopt); }
+};
+
+int64_t count_op(const ir::Model& m, const std::string& op) {
+  int64_t n = 0;
+  for (const auto& node : m.graph->nodes()) n += node->op_type == op;
+  return n;
+}
+
+std::vector<Value> run(ir::Model& m, const std::map<std::string, Value>& feeds) {
+  runner::Session s(m, runner::SessionOptions{1});
+  return s.run(feeds);
+}
+
+std::map<std::string, Value> random_feeds(const ir::Model& m) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-2, 2);
+  std::map<std::string, Value> feeds;
+  for (const auto& vi : m.graph->inputs) {
+    if (vi.value->is_initializer()) continue;
+    std::vector<int64_t> dims;
+    for (const auto& d : vi.value->type.shape->dims) dims.push_back(d.value);
+    Tensor t(DataType::kFloat, dims);
+    for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<float>()[i] = dist(rng);
+    feeds[vi.value->name()] = Value::of(t);
+  }
+  return feeds;
+}
+
+void check_close(const std::vector<Value>& a, const std::vector<Value>& b) {
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    const Tensor& x = a[i].tensor;
+    const Tensor& y = b[i].tensor;
+    REQUIRE(x.shape() == y.shape());
+    REQUIRE(x.dtype() == y.dtype());
+    for (int64_t k = 0; k < x.size(); ++k) {
+      const double p = x.data<float>()[k], q = y.data<float>()[k];
+      if (std::fabs(p - q) > kFusedAbs + kFusedRel * std::fabs(p)) {
+        FAIL_CHECK("output " << i << " element " << k << ": " << p << " became " << q);
+        return;
+      }
+    }
+  }
+}
+
+/// Runs `passes` on a copy made by `make`, checks the outputs against the original, that a
+/// second run changes nothing, and returns the optimized model.
+ir::Model optimize_checked(const std::function<ir::Model()>& make, std::vector<std::string> passes) {
+  ir::Model before = make();
+  ir::Model after = make();
+  passes::OptimizeOptions o;
+  o.only = std::move(passes);
+  passes::optimize(after, o);
+  const auto feeds = random_feeds(before);
+  check_close(run(before, feeds), run(after, feeds));
+  // Idempotent: optimizing again writes the same bytes.
+  const std::string once = ir::serialize_model(after);
+  passes::optimize(after, o);
+  CHECK(ir::serialize_model(after) == once);
+  return after;
+}
+
+testing::Attr ints_attr(const std::string& n, std::vector<int64_t> v) { return testing::attr_ints(n, std::move(v)); }
+
+ir::Model conv_bn_model() {
+  Builder b(13);
+  ir::Value* x = b.input("x", {1, 3, 8, 8});
+  ir::Node* conv = b.node("Conv", {x, b.weight("w", {4, 3, 3, 3}), b.weight("bias", {4})}, "c", {ints_attr("pads", {1, 1, 1, 1})});
+  ir::Node* bn = b.node("BatchNormalization", {conv->output(0), b.weight("gamma", {4}), b.weight("beta", {4}),
+                                               b.weight("mean", {4}), b.weight("var", {4}, 0.5, 2)}, "y");
+  b.output(bn->output(0));
+  return std::move(b.m);
+}
+
+}  // namespace
+
+TEST_SUITE("passes") {
+  TEST_CASE("the pipeline lists every pass once, with a doc line; unknown names are usage errors") {
+    std::set<std::string> names;
+    for (const auto& p : passes::pipeline()) {
+      CHECK(names.insert(p.name).second);
+      CHECK(std::string(p.doc).size() > 10);
+    }
+    CHECK(names.size() >= 15);
+    ir::Model m = conv_bn_model();
+    passes::OptimizeOptions o;
+    o.only = {"no_such_pass"};
+    try {
+      passes::optimize(m, o);
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::kUsage);
+      CHECK(std::string(e.what()).find("fuse_conv_batchnorm") != std::string::npos);  // lists the valid ones
+    }
+  }
+
+  TEST_CASE("fuse_conv_batchnorm folds BatchNormalization into Conv; the output keeps its name") {
+    ir::Model m = optimize_checked(conv_bn_model, {"fuse_conv_batchnorm", "eliminate_dead_code"});
+    CHECK(count_op(m, "BatchNormalization") == 0);
+    CHECK(count_op(m, "Conv") == 1);
+    CHECK(m.graph->outputs[0].value->name() == "y");
+    CHECK(m.graph->initializers().size() == 2);  // fused weight and bias only
+  }
+
+  TEST_CASE("fuse_conv_batchnorm leaves a Conv whose output has another reader") {
+    auto make = [] {
+      ir::Model m = conv_bn_model();
+      m.graph->add_output(m.graph->find("c"), std::nullopt);
+      return m;
+    };
+    ir::Model m = optimize_checked(make, {"fuse_conv_batchnorm"});
+    CHECK(count_op(m, "BatchNormalization") == 1);
+  }
+
+  TEST_CASE("fuse_conv_add_mul folds per-channel Mul and Add, not a spatially varying one") {
+    auto make = [](bool spatial) {
+      return [spatial] {
+        Builder b(13);
+        ir::Value* x = b.input("x", {1, 2, 5, 5});
+        ir::Node* conv = b.node("Conv", {x, b.weight("w", {3, 2, 1, 1})}, "c");
+        ir::Node* mul = b.node("Mul", {conv->output(0), b.weight("s", spatial ? std::vector<int64_t>{1, 5, 5} : std::vector<int64_t>{3, 1, 1})}, "m");
+        ir::Node* add = b.node("Add", {b.weight("t", {1, 3, 1, 1}), mul->output(0)}, "y");
+        b.output(add->output(0));
+        return std::move(b.m);
+      };
+    };
+    ir::Model fused = optimize_checked(make(false), {"fuse_conv_add_mul"});
+    CHECK(count_op(fused, "Mul") == 0);
+    CHECK(count_op(fused, "Add") == 0);
+    ir::Model kept = optimize_checked(make(true), {"fuse_conv_add_mul"});
+    CHECK(count_op(kept, "Mul") == 1);
+    CHECK(count_op(kept, "Add") == 0);  // the Add after the (unfused) Mul has no Conv before it
+  }
+
+  TEST_CASE("fuse_matmul_add makes a Gemm of 2-D MatMul + bias; fuse_transpose_gemm absorbs transposes") {
+    auto make = [] {
+      Builder b(13);
+      ir::Value* x = b.input("x", {4, 6});
+      ir::Node* t = b.node("Transpose", {b.weight("w", {5, 6})}, "wt", {ints_attr("perm", {1, 0})});
+      ir::Node* mm = b.node("MatMul", {x, t->output(0)}, "mm");
+      ir::Node* add = b.node("Add", {mm->output(0), b.weight("bias", {5})}, "y");
+      b.output(add->output(0));
+      return std::move(b.m);
+    };
+    ir::Model m = optimize_checked(make, {"fold_constants", "fuse_matmul_add", "fuse_transpose_gemm", "eliminate_dead_code"});
+    CHECK(count_op(m, "Gemm") == 1);
+    CHECK(m.graph->nodes().size() == 1);
+    ir::Model unfolded = optimize_checked(make, {"fuse_matmul_add", "fuse_transpose_gemm"});
+    CHECK(count_op(unfolded, "Transpose") == 0);
+    CHECK(unfolded.graph->nodes().front()->attr_int("transB", 0) == 1);
+  }
+
+  TEST_CASE("fuse_matmul_add leaves 3-D MatMuls and widening biases alone") {
+    auto make = [] {
+      Builder b(13);
+      ir::Value* x = b.input("x", {2, 4, 6});
+      ir::Node* mm = b.node("MatMul", {x, b.weight("w", {6, 5})}, "mm");
+      ir::Node* add = b.node("Add", {mm->output(0), b.weight("bias", {5})}, "y");
+      b.output(add->output(0));
+      return std::move(b.m);
+    };
+    CHECK(count_op(optimize_checked(make, {"fuse_matmul_add"}), "Gemm") == 0);
+  }
+
+  TEST_CASE("fuse_gemm_batchnorm folds BatchNormalization after Gemm (transB both ways)") {
+    for (int64_t trans : {0, 1}) {
+      auto make = [trans] {
+        Builder b(13);
+        ir::Value* x = b.input("x", {3, 6});
+        ir::Node* gemm = b.node("Gemm", {x, b.weight("w", trans ? std::vector<int64_t>{5, 6} : std::vector<int64_t>{6, 5}), b.weight("c", {5})}, "g",
+                                {testing::attr_int("transB", trans)});
+        ir::Node* bn = b.node("BatchNormalization", {gemm->output(0), b.weight("gamma", {5}), b.weight("beta", {5}),
+                                                     b.weight("mean", {5}), b.weight("var", {5}, 0.5, 2)}, "y");
+        b.output(bn->output(0));
+        return std::move(b.m);
+      };
+      CHECK(count_op(optimize_checked(make, {"fuse_gemm_batchnorm"}), "BatchNormalization") == 0);
+    }
+  }
+
+  TEST_CASE("fuse_transposes composes permutations and drops identities") {
+    auto make = [](std::vector<int64_t> p2) {
+      return [p2] {
+        Builder b(13);
+        ir::Value* x = b.input("x", {2, 3, 4});
+        ir::Node* t1 = b.node("Transpose", {x}, "t1", {ints_attr("perm", {1, 2, 0})});
+        ir::Node* t2 = b.node("Transpose", {t1->output(0)}, "t2", {ints_attr("perm", p2)});
+        ir::Node* r = b.node("Relu", {t2->output(0)}, "y");
+        b.output(r->output(0));
+        return std::move(b.m);
+      };
+    };
+    CHECK(count_op(optimize_checked(make({0, 2, 1}), {"fuse_transposes"}), "Transpose") == 1);
+    CHECK(count_op(optimize_checked(make({2, 0, 1}), {"fuse_transposes"}), "Transpose") == 0);
+  }
+
+  TEST_CASE("fuse_pad_conv moves spatial zero padding into Conv, not padding of channels") {
+    auto make = [](std::vector<int64_t> pads) {
+      return [pads] {
+        Builder b(13);
+        ir::Value* x = b.input("x", {1, 2, 6, 6});
+        ir::Node* pad = b.node("Pad", {x, b.ints("pads", pads)}, "p");
+        ir::Node* conv = b.node("Conv", {pad->output(0), b.weight("w", {3, pads[1] + pads[5] + 2, 3, 3})}, "y",
+                                {ints_attr("pads", {1, 0, 0, 1})});
+        b.output(conv->output(0));
+        return std::move(b.m);
+      };
+    };
+    ir::Model m = optimize_checked(make({0, 0, 1, 2, 0, 0, 1, 0}), {"fuse_pad_conv"});
+    CHECK(count_op(m, "Pad") == 0);
+    CHECK(m.graph->nodes().front()->attr_ints("pads") == std::vector<int64_t>{2, 2, 1, 1});
+    CHECK(count_op(optimize_checked(make({0, 1, 0, 0, 0, 0, 0, 0}), {"fuse_pad_conv"}), "Pad") == 1);
+  }
+
+  TEST_CASE("fuse_relu_clip merges Relu and Clip chains") {
+    auto make = [] {
+      Builder b(13);
+      ir::Value* x = b.input("x", {3, 7});
+      ir::Node* r = b.node("Relu", {x}, "r");
+      ir::Node* c1 = b.node("Clip", {r->output(0), b.scalar("lo", -1), b.scalar("hi", 6)}, "c1");
+      ir::Node* c2 = b.node("Clip", {c1->output(0), b.scalar("lo2", 0.5f), b.scalar("hi2", 8)}, "y");
+      b.output(c2->output(0));
+      return std::move(b.m);
+    };
+    ir::Model m = optimize_checked(make, {"fuse_relu_clip"});
+    CHECK(m.graph->nodes().size() == 1);
+    CHECK(count_op(m, "Clip") == 1);
+  }
+
+  TEST_CASE("fuse_layernorm recognizes the exporters' decomposition (opset 17), not at opset 13") {
+    auto make = [](int64_t opset) {
+      return [opset] {
+        Builder b(opset);
+        ir::Value* x = b.input("x", {2, 3, 8});
+        auto reduce = [&](ir::Value* in, const std::string& out) {
+          if (opset >= 18) return b.node("ReduceMean", {in, b.ints(out + "_axes", {-1})}, out);
+          return b.node("ReduceMean", {in}, out, {ints_attr("axes", {-1})});
+        };
+        ir::Node* mean = reduce(x, "mean");
+        ir::Node* d = b.node("Sub", {x, mean->output(0)}, "d");
+        ir::Node* sq = b.node("Pow", {d->output(0), b.scalar("two", 2)}, "sq");
+        ir::Node* var = reduce(sq->output(0), "var");
+        ir::Node* e = b.node("Add", {var->output(0), b.scalar("eps", 1e-5f)}, "e");
+        ir::Node* s = b.node("Sqrt", {e->output(0)}, "s");
+        ir::Node* n = b.node("Div", {d->output(0), s->output(0)}, "n");
+        ir::Node* g = b.node("Mul", {n->output(0), b.weight("gamma", {8})}, "gm");
+        ir::Node* y = b.node("Add", {g->output(0), b.weight("beta", {8})}, "y");
+        b.output(y->output(0));
+        return std::move(b.m);
+      };
+    };
+    ir::Model m = optimize_checked(make(17), {"fuse_layernorm"});
+    CHECK(count_op(m, "LayerNormalization") == 1);
+    CHECK(m.graph->nodes().size() == 1);
+    CHECK(count_op(optimize_checked(make(13), {"fuse_layernorm"}), "LayerNormalization") == 0);
+  }
+
+  TEST_CASE("fuse_gelu recognizes the erf form in its three orders (opset 20)") {
+    for (int order = 0; order < 3; ++order) {
+      auto make = [order] {
+        Builder b(20);
+        ir::Value* x = b.input("x", {4, 5});
+        ir::Node* div = b.node("Div", {x, b.scalar("sqrt2", 1.4142135f)}, "div");
+        ir::Node* erf = b.node("Erf", {div->output(0)}, "erf");
+        ir::Node* add = b.node("Add", {erf->output(0), b.scalar("one", 1)}, "add");
+        ir::Node* last;
+        if (order == 0) {
+          ir::Node* m1 = b.node("Mul", {x, add->output(0)}, "m1");
+          last = b.node("Mul", {m1->output(0), b.scalar("half", 0.5f)}, "y");
+        } else if (order == 1) {
+          ir::Node* m1 = b.node("Mul", {add->output(0), b.scalar("half", 0.5f)}, "m1");
+          last = b.node("Mul", {m1->output(0), x}, "y");
+        } else {
+          ir::Node* h = b.node("Mul", {x, b.scalar("half", 0.5f)}, "h");
+          last = b.node("Mul", {h->output(0), add->output(0)}, "y");
+        }
+        b.output(last->output(0));
+        return std::move(b.m);
+      };
+      ir::Model m = optimize_checked(make, {"fuse_gelu"});
+      CHECK_MESSAGE(count_op(m, "Gelu") == 1, "order " << order);
+      CHECK(m.graph->nodes().size() == 1);
+    }
+  }
+
+  TEST_CASE("fold_constants evaluates constant subgraphs and static Shape, respecting the size cap") {
+    auto make = [] {
+      Builder b(13);
+      ir::Value* x = b.input("x", {2, 3});
+      ir::Node* shape = b.node("Shape", {x}, "shape");
+      ir::Node* w2 = b.node("Mul", {b.weight("w", {3}), b.scalar("two", 2)}, "w2");
+      ir::Node* r = b.node("Reshape", {b.node("Add", {x, w2->output(0)}, "a")->output(0), shape->output(0)}, "y");
+      b.output(r->output(0));
+      return std::move(b.m);
+    };
+    ir::Model m = optimize_checked(make, {"fold_constants", "eliminate_noops", "eliminate_dead_code"});
+    CHECK(count_op(m, "Shape") == 0);
+    CHECK(count_op(m, "Mul") == 0);
+    CHECK(count_op(m, "Reshape") == 0);  // reshape to its own shape is a no-op once the shape is known
+    CHECK(count_op(m, "Add") == 1);
+    // A cap of 0 bytes folds nothing.
+    ir::Model capped = make();
+    passes::OptimizeOptions o;
+    o.only = {"fold_constants"};
+    o.fold_max_bytes = 0;
+    passes::optimize(capped, o);
+    CHECK(count_op(capped, "Mul") == 1);
+  }
+
+  TEST_CASE("eliminate_noops removes identities but keeps graph output names") {
+    auto make = [] {
+      Builder b(13);
+      ir::Value* x = b.input("x", {2, 3});
+      ir::Node* r = b.node("Relu", {x}, "r");
+      ir::Node* id = b.node("Identity", {r->output(0)}, "id");
+      ir::Node* mul = b.node("Mul", {id->output(0), b.scalar("one", 1)}, "m");
+      ir::Node* t = b.node("Transpose", {mul->output(0)}, "t", {ints_attr("perm", {0, 1})});
+      ir::Node* y = b.node("Dropout", {t->output(0)}, "y");
+      b.output(y->output(0));
+      ir::Node* passthrough = b.node("Identity", {x}, "x_copy");  // input -> output: must stay
+      b.output(passthrough->output(0));
+      return std::move(b.m);
+    };
+    ir::Model m = optimize_checked(make, {"fold_constants", "eliminate_noops"});
+    CHECK(m.graph->nodes().size() == 2);
+    CHECK(m.graph->outputs[0].value->name() == "y");
+    CHECK(m.graph->outputs[0].value->producer()->op_type == "Relu");
+    CHECK(m.graph->outputs[1].value->name() == "x_copy");
+  }
+
+  TEST_CASE("eliminate_common_subexpressions merges equal initializers and nodes") {
+    auto make = [] {
+      Builder b(13);
+      ir::Value* x = b.input("x", {2, 3});
+      ir::Value* c1 = b.scalar("c1", 3);
+      ir::Value* c2 = b.scalar("c2", 3);
+      ir::Node* a1 = b.node("Add", {x, c1}, "a1");
+      ir::Node* a2 = b.node("Add", {x, c2}, "a2");
+      ir::Node* y = b.node("Mul", {a1->output(0), a2->output(0)}, "y");
+      b.output(y->output(0));
+      return std::move(b.m);
+    };
+    ir::Model m = optimize_checked(make, {"eliminate_common_subexpressions"});
+    CHECK(count_op(m, "Add") == 1);
+    CHECK(m.graph->initializers().size() == 1);
+  }
+
+  TEST_CASE("eliminate_dead_code removes unused nodes and initializers, never outputs") {
+    auto make = [] {
+      Builder b(13);
+      ir::Value* x = b.input("x", {2, 3});
+      b.node("Exp", {b.node("Neg", {x}, "dead1")->output(0)}, "dead2");
+      b.weight("unused", {100});
+      b.output(b.node("Relu", {x}, "y")->output(0));
+      return std::move(b.m);
+    };
+    ir::Model m = optimize_checked(make, {"eliminate_dead_code"});
+    CHECK(m.graph->nodes().size() == 1);
+    CHECK(m.graph->initializers().empty());
+  }
+
+  TEST_CASE("a cyclic graph is refused naming the cycle") {
+    Builder b(13);
+    ir::Value* x = b.input("x", {2});
+    ir::Node* a = b.g->add_node("Add", {x, b.g->value("b_out")}, {"a_out"}, "", "A");
+    b.g->add_node("Relu", {a->output(0)}, {"b_out"}, "", "B");
+    b.output(a->output(0));
+    try {
+      passes::optimize(b.m, {});
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::kFailed);
+      CHECK(std::string(e.what()).find("cycle") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("--input-shape fixes symbolic dims and refuses contradictions") {
+    Builder b(13);
+    ir::Shape s;
+    s.dims = {ir::Dim::symbol("N"), ir::Dim::of(3)};
+    ir::Value* x = b.g->add_input("x", ir::TypeInfo::tensor(DataType::kFloat, s)).value;
+    b.output(b.node("Relu", {x}, "y")->output(0));
+    passes::OptimizeOptions o;
+    o.input_shapes["x"] = {2, 4};
+    CHECK_THROWS_AS(passes::optimize(b.m, o), Error);
+    o.input_shapes["x"] = {5, 3};
+    passes::optimize(b.m, o);
+    CHECK(x->type.shape->dims[0].value == 5);
+    o.input_shapes.clear();
+    o.input_shapes["nope"] = {1};
+    CHECK_THROWS_AS(passes::optimize(b.m, o), Error);
+  }
+}
+
+}  // namespace onnxtool
