@@ -488,6 +488,102 @@ void infer_lp_normalization(InferenceContext& ctx) {
   propagate_type_and_shape(ctx, 0, 0);
 }
 
+// ---------------------------------------------------------------- losses
+
+// NegativeLogLikelihoodLoss: input (N, C, d1..dk), target (N, d1..dk); loss has the target's
+// shape with reduction "none", else it is a scalar. SoftmaxCrossEntropyLoss: the same, plus the
+// optional log_prob output shaped like the scores.
+void infer_loss(InferenceContext& ctx) {
+  const std::string reduction = ctx.attr_string("reduction", "mean");
+  if (reduction != "none" && reduction != "sum" && reduction != "mean")
+    ctx.fail("shape.attribute", "reduction must be none, sum or mean, not '" + reduction + "'");
+  const Shape* x = ctx.input_shape(0);
+  const Shape* target = ctx.input_shape(1);
+  if (x && target && x->rank() >= 2 && target->rank() != x->rank() - 1)
+    ctx.fail("shape.rank", "target has rank " + str(static_cast<int64_t>(target->rank())) + ", expected " +
+                               str(static_cast<int64_t>(x->rank()) - 1));
+  std::optional<Shape> s;
+  if (reduction != "none") s = Shape{};
+  else if (target) s = *target;
+  propagate_type(ctx, 0, 0, s);
+  if (ctx.output_count() > 1 && ctx.has_output(1)) propagate_type_and_shape(ctx, 0, 1);
+}
+
+// ---------------------------------------------------------------- opset 27-28 sequence ops
+
+// SwiGLU: Y = Swish(A) * B with A and B of one shape (no broadcasting).
+void infer_swiglu(InferenceContext& ctx) {
+  const Shape* a = ctx.input_shape(0);
+  const Shape* b = ctx.input_shape(1);
+  if (a && b) {
+    if (a->rank() != b->rank()) ctx.fail("shape.rank", "A and B must have the same shape");
+    Shape s = *a;
+    for (size_t i = 0; i < s.rank(); ++i) s.dims[i] = merge(ctx, a->dims[i], b->dims[i], "shape.broadcast", "A vs B");
+    propagate_type(ctx, 0, 0, s);
+    return;
+  }
+  propagate_type(ctx, 0, 0, a ? std::optional<Shape>(*a) : b ? std::optional<Shape>(*b) : std::nullopt);
+}
+
+// CausalConvWithState: output like input (B, C, L); present_state (B, C, k - 1).
+void infer_causal_conv_with_state(InferenceContext& ctx) {
+  propagate_type_and_shape(ctx, 0, 0);
+  if (ctx.output_count() < 2 || !ctx.has_output(1)) return;
+  const Shape* x = ctx.input_shape(0);
+  const Shape* w = ctx.input_shape(1);
+  std::optional<Shape> s;
+  if (x && x->rank() == 3) {
+    s = *x;
+    s->dims[2] = w && w->rank() == 3 ? affine_dim(ctx, w->dims[2], 1, -1, 1) : Dim{};
+  }
+  propagate_type(ctx, 0, 1, s);
+}
+
+// LinearAttention: output (B, T, H_q * d_v), present_state (B, H_kv, d_k, d_v), with
+// d_k = query[-1] / q_num_heads and d_v = value[-1] / kv_num_heads.
+void infer_linear_attention(InferenceContext& ctx) {
+  const int64_t hq = ctx.attr_int("q_num_heads", 0), hkv = ctx.attr_int("kv_num_heads", 0);
+  if (hq <= 0 || hkv <= 0 || hq % hkv != 0)
+    ctx.fail("shape.attribute", "q_num_heads must be a positive multiple of kv_num_heads");
+  const Shape* q = ctx.input_shape(0);
+  const Shape* v = ctx.input_shape(2);
+  auto per_head = [&](const Shape* s, int64_t heads) {
+    if (!s || s->rank() != 3 || s->dims[2].kind != Dim::Kind::kValue) return Dim{};
+    if (s->dims[2].value % heads != 0) ctx.fail("shape.attention", "last dim " + str(s->dims[2].value) + " is not divisible by " + str(heads) + " heads");
+    return Dim::of(s->dims[2].value / heads);
+  };
+  const Dim dk = per_head(q, hq), dv = per_head(v, hkv);
+  std::optional<Shape> out;
+  if (q && q->rank() == 3) {
+    out = *q;
+    out->dims[2] = dv.kind == Dim::Kind::kValue ? Dim::of(dv.value * hq) : Dim{};
+  }
+  propagate_type(ctx, 0, 0, out);
+  if (ctx.output_count() < 2 || !ctx.has_output(1)) return;
+  Shape state;
+  state.dims = {q && q->rank() == 3 ? q->dims[0] : Dim{}, Dim::of(hkv), dk, dv};
+  const size_t state_type_from = ctx.input_elem_type(3) ? 3 : 0;
+  propagate_type(ctx, state_type_from, 1, state);
+}
+
+// ---------------------------------------------------------------- preview training optimizers
+
+// Adagrad / Momentum: inputs R, T, then n tensors of each of X, G, H (or V); outputs the new X
+// and H (V): output k has the shape and type of X_k, output n + k of H_k. Adam: inputs R, T, X,
+// G, V, H; outputs X, V, H.
+template <int kGroups, int kOutGroups>
+void infer_optimizer(InferenceContext& ctx) {
+  const size_t tensors = ctx.input_count() >= 2 ? ctx.input_count() - 2 : 0;
+  if (tensors % kGroups != 0) ctx.fail("shape.input-count", "expects 2 + " + str(kGroups) + "n inputs");
+  const size_t n = tensors / kGroups;
+  for (size_t k = 0; k < ctx.output_count(); ++k) {
+    const size_t group = k / std::max<size_t>(n, 1), i = k % std::max<size_t>(n, 1);
+    // Output group 0 is X (input group 0); later output groups are the last input groups.
+    const size_t in_group = group == 0 ? 0 : static_cast<size_t>(kGroups - kOutGroups) + group;
+    if (ctx.has_output(k)) propagate_type_and_shape(ctx, 2 + in_group * n + i, k);
+  }
+}
+
 // ---------------------------------------------------------------- Einsum
 
 /// One operand of an Einsum equation: its labels in order, '.' standing for the ellipsis.
@@ -837,6 +933,14 @@ void infer_center_crop_pad(InferenceContext& ctx) {
 void register_nn_shapes(SchemaRegistry& r) {
   constexpr int kLast = 1000;
   r.set_shape_fn("", "MatMul", 1, kLast, infer_matmul);
+  r.set_shape_fn("", "NegativeLogLikelihoodLoss", 12, kLast, infer_loss);
+  r.set_shape_fn("", "SoftmaxCrossEntropyLoss", 12, kLast, infer_loss);
+  r.set_shape_fn("", "SwiGLU", 28, kLast, infer_swiglu);
+  r.set_shape_fn("", "CausalConvWithState", 27, kLast, infer_causal_conv_with_state);
+  r.set_shape_fn("", "LinearAttention", 27, kLast, infer_linear_attention);
+  r.set_shape_fn("ai.onnx.preview.training", "Adagrad", 1, kLast, infer_optimizer<3, 2>);
+  r.set_shape_fn("ai.onnx.preview.training", "Momentum", 1, kLast, infer_optimizer<3, 2>);
+  r.set_shape_fn("ai.onnx.preview.training", "Adam", 1, kLast, infer_optimizer<4, 3>);
   r.set_shape_fn("", "MatMulInteger", 10, kLast, infer_matmul_integer);
   r.set_shape_fn("", "QLinearMatMul", 10, kLast, infer_qlinear_matmul);
   r.set_shape_fn("", "Gemm", 1, kLast, infer_gemm);
