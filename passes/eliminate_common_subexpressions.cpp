@@ -15,7 +15,15 @@ void append_bytes(std::string& key, const void* p, size_t n) { key.append(static
 template <class T>
 void append_pod(std::string& key, const T& v) { append_bytes(key, &v, sizeof v); }
 
-/// Content key of a dense tensor: type, dims and raw bytes (empty when it cannot be read).
+/// 64-bit FNV-1a over bytes (a fingerprint; equal fingerprints are confirmed byte by byte).
+uint64_t fingerprint(const uint8_t* p, size_t n) {
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ULL;
+  return h;
+}
+
+/// Key of a dense tensor: type, dims and a fingerprint of its bytes (not the bytes: weights can
+/// be large); empty when the data cannot be read.
 std::string tensor_key(const ir::Tensor& t) {
   std::string key;
   append_pod(key, t.data_type);
@@ -30,11 +38,19 @@ std::string tensor_key(const ir::Tensor& t) {
   }
   try {
     const ir::Bytes raw = t.raw_bytes();
-    append_bytes(key, raw.data(), raw.size());
+    append_pod(key, raw.size());
+    append_pod(key, fingerprint(raw.data(), raw.size()));
   } catch (...) {
     return {};
   }
   return key;
+}
+
+/// True when two tensors with equal keys hold the same bytes.
+bool same_content(const ir::Tensor& a, const ir::Tensor& b) {
+  if (a.type() == ir::DataType::kString) return a.string_data == b.string_data;
+  const ir::Bytes x = a.raw_bytes(), y = b.raw_bytes();
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size()) == 0;
 }
 
 /// Key of a node's computation: op, domain, inputs (by identity), attributes (by content).
@@ -62,9 +78,15 @@ std::string node_key(const ir::Node& n) {
     append_pod(key, a->strings.size());
     for (const auto& s : a->strings) key += s + "\n";
     if (a->t) {
-      const std::string tk = tensor_key(*a->t);
-      if (tk.empty()) return {};
-      key += tk;
+      // Attribute tensors are small (Constant values): compare them by their bytes.
+      if (a->t->type() == ir::DataType::kString) return {};
+      try {
+        const ir::Bytes raw = a->t->raw_bytes();
+        key += tensor_key(*a->t);
+        append_bytes(key, raw.data(), raw.size());
+      } catch (...) {
+        return {};
+      }
     }
     if (!a->tensors.empty() || a->sparse_tensor || !a->sparse_tensors.empty() || a->tp || !a->type_protos.empty())
       return {};  // rare attribute kinds: not compared, never merged
@@ -89,7 +111,7 @@ PassStats eliminate_common_subexpressions(ir::Model& model, const PassContext&) 
       const std::string key = tensor_key(*t);
       if (key.empty()) continue;
       auto [it, fresh] = seen_tensors.emplace(key, v);
-      if (!fresh) {
+      if (!fresh && same_content(*t, *it->second->initializer())) {
         g.replace_all_uses(v, it->second);
         duplicates.push_back(v);
       }

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# `onnxtool optimize` from the command line: the pass list; bad input (unknown pass, cyclic
+# graph, contradicting --input-shape, invalid model without --force, output == input) exits 1 or
+# 2 with one stderr line and writes nothing; an unsorted model is sorted; on the real models the
+# output passes `check`, --verify holds, a second optimization is byte-identical (idempotent) and
+# the bytes do not depend on the thread count.
+#
+# Environment: ONNXTOOL (the binary), ONNXTOOL_CACHE_DIR (real models under models/).
+set -u
+
+: "${ONNXTOOL:?set ONNXTOOL to the onnxtool binary}"
+SOURCE_DIR=${ONNXTOOL_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+CACHE_DIR=${ONNXTOOL_CACHE_DIR:-$SOURCE_DIR/.cache}
+PYTHON=/usr/bin/python3  # Debian's python3 with python3-onnx
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/onnxtool_optimize.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+
+passed=0
+failed=0
+fail() {
+  failed=$((failed + 1))
+  echo "FAIL: $*"
+}
+ok() { passed=$((passed + 1)); }
+
+# expect_failure LABEL CODES NEEDLE -- ARGS...: onnxtool ARGS exits with one of CODES ("1 2"),
+# prints one stderr line containing NEEDLE, and leaves $WORK/out empty.
+expect_failure() {
+  local label=$1 codes=$2 needle=$3
+  shift 4
+  rm -rf "$WORK/out" && mkdir -p "$WORK/out"
+  "$ONNXTOOL" "$@" >"$WORK/stdout" 2>"$WORK/stderr"
+  local rc=$?
+  local lines
+  lines=$(grep -c '' "$WORK/stderr")
+  if [[ " $codes " != *" $rc "* ]]; then
+    fail "$label: exit $rc, expected one of $codes: $(head -c 400 "$WORK/stderr")"
+  elif [[ $lines -ne 1 ]]; then
+    fail "$label: $lines stderr lines: $(head -c 400 "$WORK/stderr")"
+  elif ! grep -qF -- "$needle" "$WORK/stderr"; then
+    fail "$label: stderr lacks '$needle': $(cat "$WORK/stderr")"
+  elif [[ -n $(ls -A "$WORK/out") ]]; then
+    fail "$label: output written: $(ls -A "$WORK/out")"
+  else
+    ok
+  fi
+}
+
+# --- the pass list
+n=$("$ONNXTOOL" optimize --list-passes | grep -c '')
+if [[ $n -ge 15 ]]; then ok; else fail "--list-passes lists $n passes"; fi
+if "$ONNXTOOL" optimize --list-passes --json | "$PYTHON" -c 'import json,sys; d=json.load(sys.stdin); assert all(p["doc"] for p in d["passes"])'; then ok; else fail "--list-passes --json"; fi
+
+TINY=$SOURCE_DIR/testdata/tiny_cnn.onnx
+expect_failure "unknown pass" "2" "fuse_conv_batchnorm" -- optimize "$TINY" -o "$WORK/out/o.onnx" --passes fold_constants,no_such_pass
+expect_failure "unknown skipped pass" "2" "no_such_pass" -- optimize "$TINY" -o "$WORK/out/o.onnx" --skip no_such_pass
+expect_failure "contradicting input shape" "2" "image" -- optimize "$TINY" -o "$WORK/out/o.onnx" --input-shape image=1,3,16,16
+expect_failure "input shape of a missing input" "2" "nope" -- optimize "$TINY" -o "$WORK/out/o.onnx" --input-shape nope=1
+expect_failure "malformed input shape" "2" "--input-shape" -- optimize "$TINY" -o "$WORK/out/o.onnx" --input-shape image=1,x
+expect_failure "output is the input" "2" "input model itself" -- optimize "$TINY" -o "$TINY"
+expect_failure "missing model" "2" "missing.onnx" -- optimize "$WORK/missing.onnx" -o "$WORK/out/o.onnx"
+
+# --- models made with Debian's python3-onnx: cyclic, invalid, unsorted
+if "$PYTHON" -c 'import onnx' 2>/dev/null; then
+  "$PYTHON" - "$WORK" <<'EOF'
+import sys
+import onnx
+from onnx import helper, TensorProto
+work = sys.argv[1]
+x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+def save(nodes, name, opset=13):
+    g = helper.make_graph(nodes, name, [x], [y])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
+    m.ir_version = 8
+    onnx.save(m, f"{work}/{name}.onnx")
+# a cycle: a = Add(x, b); b = Relu(a); y = Identity(a)
+save([helper.make_node("Add", ["x", "b"], ["a"], name="A"), helper.make_node("Relu", ["a"], ["b"], name="B"),
+      helper.make_node("Identity", ["a"], ["y"], name="C")], "cyclic")
+# invalid: an unknown attribute on Relu
+save([helper.make_node("Relu", ["x"], ["y"], name="R", bogus=3)], "invalid")
+# unsorted but acyclic: y = Neg(t); t = Relu(x)
+save([helper.make_node("Neg", ["t"], ["y"], name="N"), helper.make_node("Relu", ["x"], ["t"], name="R")], "unsorted")
+EOF
+  expect_failure "cyclic graph" "1 2" "cycle" -- optimize "$WORK/cyclic.onnx" -o "$WORK/out/o.onnx" --force
+  expect_failure "invalid model" "1" "--force" -- optimize "$WORK/invalid.onnx" -o "$WORK/out/o.onnx"
+  if "$ONNXTOOL" optimize "$WORK/invalid.onnx" -o "$WORK/forced.onnx" --force >/dev/null 2>&1; then ok; else fail "--force on an invalid model"; fi
+  if "$ONNXTOOL" optimize "$WORK/unsorted.onnx" -o "$WORK/sorted.onnx" >/dev/null 2>&1 &&
+     "$ONNXTOOL" check "$WORK/sorted.onnx" >/dev/null 2>&1; then ok; else fail "an unsorted model is sorted, and passes check"; fi
+else
+  echo "SKIP: python3-onnx not installed (cyclic/invalid/unsorted models)"
+fi
+
+# --- real models: check passes, --verify, idempotent, thread-independent bytes
+for m in ch_PP-OCRv4_det_infer ch_PP-OCRv4_rec_infer ch_ppocr_mobile_v2.0_cls_infer silero_vad_legacy silero_vad_v5 silero_vad_v6; do
+  model=$CACHE_DIR/models/$m.onnx
+  if [[ ! -f $model ]]; then
+    echo "SKIP: $model not fetched (testdata/fetch_models.sh)"
+    continue
+  fi
+  shapes=()
+  case $m in
+    ch_PP-OCRv4_det_infer) shapes=(--input-shape x=1,3,96,128) ;;
+    ch_PP-OCRv4_rec_infer) shapes=(--input-shape x=1,3,48,160) ;;
+    ch_ppocr_mobile_v2.0_cls_infer) shapes=(--input-shape x=1,3,48,192) ;;
+  esac
+  if ! OMP_NUM_THREADS=1 "$ONNXTOOL" optimize "$model" -o "$WORK/$m.1.onnx" >/dev/null 2>"$WORK/stderr"; then
+    fail "$m: optimize: $(cat "$WORK/stderr")"
+    continue
+  fi
+  OMP_NUM_THREADS=2 "$ONNXTOOL" optimize "$model" -o "$WORK/$m.2.onnx" >/dev/null 2>&1
+  if cmp -s "$WORK/$m.1.onnx" "$WORK/$m.2.onnx"; then ok; else fail "$m: output bytes depend on the thread count"; fi
+  "$ONNXTOOL" optimize "$WORK/$m.1.onnx" -o "$WORK/$m.again.onnx" >/dev/null 2>&1
+  if cmp -s "$WORK/$m.1.onnx" "$WORK/$m.again.onnx"; then ok; else fail "$m: optimizing twice changes the model (not idempotent)"; fi
+  if "$ONNXTOOL" check "$WORK/$m.1.onnx" >/dev/null 2>&1; then ok; else fail "$m: the optimized model fails check"; fi
+  # --verify on random inputs (symbolic image sizes fixed by --input-shape).
+  if "$ONNXTOOL" optimize "$model" -o "$WORK/$m.v.onnx" --verify "${shapes[@]}" >"$WORK/stdout" 2>"$WORK/stderr"; then
+    ok
+    echo "$m: $(grep '^nodes' "$WORK/stdout")"
+  else
+    fail "$m: --verify: $(cat "$WORK/stderr")"
+  fi
+done
+
+echo "$passed passed, $failed failed"
+[[ $failed -eq 0 ]]
