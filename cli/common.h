@@ -41,6 +41,7 @@ void register_check(CLI::App& app, Action& action);
 void register_run(CLI::App& app, Action& action);
 void register_convert(CLI::App& app, Action& action);
 void register_optimize(CLI::App& app, Action& action);
+void register_quantize(CLI::App& app, Action& action);
 void register_pending(CLI::App& app, Action& action);
 
 }  // namespace onnxtool::cli

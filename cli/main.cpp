@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   register_run(app, action);
   register_convert(app, action);
   register_optimize(app, action);
+  register_quantize(app, action);
   register_pending(app, action);
 
   try {

@@ -35,15 +35,6 @@ void register_pending(CLI::App& app, Action& action) {
   static bool flag = false;
   static double number = 0;
 
-  auto* quantize = add_pending(app, action, {"quantize", "Quantize a model to INT8 (dynamic or static)", "#6"});
-  quantize->add_option("MODEL", model, "model file")->required();
-  quantize->add_option("-o,--output", out, "output model");
-  quantize->add_option("--mode", text, "dynamic|static");
-  quantize->add_option("--calib-data", dir, "calibration folder");
-  quantize->add_option("--calib-method", text, "minmax|entropy|percentile");
-  quantize->add_option("--format", text, "qdq|qoperator");
-  quantize->add_flag("--per-channel", flag, "per-channel weights");
-
   auto* compare = add_pending(app, action, {"compare", "Run two models on the same inputs and compare outputs", "#7"});
   compare->add_option("A", model, "first model")->required();
   compare->add_option("B", model_b, "second model")->required();

@@ -1,0 +1,203 @@
+// `onnxtool quantize MODEL -o OUT --mode dynamic|static`: INT8 quantization.
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "cli/common.h"
+#include "ir/error.h"
+#include "ir/model_io.h"
+#include "passes/pass.h"
+#include "quant/quantize.h"
+#include "runner/feeds.h"
+#include "runner/session.h"
+
+namespace onnxtool::cli {
+namespace {
+
+struct QuantizeCliOptions {
+  std::string model;
+  std::string output;
+  std::string mode;
+  std::string format = "qdq";
+  std::string calib_data;
+  std::string calib_method = "minmax";
+  double percentile = 99.999;
+  double moving_average = 0;
+  int calib_samples = 0;
+  bool per_channel = false;
+  std::string weight_type = "int8";
+  std::string activation_type = "uint8";
+  bool symmetric_activations = false;
+  bool reduce_range = false;
+  std::vector<std::string> op_types;
+  std::vector<std::string> exclude_nodes;
+  std::vector<std::string> exclude_op_types;
+  bool no_preprocess = false;
+  std::string report;
+  bool json = false;
+};
+
+quant::QuantType parse_type(const std::string& flag, const std::string& v) {
+  if (v == "int8") return quant::QuantType::kInt8;
+  if (v == "uint8") return quant::QuantType::kUInt8;
+  throw_usage_error(flag + " must be int8 or uint8, not '" + v + "'");
+}
+
+/// The calibration sample folders: subfolders of DIR in name order (at most `limit` when > 0).
+std::vector<std::filesystem::path> sample_dirs(const std::string& dir, int limit) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) throw_usage_error("--calib-data " + dir + ": not a directory");
+  std::vector<std::filesystem::path> dirs;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.is_directory()) dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  if (dirs.empty()) throw_usage_error("--calib-data " + dir + ": no sample folders (one subfolder per sample, one .npy per input)");
+  if (limit > 0 && static_cast<size_t>(limit) < dirs.size()) dirs.resize(static_cast<size_t>(limit));
+  return dirs;
+}
+
+void write_report(const std::string& path, const quant::QuantizeReport& r, const nlohmann::json& doc) {
+  const bool markdown = path.size() > 3 && path.substr(path.size() - 3) == ".md";
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    if (!out) throw_usage_error("--report " + path + ": cannot write");
+    if (!markdown) {
+      out << doc.dump(2) << "\n";
+    } else {
+      out << "# onnxtool quantize report\n\n";
+      out << "Quantized nodes: " << r.quantized_nodes << "; weights " << r.float_weight_bytes << " -> "
+          << r.quantized_weight_bytes << " bytes; calibration samples: " << r.samples << " (NaN " << r.nan_values
+          << ", Inf " << r.inf_values << ").\n\n";
+      out << "| node | op | tensor | min | max | scale | zero point | SQNR (dB) |\n| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n";
+      for (const auto& n : r.nodes)
+        out << "| " << n.node << " | " << n.op_type << " | " << n.tensor << " | " << n.range_min << " | " << n.range_max
+            << " | " << n.scale << " | " << n.zero_point << " | " << n.sqnr_db << " |\n";
+    }
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+int run_quantize(const QuantizeCliOptions& o) {
+  if (o.mode != "dynamic" && o.mode != "static") throw_usage_error("--mode must be dynamic or static");
+  if (o.format != "qdq" && o.format != "qoperator") throw_usage_error("--format must be qdq or qoperator");
+  if (ir::same_file(o.model, o.output)) throw_usage_error(o.output + ": is the input model itself; choose another output");
+  quant::QuantizeOptions q;
+  q.mode = o.mode == "static" ? quant::Mode::kStatic : quant::Mode::kDynamic;
+  q.format = o.format == "qoperator" ? quant::Format::kQOperator : quant::Format::kQdq;
+  if (o.calib_method == "minmax") q.calibration.method = quant::CalibrationMethod::kMinMax;
+  else if (o.calib_method == "entropy") q.calibration.method = quant::CalibrationMethod::kEntropy;
+  else if (o.calib_method == "percentile") q.calibration.method = quant::CalibrationMethod::kPercentile;
+  else throw_usage_error("--calib-method must be minmax, entropy or percentile");
+  if (!(o.percentile > 0 && o.percentile <= 100)) throw_usage_error("--percentile must be in (0, 100]");
+  q.calibration.percentile = o.percentile;
+  q.calibration.moving_average = o.moving_average;
+  q.per_channel = o.per_channel;
+  q.weight_type = parse_type("--weight-type", o.weight_type);
+  q.activation_type = parse_type("--activation-type", o.activation_type);
+  q.symmetric_activations = o.symmetric_activations;
+  q.reduce_range = o.reduce_range;
+  q.op_types = o.op_types;
+  q.exclude_nodes = o.exclude_nodes;
+  q.exclude_op_types = o.exclude_op_types;
+  if (q.mode == quant::Mode::kStatic && o.calib_data.empty()) throw_usage_error("--mode static needs --calib-data DIR");
+  const auto dirs = q.mode == quant::Mode::kStatic ? sample_dirs(o.calib_data, o.calib_samples) : std::vector<std::filesystem::path>{};
+
+  auto loaded = ir::load_model(o.model);
+  if (!o.no_preprocess) {
+    passes::OptimizeOptions pre;
+    passes::optimize(loaded.model, pre);
+  }
+  quant::QuantizeReport report;
+  if (q.mode == quant::Mode::kDynamic) {
+    report = quant::quantize_dynamic(loaded.model, q);
+  } else {
+    // Feeds are checked against the model by a session of the model as it is before rewriting.
+    runner::Session probe(loaded.model);
+    size_t next = 0;
+    const bool bar = isatty(STDERR_FILENO) && !o.json;
+    quant::SampleSource source = [&](std::map<std::string, runner::Value>& feeds) {
+      if (next >= dirs.size()) return false;
+      runner::FeedOptions f;
+      f.dir = dirs[next].string();
+      try {
+        feeds = runner::load_feeds(probe, f);
+      } catch (const Error& e) {
+        throw Error(e.kind(), "--calib-data sample " + dirs[next].filename().string() + ": " + e.what());
+      }
+      ++next;
+      if (bar) std::cerr << "\rcalibrating " << next << "/" << dirs.size() << std::flush;
+      return true;
+    };
+    report = quant::quantize_static(loaded.model, q, source);
+    if (bar) std::cerr << "\n";
+  }
+  if (report.quantized_nodes == 0) throw Error(ErrorKind::kFailed, o.model + ": no node was quantized (no " +
+                                                                     std::string(q.mode == quant::Mode::kStatic ? "supported op with calibrated float inputs" : "MatMul, Gemm or Conv with a constant float weight") + ")");
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const auto& n : report.nodes)
+    nodes.push_back({{"node", n.node}, {"op_type", n.op_type}, {"tensor", n.tensor}, {"min", n.range_min}, {"max", n.range_max},
+                     {"scale", n.scale}, {"zero_point", n.zero_point}, {"sqnr_db", n.sqnr_db}});
+  const ir::SaveReport saved = ir::save_model(loaded.model, o.output);
+  nlohmann::json doc = {{"output", o.output},
+                        {"mode", o.mode},
+                        {"format", o.format},
+                        {"quantized_nodes", report.quantized_nodes},
+                        {"weight_bytes", {{"float", report.float_weight_bytes}, {"quantized", report.quantized_weight_bytes}}},
+                        {"file_bytes", {{"before", loaded.info.file_size}, {"after", saved.model_bytes + saved.data_bytes}}},
+                        {"calibration", {{"samples", report.samples}, {"nan", report.nan_values}, {"inf", report.inf_values}}},
+                        {"nodes", nodes}};
+  if (!o.report.empty()) write_report(o.report, report, doc);
+  if (o.json) {
+    print_json(doc);
+    return kExitOk;
+  }
+  std::cout << "quantized " << report.quantized_nodes << " nodes (" << o.mode << ", " << o.format << ")";
+  if (report.float_weight_bytes)
+    std::cout << "; weights " << human_bytes(static_cast<uint64_t>(report.float_weight_bytes)) << " -> "
+              << human_bytes(static_cast<uint64_t>(report.quantized_weight_bytes)) << " ("
+              << static_cast<double>(report.quantized_weight_bytes) / static_cast<double>(report.float_weight_bytes) << "x)";
+  std::cout << "\n";
+  if (report.samples)
+    std::cout << "calibrated on " << report.samples << " samples" << (report.nan_values || report.inf_values
+                                                                          ? " (ignored " + std::to_string(report.nan_values) + " NaN, " +
+                                                                                std::to_string(report.inf_values) + " Inf values)"
+                                                                          : std::string())
+              << "\n";
+  std::cout << "file " << human_bytes(loaded.info.file_size) << " -> " << human_bytes(saved.model_bytes + saved.data_bytes)
+            << "\nwrote " << o.output << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_quantize(CLI::App& app, Action& action) {
+  auto o = std::make_shared<QuantizeCliOptions>();
+  CLI::App* sub = app.add_subcommand("quantize", "Quantize a model to INT8 (dynamic or static)");
+  sub->add_option("MODEL", o->model, "input model")->required();
+  sub->add_option("-o,--output", o->output, "output model")->required();
+  sub->add_option("--mode", o->mode, "dynamic|static")->required();
+  sub->add_option("--format", o->format, "qdq (default) | qoperator");
+  sub->add_option("--calib-data", o->calib_data, "folder of samples: one subfolder per sample, one .npy per input");
+  sub->add_option("--calib-method", o->calib_method, "minmax (default) | entropy | percentile");
+  sub->add_option("--percentile", o->percentile, "percentile of |x| kept by --calib-method percentile (default 99.999)");
+  sub->add_option("--moving-average", o->moving_average, "minmax: moving-average constant in (0, 1] (default: off)");
+  sub->add_option("--calib-samples", o->calib_samples, "use at most N samples");
+  sub->add_flag("--per-channel", o->per_channel, "per-channel weight scales");
+  sub->add_option("--weight-type", o->weight_type, "int8 (default) | uint8");
+  sub->add_option("--activation-type", o->activation_type, "uint8 (default) | int8");
+  sub->add_flag("--symmetric-activations", o->symmetric_activations, "activation ranges symmetric around 0");
+  sub->add_flag("--reduce-range", o->reduce_range, "7-bit weights (for CPUs without VNNI)");
+  sub->add_option("--op-types", o->op_types, "quantize only these op types")->delimiter(',');
+  sub->add_option("--exclude-nodes", o->exclude_nodes, "keep these nodes in float")->delimiter(',');
+  sub->add_option("--exclude-op-types", o->exclude_op_types, "keep these op types in float")->delimiter(',');
+  sub->add_flag("--no-preprocess", o->no_preprocess, "do not run `optimize` first");
+  sub->add_option("--report", o->report, "per-node ranges and errors: JSON, or markdown when FILE ends in .md");
+  sub->add_flag("--json", o->json, "print one JSON document");
+  sub->callback([&action, o] { action = [o] { return run_quantize(*o); }; });
+}
+
+}  // namespace onnxtool::cli

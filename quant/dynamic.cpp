@@ -1,0 +1,280 @@
+// Dynamic quantization: int8 weights now, activations quantized at run time with standard ops.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "ir/error.h"
+#include "passes/pass.h"
+#include "passes/rewrite.h"
+#include "quant/quantize.h"
+#include "quant/weights.h"
+
+namespace onnxtool::quant {
+
+namespace {
+
+/// Signal-to-quantization-noise ratio (dB) of a quantized weight against its float values.
+double weight_sqnr(const std::vector<double>& values, const QuantizedWeight& w, int64_t inner, int64_t channels) {
+  double signal = 0, noise = 0;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const size_t c = w.axis >= 0 ? static_cast<size_t>(static_cast<int64_t>(i) / inner % channels) : 0;
+    const double s = w.scales[c];
+    const double q = std::clamp(round_half_even(values[i] / s) + w.zero_points[c], -128.0, 255.0);
+    const double back = (q - w.zero_points[c]) * s;
+    signal += values[i] * values[i];
+    noise += (values[i] - back) * (values[i] - back);
+  }
+  if (noise == 0) return 200;
+  return 10 * std::log10(signal / noise);
+}
+
+/// The dynamic quantization of one activation, shared by all the nodes that read it.
+struct DynamicInput {
+  ir::Value* q;
+  ir::Value* scale;
+  ir::Value* zero_point;
+};
+
+class DynamicQuantizer {
+ public:
+  DynamicQuantizer(ir::Model& model, ir::Graph& graph, const QuantizeOptions& options, QuantizeReport& report)
+      : model_(model), g_(graph), o_(options), report_(report) {}
+
+  bool rewrite(ir::Node* n) {
+    if (passes::is_op(n, "MatMul")) return matmul(n);
+    if (passes::is_op(n, "Gemm")) return gemm(n);
+    if (passes::is_op(n, "Conv")) return conv(n);
+    return false;
+  }
+
+ private:
+  std::string base(const ir::Node* n) const { return n->name.empty() ? n->op_type : n->name; }
+
+  DynamicInput quantize_input(ir::Value* x, const ir::Node* before) {
+    auto it = inputs_.find(x);
+    if (it != inputs_.end()) return it->second;
+    const std::string b = x->name();
+    ir::Node* dq = g_.add_node("DynamicQuantizeLinear", {x},
+                               {passes::unique_name(g_, b + "_quantized"), passes::unique_name(g_, b + "_scale"),
+                                passes::unique_name(g_, b + "_zero_point")},
+                               "", passes::unique_name(g_, b + "_DynamicQuantizeLinear"), before);
+    DynamicInput d{dq->output(0), dq->output(1), dq->output(2)};
+    inputs_[x] = d;
+    return d;
+  }
+
+  /// Integer product -> float: Cast(int32 -> float) * (x_scale * w_scale).
+  ir::Value* dequantize(ir::Value* product, ir::Value* x_scale, ir::Value* w_scale, const std::string& b,
+                        const ir::Node* before, const std::vector<int64_t>& scale_shape) {
+    ir::Node* cast = g_.add_node("Cast", {product}, {passes::unique_name(g_, b + "_float")}, "", b + "_cast", before);
+    cast->set_attr(ir::Attribute::make_int("to", static_cast<int64_t>(ir::DataType::kFloat)));
+    ir::Value* ws = w_scale;
+    if (!scale_shape.empty()) {
+      std::vector<int64_t> shape = scale_shape;
+      ws = passes::add_constant(g_, b + "_scale_shape", ir::DataType::kInt64, {static_cast<int64_t>(shape.size())},
+                                std::vector<double>(shape.begin(), shape.end()));
+      ws = g_.add_node("Reshape", {w_scale, ws}, {passes::unique_name(g_, b + "_weight_scale")}, "", b + "_scale_reshape", before)->output(0);
+    }
+    ir::Value* scale = g_.add_node("Mul", {x_scale, ws}, {passes::unique_name(g_, b + "_output_scale")}, "", b + "_scale_mul", before)->output(0);
+    return g_.add_node("Mul", {cast->output(0), scale}, {passes::unique_name(g_, b + "_dequantized")}, "", b + "_dequantize", before)->output(0);
+  }
+
+  void account(const ir::Node* n, const QuantizedWeight& w, const std::vector<double>& values, int64_t inner, int64_t channels) {
+    report_.float_weight_bytes += static_cast<int64_t>(values.size() * 4);
+    report_.quantized_weight_bytes += static_cast<int64_t>(values.size() + w.scales.size() * 5);
+    NodeReport r;
+    r.node = n->name;
+    r.op_type = n->op_type;
+    r.tensor = n->input(1)->name();
+    r.scale = *std::max_element(w.scales.begin(), w.scales.end());
+    r.zero_point = w.zero_points.front();
+    r.range_min = *std::min_element(values.begin(), values.end());
+    r.range_max = *std::max_element(values.begin(), values.end());
+    r.sqnr_db = weight_sqnr(values, w, inner, channels);
+    report_.nodes.push_back(r);
+    ++report_.quantized_nodes;
+  }
+
+  /// Replaces node n (output 0) by `result`; a graph output keeps its name.
+  bool finish(ir::Node* n, ir::Value* result) { return passes::bypass_node(g_, n, result); }
+
+  bool matmul(ir::Node* n) {
+    const auto w = passes::float_constant(model_, n->input(1));
+    ir::Value* a = n->input(0);
+    if (!w || w->type != ir::DataType::kFloat || w->dims.size() != 2 || !a || !a->type.is_tensor() ||
+        a->type.data_type() != ir::DataType::kFloat)
+      return false;
+    const int64_t cols = w->dims[1];
+    ParamOptions po;
+    po.reduce_range = o_.reduce_range;
+    const QuantizedWeight qw = quantize_weight(g_, n->input(1)->name(), w->values, w->dims, o_.per_channel ? 1 : -1, o_.weight_type, po);
+    const DynamicInput x = quantize_input(a, n);
+    const std::string b = base(n);
+    ir::Value* zp = scalar_zero_point(qw, b);
+    ir::Node* mm = g_.add_node("MatMulInteger", {x.q, qw.data, x.zero_point, zp}, {passes::unique_name(g_, b + "_int32")}, "",
+                               b + "_MatMulInteger", n);
+    ir::Value* y = dequantize(mm->output(0), x.scale, qw.scale, b, n, {});
+    account(n, qw, w->values, 1, cols);
+    return finish(n, y);
+  }
+
+  /// The weight zero point as a scalar (symmetric weights have one value for every channel).
+  ir::Value* scalar_zero_point(const QuantizedWeight& w, const std::string& b) {
+    if (w.zero_points.size() == 1) return w.zero_point;
+    const ir::DataType dt = data_type_of(o_.weight_type);
+    const uint8_t z = o_.weight_type == QuantType::kInt8 ? static_cast<uint8_t>(static_cast<int8_t>(w.zero_points[0]))
+                                                         : static_cast<uint8_t>(w.zero_points[0]);
+    return g_.add_initializer(ir::make_tensor(passes::unique_name(g_, b + "_weight_zero_point"), dt, {}, &z, 1));
+  }
+
+  bool gemm(ir::Node* n) {
+    if (n->attr_int("transA", 0)) return false;
+    const auto w = passes::float_constant(model_, n->input(1));
+    ir::Value* a = n->input(0);
+    if (!w || w->type != ir::DataType::kFloat || w->dims.size() != 2 || !a || !a->type.is_tensor() ||
+        a->type.data_type() != ir::DataType::kFloat)
+      return false;
+    std::vector<double> values = w->values;
+    std::vector<int64_t> dims = w->dims;
+    if (n->attr_int("transB", 0)) {  // store B as [K, N] for MatMulInteger
+      const int64_t rows = dims[0], cols = dims[1];
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) values[static_cast<size_t>(c * rows + r)] = w->values[static_cast<size_t>(r * cols + c)];
+      dims = {cols, rows};
+    }
+    const double alpha = n->attr_float("alpha", 1.0f), beta = n->attr_float("beta", 1.0f);
+    for (double& v : values) v *= alpha;
+    ParamOptions po;
+    po.reduce_range = o_.reduce_range;
+    const QuantizedWeight qw = quantize_weight(g_, n->input(1)->name(), values, dims, o_.per_channel ? 1 : -1, o_.weight_type, po);
+    const DynamicInput x = quantize_input(a, n);
+    const std::string b = base(n);
+    ir::Node* mm = g_.add_node("MatMulInteger", {x.q, qw.data, x.zero_point, scalar_zero_point(qw, b)},
+                               {passes::unique_name(g_, b + "_int32")}, "", b + "_MatMulInteger", n);
+    ir::Value* y = dequantize(mm->output(0), x.scale, qw.scale, b, n, {});
+    if (ir::Value* c = n->input(2); c && beta != 0) {
+      ir::Value* bias = c;
+      if (beta != 1) {
+        const auto cv = passes::float_constant(model_, c);
+        if (cv) {
+          std::vector<double> scaled = cv->values;
+          for (double& v : scaled) v *= beta;
+          bias = passes::add_constant(g_, c->name() + "_beta", cv->type, cv->dims, scaled);
+        } else {
+          bias = g_.add_node("Mul", {c, passes::add_constant(g_, b + "_beta", ir::DataType::kFloat, {}, {beta})},
+                             {passes::unique_name(g_, b + "_bias")}, "", b + "_beta_mul", n)->output(0);
+        }
+      }
+      y = g_.add_node("Add", {y, bias}, {passes::unique_name(g_, b + "_biased")}, "", b + "_bias_add", n)->output(0);
+    }
+    account(n, qw, values, 1, dims[1]);
+    return finish(n, y);
+  }
+
+  bool conv(ir::Node* n) {
+    const auto w = passes::float_constant(model_, n->input(1));
+    ir::Value* x = n->input(0);
+    if (!w || w->type != ir::DataType::kFloat || w->dims.size() < 3 || !x || !x->type.is_tensor() ||
+        x->type.data_type() != ir::DataType::kFloat)
+      return false;
+    ParamOptions po;
+    po.reduce_range = o_.reduce_range;
+    const QuantizedWeight qw = quantize_weight(g_, n->input(1)->name(), w->values, w->dims, o_.per_channel ? 0 : -1, o_.weight_type, po);
+    const DynamicInput xq = quantize_input(x, n);
+    const std::string b = base(n);
+    ir::Node* ci = g_.add_node("ConvInteger", {xq.q, qw.data, xq.zero_point, scalar_zero_point(qw, b)},
+                               {passes::unique_name(g_, b + "_int32")}, "", b + "_ConvInteger", n);
+    for (const char* a : {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})
+      if (const ir::Attribute* at = n->attr(a)) {
+        ir::Attribute copy;
+        copy.name = at->name;
+        copy.type = at->type;
+        copy.i = at->i;
+        copy.s = at->s;
+        copy.ints = at->ints;
+        ci->set_attr(std::move(copy));
+      }
+    const int64_t m = w->dims[0];
+    std::vector<int64_t> channel_shape(w->dims.size(), 1);
+    channel_shape[1] = m;
+    ir::Value* y = dequantize(ci->output(0), xq.scale, qw.scale, b, n, o_.per_channel ? channel_shape : std::vector<int64_t>{});
+    if (ir::Value* bias = n->input(2)) {
+      const auto bv = passes::float_constant(model_, bias);
+      ir::Value* shaped = bv ? passes::add_constant(g_, bias->name() + "_channels", bv->type, channel_shape, bv->values) : nullptr;
+      if (!shaped) {
+        ir::Value* s = passes::add_constant(g_, b + "_bias_shape", ir::DataType::kInt64, {static_cast<int64_t>(channel_shape.size())},
+                                            std::vector<double>(channel_shape.begin(), channel_shape.end()));
+        shaped = g_.add_node("Reshape", {bias, s}, {passes::unique_name(g_, b + "_bias")}, "", b + "_bias_reshape", n)->output(0);
+      }
+      y = g_.add_node("Add", {y, shaped}, {passes::unique_name(g_, b + "_biased")}, "", b + "_bias_add", n)->output(0);
+    }
+    int64_t inner = 1;
+    for (size_t i = 1; i < w->dims.size(); ++i) inner *= w->dims[i];
+    account(n, qw, w->values, inner, m);
+    return finish(n, y);
+  }
+
+  ir::Model& model_;
+  ir::Graph& g_;
+  const QuantizeOptions& o_;
+  QuantizeReport& report_;
+  std::map<ir::Value*, DynamicInput> inputs_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& dynamic_op_types() {
+  static const std::vector<std::string> ops = {"MatMul", "Gemm", "Conv"};
+  return ops;
+}
+
+bool selected(const ir::Node& n, const QuantizeOptions& o, const std::vector<std::string>& supported) {
+  if (!n.domain.empty() && n.domain != "ai.onnx") return false;
+  if (std::find(supported.begin(), supported.end(), n.op_type) == supported.end()) return false;
+  if (!o.op_types.empty() && std::find(o.op_types.begin(), o.op_types.end(), n.op_type) == o.op_types.end()) return false;
+  if (std::find(o.exclude_op_types.begin(), o.exclude_op_types.end(), n.op_type) != o.exclude_op_types.end()) return false;
+  return std::find(o.exclude_nodes.begin(), o.exclude_nodes.end(), n.name) == o.exclude_nodes.end();
+}
+
+void validate_selection(const ir::Model& model, const QuantizeOptions& o, const std::vector<std::string>& supported) {
+  std::map<std::string, bool> ops, names;
+  ir::for_each_graph(const_cast<ir::Model&>(model), [&](ir::Graph& g) {
+    for (const auto& n : g.nodes()) {
+      ops[n->op_type] = true;
+      names[n->name] = true;
+    }
+  });
+  for (const auto& t : o.op_types) {
+    if (std::find(supported.begin(), supported.end(), t) == supported.end()) {
+      std::string list;
+      for (const auto& s : supported) list += (list.empty() ? "" : ", ") + s;
+      throw_usage_error("--op-types: " + t + " is not an op type this mode quantizes (" + list + ")");
+    }
+    if (!ops.count(t)) throw_usage_error("--op-types: the model has no " + t + " node");
+  }
+  for (const auto& t : o.exclude_op_types)
+    if (!ops.count(t)) throw_usage_error("--exclude-op-types: the model has no " + t + " node");
+  for (const auto& n : o.exclude_nodes)
+    if (!names.count(n)) throw_usage_error("--exclude-nodes: the model has no node named '" + n + "'");
+}
+
+QuantizeReport quantize_dynamic(ir::Model& model, const QuantizeOptions& options) {
+  validate_selection(model, options, dynamic_op_types());
+  QuantizeReport report;
+  // Every graph, subgraphs included (Silero keeps its convolutions in If branches); a
+  // DynamicQuantizeLinear is shared by the readers of one activation within one graph.
+  ir::for_each_graph(*model.graph, [&](ir::Graph& g) {
+    DynamicQuantizer q(model, g, options, report);
+    std::vector<ir::Node*> order;
+    for (const auto& n : g.nodes()) order.push_back(n.get());
+    for (ir::Node* n : order)
+      if (selected(*n, options, dynamic_op_types())) q.rewrite(n);
+  });
+  // The float weights the rewrites replaced are now unused.
+  passes::OptimizeOptions cleanup;
+  cleanup.only = {"eliminate_dead_code"};
+  passes::optimize(model, cleanup);
+  return report;
+}
+
+}  // namespace onnxtool::quant

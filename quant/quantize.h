@@ -1,0 +1,89 @@
+// INT8 quantization of a model: dynamic (weights now, activations at run time with standard
+// ops) and static (activation ranges from calibration, QDQ or QOperator format).
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "quant/calibration.h"
+#include "quant/quant_params.h"
+#include "runner/tensor.h"
+
+namespace onnxtool::quant {
+
+enum class Mode { kDynamic, kStatic };
+enum class Format { kQdq, kQOperator };
+
+struct QuantizeOptions {
+  Mode mode = Mode::kDynamic;
+  Format format = Format::kQdq;
+  CalibrationOptions calibration;
+  bool per_channel = false;
+  QuantType weight_type = QuantType::kInt8;
+  QuantType activation_type = QuantType::kUInt8;
+  bool symmetric_activations = false;
+  bool reduce_range = false;
+  /// Only these op types (empty: every supported one).
+  std::vector<std::string> op_types;
+  std::vector<std::string> exclude_nodes;
+  std::vector<std::string> exclude_op_types;
+};
+
+/// What quantization did to one node.
+struct NodeReport {
+  std::string node;
+  std::string op_type;
+  std::string tensor;  ///< the activation quantized (static), or the weight (dynamic)
+  double range_min = 0, range_max = 0;
+  float scale = 0;
+  int32_t zero_point = 0;
+  /// Signal-to-quantization-noise ratio (dB) of the weight or activation, when measured.
+  double sqnr_db = 0;
+};
+
+struct QuantizeReport {
+  std::vector<NodeReport> nodes;
+  int64_t quantized_nodes = 0;
+  int64_t float_weight_bytes = 0;      ///< fp32 bytes of the weights that were quantized
+  int64_t quantized_weight_bytes = 0;  ///< their int8 bytes plus scales and zero points
+  int64_t nan_values = 0, inf_values = 0;  ///< seen in calibration data
+  int64_t samples = 0;
+};
+
+/// The op types a mode handles.
+const std::vector<std::string>& dynamic_op_types();
+
+/// Dynamic quantization: the constant weights of MatMul, Gemm and Conv become int8/uint8
+/// (per tensor, or per output channel); activations are quantized at run time with
+/// DynamicQuantizeLinear, MatMulInteger / ConvInteger, Cast, Mul and Add. Throws Error(kUsage)
+/// for an --op-types / --exclude name that matches nothing the model has.
+QuantizeReport quantize_dynamic(ir::Model& model, const QuantizeOptions& options);
+
+/// A source of calibration samples: feeds for the model's inputs, one sample at a time (so that
+/// memory stays bounded whatever their number); returns false when there are no more.
+using SampleSource = std::function<bool(std::map<std::string, runner::Value>& feeds)>;
+
+/// The op types static quantization handles.
+const std::vector<std::string>& static_op_types();
+
+/// Static quantization: runs the model over the samples with an observer (no graph rewrite),
+/// turns the statistics into ranges (options.calibration), and inserts QuantizeLinear /
+/// DequantizeLinear pairs around the selected nodes (QDQ): activations at their calibrated
+/// ranges, weights as int8 initializers behind DequantizeLinear (per channel when asked), biases
+/// as int32 with scale input_scale x weight_scale. Relu and Clip after a quantized node fold
+/// into its output range (asymmetric activations only). QOperator format then turns
+/// DequantizeLinear -> Conv/MatMul -> QuantizeLinear groups into QLinearConv / QLinearMatMul.
+/// Throws Error(kUsage) for no samples, and Error(kInput) naming the tensor when calibration saw
+/// only NaN/Inf for a tensor it must quantize.
+QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options, const SampleSource& samples);
+
+/// Node-selection helper shared by the modes: true when `node` is to be quantized.
+bool selected(const ir::Node& node, const QuantizeOptions& options, const std::vector<std::string>& supported);
+
+/// Checks --op-types / --exclude-nodes / --exclude-op-types name things the model has.
+void validate_selection(const ir::Model& model, const QuantizeOptions& options, const std::vector<std::string>& supported);
+
+}  // namespace onnxtool::quant

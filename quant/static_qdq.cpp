@@ -1,0 +1,278 @@
+// Static quantization: calibrate with observers, then insert QuantizeLinear/DequantizeLinear.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "ir/error.h"
+#include "passes/pass.h"
+#include "passes/rewrite.h"
+#include "quant/quantize.h"
+#include "quant/weights.h"
+#include "runner/session.h"
+
+namespace onnxtool::quant {
+
+namespace {
+
+bool is_float_tensor(const ir::Value* v) {
+  return v && v->type.is_tensor() && v->type.data_type() == ir::DataType::kFloat;
+}
+
+/// The weight input and its per-channel axis for the ops that have one (-1: none).
+int64_t weight_axis(const ir::Node& n) {
+  if (n.op_type == "Conv") return 0;
+  if (n.op_type == "ConvTranspose") return 1;
+  if (n.op_type == "Gemm") return n.attr_int("transB", 0) ? 0 : 1;
+  if (n.op_type == "MatMul") return 1;
+  return -1;
+}
+
+bool has_weight(const ir::Node& n) { return weight_axis(n) >= 0; }
+
+/// Ops whose output range is the input's clamped (they fold into the producer's output range).
+bool is_clamp(const ir::Node* n) { return passes::is_op(n, "Relu") || passes::is_op(n, "Clip"); }
+
+class StaticQuantizer {
+ public:
+  StaticQuantizer(ir::Model& model, const QuantizeOptions& o, const std::map<std::string, Range>& ranges,
+                  QuantizeReport& report)
+      : model_(model), g_(*model.graph), o_(o), ranges_(ranges), report_(report) {
+    act_.symmetric = o.symmetric_activations;
+    act_.reduce_range = false;
+    wt_.reduce_range = o.reduce_range;
+    per_axis_ = passes::default_opset(model) >= 13;
+  }
+
+  void run() {
+    std::vector<ir::Node*> order;
+    for (const auto& n : g_.nodes()) order.push_back(n.get());
+    for (ir::Node* n : order)
+      if (selected(*n, o_, static_op_types())) quantize_node(n);
+  }
+
+ private:
+  /// The range of a tensor: its own, or, when its only reader is a Relu/Clip that we fold, the
+  /// clamp's output range.
+  std::optional<Range> range_of(const ir::Value* v) const {
+    auto it = ranges_.find(v->name());
+    if (it == ranges_.end()) return std::nullopt;
+    return it->second;
+  }
+
+  /// Q -> DQ on activation `x` (shared by every quantized reader); returns the DQ output. With
+  /// `all_readers`, every reader of x reads the DQ output (the output of a quantized node is a
+  /// quantized tensor for everyone, which lets runtimes fuse DQ -> op -> Q into integer kernels);
+  /// graph outputs keep the float value.
+  ir::Value* qdq(ir::Value* x, const ir::Node* before, bool all_readers = false) {
+    if (auto it = dq_.find(x); it != dq_.end()) return it->second;
+    if (source_.count(x)) return x;  // already a dequantized tensor
+    const auto r = range_of(x);
+    if (!r) return nullptr;
+    const QuantParams p = compute_params(r->min, r->max, o_.activation_type, act_);
+    const std::string b = x->name();
+    ir::Value* scale = add_float(g_, b + "_scale", {}, {p.scale});
+    const ir::DataType dt = data_type_of(o_.activation_type);
+    const uint8_t z = o_.activation_type == QuantType::kInt8 ? static_cast<uint8_t>(static_cast<int8_t>(p.zero_point))
+                                                             : static_cast<uint8_t>(p.zero_point);
+    ir::Value* zp = g_.add_initializer(ir::make_tensor(passes::unique_name(g_, b + "_zero_point"), dt, {}, &z, 1));
+    // Place the pair right after the producer (or first, for graph inputs), so every reader sees it.
+    const ir::Node* at = before;
+    if (x->producer() && x->producer()->graph() == &g_) {
+      const size_t i = g_.node_index(x->producer());
+      at = i + 1 < g_.nodes().size() ? g_.nodes()[i + 1].get() : nullptr;
+    } else if (!g_.nodes().empty()) {
+      at = g_.nodes().front().get();
+    }
+    ir::Node* q = g_.add_node("QuantizeLinear", {x, scale, zp}, {passes::unique_name(g_, b + "_quantized")}, "",
+                              passes::unique_name(g_, b + "_QuantizeLinear"), at);
+    ir::Node* dq = g_.add_node("DequantizeLinear", {q->output(0), scale, zp}, {passes::unique_name(g_, b + "_dequantized")}, "",
+                               passes::unique_name(g_, b + "_DequantizeLinear"), at);
+    dq->output(0)->type = x->type;
+    dq_[x] = dq->output(0);
+    source_[dq->output(0)] = x;
+    act_params_[dq->output(0)] = p;
+    if (all_readers) {
+      g_.replace_all_uses(x, dq->output(0));
+      q->set_input(0, x);
+    }
+    NodeReport nr;
+    nr.node = x->producer() ? x->producer()->name : "";
+    nr.op_type = x->producer() ? x->producer()->op_type : "input";
+    nr.tensor = x->name();
+    nr.range_min = r->min;
+    nr.range_max = r->max;
+    nr.scale = p.scale;
+    nr.zero_point = p.zero_point;
+    report_.nodes.push_back(nr);
+    act_params_[x] = p;
+    return dq->output(0);
+  }
+
+  /// A constant weight as int8 + DequantizeLinear (per channel on `axis` when asked and allowed).
+  ir::Value* dq_weight(ir::Node* n, size_t index, int64_t axis, QuantizedWeight* out) {
+    const auto w = passes::float_constant(model_, n->input(index));
+    if (!w || w->type != ir::DataType::kFloat) return nullptr;
+    const int64_t a = o_.per_channel && per_axis_ && axis >= 0 && axis < static_cast<int64_t>(w->dims.size()) ? axis : -1;
+    QuantizedWeight qw = quantize_weight(g_, n->input(index)->name(), w->values, w->dims, a, o_.weight_type, wt_);
+    ir::Node* dq = g_.add_node("DequantizeLinear", {qw.data, qw.scale, qw.zero_point},
+                               {passes::unique_name(g_, n->input(index)->name() + "_dequantized")}, "",
+                               passes::unique_name(g_, n->input(index)->name() + "_DequantizeLinear"), n);
+    if (a >= 0) dq->set_attr(ir::Attribute::make_int("axis", a));
+    report_.float_weight_bytes += static_cast<int64_t>(w->values.size() * 4);
+    report_.quantized_weight_bytes += static_cast<int64_t>(w->values.size() + qw.scales.size() * 5);
+    if (out) *out = qw;
+    return dq->output(0);
+  }
+
+  /// int32 bias with scale x_scale * w_scale (per channel), zero point 0. The weight scale is
+  /// never widened here: biases stay far inside int32 for the ranges onnxtool produces; a bias
+  /// that would not fit is left in float.
+  ir::Value* dq_bias(ir::Node* n, size_t index, const QuantParams& x, const QuantizedWeight& w) {
+    const auto b = passes::float_constant(model_, n->input(index));
+    if (!b || b->type != ir::DataType::kFloat || b->dims.size() != 1) return nullptr;
+    const size_t m = b->values.size();
+    if (w.scales.size() != 1 && w.scales.size() != m) return nullptr;
+    std::vector<int32_t> q(m);
+    std::vector<float> scales(w.scales.size());
+    for (size_t c = 0; c < w.scales.size(); ++c) scales[c] = x.scale * w.scales[c];
+    for (size_t c = 0; c < m; ++c) {
+      const double s = scales[w.scales.size() == 1 ? 0 : c];
+      const double v = round_half_even(b->values[c] / s);
+      if (!(std::fabs(v) < 2147483647.0)) return nullptr;
+      q[c] = static_cast<int32_t>(v);
+    }
+    const std::string base = n->input(index)->name();
+    const std::vector<int64_t> sdims = scales.size() == 1 ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(m)};
+    ir::Value* data = add_int32(g_, base + "_quantized", {static_cast<int64_t>(m)}, q);
+    ir::Value* scale = add_float(g_, base + "_scale", sdims, scales);
+    ir::Value* zp = add_int32(g_, base + "_zero_point", sdims, std::vector<int32_t>(scales.size(), 0));
+    ir::Node* dq = g_.add_node("DequantizeLinear", {data, scale, zp}, {passes::unique_name(g_, base + "_dequantized")}, "",
+                               passes::unique_name(g_, base + "_DequantizeLinear"), n);
+    if (scales.size() > 1) dq->set_attr(ir::Attribute::make_int("axis", 0));
+    return dq->output(0);
+  }
+
+  void quantize_node(ir::Node* n) {
+    // Activation inputs (the data inputs; shape-like integer inputs stay as they are).
+    const size_t data_inputs = n->op_type == "Resize" || n->op_type == "Reshape" || n->op_type == "Slice" ||
+                                       n->op_type == "Squeeze" || n->op_type == "Unsqueeze"
+                                   ? 1
+                                   : n->inputs().size();
+    ir::Value* x0 = n->input(0);
+    bool any = source_.count(x0) > 0;
+    for (size_t i = 0; i < data_inputs && i < n->inputs().size(); ++i) {
+      ir::Value* v = n->input(i);
+      if (!is_float_tensor(v)) continue;
+      if (has_weight(*n) && i >= 1) continue;  // weights and biases below
+      if (passes::constant_of(model_, v)) {
+        // A constant operand of Add/Mul/Concat: quantized like an activation at its own range.
+        if (!ranges_.count(v->name())) continue;
+      }
+      if (ir::Value* d = qdq(v, n)) {
+        n->set_input(i, d);
+        any = true;
+      }
+    }
+    if (has_weight(*n)) {
+      if (!n->input(0) || !source_.count(n->input(0))) return;  // the activation could not be quantized
+      QuantizedWeight w;
+      ir::Value* wd = dq_weight(n, 1, weight_axis(*n), &w);
+      if (!wd) return;
+      n->set_input(1, wd);
+      if (n->input(2) && (n->op_type == "Conv" || n->op_type == "ConvTranspose" || n->op_type == "Gemm")) {
+        const auto xp = act_params_.find(n->input(0));
+        if (xp != act_params_.end())
+          if (ir::Value* bd = dq_bias(n, 2, xp->second, w)) n->set_input(2, bd);
+      }
+      any = true;
+    }
+    if (!any) return;
+    ++report_.quantized_nodes;
+    // The output: fold a single Relu/Clip reader into the range (asymmetric only), then Q/DQ.
+    ir::Value* y = n->output(0);
+    if (!is_float_tensor(y)) return;
+    if (!o_.symmetric_activations) {
+      ir::Node* clamp = passes::single_consumer(y);
+      if (is_clamp(clamp) && ranges_.count(clamp->output(0)->name())) {
+        ir::Value* clamped = clamp->output(0);
+        const Range r = ranges_.at(clamped->name());
+        if (r.min >= 0 && passes::bypass_node(g_, clamp, y)) {
+          // y now carries the clamp's name and range: Q saturates below 0 (and above the max).
+          qdq(y, nullptr, true);
+          return;
+        }
+      }
+    }
+    qdq(y, nullptr, true);
+  }
+
+  ir::Model& model_;
+  ir::Graph& g_;
+  const QuantizeOptions& o_;
+  const std::map<std::string, Range>& ranges_;
+  QuantizeReport& report_;
+  ParamOptions act_, wt_;
+  bool per_axis_ = false;
+  std::map<ir::Value*, ir::Value*> dq_;      // float tensor -> its DQ output
+  std::map<ir::Value*, ir::Value*> source_;  // DQ output -> the float tensor
+  std::map<ir::Value*, QuantParams> act_params_;
+};
+
+}  // namespace
+
+const std::vector<std::string>& static_op_types() {
+  static const std::vector<std::string> ops = {"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Mul", "Concat",
+                                               "MaxPool", "AveragePool", "GlobalAveragePool", "Resize", "Reshape",
+                                               "Transpose", "Squeeze", "Unsqueeze", "Flatten"};
+  return ops;
+}
+
+QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options, const SampleSource& samples) {
+  validate_selection(model, options, static_op_types());
+  if (passes::default_opset(model) < 10)
+    throw_usage_error("static quantization needs opset 10 or later (QuantizeLinear); this model is at opset " +
+                      std::to_string(passes::default_opset(model)) + " (convert it with `onnxtool convert --opset 13`)");
+  QuantizeReport report;
+  // Calibration: every float value of the main graph, observed as it is produced.
+  Collector collector(options.calibration.moving_average);
+  {
+    runner::Session session(model);
+    session.set_observer([&](const ir::Value& v, const runner::Value& produced) {
+      if (produced.is_tensor() && produced.tensor.dtype() == ir::DataType::kFloat) collector.observe(v.name(), produced.tensor);
+    });
+    std::map<std::string, runner::Value> feeds;
+    while (samples(feeds)) {
+      for (const auto& [name, value] : feeds)
+        if (value.is_tensor() && value.tensor.dtype() == ir::DataType::kFloat) collector.observe(name, value.tensor);
+      session.run(feeds);
+      ++report.samples;
+      feeds.clear();
+    }
+  }
+  if (!report.samples) throw_usage_error("no calibration samples");
+  std::map<std::string, Range> ranges;
+  for (const auto& [name, stats] : collector.stats()) {
+    report.nan_values += stats.nan_count();
+    report.inf_values += stats.inf_count();
+    if (stats.empty()) continue;  // only NaN/Inf: left in float (named in the report's counts)
+    ranges[name] = calibrated_range(stats, options.calibration);
+  }
+  // Constant operands of Add/Mul/Concat get their exact range.
+  for (const auto& t : model.graph->initializers()) {
+    const ir::Value* v = model.graph->find(t->name);
+    const auto c = passes::float_constant(model, v);
+    if (!c || c->type != ir::DataType::kFloat || c->values.empty()) continue;
+    const auto [lo, hi] = std::minmax_element(c->values.begin(), c->values.end());
+    ranges[t->name] = Range{std::min(*lo, 0.0), std::max(*hi, 0.0)};
+  }
+  StaticQuantizer q(model, options, ranges, report);
+  q.run();
+  passes::OptimizeOptions cleanup;
+  cleanup.only = {"sort_topologically", "eliminate_dead_code"};
+  passes::optimize(model, cleanup);
+  return report;
+}
+
+}  // namespace onnxtool::quant

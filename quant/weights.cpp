@@ -1,0 +1,66 @@
+// Weight quantization.
+#include "quant/weights.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "ir/tensor.h"
+#include "passes/rewrite.h"
+
+namespace onnxtool::quant {
+
+ir::Value* add_float(ir::Graph& graph, const std::string& base, std::vector<int64_t> dims, const std::vector<float>& values) {
+  return graph.add_initializer(ir::make_tensor(passes::unique_name(graph, base), ir::DataType::kFloat, std::move(dims),
+                                               values.data(), values.size() * sizeof(float)));
+}
+
+ir::Value* add_int32(ir::Graph& graph, const std::string& base, std::vector<int64_t> dims, const std::vector<int32_t>& values) {
+  return graph.add_initializer(ir::make_tensor(passes::unique_name(graph, base), ir::DataType::kInt32, std::move(dims),
+                                               values.data(), values.size() * sizeof(int32_t)));
+}
+
+QuantizedWeight quantize_weight(ir::Graph& graph, const std::string& base, const std::vector<double>& values,
+                                const std::vector<int64_t>& dims, int64_t axis, QuantType type, const ParamOptions& options) {
+  QuantizedWeight w;
+  w.axis = axis;
+  const int64_t channels = axis >= 0 ? dims[static_cast<size_t>(axis)] : 1;
+  int64_t inner = 1;
+  if (axis >= 0)
+    for (size_t i = static_cast<size_t>(axis) + 1; i < dims.size(); ++i) inner *= dims[i];
+  auto channel_of = [&](size_t i) { return axis >= 0 ? static_cast<int64_t>(i) / inner % channels : 0; };
+  std::vector<double> lo(static_cast<size_t>(channels), 0.0), hi(static_cast<size_t>(channels), 0.0);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const auto c = static_cast<size_t>(channel_of(i));
+    if (std::isfinite(values[i])) {
+      lo[c] = std::min(lo[c], values[i]);
+      hi[c] = std::max(hi[c], values[i]);
+    }
+  }
+  ParamOptions o = options;
+  o.symmetric = true;
+  int32_t qmin, qmax;
+  integer_range(type, o, qmin, qmax);
+  std::vector<QuantParams> params;
+  for (int64_t c = 0; c < channels; ++c) {
+    params.push_back(compute_params(lo[static_cast<size_t>(c)], hi[static_cast<size_t>(c)], type, o));
+    w.scales.push_back(params.back().scale);
+    w.zero_points.push_back(params.back().zero_point);
+  }
+  std::vector<uint8_t> q(values.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const QuantParams& p = params[static_cast<size_t>(channel_of(i))];
+    const double v = std::isfinite(values[i]) ? values[i] : 0.0;
+    const double x = std::clamp(round_half_even(v / p.scale) + p.zero_point, static_cast<double>(qmin), static_cast<double>(qmax));
+    q[i] = type == QuantType::kInt8 ? static_cast<uint8_t>(static_cast<int8_t>(x)) : static_cast<uint8_t>(x);
+  }
+  const ir::DataType dt = data_type_of(type);
+  w.data = graph.add_initializer(ir::make_tensor(passes::unique_name(graph, base + "_quantized"), dt, dims, q.data(), q.size()));
+  const std::vector<int64_t> pdims = axis >= 0 ? std::vector<int64_t>{channels} : std::vector<int64_t>{};
+  w.scale = add_float(graph, base + "_scale", pdims, w.scales);
+  std::vector<uint8_t> zp;
+  for (int32_t z : w.zero_points) zp.push_back(type == QuantType::kInt8 ? static_cast<uint8_t>(static_cast<int8_t>(z)) : static_cast<uint8_t>(z));
+  w.zero_point = graph.add_initializer(ir::make_tensor(passes::unique_name(graph, base + "_zero_point"), dt, pdims, zp.data(), zp.size()));
+  return w;
+}
+
+}  // namespace onnxtool::quant
