@@ -42,6 +42,7 @@ void register_run(CLI::App& app, Action& action);
 void register_convert(CLI::App& app, Action& action);
 void register_optimize(CLI::App& app, Action& action);
 void register_quantize(CLI::App& app, Action& action);
-void register_pending(CLI::App& app, Action& action);
+void register_compare(CLI::App& app, Action& action);
+void register_diff(CLI::App& app, Action& action);
 
 }  // namespace onnxtool::cli

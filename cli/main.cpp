@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
   register_convert(app, action);
   register_optimize(app, action);
   register_quantize(app, action);
-  register_pending(app, action);
+  register_compare(app, action);
+  register_diff(app, action);
 
   try {
     app.parse(argc, argv);

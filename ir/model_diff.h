@@ -1,0 +1,30 @@
+// A semantic diff of two models: versions, I/O, nodes (matched by name, then by structure),
+// attributes, initializers (with the largest value change) and metadata.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace onnxtool::ir {
+
+/// One difference: a kind ("opset", "input", "node.added", "node.removed", "node.changed",
+/// "initializer.changed", ...), the thing it is about, and what changed ("old -> new").
+struct Difference {
+  std::string kind;
+  std::string subject;
+  std::string detail;
+};
+
+struct ModelDiff {
+  std::vector<Difference> differences;
+  size_t nodes_a = 0, nodes_b = 0, matched_by_name = 0, matched_by_structure = 0;
+  bool equal() const { return differences.empty(); }
+};
+
+/// Compares b against a (main graph nodes; subgraphs compared as part of their node's
+/// attributes by node count). Initializer changes report the largest absolute difference.
+ModelDiff diff_models(const Model& a, const Model& b);
+
+}  // namespace onnxtool::ir
