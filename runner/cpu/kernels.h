@@ -18,5 +18,7 @@ void register_recurrent_kernels(KernelRegistry& registry);
 void register_vision_kernels(KernelRegistry& registry);
 void register_quantize_kernels(KernelRegistry& registry);
 void register_misc_kernels(KernelRegistry& registry);
+void register_matmul_kernels(KernelRegistry& registry);
+void register_conv_kernels(KernelRegistry& registry);
 
 }  // namespace onnxtool::runner::cpu

@@ -13,6 +13,8 @@ void register_cpu_kernels(KernelRegistry& registry) {
   cpu::register_vision_kernels(registry);
   cpu::register_quantize_kernels(registry);
   cpu::register_misc_kernels(registry);
+  cpu::register_matmul_kernels(registry);
+  cpu::register_conv_kernels(registry);
 }
 
 }  // namespace onnxtool::runner

@@ -1,0 +1,526 @@
+// CPU kernels: Conv, ConvTranspose, ConvInteger and QLinearConv (1-D, 2-D, 3-D and beyond).
+// Conv goes through im2col + GEMM (no im2col for 1x1 stride-1 unpadded kernels) and a direct
+// loop for depthwise convolutions; ConvTranspose through GEMM + col2im.
+#include <cmath>
+#include <vector>
+
+#include "runner/cpu/elementwise_util.h"
+#include "runner/cpu/gemm.h"
+#include "runner/cpu/kernels.h"
+
+namespace onnxtool::runner::cpu {
+
+namespace {
+
+/// The geometry of one convolution: spatial sizes, kernel, strides, dilations, pads.
+struct ConvGeometry {
+  int64_t n = 0, c = 0, m = 0, group = 1;
+  std::vector<int64_t> in, kernel, out, stride, dilation, pad_begin, pad_end;
+  int64_t in_size() const { return dims_product(in, 0, in.size()); }
+  int64_t out_size() const { return dims_product(out, 0, out.size()); }
+  int64_t kernel_size() const { return dims_product(kernel, 0, kernel.size()); }
+};
+
+std::vector<int64_t> spatial_attr(const KernelContext& ctx, const char* name, size_t rank, int64_t fallback) {
+  std::vector<int64_t> v = ctx.attr_ints(name);
+  if (v.empty()) v.assign(rank, fallback);
+  if (v.size() != rank) ctx.fail(std::string(name) + " has " + std::to_string(v.size()) + " values for " + std::to_string(rank) + " spatial dims");
+  return v;
+}
+
+/// Reads the attributes shared by Conv and ConvTranspose: strides, dilations, pads (explicit).
+void read_common(const KernelContext& ctx, ConvGeometry& g, size_t rank) {
+  g.stride = spatial_attr(ctx, "strides", rank, 1);
+  g.dilation = spatial_attr(ctx, "dilations", rank, 1);
+  for (size_t i = 0; i < rank; ++i)
+    if (g.stride[i] < 1 || g.dilation[i] < 1) ctx.fail("strides and dilations must be positive");
+  std::vector<int64_t> pads = ctx.attr_ints("pads");
+  if (pads.empty()) pads.assign(2 * rank, 0);
+  if (pads.size() != 2 * rank) ctx.fail("pads has " + std::to_string(pads.size()) + " values for " + std::to_string(rank) + " spatial dims");
+  g.pad_begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(rank));
+  g.pad_end.assign(pads.begin() + static_cast<std::ptrdiff_t>(rank), pads.end());
+  for (int64_t p : pads)
+    if (p < 0) ctx.fail("pads must not be negative");
+}
+
+/// Conv geometry from X [N, C, D...] and W [M, C/group, K...].
+ConvGeometry conv_geometry(const KernelContext& ctx, const Tensor& x, const Tensor& w) {
+  if (x.rank() < 3) ctx.fail("X must be [N, C, D1, ...], got " + x.describe());
+  if (w.rank() != x.rank()) ctx.fail("W " + w.describe() + " and X " + x.describe() + " differ in rank");
+  const size_t rank = x.rank() - 2;
+  ConvGeometry g;
+  g.n = x.dim(0);
+  g.c = x.dim(1);
+  g.m = w.dim(0);
+  g.group = ctx.attr_int("group", 1);
+  if (g.group < 1 || g.c % g.group != 0 || g.m % g.group != 0 || w.dim(1) * g.group != g.c)
+    ctx.fail("channels do not match: X " + x.describe() + ", W " + w.describe() + ", group " + std::to_string(g.group));
+  g.in.assign(x.shape().begin() + 2, x.shape().end());
+  g.kernel.assign(w.shape().begin() + 2, w.shape().end());
+  const auto ks = ctx.attr_ints("kernel_shape");
+  if (!ks.empty() && ks != g.kernel) ctx.fail("kernel_shape " + shape_string(ks) + " differs from W " + w.describe());
+  read_common(ctx, g, rank);
+  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
+  g.out.resize(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t span = (g.kernel[i] - 1) * g.dilation[i] + 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      g.out[i] = (g.in[i] + g.stride[i] - 1) / g.stride[i];
+      const int64_t total = std::max<int64_t>(0, (g.out[i] - 1) * g.stride[i] + span - g.in[i]);
+      g.pad_begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      g.pad_end[i] = total - g.pad_begin[i];
+    } else {
+      if (auto_pad == "VALID") g.pad_begin[i] = g.pad_end[i] = 0;
+      else if (auto_pad != "NOTSET") ctx.fail("unknown auto_pad '" + auto_pad + "'");
+      const int64_t padded = g.in[i] + g.pad_begin[i] + g.pad_end[i];
+      if (padded < span) ctx.fail("the kernel (span " + std::to_string(span) + ") is larger than the padded input (" + std::to_string(padded) + ")");
+      g.out[i] = (padded - span) / g.stride[i] + 1;
+    }
+  }
+  return g;
+}
+
+/// im2col for one image and one group: col[(c * K + k), o] = x[c, o * s - p + k * d] (0 outside).
+template <class T>
+void im2col(const ConvGeometry& g, const T* x, int64_t channels, T* col) {
+  const size_t rank = g.in.size();
+  const int64_t ksize = g.kernel_size(), osize = g.out_size(), isize = g.in_size();
+  parallel_ranges(channels * ksize, std::max<int64_t>(1, 16384 / std::max<int64_t>(osize, 1)), [&](int64_t r0, int64_t r1) {
+    std::vector<int64_t> kidx(rank), oidx(rank);
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t c = r / ksize;
+      int64_t kr = r % ksize;
+      for (size_t d = rank; d-- > 0;) {
+        kidx[d] = kr % g.kernel[d];
+        kr /= g.kernel[d];
+      }
+      const T* xc = x + c * isize;
+      T* out = col + r * osize;
+      if (rank == 2) {
+        const int64_t oh = g.out[0], ow = g.out[1], ih = g.in[0], iw = g.in[1];
+        for (int64_t y = 0; y < oh; ++y) {
+          const int64_t iy = y * g.stride[0] - g.pad_begin[0] + kidx[0] * g.dilation[0];
+          T* orow = out + y * ow;
+          if (iy < 0 || iy >= ih) {
+            std::fill(orow, orow + ow, T(0));
+            continue;
+          }
+          const T* xrow = xc + iy * iw;
+          const int64_t off = kidx[1] * g.dilation[1] - g.pad_begin[1];
+          if (g.stride[1] == 1) {
+            // Contiguous run: zeros before, a copy, zeros after.
+            const int64_t lo = std::clamp<int64_t>(-off, 0, ow), hi = std::clamp<int64_t>(iw - off, 0, ow);
+            std::fill(orow, orow + lo, T(0));
+            if (hi > lo) std::copy(xrow + lo + off, xrow + hi + off, orow + lo);
+            std::fill(orow + std::max(lo, hi), orow + ow, T(0));
+          } else {
+            for (int64_t xo = 0; xo < ow; ++xo) {
+              const int64_t ix = xo * g.stride[1] + off;
+              orow[xo] = ix >= 0 && ix < iw ? xrow[ix] : T(0);
+            }
+          }
+        }
+        continue;
+      }
+      std::fill(oidx.begin(), oidx.end(), 0);
+      for (int64_t o = 0; o < osize; ++o) {
+        int64_t off = 0;
+        bool inside = true;
+        for (size_t d = 0; d < rank; ++d) {
+          const int64_t i = oidx[d] * g.stride[d] - g.pad_begin[d] + kidx[d] * g.dilation[d];
+          if (i < 0 || i >= g.in[d]) {
+            inside = false;
+            break;
+          }
+          off = off * g.in[d] + i;
+        }
+        out[o] = inside ? xc[off] : T(0);
+        for (size_t d = rank; d-- > 0;) {
+          if (++oidx[d] < g.out[d]) break;
+          oidx[d] = 0;
+        }
+      }
+    }
+  });
+}
+
+/// Depthwise 2-D convolution (one input channel per group): a direct loop per output channel.
+template <class T>
+void depthwise_2d(const ConvGeometry& g, const T* x, const T* w, const T* bias, T* y) {
+  const int64_t oh = g.out[0], ow = g.out[1], ih = g.in[0], iw = g.in[1], kh = g.kernel[0], kw = g.kernel[1];
+  const int64_t per_group = g.m / g.group;
+  parallel_ranges(g.n * g.m, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t n = p / g.m, m = p % g.m, c = m / per_group;
+      const T* xc = x + (n * g.c + c) * ih * iw;
+      const T* wm = w + m * kh * kw;
+      T* ym = y + p * oh * ow;
+      const T b = bias ? bias[m] : T(0);
+      for (int64_t yo = 0; yo < oh; ++yo)
+        for (int64_t xo = 0; xo < ow; ++xo) {
+          T acc = 0;
+          for (int64_t ky = 0; ky < kh; ++ky) {
+            const int64_t iy = yo * g.stride[0] - g.pad_begin[0] + ky * g.dilation[0];
+            if (iy < 0 || iy >= ih) continue;
+            for (int64_t kx = 0; kx < kw; ++kx) {
+              const int64_t ix = xo * g.stride[1] - g.pad_begin[1] + kx * g.dilation[1];
+              if (ix < 0 || ix >= iw) continue;
+              acc += xc[iy * iw + ix] * wm[ky * kw + kx];
+            }
+          }
+          ym[yo * ow + xo] = acc + b;
+        }
+    }
+  });
+}
+
+template <class T>
+void gemm_t(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb, T* c,
+            int64_t ldc, bool acc) {
+  if constexpr (std::is_same_v<T, float>) gemm_f32(m, n, k, a, lda, ta, b, ldb, tb, c, ldc, acc);
+  else gemm_f64(m, n, k, a, lda, ta, b, ldb, tb, c, ldc, acc);
+}
+
+/// Conv in float or double: Y [N, M, O...] from X [N, C, I...], W [M, C/g, K...], optional bias.
+template <class T>
+void conv_compute(const ConvGeometry& g, const T* x, const T* w, const T* bias, T* y, std::vector<T>& col) {
+  const int64_t cg = g.c / g.group, mg = g.m / g.group;
+  const int64_t ksize = g.kernel_size(), osize = g.out_size(), isize = g.in_size();
+  if (cg == 1 && g.in.size() == 2) {
+    depthwise_2d(g, x, w, bias, y);
+    return;
+  }
+  bool pointwise = true;
+  for (size_t i = 0; i < g.in.size(); ++i)
+    pointwise = pointwise && g.kernel[i] == 1 && g.stride[i] == 1 && g.pad_begin[i] == 0 && g.pad_end[i] == 0;
+  if (!pointwise) col.resize(static_cast<size_t>(cg * ksize * osize));
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t gi = 0; gi < g.group; ++gi) {
+      const T* xg = x + (n * g.c + gi * cg) * isize;
+      const T* src = xg;
+      if (!pointwise) {
+        im2col(g, xg, cg, col.data());
+        src = col.data();
+      }
+      T* yg = y + (n * g.m + gi * mg) * osize;
+      gemm_t<T>(mg, osize, cg * ksize, w + gi * mg * cg * ksize, cg * ksize, false, src, osize, false, yg, osize, false);
+    }
+  if (bias) {
+    parallel_ranges(g.n * g.m, std::max<int64_t>(1, 16384 / std::max<int64_t>(osize, 1)), [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        const T b = bias[p % g.m];
+        T* yp = y + p * osize;
+        for (int64_t o = 0; o < osize; ++o) yp[o] += b;
+      }
+    });
+  }
+}
+
+/// Per-node scratch (the im2col buffer), reused across runs.
+template <class T>
+struct Scratch {
+  std::vector<T> col;
+};
+
+std::vector<float> to_float(const Tensor& t) {
+  std::vector<float> v(static_cast<size_t>(t.size()));
+  for (int64_t i = 0; i < t.size(); ++i)
+    v[static_cast<size_t>(i)] = t.dtype() == DataType::kFloat16 ? half_to_float(t.data<uint16_t>()[i]) : bfloat16_to_float(t.data<uint16_t>()[i]);
+  return v;
+}
+
+void conv(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  if (x.dtype() != w.dtype()) ctx.fail("X and W have different types");
+  const ConvGeometry g = conv_geometry(ctx, x, w);
+  const Tensor* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  if (b && (b->rank() != 1 || b->dim(0) != g.m)) ctx.fail("B must be [" + std::to_string(g.m) + "], got " + b->describe());
+  std::vector<int64_t> shape{g.n, g.m};
+  shape.insert(shape.end(), g.out.begin(), g.out.end());
+  Tensor& y = ctx.output(0, x.dtype(), shape);
+  if (y.size() == 0) return;
+  switch (x.dtype()) {
+    case DataType::kFloat:
+      conv_compute<float>(g, x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr, y.mutable_data<float>(),
+                          ctx.state<Scratch<float>>().col);
+      break;
+    case DataType::kDouble:
+      conv_compute<double>(g, x.data<double>(), w.data<double>(), b ? b->data<double>() : nullptr, y.mutable_data<double>(),
+                           ctx.state<Scratch<double>>().col);
+      break;
+    case DataType::kFloat16:
+    case DataType::kBFloat16: {
+      const auto xf = to_float(x), wf = to_float(w);
+      const auto bf = b ? to_float(*b) : std::vector<float>{};
+      std::vector<float> yf(static_cast<size_t>(y.size()));
+      conv_compute<float>(g, xf.data(), wf.data(), b ? bf.data() : nullptr, yf.data(), ctx.state<Scratch<float>>().col);
+      for (int64_t i = 0; i < y.size(); ++i)
+        y.mutable_data<uint16_t>()[i] = x.dtype() == DataType::kFloat16 ? float_to_half(yf[static_cast<size_t>(i)])
+                                                                         : float_to_bfloat16(yf[static_cast<size_t>(i)]);
+      break;
+    }
+    default: ctx.fail("Conv does not support element type " + type_name(x.dtype()));
+  }
+}
+
+// ---------------------------------------------------------------- ConvTranspose
+
+/// col2im: adds col[(m * K + k), i] into y[m, i * s - p + k * d] (inside the output).
+template <class T>
+void col2im(const ConvGeometry& g, const T* col, int64_t channels, T* y) {
+  const size_t rank = g.in.size();
+  const int64_t ksize = g.kernel_size(), isize = g.in_size(), osize = g.out_size();
+  parallel_ranges(channels, 1, [&](int64_t c0, int64_t c1) {
+    std::vector<int64_t> kidx(rank), iidx(rank);
+    for (int64_t c = c0; c < c1; ++c) {
+      T* yc = y + c * osize;
+      for (int64_t k = 0; k < ksize; ++k) {
+        int64_t kr = k;
+        for (size_t d = rank; d-- > 0;) {
+          kidx[d] = kr % g.kernel[d];
+          kr /= g.kernel[d];
+        }
+        const T* src = col + (c * ksize + k) * isize;
+        std::fill(iidx.begin(), iidx.end(), 0);
+        for (int64_t i = 0; i < isize; ++i) {
+          int64_t off = 0;
+          bool inside = true;
+          for (size_t d = 0; d < rank; ++d) {
+            const int64_t o = iidx[d] * g.stride[d] - g.pad_begin[d] + kidx[d] * g.dilation[d];
+            if (o < 0 || o >= g.out[d]) {
+              inside = false;
+              break;
+            }
+            off = off * g.out[d] + o;
+          }
+          if (inside) yc[off] += src[i];
+          for (size_t d = rank; d-- > 0;) {
+            if (++iidx[d] < g.in[d]) break;
+            iidx[d] = 0;
+          }
+        }
+      }
+    }
+  });
+}
+
+ConvGeometry conv_transpose_geometry(const KernelContext& ctx, const Tensor& x, const Tensor& w) {
+  if (x.rank() < 3 || w.rank() != x.rank()) ctx.fail("X " + x.describe() + " and W " + w.describe() + " must be [N, C, D...] and [C, M/group, K...]");
+  const size_t rank = x.rank() - 2;
+  ConvGeometry g;
+  g.n = x.dim(0);
+  g.c = x.dim(1);
+  g.group = ctx.attr_int("group", 1);
+  if (g.group < 1 || w.dim(0) != g.c || g.c % g.group != 0) ctx.fail("channels do not match: X " + x.describe() + ", W " + w.describe());
+  g.m = w.dim(1) * g.group;
+  g.in.assign(x.shape().begin() + 2, x.shape().end());
+  g.kernel.assign(w.shape().begin() + 2, w.shape().end());
+  read_common(ctx, g, rank);
+  const auto out_pad = spatial_attr(ctx, "output_padding", rank, 0);
+  std::vector<int64_t> out_shape = ctx.attr_ints("output_shape");
+  if (out_shape.size() == rank + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
+  if (!out_shape.empty() && out_shape.size() != rank) ctx.fail("output_shape has " + std::to_string(out_shape.size()) + " values");
+  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
+  g.out.resize(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t span = (g.kernel[i] - 1) * g.dilation[i] + 1;
+    const int64_t full = g.stride[i] * (g.in[i] - 1) + out_pad[i] + span;
+    if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const int64_t target = out_shape.empty() ? g.in[i] * g.stride[i] : out_shape[i];
+      const int64_t total = full - target;
+      if (total < 0) {
+        // A larger requested output: pad at the end (the extra positions stay zero + bias).
+        g.pad_begin[i] = 0;
+        g.pad_end[i] = total;
+      } else if (auto_pad == "SAME_UPPER") {
+        g.pad_begin[i] = total / 2;
+        g.pad_end[i] = total - total / 2;
+      } else {
+        g.pad_begin[i] = total - total / 2;
+        g.pad_end[i] = total / 2;
+      }
+      g.out[i] = target;
+    } else {
+      if (auto_pad == "VALID") g.pad_begin[i] = g.pad_end[i] = 0;
+      g.out[i] = full - g.pad_begin[i] - g.pad_end[i];
+    }
+    if (g.out[i] < 0) ctx.fail("the output would have a negative size");
+  }
+  return g;
+}
+
+template <class T>
+void conv_transpose_compute(const ConvGeometry& g, const T* x, const T* w, const T* bias, T* y, std::vector<T>& col) {
+  const int64_t cg = g.c / g.group, mg = g.m / g.group;
+  const int64_t ksize = g.kernel_size(), isize = g.in_size(), osize = g.out_size();
+  col.resize(static_cast<size_t>(mg * ksize * isize));
+  std::fill(y, y + g.n * g.m * osize, T(0));
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t gi = 0; gi < g.group; ++gi) {
+      // col [mg*K, I] = W_g^T [mg*K, cg] x X_g [cg, I]
+      const T* wg = w + gi * cg * mg * ksize;
+      const T* xg = x + (n * g.c + gi * cg) * isize;
+      gemm_t<T>(mg * ksize, isize, cg, wg, mg * ksize, true, xg, isize, false, col.data(), isize, false);
+      col2im(g, col.data(), mg, y + (n * g.m + gi * mg) * osize);
+    }
+  if (bias)
+    for (int64_t p = 0; p < g.n * g.m; ++p)
+      for (int64_t o = 0; o < osize; ++o) y[p * osize + o] += bias[p % g.m];
+}
+
+void conv_transpose(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  if (x.dtype() != w.dtype()) ctx.fail("X and W have different types");
+  const ConvGeometry g = conv_transpose_geometry(ctx, x, w);
+  const Tensor* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  if (b && (b->rank() != 1 || b->dim(0) != g.m)) ctx.fail("B must be [" + std::to_string(g.m) + "], got " + b->describe());
+  std::vector<int64_t> shape{g.n, g.m};
+  shape.insert(shape.end(), g.out.begin(), g.out.end());
+  Tensor& y = ctx.output(0, x.dtype(), shape);
+  if (y.size() == 0) return;
+  switch (x.dtype()) {
+    case DataType::kFloat:
+      conv_transpose_compute<float>(g, x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr, y.mutable_data<float>(),
+                                    ctx.state<Scratch<float>>().col);
+      break;
+    case DataType::kDouble:
+      conv_transpose_compute<double>(g, x.data<double>(), w.data<double>(), b ? b->data<double>() : nullptr, y.mutable_data<double>(),
+                                     ctx.state<Scratch<double>>().col);
+      break;
+    case DataType::kFloat16:
+    case DataType::kBFloat16: {
+      const auto xf = to_float(x), wf = to_float(w);
+      const auto bf = b ? to_float(*b) : std::vector<float>{};
+      std::vector<float> yf(static_cast<size_t>(y.size()));
+      conv_transpose_compute<float>(g, xf.data(), wf.data(), b ? bf.data() : nullptr, yf.data(), ctx.state<Scratch<float>>().col);
+      for (int64_t i = 0; i < y.size(); ++i)
+        y.mutable_data<uint16_t>()[i] = x.dtype() == DataType::kFloat16 ? float_to_half(yf[static_cast<size_t>(i)])
+                                                                         : float_to_bfloat16(yf[static_cast<size_t>(i)]);
+      break;
+    }
+    default: ctx.fail("ConvTranspose does not support element type " + type_name(x.dtype()));
+  }
+}
+
+// ---------------------------------------------------------------- integer convolutions
+
+int32_t int_at(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DataType::kUInt8: return t.data<uint8_t>()[i];
+    case DataType::kInt8: return t.data<int8_t>()[i];
+    case DataType::kInt32: return t.data<int32_t>()[i];
+    default: return 0;
+  }
+}
+
+/// Integer convolution with zero points (x: scalar; w: scalar or per output channel), int32
+/// accumulation; computed in double through the float path would lose exactness past 2^24, so
+/// this is a direct im2col + integer dot product.
+std::vector<int32_t> conv_integer_compute(const KernelContext& ctx, const ConvGeometry& g, const Tensor& x, const Tensor& w,
+                                          int32_t x_zero, const std::vector<int32_t>& w_zero) {
+  const int64_t cg = g.c / g.group, mg = g.m / g.group;
+  const int64_t ksize = g.kernel_size(), osize = g.out_size(), isize = g.in_size();
+  std::vector<int32_t> xi(static_cast<size_t>(x.size()));
+  for (int64_t i = 0; i < x.size(); ++i) xi[static_cast<size_t>(i)] = int_at(x, i) - x_zero;
+  std::vector<int32_t> wi(static_cast<size_t>(w.size()));
+  const int64_t per_m = cg * ksize;
+  for (int64_t i = 0; i < w.size(); ++i) wi[static_cast<size_t>(i)] = int_at(w, i) - w_zero[static_cast<size_t>(i / per_m)];
+  std::vector<int32_t> y(static_cast<size_t>(g.n * g.m * osize));
+  std::vector<int32_t> col(static_cast<size_t>(cg * ksize * osize));
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t gi = 0; gi < g.group; ++gi) {
+      im2col(g, xi.data() + (n * g.c + gi * cg) * isize, cg, col.data());
+      parallel_ranges(mg, 1, [&](int64_t m0, int64_t m1) {
+        for (int64_t m = m0; m < m1; ++m) {
+          const int32_t* wm = wi.data() + (gi * mg + m) * per_m;
+          int32_t* ym = y.data() + (n * g.m + gi * mg + m) * osize;
+          std::fill(ym, ym + osize, 0);
+          for (int64_t k = 0; k < per_m; ++k) {
+            const int32_t wv = wm[k];
+            const int32_t* cr = col.data() + k * osize;
+            for (int64_t o = 0; o < osize; ++o) ym[o] += wv * cr[o];
+          }
+        }
+      });
+    }
+  (void)ctx;
+  return y;
+}
+
+std::vector<int32_t> per_channel_ints(const KernelContext& ctx, size_t input, int64_t m, const char* what) {
+  std::vector<int32_t> z(static_cast<size_t>(m), 0);
+  if (!ctx.has_input(input)) return z;
+  const Tensor& t = ctx.input(input);
+  if (t.size() == 1) std::fill(z.begin(), z.end(), int_at(t, 0));
+  else if (t.size() == m)
+    for (int64_t i = 0; i < m; ++i) z[static_cast<size_t>(i)] = int_at(t, i);
+  else ctx.fail(std::string(what) + " has " + std::to_string(t.size()) + " elements; expected 1 or " + std::to_string(m));
+  return z;
+}
+
+void check_int8(const KernelContext& ctx, const Tensor& t, const char* what) {
+  if (t.dtype() != DataType::kUInt8 && t.dtype() != DataType::kInt8)
+    ctx.fail(std::string(what) + " must be uint8 or int8, is " + type_name(t.dtype()));
+}
+
+void conv_integer(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  check_int8(ctx, x, "x");
+  check_int8(ctx, w, "w");
+  const ConvGeometry g = conv_geometry(ctx, x, w);
+  const int32_t xz = ctx.has_input(2) ? int_at(ctx.input(2), 0) : 0;
+  const auto wz = per_channel_ints(ctx, 3, g.m, "w_zero_point");
+  std::vector<int64_t> shape{g.n, g.m};
+  shape.insert(shape.end(), g.out.begin(), g.out.end());
+  const auto acc = conv_integer_compute(ctx, g, x, w, xz, wz);
+  Tensor& y = ctx.output(0, DataType::kInt32, shape);
+  std::copy(acc.begin(), acc.end(), y.mutable_data<int32_t>());
+}
+
+void qlinear_conv(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(3);
+  check_int8(ctx, x, "x");
+  check_int8(ctx, w, "w");
+  const Tensor& yz = ctx.input(7);
+  const ConvGeometry g = conv_geometry(ctx, x, w);
+  const float xs = ctx.input(1).data<float>()[0];
+  const int32_t xz = int_at(ctx.input(2), 0);
+  const Tensor& wst = ctx.input(4);
+  std::vector<float> ws(static_cast<size_t>(g.m));
+  if (wst.size() == 1) std::fill(ws.begin(), ws.end(), wst.data<float>()[0]);
+  else if (wst.size() == g.m) std::copy(wst.data<float>(), wst.data<float>() + g.m, ws.begin());
+  else ctx.fail("w_scale has " + std::to_string(wst.size()) + " elements; expected 1 or " + std::to_string(g.m));
+  const auto wz = per_channel_ints(ctx, 5, g.m, "w_zero_point");
+  const float ys = ctx.input(6).data<float>()[0];
+  const int32_t zy = int_at(yz, 0);
+  const auto bias = per_channel_ints(ctx, 8, g.m, "B");
+  auto acc = conv_integer_compute(ctx, g, x, w, xz, wz);
+  std::vector<int64_t> shape{g.n, g.m};
+  shape.insert(shape.end(), g.out.begin(), g.out.end());
+  Tensor& y = ctx.output(0, yz.dtype(), shape);
+  const int64_t osize = g.out_size();
+  const int32_t lo = yz.dtype() == DataType::kUInt8 ? 0 : -128, hi = yz.dtype() == DataType::kUInt8 ? 255 : 127;
+  for (int64_t i = 0; i < y.size(); ++i) {
+    const int64_t m = (i / osize) % g.m;
+    const double v = std::nearbyint(static_cast<double>(acc[static_cast<size_t>(i)] + bias[static_cast<size_t>(m)]) * xs *
+                                    ws[static_cast<size_t>(m)] / ys) + zy;
+    const int32_t q = static_cast<int32_t>(std::min<double>(hi, std::max<double>(lo, v)));
+    if (yz.dtype() == DataType::kUInt8) y.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(q);
+    else y.mutable_data<int8_t>()[i] = static_cast<int8_t>(q);
+  }
+}
+
+}  // namespace
+
+void register_conv_kernels(KernelRegistry& r) {
+  r.add("", "Conv", 1, kMaxOpset, conv);
+  r.add("", "ConvTranspose", 1, kMaxOpset, conv_transpose);
+  r.add("", "ConvInteger", 10, kMaxOpset, conv_integer);
+  r.add("", "QLinearConv", 10, kMaxOpset, qlinear_conv);
+}
+
+}  // namespace onnxtool::runner::cpu

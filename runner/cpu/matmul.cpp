@@ -1,0 +1,349 @@
+// CPU kernels: MatMul, Gemm, MatMulInteger, QLinearMatMul and Det.
+#include <cmath>
+#include <vector>
+
+#include "runner/cpu/elementwise_util.h"
+#include "runner/cpu/gemm.h"
+#include "runner/cpu/kernels.h"
+
+namespace onnxtool::runner::cpu {
+
+namespace {
+
+/// Batched product of numpy-broadcast operands: for each batch index, [M,K] x [K,N].
+struct MatMulShape {
+  std::vector<int64_t> out;      // the output shape
+  std::vector<int64_t> a_batch;  // per output batch index: the offset (in matrices) into A, B
+  std::vector<int64_t> b_batch;
+  int64_t m = 1, n = 1, k = 1;
+};
+
+MatMulShape matmul_shape(const KernelContext& ctx, const std::vector<int64_t>& sa, const std::vector<int64_t>& sb) {
+  if (sa.empty() || sb.empty()) ctx.fail("MatMul inputs must have rank >= 1");
+  std::vector<int64_t> a = sa, b = sb;
+  const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  if (a_vec) a.insert(a.begin(), 1);
+  if (b_vec) b.push_back(1);
+  MatMulShape s;
+  s.m = a[a.size() - 2];
+  s.k = a.back();
+  s.n = b.back();
+  if (b[b.size() - 2] != s.k)
+    ctx.fail("inner dims differ: " + shape_string(sa) + " x " + shape_string(sb));
+  const std::vector<int64_t> ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  const size_t rank = std::max(ba.size(), bb.size());
+  std::vector<int64_t> batch(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t x = i + ba.size() >= rank ? ba[i + ba.size() - rank] : 1;
+    const int64_t y = i + bb.size() >= rank ? bb[i + bb.size() - rank] : 1;
+    if (x != y && x != 1 && y != 1) ctx.fail("batch dims do not broadcast: " + shape_string(sa) + " x " + shape_string(sb));
+    batch[i] = std::max(x, y);
+    if (x == 0 || y == 0) batch[i] = 0;
+  }
+  const int64_t count = dims_product(batch, 0, batch.size());
+  s.a_batch.resize(static_cast<size_t>(count));
+  s.b_batch.resize(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t rem = i, oa = 0, ob = 0, sa_stride = 1, sb_stride = 1;
+    for (size_t d = rank; d-- > 0;) {
+      const int64_t idx = rem % batch[d];
+      rem /= batch[d];
+      const int64_t x = d + ba.size() >= rank ? ba[d + ba.size() - rank] : 1;
+      const int64_t y = d + bb.size() >= rank ? bb[d + bb.size() - rank] : 1;
+      oa += (x == 1 ? 0 : idx) * sa_stride;
+      ob += (y == 1 ? 0 : idx) * sb_stride;
+      sa_stride *= x;
+      sb_stride *= y;
+    }
+    s.a_batch[static_cast<size_t>(i)] = oa;
+    s.b_batch[static_cast<size_t>(i)] = ob;
+  }
+  s.out = batch;
+  if (!a_vec) s.out.push_back(s.m);
+  if (!b_vec) s.out.push_back(s.n);
+  return s;
+}
+
+/// Plain product for the types Eigen is not used for (integers, 16-bit floats through float).
+template <class T, class Acc>
+void naive_product(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      Acc acc = 0;
+      for (int64_t p = 0; p < k; ++p) acc += static_cast<Acc>(Num<T>::load(a[i * k + p])) * static_cast<Acc>(Num<T>::load(b[p * n + j]));
+      c[i * n + j] = Num<T>::store(static_cast<typename Num<T>::calc>(acc));
+    }
+}
+
+void matmul(KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  if (a.dtype() != b.dtype()) ctx.fail("MatMul inputs have different types");
+  const MatMulShape s = matmul_shape(ctx, a.shape(), b.shape());
+  Tensor& y = ctx.output(0, a.dtype(), s.out);
+  const int64_t batches = static_cast<int64_t>(s.a_batch.size());
+  const int64_t mk = s.m * s.k, kn = s.k * s.n, mn = s.m * s.n;
+  visit_or_fail<kFloats | kInts>(ctx, a.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* py = y.mutable_data<T>();
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      for (int64_t i = 0; i < batches; ++i) {
+        const T* ai = pa + s.a_batch[static_cast<size_t>(i)] * mk;
+        const T* bi = pb + s.b_batch[static_cast<size_t>(i)] * kn;
+        if constexpr (std::is_same_v<T, float>) gemm_f32(s.m, s.n, s.k, ai, s.k, false, bi, s.n, false, py + i * mn, s.n, false);
+        else gemm_f64(s.m, s.n, s.k, ai, s.k, false, bi, s.n, false, py + i * mn, s.n, false);
+      }
+    } else {
+      using Acc = std::conditional_t<std::is_integral_v<T>, T, double>;
+      parallel_ranges(batches, 1, [&](int64_t b0, int64_t b1) {
+        for (int64_t i = b0; i < b1; ++i)
+          naive_product<T, Acc>(pa + s.a_batch[static_cast<size_t>(i)] * mk, pb + s.b_batch[static_cast<size_t>(i)] * kn, py + i * mn,
+                                s.m, s.n, s.k);
+      });
+    }
+  });
+}
+
+/// Unidirectional broadcast of C to [M, N]: element (i, j) of C.
+struct BiasView {
+  const Tensor* c = nullptr;
+  int64_t rows = 1, cols = 1;
+  int64_t index(int64_t i, int64_t j) const { return (rows == 1 ? 0 : i) * cols + (cols == 1 ? 0 : j); }
+};
+
+BiasView bias_view(const KernelContext& ctx, const Tensor& c, int64_t m, int64_t n) {
+  BiasView v;
+  v.c = &c;
+  const auto& s = c.shape();
+  if (s.size() > 2) ctx.fail("Gemm C must have rank <= 2, has " + shape_string(s));
+  v.cols = s.empty() ? 1 : s.back();
+  v.rows = s.size() == 2 ? s[0] : 1;
+  if ((v.cols != 1 && v.cols != n) || (v.rows != 1 && v.rows != m))
+    ctx.fail("Gemm C of shape " + shape_string(s) + " does not broadcast to [" + std::to_string(m) + "," + std::to_string(n) + "]");
+  return v;
+}
+
+void gemm_kernel(KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  if (a.rank() != 2 || b.rank() != 2) ctx.fail("Gemm inputs must be 2-D, got " + a.describe() + " and " + b.describe());
+  const bool ta = ctx.attr_int("transA", 0) != 0, tb = ctx.attr_int("transB", 0) != 0;
+  const float alpha = ctx.attr_float("alpha", 1.0f), beta = ctx.attr_float("beta", 1.0f);
+  const int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1);
+  const int64_t kb = tb ? b.dim(1) : b.dim(0), n = tb ? b.dim(0) : b.dim(1);
+  if (k != kb) ctx.fail("Gemm inner dims differ: " + a.describe() + " x " + b.describe());
+  Tensor& y = ctx.output(0, a.dtype(), {m, n});
+  const bool has_c = ctx.has_input(2) && beta != 0;
+  BiasView bias;
+  if (has_c) bias = bias_view(ctx, ctx.input(2), m, n);
+  visit_or_fail<kFloats | kInts>(ctx, a.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = typename Num<T>::calc;
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* py = y.mutable_data<T>();
+    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+      if constexpr (std::is_same_v<T, float>) gemm_f32(m, n, k, pa, a.dim(1), ta, pb, b.dim(1), tb, py, n, false);
+      else gemm_f64(m, n, k, pa, a.dim(1), ta, pb, b.dim(1), tb, py, n, false);
+      if (alpha != 1 || has_c) {
+        const T* pc = has_c ? ctx.input(2).data<T>() : nullptr;
+        parallel_ranges(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
+          for (int64_t i = r0; i < r1; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              T v = static_cast<T>(alpha) * py[i * n + j];
+              if (pc) v += static_cast<T>(beta) * pc[bias.index(i, j)];
+              py[i * n + j] = v;
+            }
+        });
+      }
+    } else {
+      using Acc = std::conditional_t<std::is_integral_v<T>, C, double>;
+      const T* pc = has_c ? ctx.input(2).data<T>() : nullptr;
+      parallel_ranges(m, 1, [&](int64_t r0, int64_t r1) {
+        for (int64_t i = r0; i < r1; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            Acc acc = 0;
+            for (int64_t p = 0; p < k; ++p) {
+              const Acc x = static_cast<Acc>(Num<T>::load(pa[ta ? p * m + i : i * k + p]));
+              const Acc w = static_cast<Acc>(Num<T>::load(pb[tb ? j * k + p : p * n + j]));
+              acc += x * w;
+            }
+            Acc v = static_cast<Acc>(alpha) * acc;
+            if (pc) v += static_cast<Acc>(beta) * static_cast<Acc>(Num<T>::load(pc[bias.index(i, j)]));
+            py[i * n + j] = Num<T>::store(static_cast<C>(v));
+          }
+      });
+    }
+  });
+}
+
+// ---------------------------------------------------------------- integer products
+
+/// An integer tensor's element as int32 (uint8 / int8 / int32 zero points and data).
+int32_t int_at(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DataType::kUInt8: return t.data<uint8_t>()[i];
+    case DataType::kInt8: return t.data<int8_t>()[i];
+    case DataType::kInt32: return t.data<int32_t>()[i];
+    default: return 0;
+  }
+}
+
+/// A zero point input: absent (0), a scalar, or one value per row (A) / column (B) along `axis`
+/// of length `len`; returns per-index values.
+std::vector<int32_t> zero_points(const KernelContext& ctx, size_t input, int64_t len, const char* what) {
+  std::vector<int32_t> z(static_cast<size_t>(len), 0);
+  if (!ctx.has_input(input)) return z;
+  const Tensor& t = ctx.input(input);
+  if (t.size() == 1) {
+    std::fill(z.begin(), z.end(), int_at(t, 0));
+  } else if (t.size() == len) {
+    for (int64_t i = 0; i < len; ++i) z[static_cast<size_t>(i)] = int_at(t, i);
+  } else {
+    ctx.fail(std::string(what) + " zero point has " + std::to_string(t.size()) + " elements; expected 1 or " + std::to_string(len));
+  }
+  return z;
+}
+
+/// Integer batched product with per-row (A) and per-column (B) zero points, int32 results.
+void integer_product(const KernelContext& ctx, const Tensor& a, const Tensor& b, const MatMulShape& s,
+                     const std::vector<int32_t>& za, const std::vector<int32_t>& zb, int32_t* out) {
+  const int64_t batches = static_cast<int64_t>(s.a_batch.size());
+  const int64_t mk = s.m * s.k, kn = s.k * s.n, mn = s.m * s.n;
+  // Widen B once (minus its zero point) as int32, transposed so that the inner loop is contiguous.
+  std::vector<int32_t> bt(static_cast<size_t>(b.size()));
+  const int64_t b_mats = b.size() / std::max<int64_t>(kn, 1);
+  for (int64_t q = 0; q < b_mats; ++q)
+    for (int64_t p = 0; p < s.k; ++p)
+      for (int64_t j = 0; j < s.n; ++j)
+        bt[static_cast<size_t>(q * kn + j * s.k + p)] = int_at(b, q * kn + p * s.n + j) - zb[static_cast<size_t>(j)];
+  parallel_ranges(batches * s.m, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, s.n * s.k / 64 + 1)), [&](int64_t r0, int64_t r1) {
+    std::vector<int32_t> row(static_cast<size_t>(s.k));
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t bi = r / s.m, i = r % s.m;
+      const int64_t abase = s.a_batch[static_cast<size_t>(bi)] * mk + i * s.k;
+      for (int64_t p = 0; p < s.k; ++p) row[static_cast<size_t>(p)] = int_at(a, abase + p) - za[static_cast<size_t>(i)];
+      const int32_t* bm = bt.data() + s.b_batch[static_cast<size_t>(bi)] * kn;
+      for (int64_t j = 0; j < s.n; ++j) {
+        int32_t acc = 0;
+        const int32_t* col = bm + j * s.k;
+        for (int64_t p = 0; p < s.k; ++p) acc += row[static_cast<size_t>(p)] * col[p];
+        out[bi * mn + i * s.n + j] = acc;
+      }
+    }
+  });
+}
+
+void check_int8(const KernelContext& ctx, const Tensor& t, const char* what) {
+  if (t.dtype() != DataType::kUInt8 && t.dtype() != DataType::kInt8)
+    ctx.fail(std::string(what) + " must be uint8 or int8, is " + type_name(t.dtype()));
+}
+
+void matmul_integer(KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  check_int8(ctx, a, "A");
+  check_int8(ctx, b, "B");
+  const MatMulShape s = matmul_shape(ctx, a.shape(), b.shape());
+  const auto za = zero_points(ctx, 2, s.m, "A");
+  const auto zb = zero_points(ctx, 3, s.n, "B");
+  Tensor& y = ctx.output(0, DataType::kInt32, s.out);
+  integer_product(ctx, a, b, s, za, zb, y.mutable_data<int32_t>());
+}
+
+/// A per-tensor or per-row/column float scale.
+std::vector<float> scales(const KernelContext& ctx, size_t input, int64_t len, const char* what) {
+  const Tensor& t = ctx.input(input);
+  if (t.dtype() != DataType::kFloat) ctx.fail(std::string(what) + " scale must be float");
+  std::vector<float> v(static_cast<size_t>(len));
+  if (t.size() == 1) std::fill(v.begin(), v.end(), t.data<float>()[0]);
+  else if (t.size() == len) std::copy(t.data<float>(), t.data<float>() + len, v.begin());
+  else ctx.fail(std::string(what) + " scale has " + std::to_string(t.size()) + " elements; expected 1 or " + std::to_string(len));
+  return v;
+}
+
+void qlinear_matmul(KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(3);
+  check_int8(ctx, a, "a");
+  check_int8(ctx, b, "b");
+  const Tensor& yz = ctx.input(7);
+  check_int8(ctx, yz, "y_zero_point");
+  const MatMulShape s = matmul_shape(ctx, a.shape(), b.shape());
+  const auto sa = scales(ctx, 1, s.m, "a");
+  const auto sb = scales(ctx, 4, s.n, "b");
+  const auto za = zero_points(ctx, 2, s.m, "a");
+  const auto zb = zero_points(ctx, 5, s.n, "b");
+  const float sy = ctx.input(6).data<float>()[0];
+  const int32_t zy = int_at(yz, 0);
+  std::vector<int32_t> acc(static_cast<size_t>(shape_size(s.out)));
+  integer_product(ctx, a, b, s, za, zb, acc.data());
+  Tensor& y = ctx.output(0, yz.dtype(), s.out);
+  const int32_t lo = yz.dtype() == DataType::kUInt8 ? 0 : -128, hi = yz.dtype() == DataType::kUInt8 ? 255 : 127;
+  const int64_t mn = s.m * s.n;
+  for (int64_t i = 0; i < y.size(); ++i) {
+    const int64_t r = (i % mn) / s.n, c = i % s.n;
+    // Scale in double, round half to even, saturate.
+    const double v = std::nearbyint(static_cast<double>(acc[static_cast<size_t>(i)]) * sa[static_cast<size_t>(r)] *
+                                    sb[static_cast<size_t>(c)] / sy) + zy;
+    const int32_t q = static_cast<int32_t>(std::min<double>(hi, std::max<double>(lo, v)));
+    if (yz.dtype() == DataType::kUInt8) y.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(q);
+    else y.mutable_data<int8_t>()[i] = static_cast<int8_t>(q);
+  }
+}
+
+// ---------------------------------------------------------------- Det
+
+void det(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 2 || x.dim(x.rank() - 1) != x.dim(x.rank() - 2)) ctx.fail("Det needs [..., n, n], got " + x.describe());
+  const int64_t n = x.dim(x.rank() - 1);
+  std::vector<int64_t> out(x.shape().begin(), x.shape().end() - 2);
+  Tensor& y = ctx.output(0, x.dtype(), out);
+  const int64_t count = shape_size(out);
+  visit_or_fail<kFloats>(ctx, x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* px = x.data<T>();
+    T* py = y.mutable_data<T>();
+    for (int64_t b = 0; b < count; ++b) {
+      // LU decomposition with partial pivoting in double.
+      std::vector<double> m(static_cast<size_t>(n * n));
+      for (int64_t i = 0; i < n * n; ++i) m[static_cast<size_t>(i)] = Num<T>::load(px[b * n * n + i]);
+      double d = 1;
+      for (int64_t c = 0; c < n; ++c) {
+        int64_t p = c;
+        for (int64_t r = c + 1; r < n; ++r)
+          if (std::fabs(m[static_cast<size_t>(r * n + c)]) > std::fabs(m[static_cast<size_t>(p * n + c)])) p = r;
+        if (m[static_cast<size_t>(p * n + c)] == 0) {
+          d = 0;
+          break;
+        }
+        if (p != c) {
+          for (int64_t k = 0; k < n; ++k) std::swap(m[static_cast<size_t>(p * n + k)], m[static_cast<size_t>(c * n + k)]);
+          d = -d;
+        }
+        const double piv = m[static_cast<size_t>(c * n + c)];
+        d *= piv;
+        for (int64_t r = c + 1; r < n; ++r) {
+          const double f = m[static_cast<size_t>(r * n + c)] / piv;
+          for (int64_t k = c; k < n; ++k) m[static_cast<size_t>(r * n + k)] -= f * m[static_cast<size_t>(c * n + k)];
+        }
+      }
+      py[b] = Num<T>::store(static_cast<typename Num<T>::calc>(d));
+    }
+  });
+}
+
+}  // namespace
+
+void register_matmul_kernels(KernelRegistry& r) {
+  r.add("", "MatMul", 1, kMaxOpset, matmul);
+  r.add("", "Gemm", 1, kMaxOpset, gemm_kernel);
+  r.add("", "MatMulInteger", 10, kMaxOpset, matmul_integer);
+  r.add("", "QLinearMatMul", 10, kMaxOpset, qlinear_matmul);
+  r.add("", "Det", 11, kMaxOpset, det);
+}
+
+}  // namespace onnxtool::runner::cpu
