@@ -187,7 +187,13 @@ void conv_compute(const ConvGeometry& g, const T* x, const T* w, const T* bias, 
   const int64_t cg = g.c / g.group, mg = g.m / g.group;
   const int64_t ksize = g.kernel_size(), osize = g.out_size(), isize = g.in_size();
   if (cg == 1 && g.in.size() == 2) {
-    depthwise_2d(g, x, w, bias, y);
+    if constexpr (std::is_same_v<T, float>) {
+      const DepthwiseArgs a{g.n, g.c, g.m, g.in[0], g.in[1], g.out[0], g.out[1], g.kernel[0], g.kernel[1], g.stride[0],
+                            g.stride[1], g.dilation[0], g.dilation[1], g.pad_begin[0], g.pad_begin[1]};
+      depthwise_conv2d_f32(a, x, w, bias, y);
+    } else {
+      depthwise_2d(g, x, w, bias, y);
+    }
     return;
   }
   bool pointwise = true;

@@ -1,7 +1,11 @@
-// Row-major GEMM through Eigen, tiled on a fixed grid so that results do not depend on threads.
+// Row-major GEMM through Eigen, tiled on a fixed grid so that results do not depend on the
+// thread count, and the direct 2-D depthwise convolution. Compiled for the build machine's
+// instruction set (ONNXTOOL_NATIVE in runner/CMakeLists.txt).
 #include "runner/cpu/gemm.h"
 
 #include <Eigen/Core>
+
+#include <algorithm>
 
 #include "runner/cpu/elementwise_util.h"
 
@@ -22,7 +26,7 @@ template <class T>
 using MapConst = Eigen::Map<const MatrixRM<T>, 0, Eigen::OuterStride<>>;
 
 template <class T>
-void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb, T* c,
+void gemm_tiles(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb, T* c,
           int64_t ldc, bool accumulate) {
   if (m <= 0 || n <= 0) return;
   Eigen::setNbThreads(1);  // parallelism comes from the tile loop below
@@ -60,16 +64,65 @@ void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, bool ta, con
   });
 }
 
+
 }  // namespace
 
 void gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool ta, const float* b, int64_t ldb, bool tb,
               float* c, int64_t ldc, bool accumulate) {
-  gemm<float>(m, n, k, a, lda, ta, b, ldb, tb, c, ldc, accumulate);
+  gemm_tiles<float>(m, n, k, a, lda, ta, b, ldb, tb, c, ldc, accumulate);
 }
 
 void gemm_f64(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, bool ta, const double* b, int64_t ldb, bool tb,
               double* c, int64_t ldc, bool accumulate) {
-  gemm<double>(m, n, k, a, lda, ta, b, ldb, tb, c, ldc, accumulate);
+  gemm_tiles<double>(m, n, k, a, lda, ta, b, ldb, tb, c, ldc, accumulate);
+}
+
+void depthwise_conv2d_f32(const DepthwiseArgs& g, const float* x, const float* w, const float* bias, float* y) {
+  const int64_t oh = g.out_h, ow = g.out_w, ih = g.in_h, iw = g.in_w, kh = g.kernel_h, kw = g.kernel_w;
+  const int64_t sh = g.stride_h, sw = g.stride_w, dh = g.dilation_h, dw = g.dilation_w, ph = g.pad_top, pw = g.pad_left;
+  const int64_t per_group = g.m / g.c;
+  // The output columns whose whole kernel row lies inside the input: [x_lo, x_hi).
+  int64_t x_lo = 0;
+  while (x_lo < ow && x_lo * sw - pw < 0) ++x_lo;
+  int64_t x_hi = ow;
+  while (x_hi > x_lo && (x_hi - 1) * sw - pw + (kw - 1) * dw >= iw) --x_hi;
+  parallel_ranges(g.n * g.m, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t n = p / g.m, m = p % g.m, c = m / per_group;
+      const float* xc = x + (n * g.c + c) * ih * iw;
+      const float* wm = w + m * kh * kw;
+      float* ym = y + p * oh * ow;
+      const float b = bias ? bias[m] : 0.0f;
+      for (int64_t yo = 0; yo < oh; ++yo) {
+        float* row = ym + yo * ow;
+        std::fill(row, row + ow, b);
+        for (int64_t ky = 0; ky < kh; ++ky) {
+          const int64_t iy = yo * sh - ph + ky * dh;
+          if (iy < 0 || iy >= ih) continue;
+          const float* xr = xc + iy * iw;
+          for (int64_t kx = 0; kx < kw; ++kx) {
+            const float wv = wm[ky * kw + kx];
+            const int64_t off = kx * dw - pw;
+            // Edges with bounds checks, the interior as a straight (vectorizable) loop.
+            for (int64_t xo = 0; xo < x_lo; ++xo) {
+              const int64_t ix = xo * sw + off;
+              if (ix >= 0 && ix < iw) row[xo] += wv * xr[ix];
+            }
+            if (sw == 1) {
+              const float* src = xr + off;
+              for (int64_t xo = x_lo; xo < x_hi; ++xo) row[xo] += wv * src[xo];
+            } else {
+              for (int64_t xo = x_lo; xo < x_hi; ++xo) row[xo] += wv * xr[xo * sw + off];
+            }
+            for (int64_t xo = x_hi; xo < ow; ++xo) {
+              const int64_t ix = xo * sw + off;
+              if (ix >= 0 && ix < iw) row[xo] += wv * xr[ix];
+            }
+          }
+        }
+      }
+    }
+  });
 }
 
 }  // namespace onnxtool::runner::cpu

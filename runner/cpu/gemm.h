@@ -15,4 +15,13 @@ void gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool
 void gemm_f64(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, bool trans_a, const double* b, int64_t ldb,
               bool trans_b, double* c, int64_t ldc, bool accumulate);
 
+/// Geometry of a 2-D depthwise convolution (one input channel per group).
+struct DepthwiseArgs {
+  int64_t n, c, m;  // batch, input channels (= groups), output channels
+  int64_t in_h, in_w, out_h, out_w, kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
+};
+
+/// Y[n, m] = bias[m] + depthwise 2-D convolution of X[n, m / (M / C)] with W[m] (float).
+void depthwise_conv2d_f32(const DepthwiseArgs& g, const float* x, const float* w, const float* bias, float* y);
+
 }  // namespace onnxtool::runner::cpu

@@ -20,5 +20,7 @@ void register_quantize_kernels(KernelRegistry& registry);
 void register_misc_kernels(KernelRegistry& registry);
 void register_matmul_kernels(KernelRegistry& registry);
 void register_conv_kernels(KernelRegistry& registry);
+void register_pooling_kernels(KernelRegistry& registry);
+void register_normalization_kernels(KernelRegistry& registry);
 
 }  // namespace onnxtool::runner::cpu

@@ -15,6 +15,8 @@ void register_cpu_kernels(KernelRegistry& registry) {
   cpu::register_misc_kernels(registry);
   cpu::register_matmul_kernels(registry);
   cpu::register_conv_kernels(registry);
+  cpu::register_pooling_kernels(registry);
+  cpu::register_normalization_kernels(registry);
 }
 
 }  // namespace onnxtool::runner

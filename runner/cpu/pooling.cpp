@@ -1,0 +1,275 @@
+// CPU kernels: MaxPool (with Indices), AveragePool, LpPool, their Global forms, MaxUnpool.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "runner/cpu/elementwise_util.h"
+#include "runner/cpu/kernels.h"
+
+namespace onnxtool::runner::cpu {
+
+namespace {
+
+struct PoolGeometry {
+  int64_t planes = 0;  // N * C
+  std::vector<int64_t> in, kernel, out, stride, dilation, pad_begin, pad_end;
+};
+
+std::vector<int64_t> attr_or(const KernelContext& ctx, const char* name, size_t rank, int64_t fallback) {
+  std::vector<int64_t> v = ctx.attr_ints(name);
+  if (v.empty()) v.assign(rank, fallback);
+  if (v.size() != rank) ctx.fail(std::string(name) + " has " + std::to_string(v.size()) + " values for " + std::to_string(rank) + " spatial dims");
+  return v;
+}
+
+PoolGeometry pool_geometry(const KernelContext& ctx, const Tensor& x) {
+  if (x.rank() < 3) ctx.fail("X must be [N, C, D1, ...], got " + x.describe());
+  const size_t rank = x.rank() - 2;
+  PoolGeometry g;
+  g.planes = x.dim(0) * x.dim(1);
+  g.in.assign(x.shape().begin() + 2, x.shape().end());
+  g.kernel = ctx.attr_ints("kernel_shape");
+  if (g.kernel.size() != rank) ctx.fail("kernel_shape must have " + std::to_string(rank) + " values");
+  g.stride = attr_or(ctx, "strides", rank, 1);
+  g.dilation = attr_or(ctx, "dilations", rank, 1);
+  std::vector<int64_t> pads = ctx.attr_ints("pads");
+  if (pads.empty()) pads.assign(2 * rank, 0);
+  if (pads.size() != 2 * rank) ctx.fail("pads must have " + std::to_string(2 * rank) + " values");
+  g.pad_begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(rank));
+  g.pad_end.assign(pads.begin() + static_cast<std::ptrdiff_t>(rank), pads.end());
+  const bool ceil_mode = ctx.attr_int("ceil_mode", 0) != 0;
+  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
+  g.out.resize(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    if (g.kernel[i] < 1 || g.stride[i] < 1 || g.dilation[i] < 1) ctx.fail("kernel_shape, strides and dilations must be positive");
+    const int64_t span = (g.kernel[i] - 1) * g.dilation[i] + 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      g.out[i] = (g.in[i] + g.stride[i] - 1) / g.stride[i];
+      const int64_t total = std::max<int64_t>(0, (g.out[i] - 1) * g.stride[i] + span - g.in[i]);
+      g.pad_begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      g.pad_end[i] = total - g.pad_begin[i];
+    } else {
+      if (auto_pad == "VALID") g.pad_begin[i] = g.pad_end[i] = 0;
+      const int64_t padded = g.in[i] + g.pad_begin[i] + g.pad_end[i] - span;
+      if (padded < 0) ctx.fail("the kernel is larger than the padded input");
+      g.out[i] = (ceil_mode ? (padded + g.stride[i] - 1) / g.stride[i] : padded / g.stride[i]) + 1;
+      // With ceil_mode, the last window must start inside the input or the left padding.
+      if (ceil_mode && (g.out[i] - 1) * g.stride[i] >= g.in[i] + g.pad_begin[i]) --g.out[i];
+    }
+  }
+  return g;
+}
+
+enum class PoolKind { kMax, kAverage, kLp };
+
+/// Pools one plane. Windows are visited in a fixed order; each output is written by one thread.
+template <class T, PoolKind kKind>
+void pool_plane(const PoolGeometry& g, const T* x, T* y, int64_t* indices, int64_t plane, bool count_include_pad, double p,
+                bool column_major, int64_t plane_size_in) {
+  using C = typename Num<T>::calc;
+  const size_t rank = g.in.size();
+  const int64_t osize = dims_product(g.out, 0, rank);
+  std::vector<int64_t> o(rank, 0), k(rank);
+  const int64_t ksize = dims_product(g.kernel, 0, rank);
+  for (int64_t oi = 0; oi < osize; ++oi) {
+    double acc = kKind == PoolKind::kMax ? -std::numeric_limits<double>::infinity() : 0;
+    int64_t count = 0, best = -1;
+    // Window extent clipped to the padded input (for count_include_pad).
+    int64_t padded_count = 1;
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t start = o[d] * g.stride[d] - g.pad_begin[d];
+      const int64_t end = std::min(start + (g.kernel[d] - 1) * g.dilation[d] + 1, g.in[d] + g.pad_end[d]);
+      int64_t n = 0;
+      for (int64_t i = start; i < end; i += g.dilation[d]) ++n;
+      padded_count *= n;
+    }
+    std::fill(k.begin(), k.end(), 0);
+    for (int64_t ki = 0; ki < ksize; ++ki) {
+      int64_t off = 0;
+      int64_t cm_off = 0;
+      bool inside = true;
+      for (size_t d = 0; d < rank; ++d) {
+        const int64_t i = o[d] * g.stride[d] - g.pad_begin[d] + k[d] * g.dilation[d];
+        if (i < 0 || i >= g.in[d]) {
+          inside = false;
+          break;
+        }
+        off = off * g.in[d] + i;
+      }
+      if (inside) {
+        const double v = static_cast<double>(static_cast<C>(Num<T>::load(x[off])));
+        if constexpr (kKind == PoolKind::kMax) {
+          if (v > acc || best < 0) {
+            acc = v;
+            best = off;
+          }
+        } else if constexpr (kKind == PoolKind::kAverage) {
+          acc += v;
+        } else {
+          acc += std::pow(std::fabs(v), p);
+        }
+        ++count;
+        (void)cm_off;
+      }
+      for (size_t d = rank; d-- > 0;) {
+        if (++k[d] < g.kernel[d]) break;
+        k[d] = 0;
+      }
+    }
+    double out;
+    if constexpr (kKind == PoolKind::kMax) {
+      out = count ? acc : -std::numeric_limits<double>::infinity();
+    } else if constexpr (kKind == PoolKind::kAverage) {
+      const int64_t div = count_include_pad ? padded_count : count;
+      out = div ? acc / static_cast<double>(div) : 0;
+    } else {
+      out = std::pow(acc, 1.0 / p);
+    }
+    y[oi] = Num<T>::store(static_cast<C>(out));
+    if (indices) {
+      int64_t idx = best;
+      if (idx >= 0 && column_major) {
+        // storage_order 1: the index in column-major order of the spatial dims.
+        int64_t rem = idx, cm = 0, mul = 1;
+        std::vector<int64_t> c(rank);
+        for (size_t d = rank; d-- > 0;) {
+          c[d] = rem % g.in[d];
+          rem /= g.in[d];
+        }
+        for (size_t d = 0; d < rank; ++d) {
+          cm += c[d] * mul;
+          mul *= g.in[d];
+        }
+        idx = cm;
+      }
+      indices[oi] = plane * plane_size_in + idx;
+    }
+    for (size_t d = rank; d-- > 0;) {
+      if (++o[d] < g.out[d]) break;
+      o[d] = 0;
+    }
+  }
+}
+
+template <PoolKind kKind>
+void pool(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const PoolGeometry g = pool_geometry(ctx, x);
+  std::vector<int64_t> shape{x.dim(0), x.dim(1)};
+  shape.insert(shape.end(), g.out.begin(), g.out.end());
+  Tensor& y = ctx.output(0, x.dtype(), shape);
+  int64_t* indices = nullptr;
+  if (kKind == PoolKind::kMax && ctx.output_count() > 1 && ctx.has_output(1))
+    indices = ctx.output(1, DataType::kInt64, shape).mutable_data<int64_t>();
+  if (kKind == PoolKind::kMax && ctx.attr_int("storage_order", 0) != 0 && g.in.size() != 2 && indices)
+    ctx.fail("storage_order 1 is defined for 2-D pooling");
+  const bool include_pad = ctx.attr_int("count_include_pad", 0) != 0;
+  // LpPool-1 declares p as a float attribute, later versions as an int.
+  const double p = ctx.opset() < 2 ? ctx.attr_float("p", 2.0f) : static_cast<double>(ctx.attr_int("p", 2));
+  const bool column_major = ctx.attr_int("storage_order", 0) != 0;
+  const int64_t isize = dims_product(g.in, 0, g.in.size()), osize = dims_product(g.out, 0, g.out.size());
+  constexpr unsigned kTypes = kKind == PoolKind::kMax ? (kFloats | kSignedInts | kUnsignedInts) : kFloats;
+  visit_or_fail<kTypes>(ctx, x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* px = x.data<T>();
+    T* py = y.mutable_data<T>();
+    parallel_ranges(g.planes, 1, [&](int64_t p0, int64_t p1) {
+      for (int64_t pl = p0; pl < p1; ++pl)
+        pool_plane<T, kKind>(g, px + pl * isize, py + pl * osize, indices ? indices + pl * osize : nullptr, pl, include_pad, p,
+                             column_major, isize);
+    });
+  });
+}
+
+template <PoolKind kKind>
+void global_pool(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.rank() < 3) ctx.fail("X must be [N, C, D1, ...], got " + x.describe());
+  std::vector<int64_t> shape(x.rank(), 1);
+  shape[0] = x.dim(0);
+  shape[1] = x.dim(1);
+  Tensor& y = ctx.output(0, x.dtype(), shape);
+  const int64_t planes = x.dim(0) * x.dim(1), size = x.size() / std::max<int64_t>(planes, 1);
+  const double p = ctx.opset() < 2 ? ctx.attr_float("p", 2.0f) : static_cast<double>(ctx.attr_int("p", 2));
+  visit_or_fail<kFloats>(ctx, x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = typename Num<T>::calc;
+    const T* px = x.data<T>();
+    T* py = y.mutable_data<T>();
+    parallel_ranges(planes, 1, [&](int64_t p0, int64_t p1) {
+      for (int64_t pl = p0; pl < p1; ++pl) {
+        const T* v = px + pl * size;
+        double acc = kKind == PoolKind::kMax ? -std::numeric_limits<double>::infinity() : 0;
+        for (int64_t i = 0; i < size; ++i) {
+          const double e = static_cast<double>(static_cast<C>(Num<T>::load(v[i])));
+          if constexpr (kKind == PoolKind::kMax) acc = std::max(acc, e);
+          else if constexpr (kKind == PoolKind::kAverage) acc += e;
+          else acc += std::pow(std::fabs(e), p);
+        }
+        if constexpr (kKind == PoolKind::kAverage) acc = size ? acc / static_cast<double>(size) : 0;
+        if constexpr (kKind == PoolKind::kLp) acc = std::pow(acc, 1.0 / p);
+        py[pl] = Num<T>::store(static_cast<C>(acc));
+      }
+    });
+  });
+}
+
+void max_unpool(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& ind = ctx.input(1);
+  if (x.rank() < 3 || ind.shape() != x.shape() || ind.dtype() != DataType::kInt64)
+    ctx.fail("X and I must have the same [N, C, D...] shape, I int64");
+  const size_t rank = x.rank() - 2;
+  std::vector<int64_t> kernel = ctx.attr_ints("kernel_shape");
+  if (kernel.size() != rank) ctx.fail("kernel_shape must have " + std::to_string(rank) + " values");
+  const auto stride = attr_or(ctx, "strides", rank, 1);
+  std::vector<int64_t> pads = ctx.attr_ints("pads");
+  if (pads.empty()) pads.assign(2 * rank, 0);
+  std::vector<int64_t> shape{x.dim(0), x.dim(1)};
+  for (size_t i = 0; i < rank; ++i) shape.push_back((x.dim(i + 2) - 1) * stride[i] + kernel[i] - pads[i] - pads[i + rank]);
+  const std::vector<int64_t> natural = shape;  // the shape the indices refer to
+  if (ctx.has_input(2)) {
+    const auto os = read_int_list(ctx, ctx.input(2), "output_shape");
+    if (os.size() != x.rank()) ctx.fail("output_shape must have rank " + std::to_string(x.rank()) + " values");
+    shape = os;
+  }
+  Tensor& y = ctx.output(0, x.dtype(), shape);
+  std::memset(y.mutable_raw(), 0, y.bytes());
+  const int64_t total = y.size();
+  visit_or_fail<kFloats>(ctx, x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* px = x.data<T>();
+    T* py = y.mutable_data<T>();
+    const int64_t* pi = ind.data<int64_t>();
+    const int64_t natural_total = shape_size(natural);
+    for (int64_t i = 0; i < x.size(); ++i) {
+      if (pi[i] < 0 || pi[i] >= natural_total) ctx.fail("index " + std::to_string(pi[i]) + " is outside the unpooled tensor");
+      // Re-linearize the index from the natural unpooled shape into the requested one.
+      int64_t rem = pi[i], off = 0, mul = 1;
+      for (size_t d = natural.size(); d-- > 0;) {
+        const int64_t c = rem % natural[d];
+        rem /= natural[d];
+        if (c >= shape[d]) ctx.fail("index " + std::to_string(pi[i]) + " does not fit output_shape");
+        off += c * mul;
+        mul *= shape[d];
+      }
+      if (off >= total) ctx.fail("index " + std::to_string(pi[i]) + " is outside the output");
+      py[off] = px[i];
+    }
+  });
+}
+
+}  // namespace
+
+void register_pooling_kernels(KernelRegistry& r) {
+  r.add("", "MaxPool", 1, kMaxOpset, pool<PoolKind::kMax>);
+  r.add("", "AveragePool", 1, kMaxOpset, pool<PoolKind::kAverage>);
+  r.add("", "LpPool", 1, kMaxOpset, pool<PoolKind::kLp>);
+  r.add("", "GlobalMaxPool", 1, kMaxOpset, global_pool<PoolKind::kMax>);
+  r.add("", "GlobalAveragePool", 1, kMaxOpset, global_pool<PoolKind::kAverage>);
+  r.add("", "GlobalLpPool", 1, kMaxOpset, global_pool<PoolKind::kLp>);
+  r.add("", "MaxUnpool", 9, kMaxOpset, max_unpool);
+}
+
+}  // namespace onnxtool::runner::cpu
