@@ -1,4 +1,5 @@
 // Planning and executing graphs: slots per value, kernels per node, frames for subgraphs.
+#include <malloc.h>
 #include "runner/session.h"
 
 #include <algorithm>
@@ -363,6 +364,14 @@ KernelFn KernelRegistry::find(std::string_view domain, std::string_view op_type,
 // ---------------------------------------------------------------- Session
 
 Session::Session(ir::Model& model, SessionOptions options) : model_(model), options_(options) {
+  // Large tensors are freed and reallocated on every run: keep them in the heap rather than
+  // returning them to the kernel (each fresh mmap costs page faults on every run).
+  static const bool tuned = [] {
+    mallopt(M_MMAP_THRESHOLD, 256 << 20);
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
+    return true;
+  }();
+  (void)tuned;
   if (!model.graph) throw_input_error("the model has no graph");
   Planner planner(model);
   plan_ = planner.plan(*model.graph, nullptr);

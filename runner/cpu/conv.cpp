@@ -288,6 +288,22 @@ void col2im(const ConvGeometry& g, const T* col, int64_t channels, T* y) {
           kr /= g.kernel[d];
         }
         const T* src = col + (c * ksize + k) * isize;
+        if (rank == 2) {
+          // Row by row: the output row of each input row, then the columns that land inside.
+          const int64_t ih = g.in[0], iw = g.in[1], oh = g.out[0], ow = g.out[1];
+          const int64_t sx = g.stride[1], off_x = kidx[1] * g.dilation[1] - g.pad_begin[1];
+          int64_t x_lo = 0, x_hi = iw;
+          while (x_lo < iw && x_lo * sx + off_x < 0) ++x_lo;
+          while (x_hi > x_lo && (x_hi - 1) * sx + off_x >= ow) --x_hi;
+          for (int64_t iy = 0; iy < ih; ++iy) {
+            const int64_t oy = iy * g.stride[0] - g.pad_begin[0] + kidx[0] * g.dilation[0];
+            if (oy < 0 || oy >= oh) continue;
+            T* yrow = yc + oy * ow + off_x;
+            const T* srow = src + iy * iw;
+            for (int64_t ix = x_lo; ix < x_hi; ++ix) yrow[ix * sx] += srow[ix];
+          }
+          continue;
+        }
         std::fill(iidx.begin(), iidx.end(), 0);
         for (int64_t i = 0; i < isize; ++i) {
           int64_t off = 0;

@@ -15,19 +15,22 @@ namespace {
 
 // The tile grid is fixed (not derived from the thread count): each tile of C is one Eigen
 // product, computed the same way whichever thread runs it.
-constexpr int64_t kTileRows = 256;
-constexpr int64_t kTileCols = 512;
+constexpr int64_t kTileRows = 128;
+constexpr int64_t kTileCols = 2048;
 
 template <class T>
-using MatrixRM = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using MatrixCM = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
 template <class T>
-using MapC = Eigen::Map<MatrixRM<T>, 0, Eigen::OuterStride<>>;
+using MapC = Eigen::Map<MatrixCM<T>, 0, Eigen::OuterStride<>>;
 template <class T>
-using MapConst = Eigen::Map<const MatrixRM<T>, 0, Eigen::OuterStride<>>;
+using MapConst = Eigen::Map<const MatrixCM<T>, 0, Eigen::OuterStride<>>;
 
+// The product is computed in its column-major form, C^T = op(B)^T op(A)^T: the row-major
+// buffers are then column-major matrices whose long dimension (N, the spatial size of a
+// convolution) is contiguous, which is what Eigen packs and streams fastest.
 template <class T>
 void gemm_tiles(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, bool ta, const T* b, int64_t ldb, bool tb, T* c,
-          int64_t ldc, bool accumulate) {
+                int64_t ldc, bool accumulate) {
   if (m <= 0 || n <= 0) return;
   Eigen::setNbThreads(1);  // parallelism comes from the tile loop below
   if (k <= 0) {
@@ -37,33 +40,32 @@ void gemm_tiles(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, bool t
   }
   const int64_t row_tiles = (m + kTileRows - 1) / kTileRows;
   const int64_t col_tiles = (n + kTileCols - 1) / kTileCols;
-  // Small products: one tile of work per chunk is too little to be worth a thread.
-  const int64_t grain = std::max<int64_t>(1, 65536 / std::max<int64_t>(1, std::min(m, kTileRows) * std::min(n, kTileCols) * k / 64 + 1));
+  const int64_t work = std::min(m, kTileRows) * std::min(n, kTileCols) * k;
+  const int64_t grain = work >= (int64_t{1} << 18) ? 1 : std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(work, 1));
   parallel_ranges(row_tiles * col_tiles, grain, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t r0 = (t / col_tiles) * kTileRows, c0 = (t % col_tiles) * kTileCols;
       const int64_t rows = std::min(kTileRows, m - r0), cols = std::min(kTileCols, n - c0);
-      MapC<T> out(c + r0 * ldc + c0, rows, cols, Eigen::OuterStride<>(ldc));
-      // A tile: rows r0.. of op(A); B tile: columns c0.. of op(B).
+      MapC<T> out(c + r0 * ldc + c0, cols, rows, Eigen::OuterStride<>(ldc));  // C^T tile
       auto run = [&](const auto& lhs, const auto& rhs) {
         if (accumulate) out.noalias() += lhs * rhs;
         else out.noalias() = lhs * rhs;
       };
-      if (!ta && !tb) {
-        run(MapConst<T>(a + r0 * lda, rows, k, Eigen::OuterStride<>(lda)), MapConst<T>(b + c0, k, cols, Eigen::OuterStride<>(ldb)));
-      } else if (!ta && tb) {
-        run(MapConst<T>(a + r0 * lda, rows, k, Eigen::OuterStride<>(lda)),
-            MapConst<T>(b + c0 * ldb, cols, k, Eigen::OuterStride<>(ldb)).transpose());
-      } else if (ta && !tb) {
-        run(MapConst<T>(a + r0, k, rows, Eigen::OuterStride<>(lda)).transpose(), MapConst<T>(b + c0, k, cols, Eigen::OuterStride<>(ldb)));
+      // lhs = op(B)^T tile [cols, k]; rhs = op(A)^T tile [k, rows].
+      auto rhs_plain = [&] { return MapConst<T>(a + r0 * lda, k, rows, Eigen::OuterStride<>(lda)); };
+      auto rhs_trans = [&] { return MapConst<T>(a + r0, rows, k, Eigen::OuterStride<>(lda)).transpose(); };
+      if (!tb) {
+        const MapConst<T> lhs(b + c0, cols, k, Eigen::OuterStride<>(ldb));
+        if (!ta) run(lhs, rhs_plain());
+        else run(lhs, rhs_trans());
       } else {
-        run(MapConst<T>(a + r0, k, rows, Eigen::OuterStride<>(lda)).transpose(),
-            MapConst<T>(b + c0 * ldb, cols, k, Eigen::OuterStride<>(ldb)).transpose());
+        const auto lhs = MapConst<T>(b + c0 * ldb, k, cols, Eigen::OuterStride<>(ldb)).transpose();
+        if (!ta) run(lhs, rhs_plain());
+        else run(lhs, rhs_trans());
       }
     }
   });
 }
-
 
 }  // namespace
 
