@@ -1165,6 +1165,12 @@ void dropout_kernel(KernelContext& ctx) {
 
 }  // namespace
 
+double float8_to_double(DataType type, uint8_t code) { return float8_decode(*float8_format(type), code); }
+
+uint8_t double_to_float8(DataType type, double x, bool saturate) { return float8_encode(*float8_format(type), x, saturate); }
+
+bool is_float8(DataType type) { return float8_format(type) != nullptr; }
+
 void register_elementwise_kernels(KernelRegistry& r) {
   // Unary float math (opset 6/13 versions only widened the types).
   r.add("", "Exp", 1, kMaxOpset, unary_float_kernel<ExpOp>);

@@ -22,6 +22,13 @@ namespace onnxtool::runner::cpu {
 /// family has one entry in register.cpp.
 void register_reduce_kernels(KernelRegistry& registry);
 
+/// The float8 types (E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ): decoding, and encoding rounded to
+/// nearest even, out-of-range values saturating to +-max when `saturate`, else Inf/NaN as the
+/// spec's tables say.
+bool is_float8(DataType type);
+double float8_to_double(DataType type, uint8_t code);
+uint8_t double_to_float8(DataType type, double x, bool saturate);
+
 // ---------------------------------------------------------------- element types
 
 /// Storage of a float16 / bfloat16 / bool element (distinct C++ types so that dispatch can tell

@@ -1,0 +1,253 @@
+// CPU kernels: QuantizeLinear, DequantizeLinear (per tensor, per axis, blocked; 8-bit, 16-bit,
+// 4-bit and float8 types) and DynamicQuantizeLinear.
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "runner/cpu/elementwise_util.h"
+#include "runner/cpu/kernels.h"
+#include "runner/cpu/tensor_util.h"
+
+namespace onnxtool::runner::cpu {
+
+namespace {
+
+/// An element of a float, 16-bit float or integer tensor as double.
+double load(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DataType::kFloat: return t.data<float>()[i];
+    case DataType::kDouble: return t.data<double>()[i];
+    case DataType::kFloat16: return half_to_float(t.data<uint16_t>()[i]);
+    case DataType::kBFloat16: return bfloat16_to_float(t.data<uint16_t>()[i]);
+    case DataType::kInt8: return t.data<int8_t>()[i];
+    case DataType::kUInt8: return t.data<uint8_t>()[i];
+    case DataType::kInt16: return t.data<int16_t>()[i];
+    case DataType::kUInt16: return t.data<uint16_t>()[i];
+    case DataType::kInt32: return t.data<int32_t>()[i];
+    default: return 0;
+  }
+}
+
+/// Integer range of a quantized type (nullopt for float8).
+bool int_range(DataType t, double& lo, double& hi) {
+  switch (t) {
+    case DataType::kUInt8: lo = 0; hi = 255; return true;
+    case DataType::kInt8: lo = -128; hi = 127; return true;
+    case DataType::kUInt16: lo = 0; hi = 65535; return true;
+    case DataType::kInt16: lo = -32768; hi = 32767; return true;
+    case DataType::kInt32: lo = -2147483648.0; hi = 2147483647.0; return true;
+    case DataType::kUInt4: lo = 0; hi = 15; return true;
+    case DataType::kInt4: lo = -8; hi = 7; return true;
+    default: return false;
+  }
+}
+
+/// Element values of a quantized tensor as double (sub-byte types unpacked, float8 decoded).
+std::vector<double> quantized_values(const Tensor& t) {
+  std::vector<double> v(static_cast<size_t>(t.size()));
+  if (t.dtype() == DataType::kUInt4 || t.dtype() == DataType::kInt4) {
+    const Tensor codes = unpack_sub_byte(t);
+    for (int64_t i = 0; i < t.size(); ++i) {
+      const uint8_t c = codes.data<uint8_t>()[i];
+      v[static_cast<size_t>(i)] = t.dtype() == DataType::kInt4 && c >= 8 ? static_cast<double>(c) - 16 : c;
+    }
+  } else if (is_float8(t.dtype())) {
+    for (int64_t i = 0; i < t.size(); ++i) v[static_cast<size_t>(i)] = float8_to_double(t.dtype(), t.data<uint8_t>()[i]);
+  } else {
+    for (int64_t i = 0; i < t.size(); ++i) v[static_cast<size_t>(i)] = load(t, i);
+  }
+  return v;
+}
+
+/// Maps element i of x to its scale / zero-point index: per tensor, per axis, or blocked.
+struct ParamIndex {
+  int64_t axis_dim = 1, inner = 1, block = 0, params_on_axis = 1;
+  bool per_tensor = true;
+  int64_t operator()(int64_t i) const {
+    if (per_tensor) return 0;
+    const int64_t outer = i / (axis_dim * inner);
+    const int64_t a = (i / inner) % axis_dim;
+    const int64_t r = i % inner;
+    if (block == 0) return a;
+    return (outer * params_on_axis + a / block) * inner + r;
+  }
+};
+
+ParamIndex param_index(const KernelContext& ctx, const Tensor& x, const Tensor& scale) {
+  ParamIndex p;
+  if (scale.size() == 1 && scale.rank() <= 1) return p;
+  const int64_t rank = static_cast<int64_t>(x.rank());
+  const int64_t axis = normalize_axis(ctx, ctx.attr_int("axis", 1), rank);
+  p.per_tensor = false;
+  p.axis_dim = x.dim(static_cast<size_t>(axis));
+  p.inner = dims_product(x.shape(), static_cast<size_t>(axis) + 1, x.rank());
+  p.block = ctx.attr_int("block_size", 0);
+  if (p.block < 0) ctx.fail("block_size must not be negative");
+  if (p.block == 0) {
+    if (scale.rank() != 1 || scale.dim(0) != p.axis_dim)
+      ctx.fail("per-axis scale must be 1-D of length " + std::to_string(p.axis_dim) + " (axis " + std::to_string(axis) + "), got " + scale.describe());
+  } else {
+    p.params_on_axis = (p.axis_dim + p.block - 1) / p.block;
+    std::vector<int64_t> want = x.shape();
+    want[static_cast<size_t>(axis)] = p.params_on_axis;
+    if (scale.shape() != want)
+      ctx.fail("blocked scale must have shape " + shape_string(want) + " (block_size " + std::to_string(p.block) + "), got " + scale.describe());
+  }
+  return p;
+}
+
+/// Stores double values into a tensor of a quantized type (packing sub-byte types).
+void store_quantized(Tensor& y, const std::vector<double>& q) {
+  const DataType t = y.dtype();
+  if (t == DataType::kUInt4 || t == DataType::kInt4) {
+    Tensor codes(DataType::kUInt8, y.shape());
+    for (int64_t i = 0; i < y.size(); ++i) codes.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(static_cast<int32_t>(q[static_cast<size_t>(i)]) & 0xF);
+    y = pack_sub_byte(codes, t);
+    return;
+  }
+  for (int64_t i = 0; i < y.size(); ++i) {
+    const double v = q[static_cast<size_t>(i)];
+    switch (t) {
+      case DataType::kUInt8: y.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(v); break;
+      case DataType::kInt8: y.mutable_data<int8_t>()[i] = static_cast<int8_t>(v); break;
+      case DataType::kUInt16: y.mutable_data<uint16_t>()[i] = static_cast<uint16_t>(v); break;
+      case DataType::kInt16: y.mutable_data<int16_t>()[i] = static_cast<int16_t>(v); break;
+      case DataType::kInt32: y.mutable_data<int32_t>()[i] = static_cast<int32_t>(v); break;
+      default: break;
+    }
+  }
+}
+
+void quantize_linear(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& scale = ctx.input(1);
+  const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  DataType out = zp ? zp->dtype() : DataType::kUInt8;
+  if (!zp && ctx.opset() >= 21) {
+    const int64_t o = ctx.attr_int("output_dtype", 0);
+    if (o != 0) out = static_cast<DataType>(o);
+  }
+  double lo = 0, hi = 0;
+  const bool integer = int_range(out, lo, hi);
+  if (!integer && !is_float8(out)) ctx.fail("QuantizeLinear cannot produce " + type_name(out));
+  const ParamIndex pi = param_index(ctx, x, scale);
+  if (zp && zp->shape() != scale.shape() && zp->size() != scale.size()) ctx.fail("y_zero_point and y_scale differ in shape");
+  const std::vector<double> zps = zp ? quantized_values(*zp) : std::vector<double>(static_cast<size_t>(scale.size()), 0.0);
+  const bool saturate = ctx.attr_int("saturate", 1) != 0;
+  Tensor& y = ctx.output(0, out, x.shape());
+  const int64_t n = x.size();
+  if (integer && x.dtype() == DataType::kFloat && scale.dtype() == DataType::kFloat && (out == DataType::kUInt8 || out == DataType::kInt8)) {
+    // The hot path of quantized models: float32 -> 8-bit, per tensor or per axis.
+    const float* px = x.data<float>();
+    const float* ps = scale.data<float>();
+    const float flo = static_cast<float>(lo), fhi = static_cast<float>(hi);
+    uint8_t* pu = out == DataType::kUInt8 ? y.mutable_data<uint8_t>() : nullptr;
+    int8_t* pk = out == DataType::kInt8 ? y.mutable_data<int8_t>() : nullptr;
+    std::vector<float> zf(zps.begin(), zps.end());
+    parallel_ranges(n, kElementwiseGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const int64_t k = pi(i);
+        const float c = std::min(fhi, std::max(flo, std::nearbyint(px[i] / ps[k]) + zf[static_cast<size_t>(k)]));
+        if (pu) pu[i] = static_cast<uint8_t>(c);
+        else pk[i] = static_cast<int8_t>(c);
+      }
+    });
+    return;
+  }
+  std::vector<double> q(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t k = pi(i);
+    const double s = load(scale, k);
+    if (integer) {
+      // Division in the scale's precision (float32 for float scales), then round half to even.
+      const double v = x.dtype() == DataType::kDouble ? load(x, i) / s : static_cast<double>(static_cast<float>(load(x, i)) / static_cast<float>(s));
+      q[static_cast<size_t>(i)] = std::min(hi, std::max(lo, std::nearbyint(v) + zps[static_cast<size_t>(k)]));
+    } else {
+      q[static_cast<size_t>(i)] = static_cast<double>(static_cast<float>(load(x, i)) / static_cast<float>(s)) + zps[static_cast<size_t>(k)];
+    }
+  }
+  if (integer) {
+    store_quantized(y, q);
+  } else {
+    for (int64_t i = 0; i < n; ++i) y.mutable_data<uint8_t>()[i] = double_to_float8(out, q[static_cast<size_t>(i)], saturate);
+  }
+}
+
+void store_float(Tensor& y, int64_t i, double v) {
+  switch (y.dtype()) {
+    case DataType::kFloat: y.mutable_data<float>()[i] = static_cast<float>(v); break;
+    case DataType::kDouble: y.mutable_data<double>()[i] = v; break;
+    case DataType::kFloat16: y.mutable_data<uint16_t>()[i] = float_to_half(static_cast<float>(v)); break;
+    case DataType::kBFloat16: y.mutable_data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(v)); break;
+    default: break;
+  }
+}
+
+void dequantize_linear(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& scale = ctx.input(1);
+  const Tensor* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  if (zp && zp->dtype() != x.dtype()) ctx.fail("x and x_zero_point have different types");
+  DataType out = scale.dtype();
+  if (ctx.opset() >= 23) {
+    const int64_t o = ctx.attr_int("output_dtype", 0);
+    if (o != 0) out = static_cast<DataType>(o);
+  }
+  if (out != DataType::kFloat && out != DataType::kDouble && out != DataType::kFloat16 && out != DataType::kBFloat16)
+    ctx.fail("DequantizeLinear cannot produce " + type_name(out));
+  const ParamIndex pi = param_index(ctx, x, scale);
+  const std::vector<double> zps = zp ? quantized_values(*zp) : std::vector<double>(static_cast<size_t>(scale.size()), 0.0);
+  Tensor& y = ctx.output(0, out, x.shape());
+  const int64_t n = x.size();
+  if (out == DataType::kFloat && scale.dtype() == DataType::kFloat && (x.dtype() == DataType::kUInt8 || x.dtype() == DataType::kInt8 || x.dtype() == DataType::kInt32)) {
+    const float* ps = scale.data<float>();
+    float* py = y.mutable_data<float>();
+    parallel_ranges(n, kElementwiseGrain, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const int64_t k = pi(i);
+        const float v = x.dtype() == DataType::kUInt8 ? x.data<uint8_t>()[i] : x.dtype() == DataType::kInt8 ? x.data<int8_t>()[i] : static_cast<float>(x.data<int32_t>()[i]);
+        py[i] = (v - static_cast<float>(zps[static_cast<size_t>(k)])) * ps[k];
+      }
+    });
+    return;
+  }
+  const std::vector<double> xs = quantized_values(x);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t k = pi(i);
+    const float v = static_cast<float>(xs[static_cast<size_t>(i)] - zps[static_cast<size_t>(k)]) * static_cast<float>(load(scale, k));
+    store_float(y, i, v);
+  }
+}
+
+void dynamic_quantize_linear(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.dtype() != DataType::kFloat) ctx.fail("x must be float, is " + type_name(x.dtype()));
+  const float* px = x.data<float>();
+  float lo = 0, hi = 0;
+  for (int64_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(px[i])) continue;
+    lo = std::min(lo, px[i]);
+    hi = std::max(hi, px[i]);
+  }
+  const float scale = (hi - lo) / 255.0f;
+  float zero = 0;
+  if (scale != 0) zero = std::min(255.0f, std::max(0.0f, std::nearbyint(0.0f - lo / scale)));
+  Tensor& y = ctx.output(0, DataType::kUInt8, x.shape());
+  uint8_t* py = y.mutable_data<uint8_t>();
+  parallel_ranges(x.size(), kElementwiseGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      py[i] = scale == 0 ? static_cast<uint8_t>(zero) : static_cast<uint8_t>(std::min(255.0f, std::max(0.0f, std::nearbyint(px[i] / scale) + zero)));
+  });
+  ctx.output(1, DataType::kFloat, {}).mutable_data<float>()[0] = scale;
+  ctx.output(2, DataType::kUInt8, {}).mutable_data<uint8_t>()[0] = static_cast<uint8_t>(zero);
+}
+
+}  // namespace
+
+void register_quantize_linear_kernels(KernelRegistry& r) {
+  r.add("", "QuantizeLinear", 10, kMaxOpset, quantize_linear);
+  r.add("", "DequantizeLinear", 10, kMaxOpset, dequantize_linear);
+  r.add("", "DynamicQuantizeLinear", 11, kMaxOpset, dynamic_quantize_linear);
+}
+
+}  // namespace onnxtool::runner::cpu
