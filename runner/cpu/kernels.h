@@ -23,5 +23,6 @@ void register_conv_kernels(KernelRegistry& registry);
 void register_pooling_kernels(KernelRegistry& registry);
 void register_normalization_kernels(KernelRegistry& registry);
 void register_quantize_linear_kernels(KernelRegistry& registry);
+void register_rnn_kernels(KernelRegistry& registry);
 
 }  // namespace onnxtool::runner::cpu

@@ -18,6 +18,7 @@ void register_cpu_kernels(KernelRegistry& registry) {
   cpu::register_pooling_kernels(registry);
   cpu::register_normalization_kernels(registry);
   cpu::register_quantize_linear_kernels(registry);
+  cpu::register_rnn_kernels(registry);
 }
 
 }  // namespace onnxtool::runner

@@ -1,0 +1,245 @@
+// CPU kernels: RNN, GRU and LSTM (forward, reverse, bidirectional; sequence_lens; layouts 0
+// and 1; activation lists with alpha/beta; clip; LSTM peepholes and input_forget; GRU
+// linear_before_reset). The input projection of all steps is one GEMM; each step is one GEMM
+// with the recurrence weights plus the gate arithmetic.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "runner/cpu/elementwise_util.h"
+#include "runner/cpu/gemm.h"
+#include "runner/cpu/kernels.h"
+
+namespace onnxtool::runner::cpu {
+
+namespace {
+
+enum class Cell { kRnn, kGru, kLstm };
+
+/// An activation function with its alpha and beta.
+struct Activation {
+  std::string name;
+  float alpha = 0, beta = 0;
+  float operator()(float x) const {
+    if (name == "Sigmoid") return 1.0f / (1.0f + std::exp(-x));
+    if (name == "Tanh") return std::tanh(x);
+    if (name == "Relu") return std::max(0.0f, x);
+    if (name == "Affine") return alpha * x + beta;
+    if (name == "LeakyRelu") return x >= 0 ? x : alpha * x;
+    if (name == "ThresholdedRelu") return x > alpha ? x : 0.0f;
+    if (name == "ScaledTanh") return alpha * std::tanh(beta * x);
+    if (name == "HardSigmoid") return std::max(0.0f, std::min(1.0f, alpha * x + beta));
+    if (name == "Elu") return x >= 0 ? x : alpha * (std::exp(x) - 1);
+    if (name == "Softsign") return x / (1 + std::fabs(x));
+    if (name == "Softplus") return std::log1p(std::exp(x));
+    return x;
+  }
+};
+
+std::vector<Activation> activations(const KernelContext& ctx, Cell cell, int64_t dirs) {
+  std::vector<std::string> names;
+  if (const ir::Attribute* a = ctx.node().attr("activations")) names = a->strings;
+  std::vector<std::string> defaults = cell == Cell::kLstm ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+                                      : cell == Cell::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                                           : std::vector<std::string>{"Tanh"};
+  const size_t per_dir = defaults.size();
+  if (names.empty())
+    for (int64_t d = 0; d < dirs; ++d) names.insert(names.end(), defaults.begin(), defaults.end());
+  if (names.size() != per_dir * static_cast<size_t>(dirs))
+    ctx.fail("activations must list " + std::to_string(per_dir * static_cast<size_t>(dirs)) + " functions");
+  const auto alphas = ctx.attr_floats("activation_alpha");
+  const auto betas = ctx.attr_floats("activation_beta");
+  std::vector<Activation> out;
+  size_t ai = 0, bi = 0;
+  static const char* known[] = {"Sigmoid", "Tanh", "Relu", "Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh",
+                                "HardSigmoid", "Elu", "Softsign", "Softplus"};
+  for (const auto& n : names) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || n == k;
+    if (!ok) ctx.fail("unknown activation '" + n + "'");
+    Activation a{n};
+    // Functions with parameters take them in order from the alpha / beta lists.
+    const bool uses_alpha = n == "Affine" || n == "LeakyRelu" || n == "ThresholdedRelu" || n == "ScaledTanh" ||
+                            n == "HardSigmoid" || n == "Elu";
+    const bool uses_beta = n == "Affine" || n == "ScaledTanh" || n == "HardSigmoid";
+    const float da = n == "LeakyRelu" ? 0.01f : n == "HardSigmoid" ? 0.2f : 1.0f;
+    const float db = n == "HardSigmoid" ? 0.5f : n == "ScaledTanh" ? 1.0f : 0.0f;
+    a.alpha = uses_alpha ? (ai < alphas.size() ? alphas[ai++] : da) : 0;
+    a.beta = uses_beta ? (bi < betas.size() ? betas[bi++] : db) : 0;
+    out.push_back(a);
+  }
+  return out;
+}
+
+void recurrent(KernelContext& ctx, Cell cell) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(1);
+  const Tensor& r = ctx.input(2);
+  if (x.dtype() != DataType::kFloat) ctx.fail(ctx.node().op_type + " supports float tensors, got " + type_name(x.dtype()));
+  if (x.rank() != 3 || w.rank() != 3 || r.rank() != 3) ctx.fail("X, W and R must be 3-D");
+  const int64_t layout = ctx.opset() >= 14 ? ctx.attr_int("layout", 0) : 0;
+  const int64_t seq = layout ? x.dim(1) : x.dim(0), batch = layout ? x.dim(0) : x.dim(1), input = x.dim(2);
+  const int64_t gates = cell == Cell::kLstm ? 4 : cell == Cell::kGru ? 3 : 1;
+  const int64_t dirs = w.dim(0);
+  const int64_t hidden = r.dim(2);
+  const std::string direction = ctx.attr_string("direction", "forward");
+  if ((direction == "bidirectional") != (dirs == 2) || (direction != "forward" && direction != "reverse" && direction != "bidirectional"))
+    ctx.fail("direction '" + direction + "' does not match W's " + std::to_string(dirs) + " directions");
+  const int64_t gh = gates * hidden;
+  if (w.dim(1) != gh || w.dim(2) != input || r.dim(0) != dirs || r.dim(1) != gh)
+    ctx.fail("W " + w.describe() + " / R " + r.describe() + " do not match " + std::to_string(gates) + " gates of hidden size " + std::to_string(hidden));
+  if (ctx.has_attr("hidden_size") && ctx.attr_int("hidden_size", hidden) != hidden) ctx.fail("hidden_size differs from R's shape");
+  const float* pb = nullptr;
+  if (ctx.has_input(3)) {
+    const Tensor& b = ctx.input(3);
+    if (b.size() != dirs * 2 * gh) ctx.fail("B must be [" + std::to_string(dirs) + ", " + std::to_string(2 * gh) + "]");
+    pb = b.data<float>();
+  }
+  std::vector<int64_t> lens(static_cast<size_t>(batch), seq);
+  if (ctx.has_input(4)) {
+    const Tensor& sl = ctx.input(4);
+    if (sl.size() != batch) ctx.fail("sequence_lens must have " + std::to_string(batch) + " values");
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t v = sl.dtype() == DataType::kInt32 ? sl.data<int32_t>()[b] : sl.data<int64_t>()[b];
+      if (v < 0 || v > seq) ctx.fail("sequence_lens value " + std::to_string(v) + " is outside [0, " + std::to_string(seq) + "]");
+      lens[static_cast<size_t>(b)] = v;
+    }
+  }
+  auto state_in = [&](size_t i) -> const float* {
+    if (!ctx.has_input(i)) return nullptr;
+    const Tensor& t = ctx.input(i);
+    if (t.size() != dirs * batch * hidden) ctx.fail("initial state must have " + std::to_string(dirs * batch * hidden) + " elements");
+    return t.data<float>();
+  };
+  const float* h0 = state_in(5);
+  const float* c0 = cell == Cell::kLstm ? state_in(6) : nullptr;
+  const float* peep = cell == Cell::kLstm && ctx.has_input(7) ? ctx.input(7).data<float>() : nullptr;
+  const auto acts = activations(ctx, cell, dirs);
+  const size_t per_dir = cell == Cell::kLstm ? 3 : cell == Cell::kGru ? 2 : 1;
+  const float clip = ctx.has_attr("clip") ? ctx.attr_float("clip", 0) : 0;
+  const bool input_forget = cell == Cell::kLstm && ctx.attr_int("input_forget", 0) != 0;
+  const bool lbr = cell == Cell::kGru && ctx.attr_int("linear_before_reset", 0) != 0;
+
+  // Outputs: Y [seq, dirs, batch, hidden] (layout 1: [batch, seq, dirs, hidden]); Y_h, Y_c
+  // [dirs, batch, hidden] (layout 1: [batch, dirs, hidden]).
+  Tensor* y = ctx.output_count() > 0 && ctx.has_output(0)
+                  ? &ctx.output(0, DataType::kFloat, layout ? std::vector<int64_t>{batch, seq, dirs, hidden} : std::vector<int64_t>{seq, dirs, batch, hidden})
+                  : nullptr;
+  const std::vector<int64_t> state_shape = layout ? std::vector<int64_t>{batch, dirs, hidden} : std::vector<int64_t>{dirs, batch, hidden};
+  Tensor* yh = ctx.output_count() > 1 && ctx.has_output(1) ? &ctx.output(1, DataType::kFloat, state_shape) : nullptr;
+  Tensor* yc = cell == Cell::kLstm && ctx.output_count() > 2 && ctx.has_output(2) ? &ctx.output(2, DataType::kFloat, state_shape) : nullptr;
+  if (y) std::fill(y->mutable_data<float>(), y->mutable_data<float>() + y->size(), 0.0f);
+  auto x_at = [&](int64_t t, int64_t b) { return x.data<float>() + (layout ? (b * seq + t) : (t * batch + b)) * input; };
+  auto state_index = [&](int64_t d, int64_t b) { return layout ? (b * dirs + d) * hidden : (d * batch + b) * hidden; };
+  auto y_at = [&](int64_t t, int64_t d, int64_t b) { return y->mutable_data<float>() + (layout ? ((b * seq + t) * dirs + d) : ((t * dirs + d) * batch + b)) * hidden; };
+
+  std::vector<float> xs(static_cast<size_t>(seq * batch * input));
+  std::vector<float> xw(static_cast<size_t>(seq * batch * gh)), hr(static_cast<size_t>(batch * gh));
+  for (int64_t t = 0; t < seq; ++t)
+    for (int64_t b = 0; b < batch; ++b) std::copy(x_at(t, b), x_at(t, b) + input, xs.data() + (t * batch + b) * input);
+  for (int64_t d = 0; d < dirs; ++d) {
+    const bool reverse = direction == "reverse" || d == 1;
+    const float* wd = w.data<float>() + d * gh * input;
+    const float* rd = r.data<float>() + d * gh * hidden;
+    const float* wb = pb ? pb + d * 2 * gh : nullptr;
+    const float* rb = pb ? wb + gh : nullptr;
+    const Activation* a = &acts[static_cast<size_t>(d) * per_dir];
+    // X W^T for all steps at once: [seq*batch, gh].
+    gemm_f32(seq * batch, gh, input, xs.data(), input, false, wd, input, true, xw.data(), gh, false);
+    std::vector<float> h(static_cast<size_t>(batch * hidden), 0.0f), c(static_cast<size_t>(batch * hidden), 0.0f);
+    for (int64_t b = 0; b < batch; ++b) {
+      if (h0) std::copy(h0 + state_index(d, b), h0 + state_index(d, b) + hidden, h.data() + b * hidden);
+      if (c0) std::copy(c0 + state_index(d, b), c0 + state_index(d, b) + hidden, c.data() + b * hidden);
+    }
+    std::vector<float> hprev;
+    for (int64_t step = 0; step < seq; ++step) {
+      // H R^T: [batch, gh].
+      gemm_f32(batch, gh, hidden, h.data(), hidden, false, rd, hidden, true, hr.data(), gh, false);
+      hprev = h;
+      for (int64_t b = 0; b < batch; ++b) {
+        const int64_t len = lens[static_cast<size_t>(b)];
+        if (step >= len) continue;  // past this sequence's end: the state stays
+        const int64_t t = reverse ? len - 1 - step : step;
+        const float* g = xw.data() + (t * batch + b) * gh;
+        const float* q = hr.data() + b * gh;
+        float* hb = h.data() + b * hidden;
+        float* cb = c.data() + b * hidden;
+        const float* hp = hprev.data() + b * hidden;
+        auto pre = [&](int64_t gate, int64_t j, bool with_r) {
+          float v = g[gate * hidden + j] + (with_r ? q[gate * hidden + j] : 0.0f);
+          if (wb) v += wb[gate * hidden + j] + (with_r ? rb[gate * hidden + j] : 0.0f);
+          return v;
+        };
+        auto clipped = [&](float v) { return clip > 0 ? std::min(clip, std::max(-clip, v)) : v; };
+        for (int64_t j = 0; j < hidden; ++j) {
+          if (cell == Cell::kRnn) {
+            hb[j] = a[0](clipped(pre(0, j, true)));
+          } else if (cell == Cell::kGru) {
+            const float z = a[0](clipped(pre(0, j, true)));
+            const float rg = a[0](clipped(pre(1, j, true)));
+            float hh;
+            if (lbr) {
+              const float rpart = q[2 * hidden + j] + (rb ? rb[2 * hidden + j] : 0.0f);
+              hh = a[1](clipped(g[2 * hidden + j] + (wb ? wb[2 * hidden + j] : 0.0f) + rg * rpart));
+            } else {
+              // (r * H_prev) R_h^T needs its own product: computed below per row.
+              hh = 0;
+            }
+            if (lbr) hb[j] = (1 - z) * hh + z * hp[j];
+            else hb[j] = z;  // finished after the reset product below
+            if (!lbr) cb[j] = rg;  // stash r in c (unused by GRU)
+          } else {
+            float i = pre(0, j, true), o = pre(1, j, true), f = pre(2, j, true);
+            const float cc = pre(3, j, true);
+            if (peep) {
+              const float* pd = peep + d * 3 * hidden;
+              i += pd[j] * cb[j];
+              f += pd[2 * hidden + j] * cb[j];
+            }
+            i = a[0](clipped(i));
+            f = input_forget ? 1 - i : a[0](clipped(f));
+            const float gg = a[1](clipped(cc));
+            const float cn = f * cb[j] + i * gg;
+            if (peep) o += (peep + d * 3 * hidden)[hidden + j] * cn;
+            o = a[0](clipped(o));
+            cb[j] = cn;
+            hb[j] = o * a[2](cn);
+          }
+        }
+        if (cell == Cell::kGru && !lbr) {
+          // h~ = g(X W_h^T + (r * H_prev) R_h^T + Rb_h + Wb_h).
+          std::vector<float> rh(static_cast<size_t>(hidden));
+          for (int64_t j = 0; j < hidden; ++j) rh[static_cast<size_t>(j)] = cb[j] * hp[j];
+          for (int64_t j = 0; j < hidden; ++j) {
+            float v = g[2 * hidden + j];
+            const float* rrow = rd + (2 * hidden + j) * hidden;
+            for (int64_t k = 0; k < hidden; ++k) v += rh[static_cast<size_t>(k)] * rrow[k];
+            if (wb) v += wb[2 * hidden + j] + rb[2 * hidden + j];
+            const float hh = a[1](clipped(v));
+            const float z = hb[j];
+            hb[j] = (1 - z) * hh + z * hp[j];
+          }
+        }
+        if (y) std::copy(hb, hb + hidden, y_at(t, d, b));
+      }
+    }
+    for (int64_t b = 0; b < batch; ++b) {
+      if (yh) std::copy(h.data() + b * hidden, h.data() + (b + 1) * hidden, yh->mutable_data<float>() + state_index(d, b));
+      if (yc) std::copy(c.data() + b * hidden, c.data() + (b + 1) * hidden, yc->mutable_data<float>() + state_index(d, b));
+    }
+  }
+}
+
+void rnn(KernelContext& ctx) { recurrent(ctx, Cell::kRnn); }
+void gru(KernelContext& ctx) { recurrent(ctx, Cell::kGru); }
+void lstm(KernelContext& ctx) { recurrent(ctx, Cell::kLstm); }
+
+}  // namespace
+
+void register_rnn_kernels(KernelRegistry& r) {
+  r.add("", "RNN", 1, kMaxOpset, rnn);
+  r.add("", "GRU", 1, kMaxOpset, gru);
+  r.add("", "LSTM", 1, kMaxOpset, lstm);
+}
+
+}  // namespace onnxtool::runner::cpu
