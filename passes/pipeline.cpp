@@ -1,7 +1,9 @@
 // The ordered pipeline of passes and the optimizer driver.
 #include <algorithm>
 
+#include "ir/diagnostic.h"
 #include "ir/error.h"
+#include "ir/shape_inference.h"
 #include "passes/pass.h"
 #include "passes/pass_list.h"
 
@@ -101,8 +103,11 @@ OptimizeReport optimize(ir::Model& model, const OptimizeOptions& options) {
   report.before = count_model(model);
   for (const Pass* p : selected) report.passes.push_back({p->name, {}});
   const PassContext context{options};
-  // The graph must be acyclic whatever passes were chosen: sorting names the cycle.
+  // The graph must be acyclic whatever passes were chosen: sorting names the cycle. Then types
+  // and shapes, which the shape-based rewrites read.
   ir::for_each_graph(model, [](ir::Graph& g) { g.topological_sort(); });
+  ir::DiagnosticSink sink;
+  ir::infer_shapes(model, sink);
   const int max_rounds = options.fixed_point ? 8 : 1;
   for (int round = 0; round < max_rounds; ++round) {
     bool changed = false;

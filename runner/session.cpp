@@ -1,8 +1,10 @@
 // Planning and executing graphs: slots per value, kernels per node, frames for subgraphs.
-#include <malloc.h>
 #include "runner/session.h"
 
+#include <malloc.h>
+
 #include <algorithm>
+#include <set>
 #include <unordered_map>
 
 #ifdef _OPENMP
@@ -30,6 +32,11 @@ struct Step {
   std::vector<int> outputs;         // -1 for unnamed outputs
   std::vector<int> release_after;   // local slots whose last use is this step
   std::shared_ptr<void> state;
+  /// Every input is a constant (initializer, or the output of another constant step) and the op
+  /// is deterministic: computed on the first run, then reused (the same kernel, the same bytes).
+  bool constant = false;
+  mutable bool computed = false;
+  mutable std::vector<Value> cached;
 };
 
 struct GraphPlan {
@@ -42,6 +49,7 @@ struct GraphPlan {
   std::vector<SlotRef> output_slots;
   std::unordered_map<const ir::Graph*, std::unique_ptr<GraphPlan>> subplans;
   std::vector<bool> keep;  // slots never released (outputs, inputs, constants)
+  std::vector<bool> constant_slot;  // initializers and outputs of constant steps
   int n_slots = 0;
 };
 
@@ -112,6 +120,12 @@ class Planner {
       for (const ir::Value* v : n->inputs()) st.inputs.push_back(v ? resolve(*p, v) : SlotRef{});
       for (const ir::Value* v : n->outputs()) st.outputs.push_back(v ? slot_of(v) : -1);
       for (const ir::Graph* sub : n->subgraphs()) p->subplans[sub] = plan(*sub, p.get());
+      st.constant = is_cacheable(*n) && std::all_of(st.inputs.begin(), st.inputs.end(), [&](const SlotRef& r) {
+        return r.slot < 0 || is_constant_slot(*p, r);
+      });
+      if (st.constant)
+        for (int s : st.outputs)
+          if (s >= 0) mark_constant(*p, s);
       p->steps.push_back(std::move(st));
     }
     for (const auto& vi : g.outputs) p->output_slots.push_back(resolve(*p, vi.value));
@@ -121,6 +135,27 @@ class Planner {
   }
 
  private:
+  /// Deterministic ops without subgraphs (their results depend on their inputs only).
+  static bool is_cacheable(const ir::Node& n) {
+    static const std::set<std::string, std::less<>> random = {"RandomNormal", "RandomUniform", "RandomNormalLike",
+                                                              "RandomUniformLike", "Bernoulli", "Multinomial", "Dropout"};
+    return (n.domain.empty() || n.domain == "ai.onnx") && !random.count(n.op_type) && n.subgraphs().empty();
+  }
+
+  static void mark_constant(GraphPlan& p, int slot) {
+    if (p.constant_slot.size() <= static_cast<size_t>(slot)) p.constant_slot.resize(static_cast<size_t>(slot) + 1, false);
+    p.constant_slot[static_cast<size_t>(slot)] = true;
+  }
+
+  static bool is_constant_slot(const GraphPlan& p, SlotRef r) {
+    const GraphPlan* q = &p;
+    for (int i = 0; i < r.up && q; ++i) q = q->parent;
+    if (!q) return false;
+    const auto s = static_cast<size_t>(r.slot);
+    if (s < q->constants.size() && q->constants[s].kind != Value::Kind::kNone) return true;
+    return s < q->constant_slot.size() && q->constant_slot[s];
+  }
+
   SlotRef resolve(GraphPlan& p, const ir::Value* v) {
     int up = 0;
     for (const GraphPlan* q = &p; q; q = q->parent, ++up) {
@@ -236,15 +271,28 @@ void Executor::execute(const GraphPlan& plan, Frame& frame) {
       inputs.push_back(v.kind == Value::Kind::kNone ? nullptr : &v);
     }
     std::vector<Value> outputs(step.outputs.size());
-    KernelContext ctx(*this, frame, *step.node, step.opset, threads_, std::move(inputs), outputs,
-                      const_cast<std::shared_ptr<void>*>(&step.state));
-    try {
-      step.fn(ctx);
-    } catch (const Error& e) {
-      const std::string msg = e.what();
-      // Kernel failures already name the node; add it otherwise.
-      if (msg.find("node '") == 0 || msg.find("node #") == 0 || msg.find(" node ") != std::string::npos) throw;
-      throw Error(e.kind(), step.node->describe() + ": " + msg);
+    if (step.computed) {
+      outputs = step.cached;
+    } else {
+      KernelContext ctx(*this, frame, *step.node, step.opset, threads_, std::move(inputs), outputs,
+                        const_cast<std::shared_ptr<void>*>(&step.state));
+      try {
+        step.fn(ctx);
+      } catch (const Error& e) {
+        const std::string msg = e.what();
+        // Kernel failures already name the node; add it otherwise.
+        if (msg.find("node '") == 0 || msg.find("node #") == 0 || msg.find(" node ") != std::string::npos) throw;
+        throw Error(e.kind(), step.node->describe() + ": " + msg);
+      }
+      if (step.constant) {
+        // Keep constant results (up to a size that is worth holding between runs).
+        size_t bytes = 0;
+        for (const auto& v : outputs) bytes += v.is_tensor() ? v.tensor.bytes() : 0;
+        if (bytes <= (size_t{64} << 20)) {
+          step.cached = outputs;
+          step.computed = true;
+        }
+      }
     }
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] < 0) continue;

@@ -96,6 +96,14 @@ void im2col(const ConvGeometry& g, const T* x, int64_t channels, T* col) {
       }
       const T* xc = x + c * isize;
       T* out = col + r * osize;
+      if (rank == 1) {
+        const int64_t ow = g.out[0], iw = g.in[0], off = kidx[0] * g.dilation[0] - g.pad_begin[0], s = g.stride[0];
+        for (int64_t xo = 0; xo < ow; ++xo) {
+          const int64_t ix = xo * s + off;
+          out[xo] = ix >= 0 && ix < iw ? xc[ix] : T(0);
+        }
+        continue;
+      }
       if (rank == 2) {
         const int64_t oh = g.out[0], ow = g.out[1], ih = g.in[0], iw = g.in[1];
         for (int64_t y = 0; y < oh; ++y) {
