@@ -24,5 +24,8 @@ void register_pooling_kernels(KernelRegistry& registry);
 void register_normalization_kernels(KernelRegistry& registry);
 void register_quantize_linear_kernels(KernelRegistry& registry);
 void register_rnn_kernels(KernelRegistry& registry);
+void register_loss_kernels(KernelRegistry& registry);
+void register_training_kernels(KernelRegistry& registry);
+void register_random_kernels(KernelRegistry& registry);
 
 }  // namespace onnxtool::runner::cpu

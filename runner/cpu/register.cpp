@@ -19,6 +19,9 @@ void register_cpu_kernels(KernelRegistry& registry) {
   cpu::register_normalization_kernels(registry);
   cpu::register_quantize_linear_kernels(registry);
   cpu::register_rnn_kernels(registry);
+  cpu::register_loss_kernels(registry);
+  cpu::register_training_kernels(registry);
+  cpu::register_random_kernels(registry);
 }
 
 }  // namespace onnxtool::runner
