@@ -17,8 +17,9 @@ die() {
 }
 
 # --- Debian packages the tests read: the ONNX backend suite (libonnx-testdata), python3-onnx
-# and numpy (the second-opinion checker and a few test inputs), GNU time (benchmarks).
-test_packages=(libonnx-testdata python3-onnx python3-numpy time)
+# and numpy (the second-opinion checker and a few test inputs), python3-skimage (photos and text
+# images) and espeak-ng (speech) for the real inputs, GNU time (benchmarks).
+test_packages=(libonnx-testdata python3-onnx python3-numpy python3-skimage espeak-ng time)
 missing=()
 for p in "${test_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
@@ -103,3 +104,21 @@ for f in "${files[@]}"; do
   esac
 done
 echo "fetch_models.sh: $count models verified in $cache/models"
+
+# --- onnxruntime-node (the oracle and peer of the cross-checks and benchmarks), pinned by
+# tests/ort/package.json, installed without running package scripts: its Linux x64 CPU library
+# ships inside the package.
+ort_dir="$cache/ort"
+ort_version="$(sed -n 's/.*"onnxruntime-node": "\([0-9.]*\)".*/\1/p' "$root/tests/ort/package.json")"
+if [[ -f "$ort_dir/node_modules/onnxruntime-node/package.json" ]] &&
+   grep -q "\"version\": \"$ort_version\"" "$ort_dir/node_modules/onnxruntime-node/package.json"; then
+  :
+elif command -v npm >/dev/null 2>&1; then
+  echo "fetch_models.sh: npm install onnxruntime-node@$ort_version into $ort_dir"
+  mkdir -p "$ort_dir"
+  cp "$root/tests/ort/package.json" "$ort_dir/package.json"
+  (cd "$ort_dir" && npm install --ignore-scripts --no-audit --no-fund --silent >/dev/null) ||
+    die "npm install onnxruntime-node@$ort_version failed (is the npm registry reachable?)"
+else
+  echo "fetch_models.sh: npm not installed; the onnxruntime cross-checks will skip" >&2
+fi
