@@ -2,108 +2,182 @@
 // Runs a model in onnxruntime-node: the oracle and peer of onnxtool's tests and benchmarks.
 //
 //   node ort_run.js MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--threads N]
-//                   [--benchmark N] [--level disabled|basic|extended|all]
+//                   [--benchmark N] [--level disabled|basic|extended|layout|all]
 //                   [--optimized-model OUT] [--json]
 //
-// Inputs and outputs are .npy files (float32, float64, float16, int8, uint8, int32, int64, bool);
-// outputs are written as DIR/<name with characters outside [A-Za-z0-9_.-] replaced by _>.npy.
-// --benchmark N times N runs after one warm-up and prints the median, min and p90 in ms, as
-// `onnxtool run --benchmark` does. --optimized-model saves the model after onnxruntime's graph
-// optimizations at --level (and exits after loading when no input is given).
+// - Inputs and outputs are .npy files (format 1.0-3.0, little-endian, C order): float32, float64,
+//   float16, int8, uint8, int16, uint16, int32, uint32, int64, uint64, bool. Outputs are written
+//   as DIR/<output name, characters outside [A-Za-z0-9_.-] replaced by _>.npy, as `onnxtool run`
+//   names them.
+// - --threads N sets intraOpNumThreads (0, the default: onnxruntime's choice, one per core);
+//   inter-op parallelism is off (sequential execution), as in onnxtool.
+// - --benchmark N times N runs after one warm-up run, exactly like `onnxtool run --benchmark`,
+//   and reports the same statistics: median, min and p90, where the q-quantile of the sorted
+//   times t[0..n-1] is t[min(n-1, floor(q*(n-1) + 0.5))].
+// - --level sets graphOptimizationLevel (default all, onnxruntime's own default); "disable" and
+//   "none" mean disabled.
+// - --optimized-model OUT saves the model as onnxruntime optimized it at --level
+//   (optimizedModelFilePath); without inputs the script stops after loading.
+// - --json prints {"outputs": [{"name", "dtype", "shape", "file"}], "latency_ms": {"median",
+//   "min", "p90", "runs"} or null, "threads": n}; otherwise one line per output and the latency.
+//
+// onnxruntime-node is found in $ONNXTOOL_ORT_DIR, else $ONNXTOOL_CACHE_DIR/ort, else
+// <repository>/.cache/ort (where testdata/fetch_models.sh installs it). Errors: one line on
+// stderr, exit 2 for bad usage or unreadable input, 1 when onnxruntime fails.
 'use strict';
 const fs = require('fs');
 const path = require('path');
 
-const ORT_DIR = process.env.ONNXTOOL_ORT_DIR || path.join(__dirname, '..', '..', '.cache', 'ort');
-const ort = require(path.join(ORT_DIR, 'node_modules', 'onnxruntime-node'));
+class UsageError extends Error {}
 
+function ortDir() {
+  if (process.env.ONNXTOOL_ORT_DIR) return process.env.ONNXTOOL_ORT_DIR;
+  const cache = process.env.ONNXTOOL_CACHE_DIR || path.join(__dirname, '..', '..', '.cache');
+  return path.join(cache, 'ort');
+}
+
+// descr -> [onnxruntime type, typed array]. '|' and '<' forms of one-byte types are both read.
 const DTYPES = {
   '<f4': ['float32', Float32Array], '<f8': ['float64', Float64Array], '<f2': ['float16', Uint16Array],
-  '|i1': ['int8', Int8Array], '|u1': ['uint8', Uint8Array], '<i4': ['int32', Int32Array],
-  '<i8': ['int64', BigInt64Array], '|b1': ['bool', Uint8Array],
+  '|i1': ['int8', Int8Array], '|u1': ['uint8', Uint8Array], '<i2': ['int16', Int16Array],
+  '<u2': ['uint16', Uint16Array], '<i4': ['int32', Int32Array], '<u4': ['uint32', Uint32Array],
+  '<i8': ['int64', BigInt64Array], '<u8': ['uint64', BigUint64Array], '|b1': ['bool', Uint8Array],
 };
 
 function readNpy(file) {
-  const buf = fs.readFileSync(file);
-  if (buf.toString('latin1', 0, 6) !== '\x93NUMPY') throw new Error(`${file}: not a .npy file`);
+  let buf;
+  try {
+    buf = fs.readFileSync(file);
+  } catch (e) {
+    throw new UsageError(`${file}: cannot read (${e.code || e.message})`);
+  }
+  const bad = why => new UsageError(`${file}: ${why}`);
+  if (buf.length < 10 || buf.toString('latin1', 0, 6) !== '\x93NUMPY') throw bad('not a .npy file (bad magic)');
   const major = buf[6];
-  const headerLen = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
+  if (major < 1 || major > 3) throw bad(`unsupported .npy format version ${major}`);
   const start = major === 1 ? 10 : 12;
-  const header = buf.toString('latin1', start, start + headerLen);
-  const descr = /'descr':\s*'([^']+)'/.exec(header)[1];
-  const shapeText = /'shape':\s*\(([^)]*)\)/.exec(header)[1];
-  if (/'fortran_order':\s*True/.test(header)) throw new Error(`${file}: fortran_order arrays are not supported`);
-  const shape = shapeText.split(',').map(s => s.trim()).filter(s => s.length).map(Number);
+  if (buf.length < start) throw bad('truncated .npy header');
+  const headerLen = major === 1 ? buf.readUInt16LE(8) : buf.readUInt32LE(8);
+  if (start + headerLen > buf.length) throw bad(`.npy header length ${headerLen} is invalid`);
+  const header = buf.toString(major === 3 ? 'utf8' : 'latin1', start, start + headerLen);
+  const descrMatch = /'descr':\s*'([^']+)'/.exec(header);
+  const shapeMatch = /'shape':\s*\(([^)]*)\)/.exec(header);
+  if (!descrMatch || !shapeMatch) throw bad('malformed .npy header');
+  if (!/'fortran_order':\s*False/.test(header)) throw bad('Fortran-order .npy data is not supported');
+  let descr = descrMatch[1];
+  if (descr[0] === '=') descr = '<' + descr.slice(1);
+  if (/^[<>|=]?[iub]1$/.test(descr)) descr = '|' + descr.slice(-2);
   const spec = DTYPES[descr];
-  if (!spec) throw new Error(`${file}: dtype ${descr} is not supported`);
+  if (!spec) throw bad(`.npy dtype '${descr}' is not supported`);
+  const shape = shapeMatch[1].split(',').map(s => s.trim()).filter(s => s.length).map(s => {
+    if (!/^\d+$/.test(s)) throw bad(`malformed .npy shape (${shapeMatch[1]})`);
+    return Number(s);
+  });
   const [type, Ctor] = spec;
-  const data = buf.subarray(start + headerLen);
   const n = shape.reduce((a, b) => a * b, 1);
-  const copy = new ArrayBuffer(n * Ctor.BYTES_PER_ELEMENT);
-  new Uint8Array(copy).set(data.subarray(0, n * Ctor.BYTES_PER_ELEMENT));
-  let array = new Ctor(copy);
-  if (type === 'bool') array = Uint8Array.from(array);
-  return new ort.Tensor(type, type === 'bool' ? Array.from(array, v => v !== 0) : array, shape);
+  const bytes = n * Ctor.BYTES_PER_ELEMENT;
+  const data = buf.subarray(start + headerLen);
+  if (!Number.isSafeInteger(bytes) || data.length < bytes) throw bad(`.npy data is shorter than its shape (${shape}) needs`);
+  const copy = new ArrayBuffer(bytes);  // aligned, owned storage
+  new Uint8Array(copy).set(data.subarray(0, bytes));
+  return [type, new Ctor(copy), shape];
 }
 
 function writeNpy(file, tensor) {
   const entry = Object.entries(DTYPES).find(([, [t]]) => t === tensor.type);
   if (!entry) throw new Error(`output type ${tensor.type} cannot be written as .npy`);
-  const descr = entry[0];
   const shape = tensor.dims.length === 1 ? `(${tensor.dims[0]},)` : `(${tensor.dims.join(', ')})`;
-  let header = `{'descr': '${descr}', 'fortran_order': False, 'shape': ${shape}, }`;
-  const pad = 64 - ((10 + header.length + 1) % 64);
-  header += ' '.repeat(pad % 64) + '\n';
-  const head = Buffer.alloc(10);
+  let header = `{'descr': '${entry[0]}', 'fortran_order': False, 'shape': ${shape}, }`;
+  header += ' '.repeat((64 - ((10 + header.length + 1) % 64)) % 64) + '\n';
+  const major = header.length > 65535 ? 2 : 1;
+  const head = Buffer.alloc(major === 1 ? 10 : 12);
   head.write('\x93NUMPY', 0, 'latin1');
-  head[6] = 1;
+  head[6] = major;
   head[7] = 0;
-  head.writeUInt16LE(header.length, 8);
+  if (major === 1) head.writeUInt16LE(header.length, 8);
+  else head.writeUInt32LE(header.length, 8);
   let data = tensor.data;
-  if (tensor.type === 'bool') data = Uint8Array.from(data, v => (v ? 1 : 0));
+  if (tensor.type === 'bool' && !(data instanceof Uint8Array)) data = Uint8Array.from(data, v => (v ? 1 : 0));
   const body = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-  fs.writeFileSync(file, Buffer.concat([head, Buffer.from(header, 'latin1'), body]));
+  const tmp = `${file}.tmp`;
+  fs.writeFileSync(tmp, Buffer.concat([head, Buffer.from(header, 'latin1'), body]));
+  fs.renameSync(tmp, file);
 }
 
 function safeName(name) { return name.replace(/[^A-Za-z0-9_.-]/g, '_'); }
 
-async function main() {
-  const args = process.argv.slice(2);
-  const opts = { inputs: [], threads: 1, benchmark: 0, level: 'all', json: false };
+// The q-quantile of sorted times, as onnxtool run computes it.
+function quantile(sorted, q) {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * (sorted.length - 1) + 0.5))];
+}
+
+const LEVELS = { disable: 'disabled', disabled: 'disabled', none: 'disabled', basic: 'basic', extended: 'extended',
+  layout: 'layout', all: 'all' };
+
+function parseArgs(args) {
+  const opts = { inputs: [], threads: 0, benchmark: 0, level: 'all', json: false };
+  const count = (flag, text) => {
+    if (!/^\d+$/.test(text)) throw new UsageError(`${flag} expects a non-negative integer, got '${text}'`);
+    return Number(text);
+  };
   for (let i = 0; i < args.length; ++i) {
     const a = args[i];
-    const next = () => { if (i + 1 >= args.length) throw new Error(`${a} needs a value`); return args[++i]; };
+    const next = () => { if (i + 1 >= args.length) throw new UsageError(`${a} needs a value`); return args[++i]; };
     if (a === '--input') opts.inputs.push(next());
     else if (a === '--output-dir') opts.outputDir = next();
-    else if (a === '--threads') opts.threads = Number(next());
-    else if (a === '--benchmark') opts.benchmark = Number(next());
-    else if (a === '--level') opts.level = next();
-    else if (a === '--optimized-model') opts.optimized = next();
+    else if (a === '--threads') opts.threads = count(a, next());
+    else if (a === '--benchmark') opts.benchmark = count(a, next());
+    else if (a === '--level') {
+      const l = next();
+      if (!LEVELS[l]) throw new UsageError(`--level expects one of ${Object.keys(LEVELS).join(', ')}, got '${l}'`);
+      opts.level = LEVELS[l];
+    } else if (a === '--optimized-model') opts.optimized = next();
     else if (a === '--json') opts.json = true;
+    else if (a.startsWith('--')) throw new UsageError(`unknown option ${a}`);
     else if (!opts.model) opts.model = a;
-    else throw new Error(`unexpected argument ${a}`);
+    else throw new UsageError(`unexpected argument ${a}`);
   }
-  if (!opts.model) throw new Error('usage: ort_run.js MODEL [--input NAME=FILE.npy]... (see the header)');
+  if (!opts.model) throw new UsageError('usage: ort_run.js MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--threads N] [--benchmark N] [--level L] [--optimized-model OUT] [--json]');
+  return opts;
+}
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  const where = ortDir();
+  let ort;
+  try {
+    ort = require(path.join(where, 'node_modules', 'onnxruntime-node'));
+  } catch (e) {
+    throw new UsageError(`onnxruntime-node is not installed in ${where} (run testdata/fetch_models.sh): ${e.message.split('\n')[0]}`);
+  }
+  const feeds = {};
+  for (const spec of opts.inputs) {
+    const eq = spec.indexOf('=');
+    if (eq <= 0) throw new UsageError(`--input expects NAME=FILE, got '${spec}'`);
+    const name = spec.slice(0, eq);
+    if (name in feeds) throw new UsageError(`input '${name}' is given twice`);
+    const [type, data, shape] = readNpy(spec.slice(eq + 1));
+    feeds[name] = new ort.Tensor(type, type === 'bool' ? Array.from(data, v => v !== 0) : data, shape);
+  }
+  if (opts.outputDir && !fs.existsSync(opts.outputDir)) fs.mkdirSync(opts.outputDir, { recursive: true });
+
   const sessionOptions = {
-    intraOpNumThreads: opts.threads, interOpNumThreads: 1, graphOptimizationLevel: opts.level,
-    executionMode: 'sequential',
+    intraOpNumThreads: opts.threads, interOpNumThreads: 1, executionMode: 'sequential',
+    graphOptimizationLevel: opts.level,
   };
   if (opts.optimized) sessionOptions.optimizedModelFilePath = opts.optimized;
   const session = await ort.InferenceSession.create(opts.model, sessionOptions);
   if (!opts.inputs.length && opts.optimized) return;
-  const feeds = {};
-  for (const spec of opts.inputs) {
-    const eq = spec.indexOf('=');
-    feeds[spec.slice(0, eq)] = readNpy(spec.slice(eq + 1));
-  }
-  let results = await session.run(feeds);
+
+  let results = await session.run(feeds);  // the warm-up run; its outputs are the ones written
   const times = [];
   for (let i = 0; i < opts.benchmark; ++i) {
     const t0 = process.hrtime.bigint();
-    results = await session.run(feeds);
+    await session.run(feeds);
     times.push(Number(process.hrtime.bigint() - t0) / 1e6);
   }
   times.sort((a, b) => a - b);
+
   const outputs = [];
   for (const name of session.outputNames) {
     const t = results[name];
@@ -114,11 +188,22 @@ async function main() {
     }
     outputs.push({ name, dtype: t.type, shape: t.dims, file });
   }
+  results = null;
   const latency = times.length ? {
-    median: times[Math.floor(times.length / 2)], min: times[0], p90: times[Math.min(times.length - 1, Math.floor(times.length * 0.9))],
+    median: quantile(times, 0.5), min: times[0], p90: quantile(times, 0.9), runs: times.length,
   } : null;
-  if (opts.json) console.log(JSON.stringify({ outputs, latency_ms: latency, threads: opts.threads }));
-  else if (latency) console.log(`latency over ${times.length} runs: median ${latency.median.toFixed(3)} ms, min ${latency.min.toFixed(3)} ms, p90 ${latency.p90.toFixed(3)} ms`);
+  if (opts.json) {
+    console.log(JSON.stringify({ outputs, latency_ms: latency, threads: opts.threads }));
+    return;
+  }
+  for (const o of outputs) console.log(`${o.name}: ${o.dtype} [${o.shape.join(', ')}]${o.file ? `  -> ${o.file}` : ''}`);
+  if (latency) {
+    console.log(`latency over ${latency.runs} runs: median ${latency.median.toFixed(3)} ms, ` +
+                `min ${latency.min.toFixed(3)} ms, p90 ${latency.p90.toFixed(3)} ms`);
+  }
 }
 
-main().catch(e => { console.error(`ort_run.js: ${e.message.split('\n')[0]}`); process.exit(1); });
+main().catch(e => {
+  console.error(`ort_run.js: ${String(e && e.message ? e.message : e).split('\n')[0]}`);
+  process.exit(e instanceof UsageError ? 2 : 1);
+});
