@@ -427,6 +427,28 @@ TEST_SUITE("passes") {
     CHECK(m.graph->initializers().empty());
   }
 
+  TEST_CASE("sort_topologically orders an unsorted graph and keeps a sorted one as it is") {
+    auto make = [] {
+      Builder b(13);
+      ir::Value* x = b.input("x", {2, 3});
+      // y = Neg(t) listed before t = Relu(x).
+      b.g->add_node("Neg", {b.g->value("t")}, {"y"}, "", "N");
+      b.g->add_node("Relu", {x}, {"t"}, "", "R");
+      b.output(b.g->find("y"));
+      return std::move(b.m);
+    };
+    ir::Model m = make();
+    passes::OptimizeOptions o;
+    o.only = {"sort_topologically"};
+    passes::optimize(m, o);
+    REQUIRE(m.graph->nodes().size() == 2);
+    CHECK(m.graph->nodes()[0]->op_type == "Relu");
+    CHECK(m.graph->nodes()[1]->op_type == "Neg");
+    const std::string once = ir::serialize_model(m);
+    passes::optimize(m, o);
+    CHECK(ir::serialize_model(m) == once);
+  }
+
   TEST_CASE("a cyclic graph is refused naming the cycle") {
     Builder b(13);
     ir::Value* x = b.input("x", {2});
