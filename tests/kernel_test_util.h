@@ -28,13 +28,14 @@ using runner::Value;
 
 /// A copyable attribute description (ir::Attribute is move-only).
 struct Attr {
-  enum Kind { kInt, kInts, kFloat, kFloats, kString } kind;
+  enum Kind { kInt, kInts, kFloat, kFloats, kString, kStrings } kind;
   std::string name;
   int64_t i = 0;
   float f = 0;
   std::string s;
   std::vector<int64_t> ints;
   std::vector<float> floats;
+  std::vector<std::string> strings;
 
   Attribute make() const {
     switch (kind) {
@@ -42,6 +43,13 @@ struct Attr {
       case kInts: return Attribute::make_ints(name, ints);
       case kFloat: return Attribute::make_float(name, f);
       case kFloats: return Attribute::make_floats(name, floats);
+      case kStrings: {
+        Attribute a;
+        a.name = name;
+        a.type = static_cast<int32_t>(ir::AttrType::kStrings);
+        a.strings = strings;
+        return a;
+      }
       default: return Attribute::make_string(name, s);
     }
   }
@@ -152,6 +160,7 @@ inline Attr attr_ints(const std::string& n, std::vector<int64_t> v) { return {At
 inline Attr attr_float(const std::string& n, float v) { return {Attr::kFloat, n, 0, v, {}, {}, {}}; }
 inline Attr attr_floats(const std::string& n, std::vector<float> v) { return {Attr::kFloats, n, 0, 0, {}, {}, std::move(v)}; }
 inline Attr attr_string(const std::string& n, std::string v) { return {Attr::kString, n, 0, 0, std::move(v), {}, {}}; }
+inline Attr attr_strings(const std::string& n, std::vector<std::string> v) { return {Attr::kStrings, n, 0, 0, {}, {}, {}, std::move(v)}; }
 
 inline std::vector<int64_t> strides(const std::vector<int64_t>& shape) {
   std::vector<int64_t> s(shape.size(), 1);

@@ -14,7 +14,6 @@ void register_elementwise_kernels(KernelRegistry& registry);  // also registers 
 void register_tensor_kernels(KernelRegistry& registry);  // also registers indexing.cpp
 void register_linalg_kernels(KernelRegistry& registry);
 void register_nn_kernels(KernelRegistry& registry);
-void register_recurrent_kernels(KernelRegistry& registry);
 void register_vision_kernels(KernelRegistry& registry);
 void register_quantize_kernels(KernelRegistry& registry);
 void register_misc_kernels(KernelRegistry& registry);

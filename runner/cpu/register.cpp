@@ -9,7 +9,6 @@ void register_cpu_kernels(KernelRegistry& registry) {
   cpu::register_tensor_kernels(registry);
   cpu::register_linalg_kernels(registry);
   cpu::register_nn_kernels(registry);
-  cpu::register_recurrent_kernels(registry);
   cpu::register_vision_kernels(registry);
   cpu::register_quantize_kernels(registry);
   cpu::register_misc_kernels(registry);

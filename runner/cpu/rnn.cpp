@@ -89,31 +89,29 @@ void recurrent(KernelContext& ctx, Cell cell) {
   if (w.dim(1) != gh || w.dim(2) != input || r.dim(0) != dirs || r.dim(1) != gh)
     ctx.fail("W " + w.describe() + " / R " + r.describe() + " do not match " + std::to_string(gates) + " gates of hidden size " + std::to_string(hidden));
   if (ctx.has_attr("hidden_size") && ctx.attr_int("hidden_size", hidden) != hidden) ctx.fail("hidden_size differs from R's shape");
-  const float* pb = nullptr;
-  if (ctx.has_input(3)) {
-    const Tensor& b = ctx.input(3);
-    if (b.size() != dirs * 2 * gh) ctx.fail("B must be [" + std::to_string(dirs) + ", " + std::to_string(2 * gh) + "]");
-    pb = b.data<float>();
-  }
+  auto float_input = [&](size_t i, int64_t elements, const char* what) -> const float* {
+    if (!ctx.has_input(i)) return nullptr;
+    const Tensor& t = ctx.input(i);
+    if (t.dtype() != DataType::kFloat) ctx.fail(std::string(what) + " must be float like X, is " + type_name(t.dtype()));
+    if (t.size() != elements) ctx.fail(std::string(what) + " must have " + std::to_string(elements) + " elements, has " + std::to_string(t.size()));
+    return t.data<float>();
+  };
+  if (w.dtype() != DataType::kFloat || r.dtype() != DataType::kFloat) ctx.fail("W and R must be float like X");
+  const float* pb = float_input(3, dirs * 2 * gh, "B");
   std::vector<int64_t> lens(static_cast<size_t>(batch), seq);
   if (ctx.has_input(4)) {
     const Tensor& sl = ctx.input(4);
     if (sl.size() != batch) ctx.fail("sequence_lens must have " + std::to_string(batch) + " values");
+    if (sl.dtype() != DataType::kInt32 && sl.dtype() != DataType::kInt64) ctx.fail("sequence_lens must be int32 or int64");
     for (int64_t b = 0; b < batch; ++b) {
       const int64_t v = sl.dtype() == DataType::kInt32 ? sl.data<int32_t>()[b] : sl.data<int64_t>()[b];
       if (v < 0 || v > seq) ctx.fail("sequence_lens value " + std::to_string(v) + " is outside [0, " + std::to_string(seq) + "]");
       lens[static_cast<size_t>(b)] = v;
     }
   }
-  auto state_in = [&](size_t i) -> const float* {
-    if (!ctx.has_input(i)) return nullptr;
-    const Tensor& t = ctx.input(i);
-    if (t.size() != dirs * batch * hidden) ctx.fail("initial state must have " + std::to_string(dirs * batch * hidden) + " elements");
-    return t.data<float>();
-  };
-  const float* h0 = state_in(5);
-  const float* c0 = cell == Cell::kLstm ? state_in(6) : nullptr;
-  const float* peep = cell == Cell::kLstm && ctx.has_input(7) ? ctx.input(7).data<float>() : nullptr;
+  const float* h0 = float_input(5, dirs * batch * hidden, "initial_h");
+  const float* c0 = cell == Cell::kLstm ? float_input(6, dirs * batch * hidden, "initial_c") : nullptr;
+  const float* peep = cell == Cell::kLstm ? float_input(7, dirs * 3 * hidden, "P") : nullptr;
   const auto acts = activations(ctx, cell, dirs);
   const size_t per_dir = cell == Cell::kLstm ? 3 : cell == Cell::kGru ? 2 : 1;
   const float clip = ctx.has_attr("clip") ? ctx.attr_float("clip", 0) : 0;

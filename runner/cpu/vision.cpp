@@ -1,10 +1,792 @@
 // CPU kernels: RoiAlign, NonMaxSuppression, GridSample and the signal ops (DFT, STFT, window functions, MelWeightMatrix).
+// Arithmetic is done in double and rounded once on store; work is split only over independent
+// outputs (output points, RoIs, transform lines), so results do not depend on the thread count.
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "runner/cpu/elementwise_util.h"
 #include "runner/cpu/kernels.h"
+#include "runner/cpu/tensor_util.h"
 
 namespace onnxtool::runner::cpu {
 
+namespace {
+
+constexpr double kPi = 3.14159265358979323846;
+
+// ---------------------------------------------------------------- element access in double
+
+bool is_plain_float(DataType t) {
+  return t == DataType::kFloat || t == DataType::kDouble || t == DataType::kFloat16 || t == DataType::kBFloat16;
+}
+
+void require_float(const KernelContext& ctx, const Tensor& t, const char* what) {
+  if (!is_plain_float(t.dtype())) ctx.fail(std::string(what) + " must be a float tensor, is " + type_name(t.dtype()));
+}
+
+/// Storage value -> double.
+template <class T>
+double to_double(T v) {
+  return static_cast<double>(Num<T>::load(v));
+}
+
+/// double -> storage value; integers truncate toward zero and saturate (NaN gives 0), so no
+/// out-of-range conversion is ever undefined.
+template <class T>
+T from_double(double v) {
+  using C = calc_t<T>;
+  if constexpr (std::is_floating_point_v<C>) {
+    return Num<T>::store(static_cast<C>(v));
+  } else if constexpr (std::is_same_v<C, bool>) {
+    return Num<T>::store(v != 0);
+  } else {
+    if (std::isnan(v)) return T{0};
+    const double lo = static_cast<double>(std::numeric_limits<C>::lowest());
+    const double hi = static_cast<double>(std::numeric_limits<C>::max());
+    v = std::trunc(v);
+    if (v <= lo) return std::numeric_limits<C>::lowest();
+    if (v >= hi) return std::numeric_limits<C>::max();
+    return static_cast<C>(v);
+  }
+}
+
+/// All elements of a numeric tensor as doubles.
+std::vector<double> read_doubles(const KernelContext& ctx, const Tensor& t) {
+  std::vector<double> out(static_cast<size_t>(t.size()));
+  visit_or_fail<kNumeric>(ctx, t.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* p = t.data<T>();
+    for (size_t i = 0; i < out.size(); ++i) out[i] = to_double(p[i]);
+  });
+  return out;
+}
+
+/// The single value of a one-element float tensor.
+double read_float_scalar(const KernelContext& ctx, const Tensor& t, const char* what) {
+  require_float(ctx, t, what);
+  if (t.size() != 1) ctx.fail(std::string(what) + " must hold one element, has shape " + shape_string(t.shape()));
+  return read_doubles(ctx, t)[0];
+}
+
+/// An output of element type `type` filled from doubles.
+void write_doubles(const KernelContext& ctx, Tensor& out, const std::vector<double>& v) {
+  visit_or_fail<kNumeric>(ctx, out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = out.mutable_data<T>();
+    for (size_t i = 0; i < v.size(); ++i) p[i] = from_double<T>(v[i]);
+  });
+}
+
+/// The element type named by an `output_datatype` attribute (numeric types only).
+DataType output_datatype(const KernelContext& ctx) {
+  const int64_t code = ctx.attr_int("output_datatype", 1);
+  static const DataType allowed[] = {DataType::kUInt8,  DataType::kUInt16,  DataType::kUInt32, DataType::kUInt64,
+                                     DataType::kInt8,   DataType::kInt16,   DataType::kInt32,  DataType::kInt64,
+                                     DataType::kFloat16, DataType::kFloat,  DataType::kDouble, DataType::kBFloat16};
+  for (DataType t : allowed)
+    if (static_cast<int64_t>(t) == code) return t;
+  ctx.fail("output_datatype " + std::to_string(code) + " is not a numeric element type");
+}
+
+// ---------------------------------------------------------------- GridSample
+
+enum class Interp { kNearest, kLinear, kCubic };
+enum class Padding { kZeros, kBorder, kReflection };
+
+/// Reflects x into [lo, hi] by repeated mirroring at the bounds.
+double reflect(double x, double lo, double hi) {
+  const double range = hi - lo;
+  if (range <= 0) return lo;
+  if (x >= lo && x <= hi) return x;
+  const double dx = x < lo ? lo - x : x - hi;
+  const double n = std::floor(dx / range);
+  const double r = dx - n * range;
+  const bool even = std::fmod(n, 2.0) == 0;
+  const double v = (x < lo) == even ? lo + r : hi - r;
+  return std::min(hi, std::max(lo, v));
+}
+
+/// One tap of a 1-D interpolation: an index into the dim (-1: a zero from padding) and a weight.
+struct Tap {
+  int64_t index;
+  double weight;
+};
+
+/// The cubic convolution weights (Keys, a = -0.75) of the four taps around a point at
+/// fraction t past the second tap.
+void cubic_weights(double t, double w[4]) {
+  constexpr double a = -0.75;
+  auto near = [&](double x) { return ((a + 2) * x - (a + 3)) * x * x + 1; };       // |x| <= 1
+  auto far = [&](double x) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; };  // 1 < |x| < 2
+  w[0] = far(t + 1);
+  w[1] = near(t);
+  w[2] = near(1 - t);
+  w[3] = far(2 - t);
+}
+
+struct GridSampleSpec {
+  Interp interp;
+  Padding padding;
+  bool align_corners;
+};
+
+/// The taps of one spatial dim of length `len` for the normalized coordinate g.
+void dim_taps(const GridSampleSpec& s, double g, int64_t len, std::vector<Tap>& taps) {
+  taps.clear();
+  const int ntaps = s.interp == Interp::kNearest ? 1 : s.interp == Interp::kLinear ? 2 : 4;
+  if (std::isnan(g) || len <= 0) {
+    for (int i = 0; i < ntaps; ++i) taps.push_back({-1, 0.0});
+    return;
+  }
+  const double lo = s.align_corners ? 0.0 : -0.5;
+  const double hi = s.align_corners ? static_cast<double>(len - 1) : len - 0.5;
+  double x = s.align_corners ? (g + 1) / 2 * static_cast<double>(len - 1) : ((g + 1) * static_cast<double>(len) - 1) / 2;
+  if (s.interp == Interp::kNearest) x = std::nearbyint(x);  // halfway cases to even, as PyTorch
+  if (x < lo || x > hi) {
+    if (s.padding == Padding::kBorder) x = std::min(static_cast<double>(len - 1), std::max(0.0, x));
+    else if (s.padding == Padding::kReflection) x = reflect(x, lo, hi);
+  }
+  // Far outside points sample only padding zeros: bound them so the integer conversions stay
+  // defined.
+  const double far = static_cast<double>(len) + 8;
+  x = std::min(far, std::max(-far, x));
+  auto pixel = [&](int64_t i) -> int64_t {
+    switch (s.padding) {
+      case Padding::kZeros: return i >= 0 && i < len ? i : -1;
+      case Padding::kBorder: return std::min(len - 1, std::max<int64_t>(0, i));
+      default: return std::min(len - 1, std::max<int64_t>(0, static_cast<int64_t>(reflect(static_cast<double>(i), lo, hi))));
+    }
+  };
+  if (s.interp == Interp::kNearest) {
+    taps.push_back({pixel(static_cast<int64_t>(x)), 1.0});
+    return;
+  }
+  const double x0 = std::floor(x);
+  const int64_t i0 = static_cast<int64_t>(x0);
+  const double t = x - x0;
+  if (s.interp == Interp::kLinear) {
+    taps.push_back({pixel(i0), 1 - t});
+    taps.push_back({pixel(i0 + 1), t});
+    return;
+  }
+  double w[4];
+  cubic_weights(t, w);
+  for (int k = 0; k < 4; ++k) taps.push_back({pixel(i0 - 1 + k), w[k]});
+}
+
+void grid_sample(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& grid = ctx.input(1);
+  require_float(ctx, grid, "grid");
+  const int64_t opset = ctx.opset();
+  if (x.rank() < 3) ctx.fail("X must have rank >= 3, has shape " + shape_string(x.shape()));
+  if (opset < 20 && x.rank() != 4) ctx.fail("GridSample-16 supports 4-D X only, got " + shape_string(x.shape()));
+  const size_t r = x.rank() - 2;
+  if (grid.rank() != r + 2 || grid.dim(0) != x.dim(0) || grid.dim(r + 1) != static_cast<int64_t>(r))
+    ctx.fail("grid " + shape_string(grid.shape()) + " does not match X " + shape_string(x.shape()) + " (expected [N, ..., " +
+             std::to_string(r) + "])");
+  GridSampleSpec spec{};
+  const std::string mode = ctx.attr_string("mode", opset < 20 ? "bilinear" : "linear");
+  if (mode == "nearest") spec.interp = Interp::kNearest;
+  else if (mode == "linear" || mode == "bilinear") spec.interp = Interp::kLinear;
+  else if (mode == "cubic" || mode == "bicubic") spec.interp = Interp::kCubic;
+  else ctx.fail("unknown mode '" + mode + "'");
+  const std::string padding = ctx.attr_string("padding_mode", "zeros");
+  if (padding == "zeros") spec.padding = Padding::kZeros;
+  else if (padding == "border") spec.padding = Padding::kBorder;
+  else if (padding == "reflection") spec.padding = Padding::kReflection;
+  else ctx.fail("unknown padding_mode '" + padding + "'");
+  spec.align_corners = ctx.attr_int("align_corners", 0) != 0;
+
+  const int64_t n = x.dim(0), c = x.dim(1);
+  const std::vector<int64_t> in_dims(x.shape().begin() + 2, x.shape().end());
+  std::vector<int64_t> out_shape{n, c};
+  for (size_t d = 1; d <= r; ++d) out_shape.push_back(grid.dim(d));
+  const int64_t points = dims_product(grid.shape(), 1, r + 1);
+  const int64_t in_plane = dims_product(in_dims, 0, r);
+  const std::vector<int64_t> in_strides = strides_of(in_dims);
+  Tensor& y = ctx.output(0, x.dtype(), out_shape);
+  if (y.size() == 0) return;
+  const std::vector<double> g = read_doubles(ctx, grid);
+  const bool numeric = visit<kNumeric>(x.dtype(), [](auto) {});
+  if (!numeric && spec.interp != Interp::kNearest)
+    ctx.fail("GridSample interpolates numeric tensors only; " + type_name(x.dtype()) + " needs mode 'nearest'");
+
+  // Per output point: the flattened taps (offset into a plane, -1 for padding zeros) and weights.
+  auto for_points = [&](auto&& per_point) {
+    parallel_ranges(n * points, std::max<int64_t>(1, 4096 / std::max<int64_t>(c, 1)), [&](int64_t b, int64_t e) {
+      std::vector<std::vector<Tap>> taps(r);
+      std::vector<int64_t> offs;
+      std::vector<double> weights;
+      for (int64_t p = b; p < e; ++p) {
+        const double* gp = g.data() + p * static_cast<int64_t>(r);
+        // Grid coordinates list the innermost dim first.
+        for (size_t d = 0; d < r; ++d) dim_taps(spec, gp[r - 1 - d], in_dims[d], taps[d]);
+        offs.assign(1, 0);
+        weights.assign(1, 1.0);
+        for (size_t d = 0; d < r; ++d) {
+          std::vector<int64_t> o2;
+          std::vector<double> w2;
+          for (size_t k = 0; k < offs.size(); ++k)
+            for (const Tap& t : taps[d]) {
+              o2.push_back(offs[k] < 0 || t.index < 0 ? -1 : offs[k] + t.index * in_strides[d]);
+              w2.push_back(weights[k] * t.weight);
+            }
+          offs.swap(o2);
+          weights.swap(w2);
+        }
+        per_point(p / points, p % points, offs, weights);
+      }
+    });
+  };
+  if (numeric) {
+    visit<kNumeric>(x.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* px = x.data<T>();
+      T* py = y.mutable_data<T>();
+      for_points([&](int64_t b, int64_t p, const std::vector<int64_t>& offs, const std::vector<double>& w) {
+        for (int64_t ch = 0; ch < c; ++ch) {
+          const T* plane = px + (b * c + ch) * in_plane;
+          double acc = 0;
+          for (size_t k = 0; k < offs.size(); ++k)
+            if (offs[k] >= 0) acc += w[k] * to_double(plane[offs[k]]);
+          py[(b * c + ch) * points + p] = from_double<T>(acc);
+        }
+      });
+    });
+    return;
+  }
+  visit_storage_or_fail(ctx, x.dtype(), [&](auto tag) {
+    using E = typename decltype(tag)::type;
+    const E* px = elements<E>(x);
+    E* py = mutable_elements<E>(y);
+    for_points([&](int64_t b, int64_t p, const std::vector<int64_t>& offs, const std::vector<double>&) {
+      for (int64_t ch = 0; ch < c; ++ch)
+        py[(b * c + ch) * points + p] = offs[0] >= 0 ? px[(b * c + ch) * in_plane + offs[0]] : E{};
+    });
+  });
+}
+
+// ---------------------------------------------------------------- RoiAlign
+
+void roi_align(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& rois = ctx.input(1);
+  const Tensor& batch_indices = ctx.input(2);
+  require_float(ctx, x, "X");
+  require_float(ctx, rois, "rois");
+  if (x.rank() != 4) ctx.fail("X must be 4-D (N, C, H, W), has shape " + shape_string(x.shape()));
+  if (rois.rank() != 2 || rois.dim(1) != 4) ctx.fail("rois must have shape [num_rois, 4], has " + shape_string(rois.shape()));
+  const int64_t num_rois = rois.dim(0);
+  if (batch_indices.size() != num_rois)
+    ctx.fail("batch_indices has " + std::to_string(batch_indices.size()) + " values for " + std::to_string(num_rois) + " rois");
+  const std::vector<int64_t> batch = read_int_list(ctx, batch_indices, "batch_indices");
+  const int64_t n = x.dim(0), c = x.dim(1), height = x.dim(2), width = x.dim(3);
+  for (int64_t b : batch)
+    if (b < 0 || b >= n) ctx.fail("batch index " + std::to_string(b) + " is outside [0, " + std::to_string(n) + ")");
+  const int64_t out_h = ctx.attr_int("output_height", 1), out_w = ctx.attr_int("output_width", 1);
+  if (out_h < 1 || out_w < 1) ctx.fail("output_height and output_width must be positive");
+  const int64_t sampling_ratio = ctx.attr_int("sampling_ratio", 0);
+  if (sampling_ratio < 0) ctx.fail("sampling_ratio must be >= 0");
+  const double scale = ctx.attr_float("spatial_scale", 1.0f);
+  const std::string mode = ctx.attr_string("mode", "avg");
+  if (mode != "avg" && mode != "max") ctx.fail("unknown mode '" + mode + "'");
+  const bool max_mode = mode == "max";
+  // Opset 10 has no coordinate_transformation_mode and behaves as output_half_pixel.
+  const std::string ctm = ctx.opset() >= 16 ? ctx.attr_string("coordinate_transformation_mode", "half_pixel") : "output_half_pixel";
+  if (ctm != "half_pixel" && ctm != "output_half_pixel") ctx.fail("unknown coordinate_transformation_mode '" + ctm + "'");
+  const bool half_pixel = ctm == "half_pixel";
+
+  const std::vector<double> xv = read_doubles(ctx, x);
+  const std::vector<double> rv = read_doubles(ctx, rois);
+  std::vector<double> out(static_cast<size_t>(num_rois * c * out_h * out_w), 0.0);
+  Tensor& y = ctx.output(0, x.dtype(), {num_rois, c, out_h, out_w});
+  if (height > 0 && width > 0) {
+    // One bilinear sample: four plane offsets and weights (all zero outside the map).
+    struct Sample {
+      int64_t pos[4];
+      double w[4];
+    };
+    parallel_ranges(num_rois, 1, [&](int64_t r0, int64_t r1) {
+      std::vector<Sample> samples;
+      for (int64_t roi = r0; roi < r1; ++roi) {
+        const double offset = half_pixel ? 0.5 : 0.0;
+        const double* box = rv.data() + roi * 4;
+        const double start_w = box[0] * scale - offset, start_h = box[1] * scale - offset;
+        const double end_w = box[2] * scale - offset, end_h = box[3] * scale - offset;
+        double roi_w = end_w - start_w, roi_h = end_h - start_h;
+        if (!half_pixel) {  // malformed RoIs are forced to 1x1
+          roi_w = std::max(roi_w, 1.0);
+          roi_h = std::max(roi_h, 1.0);
+        }
+        const double bin_h = roi_h / static_cast<double>(out_h), bin_w = roi_w / static_cast<double>(out_w);
+        auto grid_count = [&](double extent, int64_t pooled) -> int64_t {
+          if (sampling_ratio > 0) return sampling_ratio;
+          const double v = std::ceil(extent / static_cast<double>(pooled));
+          if (!(v > 0)) return 0;
+          return static_cast<int64_t>(std::min(v, 1e6));
+        };
+        const int64_t grid_h = grid_count(roi_h, out_h), grid_w = grid_count(roi_w, out_w);
+        const double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
+        samples.clear();
+        for (int64_t ph = 0; ph < out_h; ++ph)
+          for (int64_t pw = 0; pw < out_w; ++pw)
+            for (int64_t iy = 0; iy < grid_h; ++iy) {
+              const double yy = start_h + static_cast<double>(ph) * bin_h +
+                                (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
+              for (int64_t ix = 0; ix < grid_w; ++ix) {
+                double xx = start_w + static_cast<double>(pw) * bin_w +
+                            (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
+                double yv = yy;
+                Sample s{{0, 0, 0, 0}, {0, 0, 0, 0}};
+                if (!(yv < -1.0 || yv > static_cast<double>(height) || xx < -1.0 || xx > static_cast<double>(width))) {
+                  yv = std::max(yv, 0.0);
+                  xx = std::max(xx, 0.0);
+                  int64_t y_low = static_cast<int64_t>(yv), x_low = static_cast<int64_t>(xx), y_high, x_high;
+                  if (y_low >= height - 1) {
+                    y_high = y_low = height - 1;
+                    yv = static_cast<double>(y_low);
+                  } else {
+                    y_high = y_low + 1;
+                  }
+                  if (x_low >= width - 1) {
+                    x_high = x_low = width - 1;
+                    xx = static_cast<double>(x_low);
+                  } else {
+                    x_high = x_low + 1;
+                  }
+                  const double ly = yv - static_cast<double>(y_low), lx = xx - static_cast<double>(x_low);
+                  const double hy = 1 - ly, hx = 1 - lx;
+                  s = Sample{{y_low * width + x_low, y_low * width + x_high, y_high * width + x_low, y_high * width + x_high},
+                             {hy * hx, hy * lx, ly * hx, ly * lx}};
+                }
+                samples.push_back(s);
+              }
+            }
+        const int64_t per_bin = grid_h * grid_w;
+        for (int64_t ch = 0; ch < c; ++ch) {
+          const double* plane = xv.data() + (batch[static_cast<size_t>(roi)] * c + ch) * height * width;
+          double* o = out.data() + (roi * c + ch) * out_h * out_w;
+          for (int64_t bin = 0; bin < out_h * out_w; ++bin) {
+            const Sample* sb = samples.data() + bin * per_bin;
+            double v = 0;
+            for (int64_t k = 0; k < per_bin; ++k) {
+              const Sample& s = sb[k];
+              if (max_mode) {
+                // The weighted corners' maximum, as the reference implementation defines it.
+                double m = s.w[0] * plane[s.pos[0]];
+                for (int q = 1; q < 4; ++q) m = std::max(m, s.w[q] * plane[s.pos[q]]);
+                v = k == 0 ? m : std::max(v, m);
+              } else {
+                v += s.w[0] * plane[s.pos[0]] + s.w[1] * plane[s.pos[1]] + s.w[2] * plane[s.pos[2]] + s.w[3] * plane[s.pos[3]];
+              }
+            }
+            o[bin] = max_mode ? v : v / count;
+          }
+        }
+      }
+    });
+  }
+  write_doubles(ctx, y, out);
+}
+
+// ---------------------------------------------------------------- NonMaxSuppression
+
+void non_max_suppression(KernelContext& ctx) {
+  const Tensor& boxes = ctx.input(0);
+  const Tensor& scores = ctx.input(1);
+  require_float(ctx, boxes, "boxes");
+  require_float(ctx, scores, "scores");
+  if (boxes.rank() != 3 || boxes.dim(2) != 4) ctx.fail("boxes must have shape [batches, boxes, 4], has " + shape_string(boxes.shape()));
+  if (scores.rank() != 3 || scores.dim(0) != boxes.dim(0) || scores.dim(2) != boxes.dim(1))
+    ctx.fail("scores " + shape_string(scores.shape()) + " does not match boxes " + shape_string(boxes.shape()));
+  const int64_t center = ctx.attr_int("center_point_box", 0);
+  if (center != 0 && center != 1) ctx.fail("center_point_box must be 0 or 1, is " + std::to_string(center));
+  int64_t max_out = 0;
+  if (ctx.has_input(2) && ctx.input(2).size() > 0) max_out = std::max<int64_t>(0, read_int_list(ctx, ctx.input(2), "max_output_boxes_per_class")[0]);
+  double iou_threshold = 0;
+  if (ctx.has_input(3) && ctx.input(3).size() > 0) iou_threshold = read_doubles(ctx, ctx.input(3))[0];
+  bool has_score_threshold = false;
+  double score_threshold = 0;
+  if (ctx.has_input(4) && ctx.input(4).size() > 0) {
+    has_score_threshold = true;
+    score_threshold = read_doubles(ctx, ctx.input(4))[0];
+  }
+  const int64_t batches = boxes.dim(0), num_boxes = boxes.dim(1), classes = scores.dim(1);
+  const std::vector<double> bv = read_doubles(ctx, boxes);
+  const std::vector<double> sv = read_doubles(ctx, scores);
+  // Corners (x_min, y_min, x_max, y_max) of every box.
+  std::vector<double> corners(bv.size());
+  for (int64_t i = 0; i < batches * num_boxes; ++i) {
+    const double* b = bv.data() + i * 4;
+    double* o = corners.data() + i * 4;
+    if (center) {
+      o[0] = b[0] - b[2] / 2;
+      o[2] = b[0] + b[2] / 2;
+      o[1] = b[1] - b[3] / 2;
+      o[3] = b[1] + b[3] / 2;
+    } else {
+      o[0] = std::min(b[1], b[3]);
+      o[2] = std::max(b[1], b[3]);
+      o[1] = std::min(b[0], b[2]);
+      o[3] = std::max(b[0], b[2]);
+    }
+  }
+  // True when IoU(a, b) is strictly above the threshold.
+  auto suppresses = [&](const double* a, const double* b) {
+    const double ix0 = std::max(a[0], b[0]), ix1 = std::min(a[2], b[2]);
+    if (ix1 <= ix0) return false;
+    const double iy0 = std::max(a[1], b[1]), iy1 = std::min(a[3], b[3]);
+    if (iy1 <= iy0) return false;
+    const double inter = (ix1 - ix0) * (iy1 - iy0);
+    const double area_a = (a[2] - a[0]) * (a[3] - a[1]), area_b = (b[2] - b[0]) * (b[3] - b[1]);
+    const double uni = area_a + area_b - inter;
+    if (inter <= 0 || area_a <= 0 || area_b <= 0 || uni <= 0) return false;
+    return inter / uni > iou_threshold;
+  };
+  std::vector<int64_t> selected;  // triples
+  std::vector<int64_t> order, kept;
+  for (int64_t b = 0; b < batches && max_out > 0; ++b)
+    for (int64_t cl = 0; cl < classes; ++cl) {
+      const double* s = sv.data() + (b * classes + cl) * num_boxes;
+      order.clear();
+      for (int64_t i = 0; i < num_boxes; ++i)
+        if (!has_score_threshold || s[i] > score_threshold) order.push_back(i);
+      // Highest score first; equal scores keep the lower index first.
+      std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return s[i] > s[j]; });
+      kept.clear();
+      for (int64_t i : order) {
+        if (static_cast<int64_t>(kept.size()) >= max_out) break;
+        const double* bi = corners.data() + (b * num_boxes + i) * 4;
+        bool keep = true;
+        for (int64_t k : kept)
+          if (suppresses(bi, corners.data() + (b * num_boxes + k) * 4)) {
+            keep = false;
+            break;
+          }
+        if (!keep) continue;
+        kept.push_back(i);
+        selected.insert(selected.end(), {b, cl, i});
+      }
+    }
+  Tensor& y = ctx.output(0, DataType::kInt64, {static_cast<int64_t>(selected.size() / 3), 3});
+  std::copy(selected.begin(), selected.end(), y.mutable_data<int64_t>());
+}
+
+// ---------------------------------------------------------------- Fourier transforms
+
+using Complex = std::complex<double>;
+
+/// Transform lengths beyond this are rejected (they would not fit in memory anyway).
+constexpr int64_t kMaxDftLength = int64_t{1} << 26;
+
+/// The n roots of unity exp(sign * 2 pi i k / n), k < n.
+std::vector<Complex> roots_of_unity(int64_t n, double sign) {
+  std::vector<Complex> r(static_cast<size_t>(n));
+  for (int64_t k = 0; k < n; ++k) {
+    const double a = sign * 2 * kPi * static_cast<double>(k) / static_cast<double>(n);
+    r[static_cast<size_t>(k)] = Complex(std::cos(a), std::sin(a));
+  }
+  return r;
+}
+
+/// In-place radix-2 FFT of a power-of-two length with its roots_of_unity table.
+void fft_pow2(std::vector<Complex>& a, const std::vector<Complex>& roots) {
+  const size_t n = a.size();
+  for (size_t i = 1, j = 0; i < n; ++i) {  // bit-reversal permutation
+    size_t bit = n >> 1;
+    for (; j & bit; bit >>= 1) j ^= bit;
+    j ^= bit;
+    if (i < j) std::swap(a[i], a[j]);
+  }
+  for (size_t len = 2; len <= n; len <<= 1) {
+    const size_t step = n / len;
+    for (size_t i = 0; i < n; i += len)
+      for (size_t j = 0; j < len / 2; ++j) {
+        const Complex u = a[i + j], v = a[i + j + len / 2] * roots[j * step];
+        a[i + j] = u + v;
+        a[i + j + len / 2] = u - v;
+      }
+  }
+}
+
+/// A DFT of one length n: radix-2 FFT when n is a power of two, the direct sum for short
+/// lengths, else Bluestein's chirp-z transform (a convolution done with power-of-two FFTs).
+/// `inverse` flips the exponent's sign (no 1/n scaling).
+class Dft {
+ public:
+  Dft(int64_t n, bool inverse) : n_(n) {
+    const double sign = inverse ? 1.0 : -1.0;
+    pow2_ = n > 0 && (n & (n - 1)) == 0;
+    roots_ = roots_of_unity(n, sign);
+    if (pow2_ || n <= kDirectMax) return;
+    // X[k] = a[k] sum_j (x[j] a[j]) conj(a[k - j]) with the chirp a[m] = exp(sign pi i m^2 / n).
+    m_ = 1;
+    while (m_ < 2 * n - 1) m_ <<= 1;
+    chirp_.resize(static_cast<size_t>(n));
+    for (int64_t k = 0; k < n; ++k) {
+      const int64_t k2 = k * k % (2 * n);  // exact: n <= kMaxDftLength keeps k^2 within int64
+      const double a = sign * kPi * static_cast<double>(k2) / static_cast<double>(n);
+      chirp_[static_cast<size_t>(k)] = Complex(std::cos(a), std::sin(a));
+    }
+    fwd_ = roots_of_unity(m_, -1.0);
+    inv_ = roots_of_unity(m_, 1.0);
+    kernel_.assign(static_cast<size_t>(m_), Complex(0, 0));
+    kernel_[0] = std::conj(chirp_[0]);
+    for (int64_t k = 1; k < n; ++k)
+      kernel_[static_cast<size_t>(k)] = kernel_[static_cast<size_t>(m_ - k)] = std::conj(chirp_[static_cast<size_t>(k)]);
+    fft_pow2(kernel_, fwd_);
+  }
+
+  /// out[k] = sum_j in[j] * root^(j k), for k < out.size() (out.size() <= n = in.size()).
+  void run(const std::vector<Complex>& in, std::vector<Complex>& out) const {
+    const size_t n = static_cast<size_t>(n_);
+    if (pow2_) {
+      std::vector<Complex> a(in.begin(), in.end());
+      fft_pow2(a, roots_);
+      std::copy(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(out.size()), out.begin());
+      return;
+    }
+    if (m_ == 0) {
+      for (size_t k = 0; k < out.size(); ++k) {
+        Complex acc(0, 0);
+        size_t idx = 0;
+        for (size_t j = 0; j < n; ++j) {
+          acc += in[j] * roots_[idx];
+          idx += k;
+          if (idx >= n) idx -= n;
+        }
+        out[k] = acc;
+      }
+      return;
+    }
+    std::vector<Complex> u(static_cast<size_t>(m_), Complex(0, 0));
+    for (size_t j = 0; j < n; ++j) u[j] = in[j] * chirp_[j];
+    fft_pow2(u, fwd_);
+    for (size_t i = 0; i < u.size(); ++i) u[i] *= kernel_[i];
+    fft_pow2(u, inv_);
+    const double scale = 1.0 / static_cast<double>(m_);
+    for (size_t k = 0; k < out.size(); ++k) out[k] = u[k] * chirp_[k] * scale;
+  }
+
+ private:
+  static constexpr int64_t kDirectMax = 64;
+  int64_t n_;
+  bool pow2_ = false;
+  std::vector<Complex> roots_;
+  int64_t m_ = 0;  // Bluestein FFT length, 0 when unused
+  std::vector<Complex> chirp_, fwd_, inv_, kernel_;
+};
+
+void dft(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  require_float(ctx, x, "input");
+  const int64_t rank = static_cast<int64_t>(x.rank());
+  if (rank < 2 || (x.dim(rank - 1) != 1 && x.dim(rank - 1) != 2))
+    ctx.fail("input must end in a dim of 1 (real) or 2 (complex), has shape " + shape_string(x.shape()));
+  int64_t axis = ctx.opset() >= 20 ? -2 : ctx.attr_int("axis", 1);
+  if (ctx.opset() >= 20 && ctx.has_input(2)) axis = read_int_scalar(ctx, ctx.input(2), "axis");
+  if (axis < -rank || axis > rank - 2 || axis == -1)
+    ctx.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank) + " (the last dim holds complex parts)");
+  if (axis < 0) axis += rank;
+  const bool inverse = ctx.attr_int("inverse", 0) != 0;
+  const bool onesided = ctx.attr_int("onesided", 0) != 0;
+  const bool complex_in = x.dim(rank - 1) == 2;
+  const int64_t len = x.dim(static_cast<size_t>(axis));
+  int64_t n = inverse && onesided ? 2 * (len - 1) : len;
+  if (ctx.has_input(1)) n = read_int_scalar(ctx, ctx.input(1), "dft_length");
+  if (n < 1 || n > kMaxDftLength) ctx.fail("dft_length must be in [1, 2^26], is " + std::to_string(n));
+  // Output along the axis: the full n, or n/2+1 bins for a forward one-sided transform.
+  const int64_t out_len = !inverse && onesided ? n / 2 + 1 : n;
+  const bool real_out = inverse && onesided;
+  std::vector<int64_t> out_shape = x.shape();
+  out_shape[static_cast<size_t>(axis)] = out_len;
+  out_shape.back() = real_out ? 1 : 2;
+  Tensor& y = ctx.output(0, x.dtype(), out_shape);
+  if (y.size() == 0) return;
+  const int64_t outer = dims_product(x.shape(), 0, static_cast<size_t>(axis));
+  const int64_t inner = dims_product(x.shape(), static_cast<size_t>(axis) + 1, x.rank() - 1);
+  const int64_t in_parts = complex_in ? 2 : 1, out_parts = real_out ? 1 : 2;
+  const std::vector<double> xv = read_doubles(ctx, x);
+  std::vector<double> out(static_cast<size_t>(y.size()));
+  const Dft plan(n, inverse);
+  const double norm = inverse ? 1.0 / static_cast<double>(n) : 1.0;
+  parallel_ranges(outer * inner, std::max<int64_t>(1, 4096 / n), [&](int64_t b, int64_t e) {
+    std::vector<Complex> in(static_cast<size_t>(n)), res(static_cast<size_t>(out_len));
+    for (int64_t line = b; line < e; ++line) {
+      const int64_t o = line / inner, i = line % inner;
+      auto at = [&](int64_t j) {
+        const double* p = xv.data() + ((o * len + j) * inner + i) * in_parts;
+        return Complex(p[0], complex_in ? p[1] : 0.0);
+      };
+      if (real_out) {
+        // Rebuild the Hermitian spectrum from its first n/2+1 bins; the DC and Nyquist bins
+        // are taken as real.
+        const int64_t half = n / 2;
+        for (int64_t k = 0; k <= half; ++k) in[static_cast<size_t>(k)] = k < len ? at(k) : Complex(0, 0);
+        in[0] = Complex(in[0].real(), 0);
+        if (n % 2 == 0) in[static_cast<size_t>(half)] = Complex(in[static_cast<size_t>(half)].real(), 0);
+        for (int64_t k = half + 1; k < n; ++k) in[static_cast<size_t>(k)] = std::conj(in[static_cast<size_t>(n - k)]);
+      } else {
+        for (int64_t j = 0; j < n; ++j) in[static_cast<size_t>(j)] = j < len ? at(j) : Complex(0, 0);
+      }
+      plan.run(in, res);
+      for (int64_t k = 0; k < out_len; ++k) {
+        double* q = out.data() + ((o * out_len + k) * inner + i) * out_parts;
+        q[0] = res[static_cast<size_t>(k)].real() * norm;
+        if (!real_out) q[1] = res[static_cast<size_t>(k)].imag() * norm;
+      }
+    }
+  });
+  write_doubles(ctx, y, out);
+}
+
+void stft(KernelContext& ctx) {
+  const Tensor& signal = ctx.input(0);
+  require_float(ctx, signal, "signal");
+  if (signal.rank() != 3 || (signal.dim(2) != 1 && signal.dim(2) != 2))
+    ctx.fail("signal must have shape [batch, length, 1 or 2], has " + shape_string(signal.shape()));
+  const int64_t step = read_int_scalar(ctx, ctx.input(1), "frame_step");
+  if (step < 1) ctx.fail("frame_step must be positive, is " + std::to_string(step));
+  const int64_t batch = signal.dim(0), length = signal.dim(1);
+  const bool complex_in = signal.dim(2) == 2;
+  std::vector<double> window;
+  if (ctx.has_input(2)) {
+    const Tensor& w = ctx.input(2);
+    require_float(ctx, w, "window");
+    if (w.rank() != 1) ctx.fail("window must be 1-D, has shape " + shape_string(w.shape()));
+    window = read_doubles(ctx, w);
+  }
+  int64_t frame_length = ctx.has_input(2) ? static_cast<int64_t>(window.size()) : length;
+  if (ctx.has_input(3)) frame_length = read_int_scalar(ctx, ctx.input(3), "frame_length");
+  if (frame_length < 1 || frame_length > kMaxDftLength)
+    ctx.fail("frame_length must be in [1, 2^26], is " + std::to_string(frame_length));
+  if (frame_length > length)
+    ctx.fail("frame_length " + std::to_string(frame_length) + " exceeds the signal length " + std::to_string(length));
+  if (!ctx.has_input(2)) window.assign(static_cast<size_t>(frame_length), 1.0);
+  const int64_t window_size = static_cast<int64_t>(window.size());
+  const bool onesided = ctx.attr_int("onesided", 1) != 0;
+  const int64_t frames = 1 + (length - frame_length) / step;
+  const int64_t bins = onesided ? frame_length / 2 + 1 : frame_length;
+  Tensor& y = ctx.output(0, signal.dtype(), {batch, frames, bins, 2});
+  if (y.size() == 0) return;
+  const std::vector<double> sv = read_doubles(ctx, signal);
+  std::vector<double> out(static_cast<size_t>(y.size()));
+  const Dft plan(frame_length, false);
+  const int64_t parts = complex_in ? 2 : 1;
+  parallel_ranges(batch * frames, 1, [&](int64_t b0, int64_t b1) {
+    std::vector<Complex> in(static_cast<size_t>(frame_length)), res(static_cast<size_t>(bins));
+    for (int64_t line = b0; line < b1; ++line) {
+      const int64_t b = line / frames, f = line % frames;
+      // The windowed frame of window_size samples (zeros past the signal's end), cut or padded
+      // to the DFT length.
+      for (int64_t j = 0; j < frame_length; ++j) {
+        const int64_t t = f * step + j;
+        Complex v(0, 0);
+        if (j < window_size && t < length) {
+          const double* p = sv.data() + (b * length + t) * parts;
+          v = Complex(p[0], complex_in ? p[1] : 0.0) * window[static_cast<size_t>(j)];
+        }
+        in[static_cast<size_t>(j)] = v;
+      }
+      plan.run(in, res);
+      double* q = out.data() + line * bins * 2;
+      for (int64_t k = 0; k < bins; ++k) {
+        q[2 * k] = res[static_cast<size_t>(k)].real();
+        q[2 * k + 1] = res[static_cast<size_t>(k)].imag();
+      }
+    }
+  });
+  write_doubles(ctx, y, out);
+}
+
+// ---------------------------------------------------------------- windows and mel weights
+
+enum class Window { kHann, kHamming, kBlackman };
+
+template <Window W>
+void window_fn(KernelContext& ctx) {
+  const int64_t size = read_int_scalar(ctx, ctx.input(0), "size");
+  if (size < 0) ctx.fail("size must be >= 0, is " + std::to_string(size));
+  const DataType type = output_datatype(ctx);
+  const bool periodic = ctx.attr_int("periodic", 1) != 0;
+  // A periodic window is the symmetric window of size + 1 without its last point.
+  const double denom = static_cast<double>(periodic ? size : size - 1);
+  std::vector<double> v(static_cast<size_t>(size));
+  for (int64_t i = 0; i < size; ++i) {
+    const double a = denom > 0 ? 2 * kPi * static_cast<double>(i) / denom : 0.0;
+    double w;
+    if constexpr (W == Window::kHann) {
+      w = 0.5 - 0.5 * std::cos(a);
+    } else if constexpr (W == Window::kHamming) {
+      constexpr double alpha = 25.0 / 46.0;
+      w = alpha - (1 - alpha) * std::cos(a);
+    } else {
+      w = 0.42 - 0.5 * std::cos(a) + 0.08 * std::cos(2 * a);
+    }
+    v[static_cast<size_t>(i)] = denom > 0 ? w : 1.0;
+  }
+  Tensor& y = ctx.output(0, type, {size});
+  write_doubles(ctx, y, v);
+}
+
+void mel_weight_matrix(KernelContext& ctx) {
+  const int64_t mel_bins = read_int_scalar(ctx, ctx.input(0), "num_mel_bins");
+  const int64_t dft_length = read_int_scalar(ctx, ctx.input(1), "dft_length");
+  const int64_t sample_rate = read_int_scalar(ctx, ctx.input(2), "sample_rate");
+  const double lower = read_float_scalar(ctx, ctx.input(3), "lower_edge_hertz");
+  const double upper = read_float_scalar(ctx, ctx.input(4), "upper_edge_hertz");
+  if (mel_bins < 1 || dft_length < 1 || sample_rate < 1)
+    ctx.fail("num_mel_bins, dft_length and sample_rate must be positive");
+  if (!(lower >= 0) || !(upper >= lower)) ctx.fail("the edges must satisfy 0 <= lower_edge_hertz <= upper_edge_hertz");
+  const DataType type = output_datatype(ctx);
+  const int64_t spec_bins = dft_length / 2 + 1;
+  // mel(f) = 2595 log10(1 + f / 700); mel_bins + 2 points evenly spaced in mel (a step of
+  // range / (mel_bins + 2), as onnxruntime and the reference implementation define it), mapped
+  // back to hertz and then to spectrogram bins.
+  const double low_mel = 2595 * std::log10(1 + lower / 700), high_mel = 2595 * std::log10(1 + upper / 700);
+  const double mel_step = (high_mel - low_mel) / static_cast<double>(mel_bins + 2);
+  std::vector<int64_t> points(static_cast<size_t>(mel_bins + 2));
+  for (int64_t i = 0; i < mel_bins + 2; ++i) {
+    const double hz = 700 * (std::pow(10.0, (static_cast<double>(i) * mel_step + low_mel) / 2595) - 1);
+    const double bin = std::floor(static_cast<double>(dft_length + 1) * hz / static_cast<double>(sample_rate));
+    points[static_cast<size_t>(i)] = static_cast<int64_t>(std::min(bin, 9e15));
+  }
+  std::vector<double> out(static_cast<size_t>(spec_bins * mel_bins), 0.0);
+  auto set = [&](int64_t j, int64_t i, double v) {
+    if (j >= 0 && j < spec_bins) out[static_cast<size_t>(j * mel_bins + i)] = v;
+  };
+  for (int64_t i = 0; i < mel_bins; ++i) {
+    const int64_t left = points[static_cast<size_t>(i)], center = points[static_cast<size_t>(i + 1)],
+                  right = points[static_cast<size_t>(i + 2)];
+    if (center == left) set(center, i, 1.0);
+    else
+      for (int64_t j = std::max<int64_t>(left, 0); j <= std::min(center, spec_bins - 1); ++j)
+        set(j, i, static_cast<double>(j - left) / static_cast<double>(center - left));
+    if (right > center)
+      for (int64_t j = std::max<int64_t>(center, 0); j < std::min(right, spec_bins); ++j)
+        set(j, i, static_cast<double>(right - j) / static_cast<double>(right - center));
+  }
+  Tensor& y = ctx.output(0, type, {spec_bins, mel_bins});
+  write_doubles(ctx, y, out);
+}
+
+}  // namespace
+
 void register_vision_kernels(KernelRegistry& registry) {
-  (void)registry;
+  registry.add("", "GridSample", 16, kMaxOpset, grid_sample);
+  registry.add("", "RoiAlign", 10, kMaxOpset, roi_align);
+  registry.add("", "NonMaxSuppression", 10, kMaxOpset, non_max_suppression);
+  registry.add("", "DFT", 17, kMaxOpset, dft);
+  registry.add("", "STFT", 17, kMaxOpset, stft);
+  registry.add("", "HannWindow", 17, kMaxOpset, window_fn<Window::kHann>);
+  registry.add("", "HammingWindow", 17, kMaxOpset, window_fn<Window::kHamming>);
+  registry.add("", "BlackmanWindow", 17, kMaxOpset, window_fn<Window::kBlackman>);
+  registry.add("", "MelWeightMatrix", 17, kMaxOpset, mel_weight_matrix);
 }
 
 }  // namespace onnxtool::runner::cpu
