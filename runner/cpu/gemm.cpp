@@ -40,8 +40,11 @@ void gemm_tiles(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, bool t
   }
   const int64_t row_tiles = (m + kTileRows - 1) / kTileRows;
   const int64_t col_tiles = (n + kTileCols - 1) / kTileCols;
-  const int64_t work = std::min(m, kTileRows) * std::min(n, kTileCols) * k;
-  const int64_t grain = work >= (int64_t{1} << 18) ? 1 : std::max<int64_t>(1, (int64_t{1} << 18) / std::max<int64_t>(work, 1));
+  // Threads only for products worth waking them for (~4M multiply-adds, a fraction of a
+  // millisecond): below that the fork/join costs more than it saves, and on a busy machine a
+  // descheduled worker can stall the join for a whole time slice.
+  const int64_t tiles = row_tiles * col_tiles;
+  const int64_t grain = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) < 4.0e6 ? tiles : 1;
   parallel_ranges(row_tiles * col_tiles, grain, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t r0 = (t / col_tiles) * kTileRows, c0 = (t % col_tiles) * kTileCols;
