@@ -6,8 +6,10 @@
 #include <iostream>
 
 #include "cli/common.h"
+#include "ir/diagnostic.h"
 #include "ir/error.h"
 #include "ir/model_io.h"
+#include "ir/shape_inference.h"
 #include "runner/feeds.h"
 #include "runner/session.h"
 #include "runner/tensor_io.h"
@@ -89,10 +91,44 @@ Stats stats_of(const runner::Tensor& t) {
   return s;
 }
 
+// --output-dir must be a directory or a path where one can be made; checked before running so
+// that a bad path costs no run and leaves nothing behind.
+void check_output_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path p(dir);
+  if (fs::exists(p, ec)) {
+    if (!fs::is_directory(p, ec)) throw_usage_error("--output-dir " + dir + ": exists and is not a directory");
+    return;
+  }
+  // The nearest existing ancestor must be a directory.
+  for (fs::path q = p.parent_path(); !q.empty(); q = q.parent_path()) {
+    if (fs::exists(q, ec)) {
+      if (!fs::is_directory(q, ec))
+        throw_usage_error("--output-dir " + dir + ": " + q.string() + " is not a directory");
+      return;
+    }
+    if (q == q.parent_path()) break;
+  }
+}
+
+void make_output_dir(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw_usage_error("--output-dir " + dir + ": cannot create it (" + ec.message() + ")");
+}
+
 int run_model(const RunOptions& o) {
-  if (o.threads < 0) throw_usage_error("--threads must be >= 0");
+  if (o.threads < 0 || o.threads > 1024) throw_usage_error("--threads must be between 0 and 1024");
   if (o.benchmark < 0) throw_usage_error("--benchmark must be >= 0");
+  if (!o.output_dir.empty()) check_output_dir(o.output_dir);
   auto loaded = ir::load_model(o.model);
+  {
+    // Static shapes let the session refuse, before running, a model whose tensors cannot fit in
+    // memory. Contradictions are `onnxtool check`'s business, not a reason to refuse a run.
+    ir::DiagnosticSink sink;
+    ir::infer_shapes(loaded.model, sink);
+  }
   runner::Session session(loaded.model, runner::SessionOptions{o.threads});
 
   runner::FeedOptions feed;
@@ -123,9 +159,12 @@ int run_model(const RunOptions& o) {
 
   std::vector<std::string> files(results.size());
   if (!o.output_dir.empty()) {
-    std::filesystem::create_directories(o.output_dir);
+    for (size_t i = 0; i < results.size(); ++i)
+      if (!results[i].is_tensor())
+        throw_usage_error("output '" + names[i] + "' is " + results[i].describe() +
+                          ", not a tensor; cannot write .npy");
+    make_output_dir(o.output_dir);
     for (size_t i = 0; i < results.size(); ++i) {
-      if (!results[i].is_tensor()) throw_usage_error("output '" + names[i] + "' is not a tensor; cannot write .npy");
       files[i] = (std::filesystem::path(o.output_dir) / (runner::safe_file_name(names[i]) + ".npy")).string();
       runner::write_npy(files[i], results[i].tensor);
     }

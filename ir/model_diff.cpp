@@ -155,11 +155,11 @@ ModelDiff diff_models(const Model& a, const Model& b) {
   for (const auto& p : a.metadata_props) ma[p.key] = p.value;
   for (const auto& p : b.metadata_props) mb[p.key] = p.value;
   for (const auto& [k, v] : ma) {
-    if (!mb.count(k)) add("metadata.removed", k, v);
-    else if (mb[k] != v) add("metadata.changed", k, v + " -> " + mb[k]);
+    if (!mb.count(k)) add("metadata_removed", k, v);
+    else if (mb[k] != v) add("metadata_changed", k, v + " -> " + mb[k]);
   }
   for (const auto& [k, v] : mb)
-    if (!ma.count(k)) add("metadata.added", k, v);
+    if (!ma.count(k)) add("metadata_added", k, v);
   if (!a.graph || !b.graph) {
     if (!a.graph != !b.graph) add("graph", "model", a.graph ? "removed" : "added");
     return d;
@@ -175,11 +175,11 @@ ModelDiff diff_models(const Model& a, const Model& b) {
     for (const auto& v : la) xa[v.value->name()] = &v;
     for (const auto& v : lb) xb[v.value->name()] = &v;
     for (const auto& [n, v] : xa) {
-      if (!xb.count(n)) add(std::string(which) + ".removed", n, type_of(*v));
-      else if (type_of(*v) != type_of(*xb[n])) add(std::string(which) + ".changed", n, type_of(*v) + " -> " + type_of(*xb[n]));
+      if (!xb.count(n)) add(std::string(which) + "_removed", n, type_of(*v));
+      else if (type_of(*v) != type_of(*xb[n])) add(std::string(which) + "_changed", n, type_of(*v) + " -> " + type_of(*xb[n]));
     }
     for (const auto& [n, v] : xb)
-      if (!xa.count(n)) add(std::string(which) + ".added", n, type_of(*v));
+      if (!xa.count(n)) add(std::string(which) + "_added", n, type_of(*v));
   }
 
   // Nodes: by (unique, non-empty) name, then by structure.
@@ -218,9 +218,9 @@ ModelDiff diff_models(const Model& a, const Model& b) {
       removed.push_back(n);
     }
   }
-  for (const Node* n : removed) add("node.removed", n->describe(), n->op_type + value_names(n->inputs()) + " -> " + value_names(n->outputs()));
+  for (const Node* n : removed) add("node_removed", n->describe(), n->op_type + value_names(n->inputs()) + " -> " + value_names(n->outputs()));
   for (const auto& n : gb.nodes())
-    if (!matched_b.count(n.get())) add("node.added", n->describe(), n->op_type + value_names(n->inputs()) + " -> " + value_names(n->outputs()));
+    if (!matched_b.count(n.get())) add("node_added", n->describe(), n->op_type + value_names(n->inputs()) + " -> " + value_names(n->outputs()));
   for (const auto& [x, y] : pairs) {
     std::vector<std::string> changes;
     if (x->op_type != y->op_type || x->domain != y->domain) changes.push_back("op " + x->qualified_op() + " -> " + y->qualified_op());
@@ -234,7 +234,7 @@ ModelDiff diff_models(const Model& a, const Model& b) {
     }
     for (const auto& [k, v] : ab)
       if (!aa.count(k)) changes.push_back("attribute " + k + " added (" + v + ")");
-    if (!changes.empty()) add("node.changed", x->describe(), join(changes));
+    if (!changes.empty()) add("node_changed", x->describe(), join(changes));
   }
 
   // Initializers by name.
@@ -244,14 +244,14 @@ ModelDiff diff_models(const Model& a, const Model& b) {
   for (const auto& [n, t] : ia) {
     auto it = ib.find(n);
     if (it == ib.end()) {
-      add("initializer.removed", n, std::string(data_type_name(t->type())));
+      add("initializer_removed", n, std::string(data_type_name(t->type())));
       continue;
     }
     const std::string change = tensor_change(*t, *it->second);
-    if (!change.empty()) add("initializer.changed", n, change);
+    if (!change.empty()) add("initializer_changed", n, change);
   }
   for (const auto& [n, t] : ib)
-    if (!ia.count(n)) add("initializer.added", n, std::string(data_type_name(t->type())));
+    if (!ia.count(n)) add("initializer_added", n, std::string(data_type_name(t->type())));
   return d;
 }
 

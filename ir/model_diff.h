@@ -9,8 +9,8 @@
 
 namespace onnxtool::ir {
 
-/// One difference: a kind ("opset", "input", "node.added", "node.removed", "node.changed",
-/// "initializer.changed", ...), the thing it is about, and what changed ("old -> new").
+/// One difference: a kind ("opset", "input_added", "node_added", "node_removed", "node_changed",
+/// "initializer_changed", ...), the thing it is about, and what changed ("old -> new").
 struct Difference {
   std::string kind;
   std::string subject;

@@ -1,6 +1,9 @@
 // Input preparation for `onnxtool run` and `compare`.
 #include "runner/feeds.h"
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <filesystem>
 
 #include "ir/error.h"
@@ -20,6 +23,27 @@ struct Rng {
   }
   double uniform() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); }
 };
+
+/// Physical memory of the machine (0 when unknown).
+uint64_t physical_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
+
+std::string gigabytes(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GB", static_cast<double>(bytes) / 1e9);
+  return buf;
+}
+
+/// Reads one input's file; errors name the input as well as the file.
+Tensor read_input(const std::string& name, const std::string& file) {
+  try {
+    return read_tensor_file(file);
+  } catch (const Error& e) {
+    throw Error(e.kind(), "input '" + name + "': " + e.what());
+  }
+}
 
 uint64_t hash_name(const std::string& s) {
   uint64_t h = 1469598103934665603ULL;
@@ -49,6 +73,19 @@ Tensor random_tensor(const ir::TypeInfo& type, const std::vector<int64_t>& shape
       dims.push_back(shape.empty() ? 1 : shape[i]);
     }
   }
+  // Refuse sizes the machine cannot hold before allocating (--shape 100000,100000,100...).
+  int64_t count = 0;
+  try {
+    count = shape_size(dims);
+  } catch (const Error&) {
+    throw_usage_error("input '" + name + "': shape " + shape_string(dims) + " has too many elements");
+  }
+  const auto bytes = ir::storage_bytes(type.data_type(), static_cast<uint64_t>(count));
+  const uint64_t memory = physical_memory();
+  if (ir::data_type_bits(type.data_type()) > 0 && (!bytes || (memory && *bytes > memory)))
+    throw_usage_error("input '" + name + "': shape " + shape_string(dims) + " needs " +
+                      (bytes ? gigabytes(*bytes) : std::string("more bytes than 64 bits count")) +
+                      ", more than this machine's " + gigabytes(memory) + " of physical memory");
   Tensor t(type.data_type(), dims);
   Rng rng{seed ^ hash_name(name)};
   const int64_t n = t.size();
@@ -109,7 +146,7 @@ std::map<std::string, Value> load_feeds(const Session& session, const FeedOption
   for (const auto& [name, file] : options.files) {
     known(name);
     if (feeds.count(name)) throw_usage_error("input '" + name + "' is given twice");
-    feeds[name] = Value::of(read_tensor_file(file));
+    feeds[name] = Value::of(read_input(name, file));
   }
   for (const auto& [name, shape] : options.shapes) known(name);
   if (!options.dir.empty()) {
@@ -123,13 +160,13 @@ std::map<std::string, Value> load_feeds(const Session& session, const FeedOption
       if (test_set) {
         if (vi->value->is_initializer()) continue;
         const auto f = fs::path(options.dir) / ("input_" + std::to_string(k++) + ".pb");
-        if (fs::exists(f)) feeds[name] = Value::of(read_pb(f.string()));
+        if (fs::exists(f)) feeds[name] = Value::of(read_input(name, f.string()));
         continue;
       }
       for (const char* ext : {".npy", ".pb"}) {
         const auto f = fs::path(options.dir) / (safe_file_name(name) + ext);
         if (fs::exists(f)) {
-          feeds[name] = Value::of(read_tensor_file(f.string()));
+          feeds[name] = Value::of(read_input(name, f.string()));
           break;
         }
       }

@@ -2,8 +2,11 @@
 #include "runner/session.h"
 
 #include <malloc.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -76,6 +79,54 @@ class Executor {
 };
 
 namespace {
+
+/// Physical memory of the machine (0 when unknown): no single tensor can be larger.
+uint64_t physical_memory() {
+  static const uint64_t bytes = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : uint64_t{0};
+  }();
+  return bytes;
+}
+
+std::string gigabytes(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GB", static_cast<double>(bytes) / 1e9);
+  return buf;
+}
+
+/// Refuses, before anything runs, a graph with a value whose static shape (declared, or inferred
+/// by the caller) needs more bytes than the machine's physical memory.
+void check_static_sizes(const ir::Graph& g, uint64_t memory) {
+  for (const auto& n : g.nodes()) {
+    for (const ir::Value* v : n->outputs()) {
+      if (!v || v->type.kind != ir::TypeInfo::Kind::kTensor || !v->type.elem_type || !v->type.shape) continue;
+      const ir::Shape& shape = *v->type.shape;
+      if (!shape.is_static() || ir::data_type_bits(v->type.data_type()) == 0) continue;  // strings: no fixed size
+      std::vector<int64_t> dims;
+      for (const auto& d : shape.dims) dims.push_back(d.value);
+      // A negative size (some exporters write -1 for "unknown") says nothing about memory.
+      if (std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; })) continue;
+      uint64_t count = 1;
+      bool overflow = false;
+      for (int64_t d : dims) {
+        const auto u = static_cast<uint64_t>(d);
+        if (u != 0 && count > UINT64_MAX / u) overflow = true;
+        else count *= u;
+      }
+      const std::optional<uint64_t> bytes =
+          overflow ? std::nullopt : ir::storage_bytes(v->type.data_type(), count);
+      if (bytes && *bytes <= memory) continue;
+      throw Error(ErrorKind::kFailed,
+                  n->describe() + ": output '" + v->name() + "' has the static shape " + shape_string(dims) + " of " +
+                      std::string(ir::data_type_name(v->type.data_type())) + ", " +
+                      (bytes ? gigabytes(*bytes) : std::string("more bytes than 64 bits count")) +
+                      ", more than this machine's " + gigabytes(memory) +
+                      " of physical memory; the model cannot run here");
+    }
+    for (const ir::Graph* sub : n->subgraphs()) check_static_sizes(*sub, memory);
+  }
+}
 
 int64_t opset_for(const ir::Model& model, const std::string& domain) {
   auto v = model.opset_version(domain);
@@ -283,6 +334,11 @@ void Executor::execute(const GraphPlan& plan, Frame& frame) {
         // Kernel failures already name the node; add it otherwise.
         if (msg.find("node '") == 0 || msg.find("node #") == 0 || msg.find(" node ") != std::string::npos) throw;
         throw Error(e.kind(), step.node->describe() + ": " + msg);
+      } catch (const std::bad_alloc&) {
+        // A tensor whose size is known only now (Expand, Tile, Resize... of runtime values) and
+        // that the allocator refuses: name the node rather than dying or printing a bare message.
+        throw Error(ErrorKind::kFailed,
+                    step.node->describe() + ": out of memory (physical memory " + gigabytes(physical_memory()) + ")");
       }
       if (step.constant) {
         // Keep constant results (up to a size that is worth holding between runs).
@@ -338,6 +394,15 @@ bool KernelContext::has_output(size_t i) const { return i < outputs_.size() && n
 
 Tensor& KernelContext::output(size_t i, DataType type, std::vector<int64_t> shape) {
   if (i >= outputs_.size()) fail("output " + std::to_string(i) + " does not exist");
+  // Shapes computed while running (ConstantOfShape, Expand, Resize... of runtime values): refuse
+  // a tensor the machine cannot hold before allocating it.
+  if (const uint64_t memory = physical_memory(); memory && ir::data_type_bits(type) > 0) {
+    const auto bytes = ir::storage_bytes(type, static_cast<uint64_t>(shape_size(shape)));
+    if (!bytes || *bytes > memory)
+      fail("output " + std::to_string(i) + " " + std::string(ir::data_type_name(type)) + shape_string(shape) +
+           " needs " + (bytes ? gigabytes(*bytes) : std::string("more bytes than 64 bits count")) +
+           ", more than this machine's " + gigabytes(memory) + " of physical memory");
+  }
   outputs_[i] = Value::of(Tensor(type, std::move(shape)));
   return outputs_[i].tensor;
 }
@@ -421,6 +486,7 @@ Session::Session(ir::Model& model, SessionOptions options) : model_(model), opti
   }();
   (void)tuned;
   if (!model.graph) throw_input_error("the model has no graph");
+  if (const uint64_t memory = physical_memory()) check_static_sizes(*model.graph, memory);
   Planner planner(model);
   plan_ = planner.plan(*model.graph, nullptr);
   int threads = options_.threads;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -55,57 +56,95 @@ std::string read_all(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) throw_input_error(path + ": is a directory, not a tensor file");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw_input_error(path + ": cannot open");
+  if (!in) throw_input_error(path + ": cannot open (" + std::string(std::strerror(errno)) + ")");
   std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw_input_error(path + ": read error");
   return data;
+}
+
+/// An open .npy file: the header, read first, decides how much data follows.
+struct NpyFile {
+  std::ifstream in;
+  uint64_t size = 0;
+};
+
+NpyFile open_npy(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw_input_error(path + ": is a directory, not a tensor file");
+  NpyFile f;
+  f.in.open(path, std::ios::binary);
+  if (!f.in) throw_input_error(path + ": cannot open (" + std::string(std::strerror(errno)) + ")");
+  f.size = std::filesystem::file_size(path, ec);
+  if (ec) throw_input_error(path + ": cannot read its size (" + ec.message() + ")");
+  return f;
+}
+
+void read_exactly(NpyFile& f, void* dst, uint64_t n, const std::string& path) {
+  if (!f.in.read(static_cast<char*>(dst), static_cast<std::streamsize>(n)))
+    throw_input_error(path + ": read error or file shorter than expected");
 }
 
 }  // namespace
 
 Tensor read_npy(const std::string& path) {
-  const std::string data = read_all(path);
-  if (data.size() < 10 || std::memcmp(data.data(), "\x93NUMPY", 6) != 0)
-    throw_input_error(path + ": not a .npy file (bad magic)");
-  const int major = static_cast<unsigned char>(data[6]);
-  size_t header_len, offset;
+  NpyFile f = open_npy(path);
+  unsigned char prefix[12] = {};
+  if (f.size < 10) throw_input_error(path + ": not a .npy file (" + std::to_string(f.size) + " bytes, bad magic)");
+  read_exactly(f, prefix, 10, path);
+  if (std::memcmp(prefix, "\x93NUMPY", 6) != 0) throw_input_error(path + ": not a .npy file (bad magic)");
+  const int major = prefix[6];
+  uint64_t header_len, offset;
   if (major == 1) {
-    header_len = static_cast<unsigned char>(data[8]) | static_cast<size_t>(static_cast<unsigned char>(data[9])) << 8;
+    header_len = prefix[8] | static_cast<uint64_t>(prefix[9]) << 8;
     offset = 10;
   } else if (major == 2 || major == 3) {
-    if (data.size() < 12) throw_input_error(path + ": truncated .npy header");
-    uint32_t n;
-    std::memcpy(&n, data.data() + 8, 4);
-    header_len = n;
+    if (f.size < 12) throw_input_error(path + ": truncated .npy header");
+    read_exactly(f, prefix + 10, 2, path);
+    header_len = prefix[8] | static_cast<uint64_t>(prefix[9]) << 8 | static_cast<uint64_t>(prefix[10]) << 16 |
+                 static_cast<uint64_t>(prefix[11]) << 24;
     offset = 12;
   } else {
     throw_input_error(path + ": unsupported .npy format version " + std::to_string(major));
   }
-  if (header_len > 65536 || offset + header_len > data.size())
-    throw_input_error(path + ": .npy header length " + std::to_string(header_len) + " is invalid");
-  const std::string header = data.substr(offset, header_len);
+  // NumPy writes headers of a few hundred bytes; 64 KiB leaves room for any real shape.
+  if (header_len > 65536 || offset + header_len > f.size)
+    throw_input_error(path + ": .npy header length " + std::to_string(header_len) + " is invalid (file of " +
+                      std::to_string(f.size) + " bytes)");
+  std::string header(static_cast<size_t>(header_len), '\0');
+  read_exactly(f, header.data(), header_len, path);
+  for (char& c : header)
+    if (c == '\n' || c == '\r' || c == '\0') c = ' ';  // keep messages quoting the header on one line
   const std::string descr_q = dict_value(header, "descr", path);
   if (descr_q.size() < 2 || descr_q.front() != '\'' || descr_q.back() != '\'')
-    throw_input_error(path + ": .npy descr must be a simple type, got " + descr_q);
+    throw_input_error(path + ": .npy descr must be a simple type, got " + descr_q.substr(0, 40));
   std::string descr = descr_q.substr(1, descr_q.size() - 2);
-  // '<' and '|' and '=' (native, little-endian here) mean the same for us.
+  // '<', '=' (native: little-endian here) and '|' mean the same for us; byte order does not
+  // apply to one-byte types.
   if (!descr.empty() && descr[0] == '=') descr[0] = '<';
-  if (descr == "<i1" || descr == "<u1" || descr == "<b1") descr[0] = '|';
-  if (!descr.empty() && descr[0] == '>' && descr.substr(1) != "i1" && descr.substr(1) != "u1")
-    throw_input_error(path + ": big-endian .npy data (" + descr + ") is not supported");
+  if (descr.size() == 3 && std::strchr("<>|", descr[0]) && descr[2] == '1' && std::strchr("iub", descr[1]))
+    descr[0] = '|';
+  if (!descr.empty() && descr[0] == '>')
+    throw_input_error(path + ": big-endian .npy data (" + descr + ") is not supported; save it little-endian");
+  if (descr == "|O" || descr == "O")
+    throw_input_error(path + ": .npy holds Python objects (dtype '|O'); only numeric and bool arrays are read");
   DataType type = DataType::kUndefined;
   for (const auto& t : kNpyTypes)
     if (descr == t.descr) type = t.type;
-  if (type == DataType::kUndefined) throw_input_error(path + ": .npy dtype '" + descr + "' is not supported");
-  if (dict_value(header, "fortran_order", path) != "False")
-    throw_input_error(path + ": Fortran-order .npy data is not supported");
+  if (type == DataType::kUndefined)
+    throw_input_error(path + ": .npy dtype '" + descr.substr(0, 40) + "' is not supported");
+  const std::string order = dict_value(header, "fortran_order", path);
+  if (order == "True") throw_input_error(path + ": Fortran-order .npy data is not supported; save it in C order");
+  if (order != "False") throw_input_error(path + ": malformed .npy fortran_order " + order.substr(0, 40));
   const std::string shape_text = dict_value(header, "shape", path);
+  if (shape_text.size() < 2 || shape_text.front() != '(' || shape_text.back() != ')')
+    throw_input_error(path + ": malformed .npy shape " + shape_text.substr(0, 60));
   std::vector<int64_t> shape;
   for (size_t i = 1; i + 1 < shape_text.size();) {
     while (i + 1 < shape_text.size() && (shape_text[i] == ' ' || shape_text[i] == ',')) ++i;
     if (i + 1 >= shape_text.size()) break;
     size_t j = i;
     while (j + 1 < shape_text.size() && std::isdigit(static_cast<unsigned char>(shape_text[j]))) ++j;
-    if (j == i || j - i > 18) throw_input_error(path + ": malformed .npy shape " + shape_text);
+    if (j == i || j - i > 18) throw_input_error(path + ": malformed .npy shape " + shape_text.substr(0, 60));
     shape.push_back(std::stoll(shape_text.substr(i, j - i)));
     i = j;
   }
@@ -113,14 +152,20 @@ Tensor read_npy(const std::string& path) {
   try {
     count = shape_size(shape);
   } catch (const Error&) {
-    throw_input_error(path + ": .npy shape " + shape_text + " has too many elements");
+    throw_input_error(path + ": .npy shape " + shape_text.substr(0, 60) + " has too many elements");
   }
-  auto bytes = ir::storage_bytes(type, static_cast<uint64_t>(count));
-  const size_t data_offset = offset + header_len;
-  if (!bytes || data.size() - data_offset < *bytes)
-    throw_input_error(path + ": .npy data is shorter than its shape " + shape_string(shape) + " needs");
+  const auto bytes = ir::storage_bytes(type, static_cast<uint64_t>(count));
+  const uint64_t data_offset = offset + header_len;
+  if (!bytes || f.size - data_offset < *bytes)
+    throw_input_error(path + ": .npy data (" + std::to_string(f.size - data_offset) +
+                      " bytes) is shorter than its shape " + shape_string(shape) + " needs");
   Tensor t(type, shape);
-  if (*bytes) std::memcpy(t.mutable_raw(), data.data() + data_offset, static_cast<size_t>(*bytes));
+  if (*bytes) read_exactly(f, t.mutable_raw(), *bytes, path);
+  if (type == DataType::kBool) {
+    // NumPy bools are one byte, 0 or 1; any other byte would not be a valid bool downstream.
+    auto* p = static_cast<uint8_t*>(t.mutable_raw());
+    for (int64_t i = 0; i < count; ++i) p[i] = p[i] != 0;
+  }
   return t;
 }
 
@@ -166,13 +211,23 @@ void write_npy(const std::string& path, const Tensor& tensor) {
 Tensor read_pb(const std::string& path) {
   std::string data = read_all(path);
   ir::Bytes bytes = ir::Bytes::copy_of(data.data(), data.size());
-  ir::Tensor t = ir::parse_tensor(bytes, path);
-  if (t.data_type == 0 || !ir::is_valid_data_type(t.data_type))
-    throw_input_error(path + ": tensor has no valid data type");
-  return from_ir(t).clone();
+  try {
+    ir::Tensor t = ir::parse_tensor(bytes, path);
+    if (t.data_type == 0 || !ir::is_valid_data_type(t.data_type))
+      throw_input_error(path + ": tensor has no valid data type");
+    if (t.is_external()) throw_input_error(path + ": tensor data stored outside the file is not supported here");
+    return from_ir(t).clone();
+  } catch (const Error& e) {
+    // Errors from the tensor codec name the tensor, not always the file.
+    const std::string msg = e.what();
+    if (msg.find(path) != std::string::npos) throw;
+    throw Error(e.kind(), path + ": " + msg);
+  }
 }
 
 Tensor read_tensor_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw_input_error(path + ": is a directory, not a tensor file");
   const std::string ext = std::filesystem::path(path).extension().string();
   if (ext == ".npy") return read_npy(path);
   if (ext == ".pb") return read_pb(path);

