@@ -1,8 +1,9 @@
 // The ONNX backend conformance suite run through the reference runner: every case of node,
 // pytorch-converted, pytorch-operator and simple, compared with the reference outputs (rtol 1e-3,
-// atol 1e-5; exact for integers, bool and strings). tests/conformance/passing.txt lists the cases
-// known to pass (a regression shows as a diff); tests/conformance/skips.txt lists the cases not
-// run, each with its reason. ONNXTOOL_CONFORMANCE_WRITE=1 rewrites passing.txt from this run.
+// atol 1e-5; exact for integers, bool and strings). Every case must pass except those in
+// tests/conformance/skips.txt, each with its reason; tests/conformance/passing.txt lists the
+// passing cases (so that a change shows as a diff). ONNXTOOL_CONFORMANCE_WRITE=1 rewrites
+// passing.txt from this run.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -236,7 +237,7 @@ TEST_SUITE("conformance") {
     const char* filter = std::getenv("ONNXTOOL_CONFORMANCE_FILTER");
 
     std::map<std::string, std::map<Result, int>> counts;
-    std::vector<std::string> now_passing, regressions, new_passes;
+    std::vector<std::string> now_passing, regressions, new_passes, unexpected;
     std::map<std::string, int> missing_kernels;
     for (const char* suite : {"node", "pytorch-converted", "pytorch-operator", "simple"}) {
       const auto dir = root / suite;
@@ -260,6 +261,7 @@ TEST_SUITE("conformance") {
           if (!passing.count(name)) new_passes.push_back(name);
         } else {
           if (passing.count(name)) regressions.push_back(name + ": " + detail);
+          unexpected.push_back(name + ": " + detail);
           if (r == Result::kNoKernel) {
             auto p = detail.find("no kernel for ");
             auto q = detail.find(" (opset", p);
@@ -275,7 +277,7 @@ TEST_SUITE("conformance") {
       const int total = get(Result::kPass) + get(Result::kFail) + get(Result::kNoKernel) + get(Result::kSkipped);
       std::cout << "conformance " << suite << ": " << get(Result::kPass) << " passed, " << get(Result::kFail)
                 << " failed, " << get(Result::kNoKernel) << " without kernel, " << get(Result::kSkipped)
-                << " skipped, of " << total << "\n";
+                << " skipped, of " << total << " (" << (total ? 100.0 * get(Result::kPass) / total : 0.0) << "% pass)\n";
     }
     if (std::getenv("ONNXTOOL_CONFORMANCE_VERBOSE")) {
       std::cout << "ops without kernel (cases):";
@@ -291,6 +293,9 @@ TEST_SUITE("conformance") {
     }
     for (const auto& r : regressions) std::cout << "REGRESSION " << r << "\n";
     CHECK(regressions.empty());
+    // Every case runs and passes unless tests/conformance/skips.txt says why not.
+    for (const auto& u : unexpected) std::cout << "UNEXPECTED " << u << "\n";
+    CHECK_MESSAGE(unexpected.empty(), unexpected.size() << " cases fail or lack a kernel without a reason in skips.txt");
   }
 }
 

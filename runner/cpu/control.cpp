@@ -159,8 +159,49 @@ Tensor move_leading_axis(const Tensor& x, int64_t axis) {
 }
 
 // Scan-9 and later (Scan-8 with its batch axis is not supported).
+/// Scan-8: a leading batch axis on every state and scan input (the scan axis is 1), an optional
+/// first input sequence_lens, and `directions` per scan input. Each batch entry is scanned on
+/// its own; results are stacked along the batch axis.
+void scan8(KernelContext& ctx) {
+  const ir::Graph* body = ctx.attr_graph("body");
+  if (!body) ctx.fail("missing body");
+  const int64_t m = ctx.attr_int("num_scan_inputs", 0);
+  if (m < 1 || ctx.input_count() < static_cast<size_t>(m) + 1) ctx.fail("num_scan_inputs does not fit the inputs");
+  const size_t n_state = ctx.input_count() - 1 - static_cast<size_t>(m);
+  const size_t n_scan_out = ctx.output_count() - n_state;
+  const auto dirs = ctx.attr_ints("directions", std::vector<int64_t>(static_cast<size_t>(m), 0));
+  const Tensor& first = ctx.input(1 + n_state);
+  if (first.rank() < 2) ctx.fail("scan inputs must be [batch, sequence, ...]");
+  const int64_t batch = first.dim(0), max_len = first.dim(1);
+  std::vector<std::vector<Tensor>> final_state(n_state), scanned(n_scan_out);
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t len = max_len;
+    if (ctx.has_input(0)) {
+      const Tensor& sl = ctx.input(0);
+      len = sl.dtype() == DataType::kInt32 ? sl.data<int32_t>()[b] : sl.data<int64_t>()[b];
+      if (len < 0 || len > max_len) ctx.fail("sequence_lens value out of range");
+    }
+    std::vector<Value> state;
+    for (size_t i = 0; i < n_state; ++i) state.push_back(Value::of(take(ctx.input(1 + i), 0, b)));
+    std::vector<std::vector<Tensor>> outs(n_scan_out);
+    for (int64_t t = 0; t < len; ++t) {
+      std::vector<Value> in = state;
+      for (int64_t j = 0; j < m; ++j) {
+        const Tensor xb = take(ctx.input(1 + n_state + static_cast<size_t>(j)), 0, b);
+        in.push_back(Value::of(take(xb, 0, dirs[static_cast<size_t>(j)] ? len - 1 - t : t)));
+      }
+      auto out = ctx.run_subgraph(*body, in);
+      for (size_t i = 0; i < n_state; ++i) state[i] = out[i];
+      for (size_t k = 0; k < n_scan_out; ++k) outs[k].push_back(out[n_state + k].tensor);
+    }
+    for (size_t i = 0; i < n_state; ++i) final_state[i].push_back(state[i].tensor);
+    for (size_t k = 0; k < n_scan_out; ++k) scanned[k].push_back(stack(ctx, outs[k], DataType::kFloat));
+  }
+  for (size_t i = 0; i < n_state; ++i) ctx.set_output(i, stack(ctx, final_state[i], DataType::kFloat));
+  for (size_t k = 0; k < n_scan_out; ++k) ctx.set_output(n_state + k, stack(ctx, scanned[k], DataType::kFloat));
+}
+
 void scan(KernelContext& ctx) {
-  if (ctx.opset() < 9) ctx.fail("Scan-8 (with sequence_lens and a batch axis) is not supported");
   const ir::Graph* body = ctx.attr_graph("body");
   if (!body) ctx.fail("missing body");
   const int64_t m = ctx.attr_int("num_scan_inputs", 0);
@@ -253,6 +294,7 @@ void register_control_kernels(KernelRegistry& r) {
   r.add("", "Identity", 1, kMaxOpset, identity);
   r.add("", "If", 1, kMaxOpset, if_op);
   r.add("", "Loop", 1, kMaxOpset, loop);
+  r.add("", "Scan", 8, 8, scan8);
   r.add("", "Scan", 9, kMaxOpset, scan);
   r.add("", "SequenceMap", 17, kMaxOpset, sequence_map);
 }

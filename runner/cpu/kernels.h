@@ -26,6 +26,7 @@ void register_rnn_kernels(KernelRegistry& registry);
 void register_loss_kernels(KernelRegistry& registry);
 void register_training_kernels(KernelRegistry& registry);
 void register_random_kernels(KernelRegistry& registry);
+void register_text_kernels(KernelRegistry& registry);
 void register_attention_kernels(KernelRegistry& registry);
 void register_image_kernels(KernelRegistry& registry);
 void register_string_kernels(KernelRegistry& registry);

@@ -21,6 +21,7 @@ void register_cpu_kernels(KernelRegistry& registry) {
   cpu::register_loss_kernels(registry);
   cpu::register_training_kernels(registry);
   cpu::register_random_kernels(registry);
+  cpu::register_text_kernels(registry);
   cpu::register_attention_kernels(registry);
   cpu::register_image_kernels(registry);
   cpu::register_string_kernels(registry);
