@@ -175,8 +175,12 @@ std::vector<Case> cases() {
                {f32("X", {2, 8, 1}), none(), constant("axis", D::kInt64, {}, {1})}, {ai("onesided", 1)}});
   c.push_back({"Gelu_20_tanh", "Gelu", "", 20, {f32("X", {4, 6}, -4, 4)}, {as("approximate", "tanh")}});
   c.push_back({"Gelu_20", "Gelu", "", 20, {f32("X", {4, 6}, -4, 4)}, {}});
+  // Cubic with zero padding, and linear with border padding: onnxruntime clamps each cubic tap
+  // under border padding where the spec's reference clamps the sample coordinate first.
   c.push_back({"GridSample_20_cubic", "GridSample", "", 20, {f32("X", {1, 2, 4, 5}), f32("grid", {1, 3, 3, 2}, -1.1, 1.1)},
-               {as("mode", "cubic"), as("padding_mode", "border")}});
+               {as("mode", "cubic"), as("padding_mode", "zeros")}});
+  c.push_back({"GridSample_20_linear_border", "GridSample", "", 20, {f32("X", {1, 2, 4, 5}), f32("grid", {1, 3, 3, 2}, -1.1, 1.1)},
+               {as("mode", "linear"), as("padding_mode", "border")}});
   c.push_back({"IsNaN_20", "IsNaN", "", 20, {f32("X", {2, 3})}, {}});
   c.push_back({"ReduceMax_20_bool", "ReduceMax", "", 20, {typed("X", D::kBool, {3, 4}, -1, 1), ints("axes", {1})}, {}});
   // --- opset 21
