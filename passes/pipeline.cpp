@@ -119,6 +119,12 @@ OptimizeReport optimize(ir::Model& model, const OptimizeOptions& options) {
     report.rounds = round + 1;
     if (!changed) break;
   }
+  // With fixed input dims the inferred shapes are worth keeping: store them as value_info.
+  if (!options.input_shapes.empty()) {
+    ir::DiagnosticSink after;
+    ir::infer_shapes(model, after);
+    ir::store_inferred_value_info(model);
+  }
   report.after = count_model(model);
   return report;
 }

@@ -92,6 +92,16 @@ else
   echo "SKIP: python3-onnx not installed (cyclic/invalid/unsorted models)"
 fi
 
+# --verify beyond tolerance (rtol 0, atol 0: folding BatchNormalization into Conv reassociates
+# float operations): exit 1, nothing written.
+CLS=$CACHE_DIR/models/ch_ppocr_mobile_v2.0_cls_infer.onnx
+if [[ -f $CLS ]]; then
+  expect_failure "--verify beyond tolerance" "1" "beyond tolerance" -- optimize "$CLS" -o "$WORK/out/o.onnx" --verify --rtol 0 --atol 0 --input-shape x=1,3,48,192
+  # --input-shape stores the inferred shapes as value_info.
+  "$ONNXTOOL" optimize "$CLS" -o "$WORK/fixed.onnx" --input-shape x=1,3,48,192 >/dev/null 2>&1
+  if "$PYTHON" -c 'import onnx,sys; m=onnx.load(sys.argv[1]); assert len(m.graph.value_info) > 10' "$WORK/fixed.onnx"; then ok; else fail "--input-shape: no value_info stored"; fi
+fi
+
 # --- real models: check passes, --verify, idempotent, thread-independent bytes
 for m in ch_PP-OCRv4_det_infer ch_PP-OCRv4_rec_infer ch_ppocr_mobile_v2.0_cls_infer silero_vad_legacy silero_vad_v5 silero_vad_v6; do
   model=$CACHE_DIR/models/$m.onnx
