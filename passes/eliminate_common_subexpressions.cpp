@@ -10,7 +10,9 @@ namespace onnxtool::passes {
 
 namespace {
 
-void append_bytes(std::string& key, const void* p, size_t n) { key.append(static_cast<const char*>(p), n); }
+void append_bytes(std::string& key, const void* p, size_t n) {
+  if (n) key.append(static_cast<const char*>(p), n);
+}
 
 template <class T>
 void append_pod(std::string& key, const T& v) { append_bytes(key, &v, sizeof v); }
@@ -50,7 +52,7 @@ std::string tensor_key(const ir::Tensor& t) {
 bool same_content(const ir::Tensor& a, const ir::Tensor& b) {
   if (a.type() == ir::DataType::kString) return a.string_data == b.string_data;
   const ir::Bytes x = a.raw_bytes(), y = b.raw_bytes();
-  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size()) == 0;
+  return x.size() == y.size() && (x.size() == 0 || std::memcmp(x.data(), y.data(), x.size()) == 0);
 }
 
 /// Key of a node's computation: op, domain, inputs (by identity), attributes (by content).

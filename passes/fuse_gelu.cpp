@@ -69,7 +69,8 @@ PassStats fuse_gelu(ir::Model& model, const PassContext&) {
         g.remove_node(gelu);
         continue;
       }
-      chain.pop_back();
+      chain.pop_back();  // `last` is gone (bypass_node removed it): never visit it again
+      removed.push_back(last);
       for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
         g.remove_node(*it);
         removed.push_back(*it);

@@ -143,7 +143,8 @@ PassStats fuse_layernorm(ir::Model& model, const PassContext&) {
         g.remove_node(ln);
         continue;
       }
-      chain.pop_back();  // `last` is gone
+      chain.pop_back();  // `last` is gone (bypass_node removed it): never visit it again
+      removed.push_back(last);
       for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
         g.remove_node(*it);
         removed.push_back(*it);
