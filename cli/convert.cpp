@@ -3,6 +3,8 @@
 #include <iostream>
 
 #include "cli/common.h"
+#include "convert/precision.h"
+#include "convert/version_converter.h"
 #include "ir/error.h"
 #include "ir/model_io.h"
 #include "ir/shape_inference.h"
@@ -22,18 +24,44 @@ struct ConvertOptions {
   int opset = 0;
   bool to_fp16 = false;
   bool to_fp32 = false;
+  bool keep_io_types = false;
+  std::vector<std::string> block_ops;
   bool infer_shapes = false;
 };
 
 int run_convert(const ConvertOptions& o) {
   if (o.external_data && o.inline_external)
     throw_usage_error("--external-data and --inline-external-data exclude each other");
-  if (o.opset || o.to_fp16 || o.to_fp32)
-    throw_usage_error("--opset, --to-fp16 and --to-fp32 are not built yet in this version (issue #7)");
+  if (o.to_fp16 && o.to_fp32) throw_usage_error("--to-fp16 and --to-fp32 exclude each other");
+  if ((o.keep_io_types || !o.block_ops.empty()) && !o.to_fp16)
+    throw_usage_error("--keep-io-types and --block-ops go with --to-fp16");
+  if (o.opset && (o.opset < convert::kMinConvertOpset || o.opset > convert::kMaxConvertOpset))
+    throw_usage_error("--opset " + std::to_string(o.opset) + " is outside the supported range " +
+                      std::to_string(convert::kMinConvertOpset) + "-" + std::to_string(convert::kMaxConvertOpset));
   if (ir::same_file(o.model, o.output) && !o.in_place)
     throw_usage_error(o.output + ": is the input model itself; pass --in-place to overwrite it");
 
   auto loaded = ir::load_model(o.model);
+
+  convert::VersionReport version;
+  if (o.opset) {
+    const auto from = loaded.model.opset_version("");
+    if (from && *from == o.opset && !o.to_fp16 && !o.to_fp32) {
+      // Nothing to do: say so, and leave no file behind that a user could mistake for a conversion.
+      std::cerr << "onnxtool convert: note: " << o.model << " is already at opset " << o.opset << "; nothing written\n";
+      return kExitOk;
+    }
+    version = convert::convert_opset(loaded.model, o.opset);
+  }
+  convert::PrecisionReport precision;
+  if (o.to_fp16) {
+    convert::Fp16Options f;
+    f.keep_io_types = o.keep_io_types;
+    f.block_ops = o.block_ops;
+    precision = convert::to_fp16(loaded.model, f);
+  } else if (o.to_fp32) {
+    precision = convert::to_fp32(loaded.model);
+  }
 
   ir::SaveOptions save;
   save.size_threshold = o.size_threshold;
@@ -81,13 +109,33 @@ int run_convert(const ConvertOptions& o) {
                 {"data_bytes", r.data_bytes},
                 {"external_tensors", r.external_tensors},
                 {"auto_external", r.auto_external},
-                {"value_info_added", inferred}});
+                {"value_info_added", inferred},
+                {"opset", o.opset ? nlohmann::json{{"from", version.from}, {"to", version.to},
+                                                   {"rewritten_nodes", version.rewritten_nodes},
+                                                   {"added", version.added_nodes}}
+                                  : nlohmann::json(nullptr)},
+                {"precision", o.to_fp16 || o.to_fp32
+                                  ? nlohmann::json{{"to", o.to_fp16 ? "float16" : "float32"},
+                                                   {"converted_initializers", precision.converted_initializers},
+                                                   {"converted_values", precision.converted_values},
+                                                   {"casts_added", precision.casts_added},
+                                                   {"casts_removed", precision.casts_removed},
+                                                   {"blocked_nodes", precision.blocked_nodes}}
+                                  : nlohmann::json(nullptr)}});
   } else {
     std::cout << "wrote " << o.output << " (" << human_bytes(r.model_bytes) << ")";
     if (!r.data_path.empty())
       std::cout << " and " << r.data_path << " (" << human_bytes(r.data_bytes) << ", "
                 << r.external_tensors << " tensors)";
     std::cout << "\n";
+    if (o.opset)
+      std::cout << "opset " << version.from << " -> " << version.to << ": " << version.rewritten_nodes
+                << " nodes rewritten, " << version.added_nodes << " nodes/constants added\n";
+    if (o.to_fp16 || o.to_fp32)
+      std::cout << (o.to_fp16 ? "float32 -> float16: " : "float16 -> float32: ") << precision.converted_initializers
+                << " initializers, " << precision.converted_values << " values, " << precision.casts_added
+                << " casts added, " << precision.casts_removed << " removed, " << precision.blocked_nodes
+                << " nodes kept in float32\n";
     if (o.infer_shapes) std::cout << "added " << inferred << " inferred value_info entries\n";
     if (r.auto_external)
       std::cout << "note: the model passed 2 GB, so its weights were saved as external data\n";
@@ -110,9 +158,12 @@ void register_convert(CLI::App& app, Action& action) {
   sub->add_flag("--in-place", o->in_place, "allow OUT to be the input model");
   sub->add_flag("--json", o->json, "print one JSON document");
   sub->add_flag("--infer-shapes", o->infer_shapes, "store inferred types and shapes as value_info");
-  sub->add_option("--opset", o->opset, "target opset of the default domain (issue #7)");
-  sub->add_flag("--to-fp16", o->to_fp16, "float32 to float16 (issue #7)");
-  sub->add_flag("--to-fp32", o->to_fp32, "float16/bfloat16 to float32 (issue #7)");
+  sub->add_option("--opset", o->opset, "target opset of the default domain (7-28, up or down)");
+  sub->add_flag("--to-fp16", o->to_fp16, "float32 to float16; numerically sensitive ops stay float32 behind Casts");
+  sub->add_flag("--keep-io-types", o->keep_io_types, "with --to-fp16: graph inputs and outputs stay float32");
+  sub->add_option("--block-ops", o->block_ops, "with --to-fp16: op types kept in float32 (comma separated)")
+      ->delimiter(',');
+  sub->add_flag("--to-fp32", o->to_fp32, "float16/bfloat16 to float32, removing redundant Casts");
   sub->callback([&action, o] { action = [o] { return run_convert(*o); }; });
 }
 

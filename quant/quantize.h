@@ -80,6 +80,12 @@ const std::vector<std::string>& static_op_types();
 /// only NaN/Inf for a tensor it must quantize.
 QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options, const SampleSource& samples);
 
+/// QOperator format: turns each DequantizeLinear -> Conv / MatMul -> QuantizeLinear group of a
+/// QDQ model (activation and weight from DequantizeLinear, output read only by one
+/// QuantizeLinear) into QLinearConv / QLinearMatMul; groups that do not fit stay in QDQ.
+/// Returns the number of nodes converted.
+int64_t qdq_to_qoperator(ir::Model& model);
+
 /// Node-selection helper shared by the modes: true when `node` is to be quantized.
 bool selected(const ir::Node& node, const QuantizeOptions& options, const std::vector<std::string>& supported);
 

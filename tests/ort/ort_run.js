@@ -4,6 +4,7 @@
 //   node ort_run.js MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--threads N]
 //                   [--benchmark N] [--level disabled|basic|extended|layout|all]
 //                   [--optimized-model OUT] [--json]
+//   node ort_run.js --batch JOBS.json [--threads N] [--level L]
 //
 // - Inputs and outputs are .npy files (format 1.0-3.0, little-endian, C order): float32, float64,
 //   float16, int8, uint8, int16, uint16, int32, uint32, int64, uint64, bool. Outputs are written
@@ -20,6 +21,11 @@
 //   (optimizedModelFilePath); without inputs the script stops after loading.
 // - --json prints {"outputs": [{"name", "dtype", "shape", "file"}], "latency_ms": {"median",
 //   "min", "p90", "runs"} or null, "threads": n}; otherwise one line per output and the latency.
+//
+// - --batch runs many models in one process (the suite-wide tests: one node start-up, not one
+//   per model). JOBS.json is a list of {"model", "inputs": {NAME: FILE.npy}, "output_dir"}; for
+//   each job one JSON line is printed: {"model", "ok", "error" (first line, when not ok),
+//   "outputs": [{"name", "file"}]}. A job that fails does not stop the others; exit 0.
 //
 // onnxruntime-node is found in $ONNXTOOL_ORT_DIR, else $ONNXTOOL_CACHE_DIR/ort, else
 // <repository>/.cache/ort (where testdata/fetch_models.sh installs it). Errors: one line on
@@ -133,23 +139,64 @@ function parseArgs(args) {
       opts.level = LEVELS[l];
     } else if (a === '--optimized-model') opts.optimized = next();
     else if (a === '--json') opts.json = true;
+    else if (a === '--batch') opts.batch = next();
     else if (a.startsWith('--')) throw new UsageError(`unknown option ${a}`);
     else if (!opts.model) opts.model = a;
     else throw new UsageError(`unexpected argument ${a}`);
   }
-  if (!opts.model) throw new UsageError('usage: ort_run.js MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--threads N] [--benchmark N] [--level L] [--optimized-model OUT] [--json]');
+  if (!opts.model && !opts.batch) throw new UsageError('usage: ort_run.js MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--threads N] [--benchmark N] [--level L] [--optimized-model OUT] [--json]');
   return opts;
+}
+
+function loadOrt() {
+  const where = ortDir();
+  try {
+    return require(path.join(where, 'node_modules', 'onnxruntime-node'));
+  } catch (e) {
+    throw new UsageError(`onnxruntime-node is not installed in ${where} (run testdata/fetch_models.sh): ${e.message.split('\n')[0]}`);
+  }
+}
+
+async function runBatch(ort, opts) {
+  let jobs;
+  try {
+    jobs = JSON.parse(fs.readFileSync(opts.batch, 'utf8'));
+  } catch (e) {
+    throw new UsageError(`${opts.batch}: cannot read the job list (${e.message.split('\n')[0]})`);
+  }
+  const sessionOptions = {
+    intraOpNumThreads: opts.threads, interOpNumThreads: 1, executionMode: 'sequential',
+    graphOptimizationLevel: opts.level,
+  };
+  for (const job of jobs) {
+    const line = { model: job.model, ok: true, outputs: [] };
+    try {
+      const feeds = {};
+      for (const [name, file] of Object.entries(job.inputs || {})) {
+        const [type, data, shape] = readNpy(file);
+        feeds[name] = new ort.Tensor(type, type === 'bool' ? Array.from(data, v => v !== 0) : data, shape);
+      }
+      const session = await ort.InferenceSession.create(job.model, sessionOptions);
+      const results = await session.run(feeds);
+      if (job.output_dir && !fs.existsSync(job.output_dir)) fs.mkdirSync(job.output_dir, { recursive: true });
+      for (const name of session.outputNames) {
+        const file = job.output_dir ? path.join(job.output_dir, safeName(name) + '.npy') : null;
+        if (file) writeNpy(file, results[name]);
+        line.outputs.push({ name, file });
+      }
+      await session.release();
+    } catch (e) {
+      line.ok = false;
+      line.error = String(e && e.message ? e.message : e).split('\n')[0];
+    }
+    console.log(JSON.stringify(line));
+  }
 }
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
-  const where = ortDir();
-  let ort;
-  try {
-    ort = require(path.join(where, 'node_modules', 'onnxruntime-node'));
-  } catch (e) {
-    throw new UsageError(`onnxruntime-node is not installed in ${where} (run testdata/fetch_models.sh): ${e.message.split('\n')[0]}`);
-  }
+  const ort = loadOrt();
+  if (opts.batch) return runBatch(ort, opts);
   const feeds = {};
   for (const spec of opts.inputs) {
     const eq = spec.indexOf('=');
