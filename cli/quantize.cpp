@@ -10,6 +10,7 @@
 #include "ir/error.h"
 #include "ir/model_io.h"
 #include "passes/pass.h"
+#include "quant/accuracy.h"
 #include "quant/quantize.h"
 #include "runner/feeds.h"
 #include "runner/session.h"
@@ -36,6 +37,9 @@ struct QuantizeCliOptions {
   std::vector<std::string> exclude_nodes;
   std::vector<std::string> exclude_op_types;
   bool no_preprocess = false;
+  bool auto_exclude = false;
+  double accuracy_target = 0.99;
+  int error_samples = 8;
   std::string report;
   bool json = false;
 };
@@ -72,10 +76,22 @@ void write_report(const std::string& path, const quant::QuantizeReport& r, const
       out << "Quantized nodes: " << r.quantized_nodes << "; weights " << r.float_weight_bytes << " -> "
           << r.quantized_weight_bytes << " bytes; calibration samples: " << r.samples << " (NaN " << r.nan_values
           << ", Inf " << r.inf_values << ").\n\n";
-      out << "| node | op | tensor | min | max | scale | zero point | SQNR (dB) |\n| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n";
+      if (r.output_cosine >= 0)
+        out << "Output cosine similarity to fp32 (lowest over the outputs, " << r.error_samples
+            << " calibration samples): " << r.output_cosine << ".\n\n";
+      if (!r.auto_excluded.empty()) {
+        out << "Kept in float by --auto-exclude:\n\n";
+        for (const auto& e : r.auto_excluded) out << "- " << e << "\n";
+        out << "\n";
+      }
+      out << "SQNR and cosine compare each quantized tensor with fp32 (the error accumulated up to it); "
+             "added noise is the noise-to-signal ratio it adds to that of the quantized tensors feeding it.\n\n";
+      out << "| node | op | tensor | min | max | scale | zero point | SQNR (dB) | cosine | added noise (dB) |\n"
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
       for (const auto& n : r.nodes)
         out << "| " << n.node << " | " << n.op_type << " | " << n.tensor << " | " << n.range_min << " | " << n.range_max
-            << " | " << n.scale << " | " << n.zero_point << " | " << n.sqnr_db << " |\n";
+            << " | " << n.scale << " | " << n.zero_point << " | " << n.sqnr_db << " | " << n.cosine << " | " << n.added_noise_db
+            << " |\n";
     }
   }
   std::filesystem::rename(tmp, path);
@@ -103,44 +119,53 @@ int run_quantize(const QuantizeCliOptions& o) {
   q.op_types = o.op_types;
   q.exclude_nodes = o.exclude_nodes;
   q.exclude_op_types = o.exclude_op_types;
+  if (o.auto_exclude && o.calib_data.empty())
+    throw_usage_error("--auto-exclude needs --calib-data DIR (the samples the accuracy is measured on)");
+  if (!(o.accuracy_target > 0 && o.accuracy_target <= 1)) throw_usage_error("--accuracy-target must be in (0, 1]");
+  q.auto_exclude = o.auto_exclude;
+  q.accuracy_target = o.accuracy_target;
+  if (o.error_samples < 1) throw_usage_error("--error-samples must be at least 1");
+  q.error_samples = o.error_samples;
   if (q.mode == quant::Mode::kStatic && o.calib_data.empty()) throw_usage_error("--mode static needs --calib-data DIR");
-  const auto dirs = q.mode == quant::Mode::kStatic ? sample_dirs(o.calib_data, o.calib_samples) : std::vector<std::filesystem::path>{};
+  const auto dirs = o.calib_data.empty() ? std::vector<std::filesystem::path>{} : sample_dirs(o.calib_data, o.calib_samples);
 
   auto loaded = ir::load_model(o.model);
   if (!o.no_preprocess) {
     passes::OptimizeOptions pre;
     passes::optimize(loaded.model, pre);
   }
+  // Samples are checked against the model's inputs by a session of its own copy (the quantizers
+  // rewrite the model while they read samples).
+  ir::Model probe_model = quant::copy_model(loaded.model);
+  runner::Session probe(probe_model);
+  size_t next = 0;
+  const bool bar = isatty(STDERR_FILENO) && !o.json;
+  quant::SampleSource source = [&](std::map<std::string, runner::Value>& feeds) {
+    if (next >= dirs.size()) return false;
+    runner::FeedOptions f;
+    f.dir = dirs[next].string();
+    try {
+      feeds = runner::load_feeds(probe, f);
+    } catch (const Error& e) {
+      throw Error(e.kind(), "--calib-data sample " + dirs[next].filename().string() + ": " + e.what());
+    }
+    ++next;
+    if (bar) std::cerr << "\rreading samples " << next << "/" << dirs.size() << std::flush;
+    return true;
+  };
   quant::QuantizeReport report;
-  if (q.mode == quant::Mode::kDynamic) {
-    report = quant::quantize_dynamic(loaded.model, q);
-  } else {
-    // Feeds are checked against the model by a session of the model as it is before rewriting.
-    runner::Session probe(loaded.model);
-    size_t next = 0;
-    const bool bar = isatty(STDERR_FILENO) && !o.json;
-    quant::SampleSource source = [&](std::map<std::string, runner::Value>& feeds) {
-      if (next >= dirs.size()) return false;
-      runner::FeedOptions f;
-      f.dir = dirs[next].string();
-      try {
-        feeds = runner::load_feeds(probe, f);
-      } catch (const Error& e) {
-        throw Error(e.kind(), "--calib-data sample " + dirs[next].filename().string() + ": " + e.what());
-      }
-      ++next;
-      if (bar) std::cerr << "\rcalibrating " << next << "/" << dirs.size() << std::flush;
-      return true;
-    };
+  if (q.mode == quant::Mode::kDynamic)
+    report = quant::quantize_dynamic(loaded.model, q, dirs.empty() ? quant::SampleSource{} : source);
+  else
     report = quant::quantize_static(loaded.model, q, source);
-    if (bar) std::cerr << "\n";
-  }
+  if (bar && next) std::cerr << "\n";
   if (report.quantized_nodes == 0) throw Error(ErrorKind::kFailed, o.model + ": no node was quantized (no " +
                                                                      std::string(q.mode == quant::Mode::kStatic ? "supported op with calibrated float inputs" : "MatMul, Gemm or Conv with a constant float weight") + ")");
   nlohmann::json nodes = nlohmann::json::array();
   for (const auto& n : report.nodes)
     nodes.push_back({{"node", n.node}, {"op_type", n.op_type}, {"tensor", n.tensor}, {"min", n.range_min}, {"max", n.range_max},
-                     {"scale", n.scale}, {"zero_point", n.zero_point}, {"sqnr_db", n.sqnr_db}});
+                     {"scale", n.scale}, {"zero_point", n.zero_point}, {"sqnr_db", n.sqnr_db}, {"cosine", n.cosine},
+                     {"added_noise_db", n.added_noise_db}});
   const ir::SaveReport saved = ir::save_model(loaded.model, o.output);
   nlohmann::json doc = {{"output", o.output},
                         {"mode", o.mode},
@@ -149,6 +174,11 @@ int run_quantize(const QuantizeCliOptions& o) {
                         {"weight_bytes", {{"float", report.float_weight_bytes}, {"quantized", report.quantized_weight_bytes}}},
                         {"file_bytes", {{"before", loaded.info.file_size}, {"after", saved.model_bytes + saved.data_bytes}}},
                         {"calibration", {{"samples", report.samples}, {"nan", report.nan_values}, {"inf", report.inf_values}}},
+                        {"opset", report.opset_to ? nlohmann::json{{"from", report.opset_from}, {"to", report.opset_to}}
+                                                  : nlohmann::json(nullptr)},
+                        {"output_cosine", report.output_cosine < 0 ? nlohmann::json(nullptr) : nlohmann::json(report.output_cosine)},
+                        {"error_samples", report.error_samples},
+                        {"auto_excluded", report.auto_excluded},
                         {"nodes", nodes}};
   if (!o.report.empty()) write_report(o.report, report, doc);
   if (o.json) {
@@ -161,7 +191,18 @@ int run_quantize(const QuantizeCliOptions& o) {
               << human_bytes(static_cast<uint64_t>(report.quantized_weight_bytes)) << " ("
               << static_cast<double>(report.quantized_weight_bytes) / static_cast<double>(report.float_weight_bytes) << "x)";
   std::cout << "\n";
-  if (report.samples)
+  if (report.opset_to) std::cout << "moved the model from opset " << report.opset_from << " to " << report.opset_to << "\n";
+  if (report.output_cosine >= 0)
+    std::cout << "output cosine similarity to fp32 on " << report.error_samples << " calibration samples: " << report.output_cosine
+              << "\n";
+  if (!report.auto_excluded.empty()) {
+    std::cout << "kept in float by --auto-exclude (" << report.auto_excluded.size() << "):";
+    for (const auto& e : report.auto_excluded) std::cout << " " << e << ";";
+    std::cout << "\n";
+  }
+  if (report.samples && q.mode == quant::Mode::kDynamic)
+    std::cout << "measured on " << report.samples << " samples\n";
+  else if (report.samples)
     std::cout << "calibrated on " << report.samples << " samples" << (report.nan_values || report.inf_values
                                                                           ? " (ignored " + std::to_string(report.nan_values) + " NaN, " +
                                                                                 std::to_string(report.inf_values) + " Inf values)"
@@ -181,7 +222,9 @@ void register_quantize(CLI::App& app, Action& action) {
   sub->add_option("-o,--output", o->output, "output model")->required();
   sub->add_option("--mode", o->mode, "dynamic|static")->required();
   sub->add_option("--format", o->format, "qdq (default) | qoperator");
-  sub->add_option("--calib-data", o->calib_data, "folder of samples: one subfolder per sample, one .npy per input");
+  sub->add_option("--calib-data", o->calib_data,
+                  "folder of samples: one subfolder per sample, one .npy per input (or test_data_set_N of input_K.pb); "
+                  "static: calibration; both modes: the per-node errors and --auto-exclude");
   sub->add_option("--calib-method", o->calib_method, "minmax (default) | entropy | percentile");
   sub->add_option("--percentile", o->percentile, "percentile of |x| kept by --calib-method percentile (default 99.999)");
   sub->add_option("--moving-average", o->moving_average, "minmax: moving-average constant in (0, 1] (default: off)");
@@ -195,6 +238,12 @@ void register_quantize(CLI::App& app, Action& action) {
   sub->add_option("--exclude-nodes", o->exclude_nodes, "keep these nodes in float")->delimiter(',');
   sub->add_option("--exclude-op-types", o->exclude_op_types, "keep these op types in float")->delimiter(',');
   sub->add_flag("--no-preprocess", o->no_preprocess, "do not run `optimize` first");
+  sub->add_flag("--auto-exclude", o->auto_exclude,
+                "keep the most harmful layers in float until --accuracy-target is reached (needs --calib-data)");
+  sub->add_option("--error-samples", o->error_samples,
+                  "how many --calib-data samples measure the per-node errors and --auto-exclude (default 8)");
+  sub->add_option("--accuracy-target", o->accuracy_target,
+                  "output cosine similarity to fp32 on the calibration samples (default 0.99)");
   sub->add_option("--report", o->report, "per-node ranges and errors: JSON, or markdown when FILE ends in .md");
   sub->add_flag("--json", o->json, "print one JSON document");
   sub->callback([&action, o] { action = [o] { return run_quantize(*o); }; });

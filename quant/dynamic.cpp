@@ -6,6 +6,7 @@
 #include "ir/error.h"
 #include "passes/pass.h"
 #include "passes/rewrite.h"
+#include "quant/accuracy.h"
 #include "quant/quantize.h"
 #include "quant/weights.h"
 
@@ -95,8 +96,19 @@ class DynamicQuantizer {
     ++report_.quantized_nodes;
   }
 
-  /// Replaces node n (output 0) by `result`; a graph output keeps its name.
-  bool finish(ir::Node* n, ir::Value* result) { return passes::bypass_node(g_, n, result); }
+  /// Replaces node n (output 0) by `result`; a graph output keeps its name. The report entry
+  /// (the last one, from account()) learns which tensor stands for the node's output.
+  bool finish(ir::Node* n, ir::Value* result) {
+    const std::string output = n->output(0)->name();
+    // The result stands for the output: readers selected later check its type.
+    result->type = n->output(0)->type;
+    const bool done = passes::bypass_node(g_, n, result);
+    if (!report_.nodes.empty()) {
+      report_.nodes.back().output = output;
+      report_.nodes.back().dequantized = result->name();
+    }
+    return done;
+  }
 
   bool matmul(ir::Node* n) {
     const auto w = passes::float_constant(model_, n->input(1));
@@ -233,6 +245,8 @@ bool selected(const ir::Node& n, const QuantizeOptions& o, const std::vector<std
   if (std::find(supported.begin(), supported.end(), n.op_type) == supported.end()) return false;
   if (!o.op_types.empty() && std::find(o.op_types.begin(), o.op_types.end(), n.op_type) == o.op_types.end()) return false;
   if (std::find(o.exclude_op_types.begin(), o.exclude_op_types.end(), n.op_type) != o.exclude_op_types.end()) return false;
+  if (n.output(0) && std::find(o.exclude_tensors.begin(), o.exclude_tensors.end(), n.output(0)->name()) != o.exclude_tensors.end())
+    return false;
   return std::find(o.exclude_nodes.begin(), o.exclude_nodes.end(), n.name) == o.exclude_nodes.end();
 }
 
@@ -258,11 +272,11 @@ void validate_selection(const ir::Model& model, const QuantizeOptions& o, const 
     if (!names.count(n)) throw_usage_error("--exclude-nodes: the model has no node named '" + n + "'");
 }
 
-QuantizeReport quantize_dynamic(ir::Model& model, const QuantizeOptions& options) {
-  validate_selection(model, options, dynamic_op_types());
-  QuantizeReport report;
-  // Every graph, subgraphs included (Silero keeps its convolutions in If branches); a
-  // DynamicQuantizeLinear is shared by the readers of one activation within one graph.
+namespace {
+
+/// Quantizes every graph of the model, subgraphs included (Silero keeps its convolutions in If
+/// branches); a DynamicQuantizeLinear is shared by the readers of one activation within a graph.
+void rewrite_dynamic(ir::Model& model, const QuantizeOptions& options, QuantizeReport& report) {
   ir::for_each_graph(*model.graph, [&](ir::Graph& g) {
     DynamicQuantizer q(model, g, options, report);
     std::vector<ir::Node*> order;
@@ -274,7 +288,39 @@ QuantizeReport quantize_dynamic(ir::Model& model, const QuantizeOptions& options
   passes::OptimizeOptions cleanup;
   cleanup.only = {"eliminate_dead_code"};
   passes::optimize(model, cleanup);
-  return report;
+}
+
+}  // namespace
+
+QuantizeReport quantize_dynamic(ir::Model& model, const QuantizeOptions& options,
+                                const std::function<bool(std::map<std::string, runner::Value>&)>& samples) {
+  validate_selection(model, options, dynamic_op_types());
+  QuantizeReport report;
+  ensure_opset(model, 11, report);  // DynamicQuantizeLinear is opset 11
+  std::vector<Feeds> kept;
+  if (samples) {
+    Feeds feeds;
+    while (static_cast<int>(kept.size()) < options.error_samples && samples(feeds)) {
+      kept.push_back(std::move(feeds));
+      feeds.clear();
+    }
+    if (kept.empty()) throw_usage_error("no samples in --calib-data");
+    report.samples = static_cast<int64_t>(kept.size());
+  } else if (options.auto_exclude) {
+    throw_usage_error("--auto-exclude needs samples (--calib-data) to measure the accuracy on");
+  }
+  auto attempt = [&](const std::vector<std::string>& excluded) {
+    QuantizeOptions o = options;
+    o.exclude_tensors.insert(o.exclude_tensors.end(), excluded.begin(), excluded.end());
+    auto work = std::make_unique<ir::Model>(kept.empty() ? std::move(model) : copy_model(model));
+    QuantizeReport r = report;
+    rewrite_dynamic(*work, o, r);
+    if (!kept.empty()) measure_errors(model, *work, kept, r);
+    return std::make_pair(std::move(work), std::move(r));
+  };
+  auto best = quantize_with_exclusions(options, attempt);
+  model = std::move(*best.first);
+  return best.second;
 }
 
 }  // namespace onnxtool::quant

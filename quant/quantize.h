@@ -30,6 +30,15 @@ struct QuantizeOptions {
   std::vector<std::string> op_types;
   std::vector<std::string> exclude_nodes;
   std::vector<std::string> exclude_op_types;
+  /// Static: keep the most harmful nodes in float until the outputs' cosine similarity to fp32
+  /// (over the error samples) reaches accuracy_target.
+  bool auto_exclude = false;
+  double accuracy_target = 0.99;
+  /// Static: how many of the first calibration samples are kept to measure per-node errors.
+  int error_samples = 8;
+  /// Float tensors never quantized (what auto-exclude keeps in float: the tensor, hence its
+  /// producer's output and the readers that only have it as activation).
+  std::vector<std::string> exclude_tensors;
 };
 
 /// What quantization did to one node.
@@ -40,8 +49,20 @@ struct NodeReport {
   double range_min = 0, range_max = 0;
   float scale = 0;
   int32_t zero_point = 0;
-  /// Signal-to-quantization-noise ratio (dB) of the weight or activation, when measured.
+  /// Signal-to-quantization-noise ratio (dB) of the weight (dynamic) or of the quantized
+  /// activation against fp32 on the error samples (static: the error accumulated up to here).
   double sqnr_db = 0;
+  /// Static: cosine similarity of the quantized activation to fp32 on the error samples.
+  double cosine = 0;
+  /// Static: the noise quantizing this tensor adds, relative to the signal (dB; -30 is a
+  /// thousandth of the signal power): its noise-to-signal ratio minus that of the least accurate
+  /// quantized tensor feeding it. Auto-exclude keeps the highest ones in float.
+  double added_noise_db = 0;
+  /// The float tensor of the quantized model that stands for the fp32 one (static: the
+  /// DequantizeLinear output of `tensor`; dynamic: the rescaled integer result of the node).
+  std::string dequantized;
+  /// Dynamic: the node's fp32 output `dequantized` is compared with (static: `tensor`).
+  std::string output;
 };
 
 struct QuantizeReport {
@@ -51,6 +72,14 @@ struct QuantizeReport {
   int64_t quantized_weight_bytes = 0;  ///< their int8 bytes plus scales and zero points
   int64_t nan_values = 0, inf_values = 0;  ///< seen in calibration data
   int64_t samples = 0;
+  int64_t opset_from = 0, opset_to = 0;  ///< when the model had to be moved to a newer opset
+  /// Static: the lowest cosine similarity of a float model output to fp32 on the error samples
+  /// (-1 when not measured).
+  double output_cosine = -1;
+  /// Static with auto_exclude: the tensors kept in float (with their producer), in the order
+  /// they were excluded.
+  std::vector<std::string> auto_excluded;
+  int64_t error_samples = 0;
 };
 
 /// The op types a mode handles.
@@ -60,7 +89,9 @@ const std::vector<std::string>& dynamic_op_types();
 /// (per tensor, or per output channel); activations are quantized at run time with
 /// DynamicQuantizeLinear, MatMulInteger / ConvInteger, Cast, Mul and Add. Throws Error(kUsage)
 /// for an --op-types / --exclude name that matches nothing the model has.
-QuantizeReport quantize_dynamic(ir::Model& model, const QuantizeOptions& options);
+/// With `samples` (optional), the first options.error_samples of them measure each node's error
+/// and the outputs' cosine against fp32, and drive options.auto_exclude.
+QuantizeReport quantize_dynamic(ir::Model& model, const QuantizeOptions& options, const std::function<bool(std::map<std::string, runner::Value>&)>& samples = {});
 
 /// A source of calibration samples: feeds for the model's inputs, one sample at a time (so that
 /// memory stays bounded whatever their number); returns false when there are no more.
@@ -85,6 +116,10 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
 /// QuantizeLinear) into QLinearConv / QLinearMatMul; groups that do not fit stay in QDQ.
 /// Returns the number of nodes converted.
 int64_t qdq_to_qoperator(ir::Model& model);
+
+/// Moves the model to opset `minimum` when it is older (the quantized ops need it), recording
+/// the change in the report. Throws what convert_opset throws.
+void ensure_opset(ir::Model& model, int64_t minimum, QuantizeReport& report);
 
 /// Node-selection helper shared by the modes: true when `node` is to be quantized.
 bool selected(const ir::Node& node, const QuantizeOptions& options, const std::vector<std::string>& supported);

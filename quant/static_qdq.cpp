@@ -5,9 +5,13 @@
 #include <map>
 #include <set>
 
+#include "convert/version_converter.h"
 #include "ir/error.h"
+#include "ir/model_io.h"
+#include "ir/shape_inference.h"
 #include "passes/pass.h"
 #include "passes/rewrite.h"
+#include "quant/accuracy.h"
 #include "quant/quantize.h"
 #include "quant/weights.h"
 #include "runner/session.h"
@@ -65,10 +69,12 @@ class StaticQuantizer {
   /// `all_readers`, every reader of x reads the DQ output (the output of a quantized node is a
   /// quantized tensor for everyone, which lets runtimes fuse DQ -> op -> Q into integer kernels);
   /// graph outputs keep the float value.
-  ir::Value* qdq(ir::Value* x, const ir::Node* before, bool all_readers = false) {
+  ir::Value* qdq(ir::Value* x, const ir::Node* before, bool all_readers = false,
+                 std::optional<Range> range = std::nullopt, const std::string& stands_for = "") {
     if (auto it = dq_.find(x); it != dq_.end()) return it->second;
     if (source_.count(x)) return x;  // already a dequantized tensor
-    const auto r = range_of(x);
+    if (std::find(o_.exclude_tensors.begin(), o_.exclude_tensors.end(), x->name()) != o_.exclude_tensors.end()) return nullptr;
+    const auto r = range ? range : range_of(x);
     if (!r) return nullptr;
     const QuantParams p = compute_params(r->min, r->max, o_.activation_type, act_);
     const std::string b = x->name();
@@ -100,11 +106,12 @@ class StaticQuantizer {
     NodeReport nr;
     nr.node = x->producer() ? x->producer()->name : "";
     nr.op_type = x->producer() ? x->producer()->op_type : "input";
-    nr.tensor = x->name();
+    nr.tensor = stands_for.empty() ? x->name() : stands_for;
     nr.range_min = r->min;
     nr.range_max = r->max;
     nr.scale = p.scale;
     nr.zero_point = p.zero_point;
+    nr.dequantized = dq->output(0)->name();
     report_.nodes.push_back(nr);
     act_params_[x] = p;
     return dq->output(0);
@@ -198,9 +205,11 @@ class StaticQuantizer {
       if (is_clamp(clamp) && ranges_.count(clamp->output(0)->name())) {
         ir::Value* clamped = clamp->output(0);
         const Range r = ranges_.at(clamped->name());
+        const std::string clamped_name = clamped->name();
         if (r.min >= 0 && passes::bypass_node(g_, clamp, y)) {
-          // y now carries the clamp's name and range: Q saturates below 0 (and above the max).
-          qdq(y, nullptr, true);
+          // y is quantized at the clamp's range: Q saturates below its min and above its max,
+          // which is what the clamp did (up to the calibrated max).
+          qdq(y, nullptr, true, r, clamped_name);
           return;
         }
       }
@@ -229,25 +238,36 @@ const std::vector<std::string>& static_op_types() {
   return ops;
 }
 
+void ensure_opset(ir::Model& model, int64_t minimum, QuantizeReport& report) {
+  const int64_t from = passes::default_opset(model);
+  if (from >= minimum) return;
+  convert::convert_opset(model, minimum);
+  report.opset_from = from;
+  report.opset_to = minimum;
+}
+
+
 QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options, const SampleSource& samples) {
   validate_selection(model, options, static_op_types());
-  if (passes::default_opset(model) < 10)
-    throw_usage_error("static quantization needs opset 10 or later (QuantizeLinear); this model is at opset " +
-                      std::to_string(passes::default_opset(model)) + " (convert it with `onnxtool convert --opset 13`)");
   QuantizeReport report;
-  // Calibration: every float value of the main graph, observed as it is produced.
+  // QuantizeLinear is opset 10; per-axis scales are opset 13.
+  ensure_opset(model, options.per_channel ? 13 : 10, report);
+  // Calibration: every float value of the main graph, observed as it is produced. The first
+  // error_samples feeds are kept (inputs only) to measure the errors afterwards.
   Collector collector(options.calibration.moving_average);
+  std::vector<Feeds> kept;
   {
     runner::Session session(model);
     session.set_observer([&](const ir::Value& v, const runner::Value& produced) {
       if (produced.is_tensor() && produced.tensor.dtype() == ir::DataType::kFloat) collector.observe(v.name(), produced.tensor);
     });
-    std::map<std::string, runner::Value> feeds;
+    Feeds feeds;
     while (samples(feeds)) {
       for (const auto& [name, value] : feeds)
         if (value.is_tensor() && value.tensor.dtype() == ir::DataType::kFloat) collector.observe(name, value.tensor);
       session.run(feeds);
       ++report.samples;
+      if (static_cast<int>(kept.size()) < options.error_samples) kept.push_back(feeds);
       feeds.clear();
     }
   }
@@ -256,7 +276,12 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
   for (const auto& [name, stats] : collector.stats()) {
     report.nan_values += stats.nan_count();
     report.inf_values += stats.inf_count();
-    if (stats.empty()) continue;  // only NaN/Inf: left in float (named in the report's counts)
+    if (stats.empty()) {
+      // A model input that never held a finite value cannot be calibrated at all.
+      if (model.graph->find(name) && model.graph->find(name)->is_graph_input())
+        throw_input_error("--calib-data: input '" + name + "' holds only NaN/Inf values in every sample");
+      continue;  // an intermediate tensor that is only NaN/Inf stays in float
+    }
     ranges[name] = calibrated_range(stats, options.calibration);
   }
   // Constant operands of Add/Mul/Concat get their exact range.
@@ -267,12 +292,27 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
     const auto [lo, hi] = std::minmax_element(c->values.begin(), c->values.end());
     ranges[t->name] = Range{std::min(*lo, 0.0), std::max(*hi, 0.0)};
   }
-  StaticQuantizer q(model, options, ranges, report);
-  q.run();
-  passes::OptimizeOptions cleanup;
-  cleanup.only = {"sort_topologically", "eliminate_dead_code"};
-  passes::optimize(model, cleanup);
-  return report;
+
+  // Quantize a copy of the fp32 model and measure it (auto-exclude: several times).
+  auto attempt = [&](const std::vector<std::string>& excluded) {
+    QuantizeOptions o = options;
+    o.exclude_tensors.insert(o.exclude_tensors.end(), excluded.begin(), excluded.end());
+    auto work = std::make_unique<ir::Model>(copy_model(model));
+    QuantizeReport r = report;
+    r.nodes.clear();
+    r.quantized_nodes = r.float_weight_bytes = r.quantized_weight_bytes = 0;
+    StaticQuantizer q(*work, o, ranges, r);
+    q.run();
+    passes::OptimizeOptions cleanup;
+    cleanup.only = {"sort_topologically", "eliminate_dead_code"};
+    passes::optimize(*work, cleanup);
+    if (!kept.empty()) measure_errors(model, *work, kept, r);
+    return std::make_pair(std::move(work), std::move(r));
+  };
+  auto best = quantize_with_exclusions(options, attempt);
+  if (options.format == Format::kQOperator) qdq_to_qoperator(*best.first);
+  model = std::move(*best.first);
+  return best.second;
 }
 
 }  // namespace onnxtool::quant

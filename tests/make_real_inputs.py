@@ -173,20 +173,26 @@ def build(out):
         f.writelines(lines)
 
 
-def main():
-    cache = sys.argv[1] if len(sys.argv) > 1 else os.environ.get("ONNXTOOL_CACHE_DIR") or os.path.join(ROOT, ".cache")
-    out = os.path.join(cache, "real_inputs")
-    with open(SCRIPT, "rb") as f:
-        stamp = hashlib.sha256(f.read()).hexdigest()
+def cache_dir():
+    return sys.argv[1] if len(sys.argv) > 1 else os.environ.get("ONNXTOOL_CACHE_DIR") or os.path.join(ROOT, ".cache")
+
+
+def build_cached(cache, name, sources, build_into):
+    """CACHE/NAME, rebuilt by build_into(folder) unless its stamp (sha256 of the `sources` files)
+    is current; built in a temporary folder and renamed into place. Returns the folder."""
+    out = os.path.join(cache, name)
+    digest = hashlib.sha256()
+    for path in sources:
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    stamp = digest.hexdigest()
     stamp_file = os.path.join(out, "stamp")
-    if os.path.isfile(stamp_file) and open(stamp_file).read().strip() == stamp and \
-            os.path.isfile(os.path.join(out, "manifest.tsv")):
-        print(out)
-        return
+    if os.path.isfile(stamp_file) and open(stamp_file).read().strip() == stamp:
+        return out
     os.makedirs(cache, exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix="real_inputs.", dir=cache)
+    tmp = tempfile.mkdtemp(prefix=name + ".", dir=cache)
     try:
-        build(tmp)
+        build_into(tmp)
         with open(os.path.join(tmp, "stamp"), "w") as f:
             f.write(stamp + "\n")
         shutil.rmtree(out, ignore_errors=True)
@@ -194,7 +200,11 @@ def main():
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    print(out)
+    return out
+
+
+def main():
+    print(build_cached(cache_dir(), "real_inputs", [SCRIPT], build))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# onnxtool quantize: its own wall time and peak memory, and what the quantized models gain in
+# onnxruntime-node 1.30.0 (issue 6's speed figures), as a markdown table. Not a ctest entry.
+#
+#   bench/quantize_speed.sh [RUNS]          (default 30 timed runs per latency)
+#
+# Per case: `onnxtool quantize` timed as a whole process (/usr/bin/time: wall seconds, peak RSS),
+# then onnxruntime's latency on the fp32 and on the quantized model, the same input, THREADS
+# intra-op threads (default 2), its default graph optimizations (which fuse QDQ groups into
+# integer kernels), median of RUNS runs after a warm-up; speed-up = fp32 / quantized. Static
+# cases calibrate on tests/make_quant_data.py's calib/ samples and run on an eval/ sample
+# (PaddleOCR det: the 512x736 motorcycle photo).
+#
+# Environment: ONNXTOOL_BUILD_DIR (default build/), ONNXTOOL_CACHE_DIR (default .cache/), THREADS.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD_DIR=${ONNXTOOL_BUILD_DIR:-$ROOT/build}
+case $BUILD_DIR in /*) ;; *) BUILD_DIR=$ROOT/$BUILD_DIR ;; esac
+CACHE_DIR=${ONNXTOOL_CACHE_DIR:-$ROOT/.cache}
+export ONNXTOOL_CACHE_DIR=$CACHE_DIR
+RUNS=${1:-30}
+THREADS=${THREADS:-2}
+PYTHON=/usr/bin/python3
+ONNXTOOL=$BUILD_DIR/onnxtool
+ORT_RUN=$ROOT/tests/ort/ort_run.js
+
+die() { echo "quantize_speed.sh: $*" >&2; exit 2; }
+[[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer, got '$RUNS'"
+if [[ ! -x $ONNXTOOL ]]; then
+  "$ROOT/scripts/build.sh" --build-dir "$BUILD_DIR" >/dev/null || die "the build failed"
+fi
+"$ROOT/testdata/fetch_models.sh" >/dev/null || die "testdata/fetch_models.sh failed"
+[[ -f $CACHE_DIR/ort/node_modules/onnxruntime-node/package.json ]] || die "onnxruntime-node is not installed in $CACHE_DIR/ort"
+[[ -x /usr/bin/time ]] || die "/usr/bin/time is missing (apt-get install time)"
+DATA=$("$PYTHON" "$ROOT/tests/make_quant_data.py" "$CACHE_DIR") || die "tests/make_quant_data.py failed"
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/onnxtool_quantize_speed.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+
+# model | mode | flags | eval sample
+CASES=(
+  "ch_PP-OCRv4_det_infer|static|--per-channel|motorcycle"
+  "ch_PP-OCRv4_det_infer|static|--per-channel --format qoperator|motorcycle"
+  "ch_ppocr_mobile_v2.0_cls_infer|static|--per-channel|title"
+  "ch_PP-OCRv4_rec_infer|dynamic|--per-channel|title"
+  "silero_vad_v5|dynamic|--per-channel|chunk040"
+)
+
+latency() {  # MODEL SAMPLE_DIR -> median ms
+  local args=() f
+  for f in "$2"/*.npy; do args+=(--input "$(basename "$f" .npy)=$f"); done
+  node "$ORT_RUN" "$1" "${args[@]}" --threads "$THREADS" --benchmark "$RUNS" --json 2>/dev/null |
+    "$PYTHON" -c 'import json,sys; print("%.3f" % json.load(sys.stdin)["latency_ms"]["median"])'
+}
+
+echo "| model | mode | flags | quantize wall s | quantize peak MiB | weights | file | onnxruntime fp32 ms | quantized ms | speed-up |"
+echo "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+status=0
+for c in "${CASES[@]}"; do
+  IFS='|' read -r model mode flags sample <<<"$c"
+  src=$CACHE_DIR/models/$model.onnx
+  out=$TMP/$model.$mode.onnx
+  calib=()
+  [[ $mode == static ]] && calib=(--calib-data "$DATA/$model/calib")
+  # shellcheck disable=SC2086 # flags are words
+  if ! /usr/bin/time -f '%e %M' -o "$TMP/time" "$ONNXTOOL" quantize "$src" -o "$out" --mode "$mode" $flags \
+      "${calib[@]}" --json >"$TMP/q.json" 2>"$TMP/q.err"; then
+    echo "| $model | $mode | $flags | failed: $(tail -1 "$TMP/q.err") |"
+    status=1
+    continue
+  fi
+  read -r wall rss <"$TMP/time"
+  sizes=$("$PYTHON" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+w, f = d["weight_bytes"], d["file_bytes"]
+print("%.3fx %.3fx" % (w["quantized"] / max(1, w["float"]), f["after"] / f["before"]))' "$TMP/q.json")
+  read -r wratio fratio <<<"$sizes"
+  fp=$(latency "$src" "$DATA/$model/eval/$sample")
+  q=$(latency "$out" "$DATA/$model/eval/$sample")
+  speedup=$("$PYTHON" -c "print('%.2f' % ($fp / $q))" 2>/dev/null || echo "?")
+  printf '| %s | %s | %s | %.2f | %.0f | %s | %s | %s | %s | %sx |\n' "$model" "$mode" "$flags" "$wall" \
+    "$(("$rss" / 1024))" "$wratio" "$fratio" "$fp" "$q" "$speedup"
+done
+exit $status

@@ -1,0 +1,183 @@
+// Accuracy of quantized models against fp32, and the auto-exclude search.
+#include "quant/accuracy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <set>
+
+#include "ir/error.h"
+#include "ir/model_io.h"
+#include "ir/shape_inference.h"
+#include "runner/session.h"
+
+namespace onnxtool::quant {
+
+namespace {
+
+/// Running sums that give SQNR and cosine similarity of a quantized tensor against fp32.
+struct ErrorSums {
+  double signal = 0, noise = 0, dot = 0, quantized = 0;
+  void add(const runner::Tensor& ref, const runner::Tensor& q) {
+    if (ref.size() != q.size()) return;
+    const float* a = ref.data<float>();
+    const float* b = q.data<float>();
+    for (int64_t i = 0; i < ref.size(); ++i) {
+      if (!std::isfinite(a[i]) || !std::isfinite(b[i])) continue;
+      signal += double{a[i]} * a[i];
+      noise += (double{a[i]} - b[i]) * (double{a[i]} - b[i]);
+      dot += double{a[i]} * b[i];
+      quantized += double{b[i]} * b[i];
+    }
+  }
+  double sqnr_db() const { return noise == 0 ? 200.0 : signal == 0 ? -200.0 : 10 * std::log10(signal / noise); }
+  double cosine() const {
+    if (signal == 0 && quantized == 0) return 1;
+    if (signal == 0 || quantized == 0) return 0;
+    return dot / std::sqrt(signal * quantized);
+  }
+};
+
+}  // namespace
+
+void measure_errors(ir::Model& fp32, ir::Model& quantized, const std::vector<Feeds>& samples, QuantizeReport& report) {
+  // The fp32 tensor each quantized (dequantized) tensor stands for.
+  std::map<std::string, std::string> dq_to_float;
+  std::set<std::string> float_names;
+  // The fp32 name an entry is compared with: the node output (dynamic) or the tensor (static).
+  auto fp32_name = [](const NodeReport& n) { return n.output.empty() ? n.tensor : n.output; };
+  for (const auto& n : report.nodes) {
+    if (n.dequantized.empty()) continue;
+    dq_to_float[n.dequantized] = fp32_name(n);
+    float_names.insert(fp32_name(n));
+  }
+  // Float graph outputs by position (both models keep their outputs in order).
+  std::vector<size_t> outputs;
+  for (size_t i = 0; i < fp32.graph->outputs.size(); ++i) {
+    const ir::Value* v = fp32.graph->outputs[i].value;
+    if (v && v->type.is_tensor() && v->type.data_type() == ir::DataType::kFloat) outputs.push_back(i);
+  }
+
+  std::map<std::string, ErrorSums> sums;    // by float tensor name
+  std::map<size_t, ErrorSums> output_sums;
+  runner::Session ref_session(fp32);
+  runner::Session q_session(quantized);
+  for (const Feeds& feeds : samples) {
+    std::map<std::string, runner::Tensor> ref;
+    ref_session.set_observer([&](const ir::Value& v, const runner::Value& produced) {
+      if (float_names.count(v.name()) && produced.is_tensor() && produced.tensor.dtype() == ir::DataType::kFloat)
+        ref[v.name()] = produced.tensor.clone();  // the session may reuse its buffer later in the run
+    });
+    // Deep copies: a session's results may share storage it reuses on its next run.
+    std::vector<runner::Tensor> ref_out;
+    for (const auto& v : ref_session.run(feeds)) ref_out.push_back(v.is_tensor() ? v.tensor.clone() : runner::Tensor{});
+    for (const auto& [name, value] : feeds)
+      if (float_names.count(name) && value.is_tensor() && value.tensor.dtype() == ir::DataType::kFloat) ref[name] = value.tensor;
+    q_session.set_observer([&](const ir::Value& v, const runner::Value& produced) {
+      auto it = dq_to_float.find(v.name());
+      if (it == dq_to_float.end() || !produced.is_tensor() || produced.tensor.dtype() != ir::DataType::kFloat) return;
+      auto r = ref.find(it->second);
+      if (r != ref.end()) sums[it->second].add(r->second, produced.tensor);
+    });
+    const auto q_out = q_session.run(feeds);
+    for (size_t i : outputs)
+      if (i < ref_out.size() && i < q_out.size() && ref_out[i].valid() && q_out[i].is_tensor())
+        output_sums[i].add(ref_out[i], q_out[i].tensor);
+  }
+  // Per entry: its accuracy, and what it loses against the entries feeding its producer.
+  std::map<std::string, double> sqnr;
+  for (auto& n : report.nodes) {
+    const auto it = sums.find(fp32_name(n));
+    if (n.dequantized.empty() || it == sums.end()) continue;
+    n.sqnr_db = it->second.sqnr_db();
+    n.cosine = it->second.cosine();
+    sqnr[fp32_name(n)] = n.sqnr_db;
+  }
+  std::map<std::string, const ir::Node*> producer_of;
+  for (const auto& node : fp32.graph->nodes())
+    for (const ir::Value* out : node->outputs())
+      if (out) producer_of[out->name()] = node.get();
+  for (auto& n : report.nodes) {
+    if (n.dequantized.empty() || !sums.count(fp32_name(n))) continue;
+    const auto p = producer_of.find(fp32_name(n));
+    double inputs = 200;  // a graph input: nothing upstream (200 dB: no noise)
+    if (p != producer_of.end()) {
+      // The least accurate quantized tensor upstream, walking back through unquantized nodes.
+      std::vector<const ir::Node*> stack = {p->second};
+      std::set<const ir::Node*> seen;
+      while (!stack.empty()) {
+        const ir::Node* node = stack.back();
+        stack.pop_back();
+        if (!seen.insert(node).second) continue;
+        for (const ir::Value* in : node->inputs()) {
+          if (!in) continue;
+          if (auto s = sqnr.find(in->name()); s != sqnr.end()) {
+            inputs = std::min(inputs, s->second);
+          } else if (auto q = producer_of.find(in->name()); q != producer_of.end() && seen.size() < 64) {
+            stack.push_back(q->second);
+          }
+        }
+      }
+    }
+    // Noise powers relative to the signal add up along the way: what this tensor adds is the
+    // difference between its noise-to-signal ratio and its inputs' (a drop from 46 to 30 dB
+    // adds far less than one from 15 to 8 dB).
+    const double added = std::pow(10.0, -n.sqnr_db / 10) - std::pow(10.0, -inputs / 10);
+    n.added_noise_db = 10 * std::log10(std::max(added, 1e-20));
+  }
+  report.output_cosine = outputs.empty() ? -1 : 1;
+  for (const auto& [index, e] : output_sums) report.output_cosine = std::min(report.output_cosine, e.cosine());
+  report.error_samples = static_cast<int64_t>(samples.size());
+}
+
+ir::Model copy_model(const ir::Model& model) {
+  const std::string bytes = ir::serialize_model(model);
+  ir::Model copy = ir::parse_model(ir::Bytes::copy_of(bytes.data(), bytes.size()), "model", "");
+  ir::DiagnosticSink sink;
+  ir::infer_shapes(copy, sink);
+  return copy;
+}
+
+
+std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(const QuantizeOptions& options,
+                                                                               const Attempt& attempt) {
+  auto best = attempt({});
+  if (!options.auto_exclude || best.second.output_cosine < 0 || best.second.output_cosine >= options.accuracy_target)
+    return best;
+  std::vector<const NodeReport*> ranked;
+  for (const auto& n : best.second.nodes)
+    if (n.op_type != "input" && !n.dequantized.empty()) ranked.push_back(&n);
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const NodeReport* a, const NodeReport* b) { return a->added_noise_db > b->added_noise_db; });
+  std::vector<std::string> order, labels;
+  for (const NodeReport* n : ranked) {
+    order.push_back(n->output.empty() ? n->tensor : n->output);
+    labels.push_back(order.back() + (n->node.empty() ? "" : " (" + n->node + ", " + n->op_type + ")"));
+  }
+  // Invariant: excluding the first `lo` fails; excluding the first `hi` reaches the target
+  // (checked for hi = all when nothing smaller does).
+  size_t lo = 0, hi = order.size();
+  std::optional<std::pair<std::unique_ptr<ir::Model>, QuantizeReport>> found;
+  while (hi - lo > 1) {
+    const size_t mid = lo + (hi - lo) / 2;
+    auto a = attempt(std::vector<std::string>(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(mid)));
+    if (a.second.output_cosine >= options.accuracy_target) {
+      hi = mid;
+      found = std::move(a);
+    } else {
+      lo = mid;
+    }
+  }
+  if (!found) {
+    auto a = attempt(order);
+    if (a.second.output_cosine < options.accuracy_target)
+      throw Error(ErrorKind::kFailed, "--auto-exclude: the outputs' cosine similarity to fp32 stays at " +
+                                          std::to_string(a.second.output_cosine) + ", below --accuracy-target " +
+                                          std::to_string(options.accuracy_target) + ", even with every node in float");
+    found = std::move(a);
+  }
+  found->second.auto_excluded.assign(labels.begin(), labels.begin() + static_cast<std::ptrdiff_t>(hi));
+  return std::move(*found);
+}
+
+}  // namespace onnxtool::quant

@@ -1,0 +1,648 @@
+// Tests of the linear-algebra kernels (runner/cpu/matmul.cpp, conv.cpp, gemm.cpp): MatMul, Gemm,
+// Conv, ConvTranspose, Det, MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv, each run
+// as a one-node model against a plain reference loop written here, at odd sizes; one thread and
+// several threads must give identical bytes; invalid inputs must fail with an Error naming the node.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "tests/kernel_test_util.h"
+
+namespace onnxtool {
+namespace {
+
+using namespace testing;  // NOLINT: the kernel-test harness
+
+std::vector<double> as_doubles(const Tensor& t) {
+  std::vector<double> v(static_cast<size_t>(t.size()));
+  for (int64_t i = 0; i < t.size(); ++i) {
+    switch (t.dtype()) {
+      case DataType::kFloat: v[static_cast<size_t>(i)] = t.data<float>()[i]; break;
+      case DataType::kDouble: v[static_cast<size_t>(i)] = t.data<double>()[i]; break;
+      case DataType::kFloat16: v[static_cast<size_t>(i)] = runner::half_to_float(t.data<uint16_t>()[i]); break;
+      default: FAIL("unexpected dtype");
+    }
+  }
+  return v;
+}
+
+/// Relative comparison with a floor of 100: the random inputs lie in [-10, 10], so one term of a
+/// sum is up to 100 and a sum that cancels to near zero keeps the rounding error of its terms.
+void check_near(const Tensor& got, const std::vector<double>& want, double tol) {
+  const auto g = as_doubles(got);
+  REQUIRE(g.size() == want.size());
+  for (size_t i = 0; i < g.size(); ++i)
+    if (std::fabs(g[i] - want[i]) > tol * (100 + std::fabs(want[i]))) {
+      FAIL_CHECK("element " << i << ": " << g[i] << " vs expected " << want[i]);
+      return;
+    }
+}
+
+Tensor to_double(const Tensor& t) {
+  Tensor d(DataType::kDouble, t.shape());
+  for (int64_t i = 0; i < t.size(); ++i) d.mutable_data<double>()[i] = t.data<float>()[i];
+  return d;
+}
+
+Tensor to_half(const Tensor& t) {
+  Tensor h(DataType::kFloat16, t.shape());
+  for (int64_t i = 0; i < t.size(); ++i) h.mutable_data<uint16_t>()[i] = runner::float_to_half(t.data<float>()[i]);
+  return h;
+}
+
+Tensor scalar_float(float v) {
+  Tensor t(DataType::kFloat, {});
+  t.mutable_data<float>()[0] = v;
+  return t;
+}
+
+template <class T>
+Tensor scalar_of(DataType type, T v) {
+  Tensor t(type, {});
+  t.mutable_data<T>()[0] = v;
+  return t;
+}
+
+int64_t count(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+// ---------------------------------------------------------------- MatMul references
+
+/// numpy matmul of two float tensors (1-D operands promoted), computed in double.
+std::vector<double> matmul_reference(const Tensor& a, const Tensor& b, std::vector<int64_t>* out_shape) {
+  std::vector<int64_t> sa = a.shape(), sb = b.shape();
+  const bool av = sa.size() == 1, bv = sb.size() == 1;
+  if (av) sa.insert(sa.begin(), 1);
+  if (bv) sb.push_back(1);
+  const int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
+  const size_t rank = std::max(sa.size(), sb.size()) - 2;
+  std::vector<int64_t> batch(rank);
+  auto dim_at = [&](const std::vector<int64_t>& s, size_t i) {
+    const size_t lead = s.size() - 2;
+    return i + lead >= rank ? s[i + lead - rank] : int64_t{1};
+  };
+  for (size_t i = 0; i < rank; ++i) batch[i] = std::max(dim_at(sa, i), dim_at(sb, i));
+  std::vector<int64_t> shape = batch;
+  if (!av) shape.push_back(m);
+  if (!bv) shape.push_back(n);
+  *out_shape = shape;
+  const auto pa = as_doubles(a), pb = as_doubles(b);
+  std::vector<double> out;
+  for (int64_t bi = 0; bi < count(batch); ++bi) {
+    const auto idx = unravel(bi, batch);
+    int64_t oa = 0, ob = 0;
+    for (size_t d = 0; d < rank; ++d) {
+      oa = oa * dim_at(sa, d) + (dim_at(sa, d) == 1 ? 0 : idx[d]);
+      ob = ob * dim_at(sb, d) + (dim_at(sb, d) == 1 ? 0 : idx[d]);
+    }
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t p = 0; p < k; ++p)
+          acc += pa[static_cast<size_t>(oa * m * k + i * k + p)] * pb[static_cast<size_t>(ob * k * n + p * n + j)];
+        out.push_back(acc);
+      }
+  }
+  return out;
+}
+
+TEST_SUITE("linalg_kernels") {
+
+void check_matmul(const std::vector<int64_t>& sa, const std::vector<int64_t>& sb) {
+  CAPTURE(sa.size());
+  CAPTURE(sb.size());
+  const Tensor a = random_float(sa), b = random_float(sb);
+  std::vector<int64_t> shape;
+  const auto want = matmul_reference(a, b, &shape);
+  const Tensor y = run1(NodeCase("MatMul", 13, {a, b}));
+  CHECK(y.shape() == shape);
+  check_near(y, want, 1e-5);
+}
+
+TEST_CASE("MatMul float: 2-D, 1-D promotion, batch broadcasting, odd sizes") {
+  check_matmul({7, 13}, {13, 5});
+  check_matmul({1, 1}, {1, 1});
+  check_matmul({13}, {13, 4});
+  check_matmul({3, 13}, {13});
+  check_matmul({9}, {9});
+  check_matmul({2, 3, 5, 7}, {7, 3});
+  check_matmul({5, 7}, {2, 3, 7, 4});
+  check_matmul({2, 1, 4, 6}, {3, 6, 5});
+  check_matmul({4}, {2, 4, 3});
+  // Large enough for the threaded tile grid (several row and column tiles).
+  check_matmul({131, 23}, {23, 2101});
+}
+
+TEST_CASE("MatMul double, float16 and the integer types") {
+  const Tensor a = random_float({3, 4, 9}), b = random_float({9, 6});
+  std::vector<int64_t> shape;
+  const auto want = matmul_reference(a, b, &shape);
+  const Tensor yd = run1(NodeCase("MatMul", 13, {to_double(a), to_double(b)}));
+  CHECK(yd.dtype() == DataType::kDouble);
+  check_near(yd, want, 1e-12);
+  // float16 in, float16 out: compare against the product of the rounded inputs.
+  const Tensor ah = to_half(a), bh = to_half(b);
+  Tensor ar(DataType::kFloat, a.shape()), br(DataType::kFloat, b.shape());
+  for (int64_t i = 0; i < a.size(); ++i) ar.mutable_data<float>()[i] = runner::half_to_float(ah.data<uint16_t>()[i]);
+  for (int64_t i = 0; i < b.size(); ++i) br.mutable_data<float>()[i] = runner::half_to_float(bh.data<uint16_t>()[i]);
+  const Tensor yh = run1(NodeCase("MatMul", 13, {ah, bh}));
+  CHECK(yh.dtype() == DataType::kFloat16);
+  check_near(yh, matmul_reference(ar, br, &shape), 2e-3);
+
+  const Tensor ia = random_ints<int32_t>(DataType::kInt32, {2, 5, 7}, -50, 50);
+  const Tensor ib = random_ints<int32_t>(DataType::kInt32, {7, 3}, -50, 50);
+  const Tensor yi = run1(NodeCase("MatMul", 13, {ia, ib}));
+  REQUIRE(yi.shape() == std::vector<int64_t>{2, 5, 3});
+  for (int64_t bi = 0; bi < 2; ++bi)
+    for (int64_t i = 0; i < 5; ++i)
+      for (int64_t j = 0; j < 3; ++j) {
+        int32_t acc = 0;
+        for (int64_t p = 0; p < 7; ++p) acc += ia.data<int32_t>()[bi * 35 + i * 7 + p] * ib.data<int32_t>()[p * 3 + j];
+        CHECK(yi.data<int32_t>()[bi * 15 + i * 3 + j] == acc);
+      }
+  const Tensor ua = random_ints<uint64_t>(DataType::kUInt64, {4, 6}, 0, 1000);
+  const Tensor ub = random_ints<uint64_t>(DataType::kUInt64, {6}, 0, 1000);
+  const Tensor yu = run1(NodeCase("MatMul", 13, {ua, ub}));
+  REQUIRE(yu.shape() == std::vector<int64_t>{4});
+  for (int64_t i = 0; i < 4; ++i) {
+    uint64_t acc = 0;
+    for (int64_t p = 0; p < 6; ++p) acc += ua.data<uint64_t>()[i * 6 + p] * ub.data<uint64_t>()[p];
+    CHECK(yu.data<uint64_t>()[i] == acc);
+  }
+}
+
+TEST_CASE("MatMul with an empty inner dimension gives zeros") {
+  const Tensor y = run1(NodeCase("MatMul", 13, {Tensor(DataType::kFloat, {3, 0}), Tensor(DataType::kFloat, {0, 4})}));
+  REQUIRE(y.shape() == std::vector<int64_t>{3, 4});
+  for (int64_t i = 0; i < y.size(); ++i) CHECK(y.data<float>()[i] == 0.0f);
+}
+
+TEST_CASE("MatMul rejects mismatched operands") {
+  check_fails(NodeCase("MatMul", 13, {random_float({3, 4}), random_float({5, 2})}), "inner dims");
+  check_fails(NodeCase("MatMul", 13, {random_float({2, 3, 4}), random_float({3, 4, 2})}), "broadcast");
+  check_fails(NodeCase("MatMul", 13, {random_float({3, 4}), to_double(random_float({4, 2}))}), "different types");
+}
+
+// ---------------------------------------------------------------- Gemm
+
+std::vector<double> gemm_reference(const Tensor& a, const Tensor& b, const Tensor* c, bool ta, bool tb, double alpha,
+                                   double beta) {
+  const int64_t m = ta ? a.dim(1) : a.dim(0), k = ta ? a.dim(0) : a.dim(1), n = tb ? b.dim(0) : b.dim(1);
+  const auto pa = as_doubles(a), pb = as_doubles(b);
+  std::vector<double> out;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t p = 0; p < k; ++p)
+        acc += pa[static_cast<size_t>(ta ? p * m + i : i * k + p)] * pb[static_cast<size_t>(tb ? j * k + p : p * n + j)];
+      double v = alpha * acc;
+      if (c) {
+        const auto& s = c->shape();
+        const int64_t rows = s.size() == 2 ? s[0] : 1, cols = s.empty() ? 1 : s.back();
+        v += beta * c->data<float>()[(rows == 1 ? 0 : i) * cols + (cols == 1 ? 0 : j)];
+      }
+      out.push_back(v);
+    }
+  return out;
+}
+
+TEST_CASE("Gemm: transposes, alpha, beta and every broadcast form of C") {
+  const int64_t m = 7, k = 11, n = 5;
+  const std::vector<std::vector<int64_t>> c_shapes{{m, n}, {n}, {1, n}, {m, 1}, {}, {1}};
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (const auto& cs : c_shapes) {
+        CAPTURE(ta);
+        CAPTURE(tb);
+        CAPTURE(cs.size());
+        const Tensor a = random_float(ta ? std::vector<int64_t>{k, m} : std::vector<int64_t>{m, k});
+        const Tensor b = random_float(tb ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n});
+        const Tensor c = random_float(cs);
+        const Tensor y = run1(NodeCase("Gemm", 13, {a, b, c},
+                                       {attr_int("transA", ta), attr_int("transB", tb), attr_float("alpha", 0.5f),
+                                        attr_float("beta", -1.5f)}));
+        CHECK(y.shape() == std::vector<int64_t>{m, n});
+        check_near(y, gemm_reference(a, b, &c, ta, tb, 0.5, -1.5), 1e-5);
+      }
+}
+
+TEST_CASE("Gemm: C omitted (opset 11+), opset 6 broadcast attribute, double and int32") {
+  const Tensor a = random_float({4, 9}), b = random_float({9, 3});
+  check_near(run1(NodeCase("Gemm", 11, {a, b})), gemm_reference(a, b, nullptr, false, false, 1, 1), 1e-5);
+  const Tensor c = random_float({3});
+  check_near(run1(NodeCase("Gemm", 6, {a, b, c}, {attr_int("broadcast", 1)})), gemm_reference(a, b, &c, false, false, 1, 1), 1e-5);
+  check_near(run1(NodeCase("Gemm", 13, {to_double(a), to_double(b), to_double(c)}, {attr_float("alpha", 2.0f)})),
+             gemm_reference(a, b, &c, false, false, 2, 1), 1e-12);
+  const Tensor ia = random_ints<int32_t>(DataType::kInt32, {3, 4}, -9, 9);
+  const Tensor ib = random_ints<int32_t>(DataType::kInt32, {4, 2}, -9, 9);
+  const Tensor ic = random_ints<int32_t>(DataType::kInt32, {2}, -9, 9);
+  const Tensor y = run1(NodeCase("Gemm", 13, {ia, ib, ic}, {attr_float("alpha", 2.0f), attr_float("beta", 3.0f)}));
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 2; ++j) {
+      int32_t acc = 0;
+      for (int64_t p = 0; p < 4; ++p) acc += ia.data<int32_t>()[i * 4 + p] * ib.data<int32_t>()[p * 2 + j];
+      CHECK(y.data<int32_t>()[i * 2 + j] == 2 * acc + 3 * ic.data<int32_t>()[j]);
+    }
+}
+
+TEST_CASE("Gemm rejects bad shapes") {
+  check_fails(NodeCase("Gemm", 13, {random_float({3, 4}), random_float({5, 2})}), "inner dims");
+  check_fails(NodeCase("Gemm", 13, {random_float({3, 4}), random_float({4, 2}), random_float({3, 3})}), "broadcast");
+  check_fails(NodeCase("Gemm", 13, {random_float({2, 3, 4}), random_float({4, 2})}), "2-D");
+}
+
+// ---------------------------------------------------------------- Conv references
+
+struct ConvSpec {
+  std::vector<int64_t> stride, dilation, pad_begin, pad_end;
+  int64_t group = 1;
+};
+
+/// Direct N-D convolution in double: Y[n, m, o...] = B[m] + sum over c in m's group and k of
+/// X[n, c, o*s - p + k*d] * W[m, c, k].
+std::vector<double> conv_reference(const Tensor& x, const Tensor& w, const Tensor* b, const ConvSpec& s,
+                                   std::vector<int64_t>* out_shape) {
+  const size_t rank = x.rank() - 2;
+  const int64_t nb = x.dim(0), c = x.dim(1), m = w.dim(0), cg = c / s.group, mg = m / s.group;
+  std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end()), ker(w.shape().begin() + 2, w.shape().end()), out(rank);
+  for (size_t d = 0; d < rank; ++d)
+    out[d] = (in[d] + s.pad_begin[d] + s.pad_end[d] - ((ker[d] - 1) * s.dilation[d] + 1)) / s.stride[d] + 1;
+  *out_shape = {nb, m};
+  out_shape->insert(out_shape->end(), out.begin(), out.end());
+  const auto px = as_doubles(x), pw = as_doubles(w);
+  std::vector<double> y;
+  const int64_t osize = count(out), ksize = count(ker), isize = count(in);
+  for (int64_t n = 0; n < nb; ++n)
+    for (int64_t mo = 0; mo < m; ++mo)
+      for (int64_t o = 0; o < osize; ++o) {
+        const auto oi = unravel(o, out);
+        double acc = b ? b->data<float>()[mo] : 0.0;
+        const int64_t g = mo / mg;
+        for (int64_t ci = 0; ci < cg; ++ci)
+          for (int64_t kk = 0; kk < ksize; ++kk) {
+            const auto ki = unravel(kk, ker);
+            int64_t off = 0;
+            bool inside = true;
+            for (size_t d = 0; d < rank; ++d) {
+              const int64_t pos = oi[d] * s.stride[d] - s.pad_begin[d] + ki[d] * s.dilation[d];
+              inside = inside && pos >= 0 && pos < in[d];
+              off = off * in[d] + pos;
+            }
+            if (!inside) continue;
+            acc += px[static_cast<size_t>((n * c + g * cg + ci) * isize + off)] *
+                   pw[static_cast<size_t>((mo * cg + ci) * ksize + kk)];
+          }
+        y.push_back(acc);
+      }
+  return y;
+}
+
+std::vector<Attr> conv_attrs(const ConvSpec& s) {
+  std::vector<int64_t> pads = s.pad_begin;
+  pads.insert(pads.end(), s.pad_end.begin(), s.pad_end.end());
+  return {attr_ints("strides", s.stride), attr_ints("dilations", s.dilation), attr_ints("pads", pads),
+          attr_int("group", s.group)};
+}
+
+void check_conv(const std::vector<int64_t>& xs, const std::vector<int64_t>& ws, const ConvSpec& s, bool bias) {
+  const Tensor x = random_float(xs), w = random_float(ws), b = random_float({ws[0]});
+  std::vector<int64_t> shape;
+  const auto want = conv_reference(x, w, bias ? &b : nullptr, s, &shape);
+  std::vector<Tensor> ins{x, w};
+  if (bias) ins.push_back(b);
+  for (int64_t opset : {1, 11, 22}) {
+    const Tensor y = run1(NodeCase("Conv", opset, ins, conv_attrs(s)));
+    CHECK(y.shape() == shape);
+    check_near(y, want, 1e-5);
+  }
+}
+
+TEST_CASE("Conv 2-D: general, strided, dilated, padded, grouped, 1x1 and depthwise") {
+  check_conv({1, 3, 9, 11}, {5, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}}, true);
+  check_conv({2, 3, 13, 7}, {4, 3, 3, 2}, {{2, 3}, {1, 1}, {0, 1}, {2, 0}}, false);
+  check_conv({1, 2, 11, 12}, {3, 2, 3, 3}, {{1, 2}, {2, 3}, {2, 1}, {1, 2}}, true);
+  check_conv({2, 6, 8, 9}, {9, 2, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 3}, true);  // 3 groups
+  check_conv({1, 7, 13, 5}, {11, 7, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, true);   // pointwise
+  check_conv({1, 7, 13, 5}, {11, 7, 1, 1}, {{2, 1}, {1, 1}, {0, 1}, {1, 0}}, false);  // strided 1x1
+  check_conv({2, 5, 17, 19}, {5, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 5}, true);  // depthwise
+  check_conv({1, 4, 16, 15}, {4, 1, 5, 5}, {{2, 2}, {1, 1}, {2, 2}, {2, 2}, 4}, false);
+  check_conv({1, 3, 9, 10}, {6, 1, 3, 3}, {{1, 2}, {2, 1}, {0, 3}, {1, 0}, 3}, true);   // multiplier 2
+  check_conv({1, 1, 7, 7}, {3, 1, 2, 2}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, true);        // one channel
+  // Large enough that the product is split over threads.
+  check_conv({1, 16, 67, 69}, {24, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}}, true);
+}
+
+TEST_CASE("Conv 1-D and 3-D") {
+  check_conv({2, 3, 17}, {4, 3, 3}, {{1}, {1}, {1}, {1}}, true);
+  check_conv({1, 4, 23}, {6, 2, 4}, {{3}, {2}, {2}, {0}, 2}, false);
+  check_conv({1, 2, 5, 6, 7}, {3, 2, 3, 2, 3}, {{1, 1, 2}, {1, 2, 1}, {1, 0, 1}, {0, 1, 1}}, true);
+  check_conv({1, 4, 5, 5, 5}, {4, 1, 3, 3, 3}, {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 4}, false);
+}
+
+TEST_CASE("Conv auto_pad, kernel_shape, double and float16") {
+  const Tensor x = random_float({1, 2, 7, 8}), w = random_float({3, 2, 3, 4});
+  std::vector<int64_t> shape;
+  // SAME: output = ceil(in / stride), total pad split evenly, the odd one at the end (UPPER) or
+  // the beginning (LOWER).
+  // rows: out 4, total (4-1)*2+3-7 = 2 -> 1/1; cols: out 4, total (4-1)*2+4-8 = 2 -> 1/1.
+  const ConvSpec same{{2, 2}, {1, 1}, {1, 1}, {1, 1}};
+  const Tensor y = run1(NodeCase("Conv", 11, {x, w}, {attr_string("auto_pad", "SAME_UPPER"), attr_ints("strides", {2, 2}),
+                                                      attr_ints("kernel_shape", {3, 4})}));
+  check_near(y, conv_reference(x, w, nullptr, same, &shape), 1e-5);
+  CHECK(y.shape() == shape);
+  // stride 1: total rows 2 -> 1/1; total cols 3 -> UPPER 1/2, LOWER 2/1.
+  const Tensor yu = run1(NodeCase("Conv", 11, {x, w}, {attr_string("auto_pad", "SAME_UPPER")}));
+  check_near(yu, conv_reference(x, w, nullptr, {{1, 1}, {1, 1}, {1, 1}, {1, 2}}, &shape), 1e-5);
+  CHECK(yu.shape() == std::vector<int64_t>{1, 3, 7, 8});
+  const Tensor yl = run1(NodeCase("Conv", 11, {x, w}, {attr_string("auto_pad", "SAME_LOWER")}));
+  check_near(yl, conv_reference(x, w, nullptr, {{1, 1}, {1, 1}, {1, 2}, {1, 1}}, &shape), 1e-5);
+  const Tensor yv = run1(NodeCase("Conv", 22, {x, w}, {attr_string("auto_pad", "VALID"), attr_ints("pads", {0, 0, 0, 0})}));
+  check_near(yv, conv_reference(x, w, nullptr, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, &shape), 1e-5);
+  CHECK(yv.shape() == std::vector<int64_t>{1, 3, 5, 5});
+
+  const ConvSpec plain{{1, 1}, {1, 1}, {1, 0}, {0, 1}};
+  const Tensor b = random_float({3});
+  const auto want = conv_reference(x, w, &b, plain, &shape);
+  check_near(run1(NodeCase("Conv", 11, {to_double(x), to_double(w), to_double(b)}, conv_attrs(plain))), want, 1e-12);
+  const Tensor yh = run1(NodeCase("Conv", 11, {to_half(x), to_half(w), to_half(b)}, conv_attrs(plain)));
+  CHECK(yh.dtype() == DataType::kFloat16);
+  check_near(yh, want, 2e-2);
+}
+
+TEST_CASE("Conv rejects bad inputs") {
+  check_fails(NodeCase("Conv", 11, {random_float({1, 3, 5, 5}), random_float({4, 2, 3, 3})}), "channels");
+  check_fails(NodeCase("Conv", 11, {random_float({1, 3, 2, 2}), random_float({4, 3, 3, 3})}), "larger");
+  check_fails(NodeCase("Conv", 11, {random_float({1, 3, 5, 5}), random_float({4, 3, 3, 3}), random_float({3})}), "B must be");
+  check_fails(NodeCase("Conv", 11, {random_float({1, 3, 5, 5}), random_float({4, 3, 3, 3})}, {attr_ints("strides", {1})}), "strides");
+  check_fails(NodeCase("Conv", 11, {random_float({1, 3, 5, 5}), random_float({4, 3, 3, 3})}, {attr_string("auto_pad", "FULL")}),
+              "auto_pad");
+}
+
+// ---------------------------------------------------------------- ConvTranspose
+
+/// Direct transposed convolution in double: each X[n, c, i...] * W[c, m, k...] lands at
+/// Y[n, g*mg + m, i*s - p + k*d], kept when inside the output of size `out`.
+std::vector<double> conv_transpose_reference(const Tensor& x, const Tensor& w, const Tensor* b, const ConvSpec& s,
+                                             const std::vector<int64_t>& out) {
+  const size_t rank = x.rank() - 2;
+  const int64_t nb = x.dim(0), c = x.dim(1), mg = w.dim(1), m = mg * s.group, cg = c / s.group;
+  std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end()), ker(w.shape().begin() + 2, w.shape().end());
+  const int64_t osize = count(out), ksize = count(ker), isize = count(in);
+  std::vector<double> y(static_cast<size_t>(nb * m * osize), 0.0);
+  const auto px = as_doubles(x), pw = as_doubles(w);
+  for (int64_t n = 0; n < nb; ++n)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t i = 0; i < isize; ++i) {
+        const auto ii = unravel(i, in);
+        const int64_t g = ci / cg;
+        for (int64_t mo = 0; mo < mg; ++mo)
+          for (int64_t kk = 0; kk < ksize; ++kk) {
+            const auto ki = unravel(kk, ker);
+            int64_t off = 0;
+            bool inside = true;
+            for (size_t d = 0; d < rank; ++d) {
+              const int64_t pos = ii[d] * s.stride[d] - s.pad_begin[d] + ki[d] * s.dilation[d];
+              inside = inside && pos >= 0 && pos < out[d];
+              off = off * out[d] + pos;
+            }
+            if (!inside) continue;
+            y[static_cast<size_t>((n * m + g * mg + mo) * osize + off)] +=
+                px[static_cast<size_t>((n * c + ci) * isize + i)] * pw[static_cast<size_t>((ci * mg + mo) * ksize + kk)];
+          }
+      }
+  if (b)
+    for (size_t i = 0; i < y.size(); ++i) y[i] += b->data<float>()[(static_cast<int64_t>(i) / osize) % m];
+  return y;
+}
+
+/// The default output size: s*(i-1) + output_padding + (k-1)*d + 1 - pads.
+std::vector<int64_t> transpose_out(const Tensor& x, const Tensor& w, const ConvSpec& s, const std::vector<int64_t>& out_pad) {
+  std::vector<int64_t> out;
+  for (size_t d = 0; d + 2 < x.rank(); ++d)
+    out.push_back(s.stride[d] * (x.dim(d + 2) - 1) + out_pad[d] + (w.dim(d + 2) - 1) * s.dilation[d] + 1 - s.pad_begin[d] -
+                  s.pad_end[d]);
+  return out;
+}
+
+void check_conv_transpose(const std::vector<int64_t>& xs, const std::vector<int64_t>& ws, const ConvSpec& s,
+                          const std::vector<int64_t>& out_pad, bool bias) {
+  const Tensor x = random_float(xs), w = random_float(ws), b = random_float({ws[1] * s.group});
+  const auto out = transpose_out(x, w, s, out_pad);
+  std::vector<int64_t> shape{xs[0], ws[1] * s.group};
+  shape.insert(shape.end(), out.begin(), out.end());
+  auto attrs = conv_attrs(s);
+  attrs.push_back(attr_ints("output_padding", out_pad));
+  std::vector<Tensor> ins{x, w};
+  if (bias) ins.push_back(b);
+  const auto want = conv_transpose_reference(x, w, bias ? &b : nullptr, s, out);
+  for (int64_t opset : {1, 11, 22}) {
+    const Tensor y = run1(NodeCase("ConvTranspose", opset, ins, attrs));
+    CHECK(y.shape() == shape);
+    check_near(y, want, 1e-5);
+  }
+}
+
+TEST_CASE("ConvTranspose 1-D, 2-D, 3-D: strides, pads, dilations, output_padding, groups") {
+  check_conv_transpose({1, 3, 5, 6}, {3, 4, 3, 3}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, {0, 0}, true);
+  check_conv_transpose({2, 2, 7, 5}, {2, 3, 3, 2}, {{2, 3}, {1, 1}, {1, 0}, {0, 1}}, {1, 2}, false);
+  check_conv_transpose({1, 4, 6, 5}, {4, 2, 3, 3}, {{2, 2}, {2, 1}, {1, 1}, {2, 0}, 2}, {1, 0}, true);
+  check_conv_transpose({1, 3, 11}, {3, 2, 4}, {{3}, {1}, {1}, {2}}, {2}, true);
+  check_conv_transpose({1, 2, 3, 4, 3}, {2, 2, 2, 3, 2}, {{2, 1, 2}, {1, 2, 1}, {0, 1, 0}, {1, 0, 0}}, {1, 0, 1}, false);
+  // The ConvTranspose of PaddleOCR det: 2x2 kernel, stride 2.
+  check_conv_transpose({1, 24, 40, 40}, {24, 24, 2, 2}, {{2, 2}, {1, 1}, {0, 0}, {0, 0}}, {0, 0}, true);
+}
+
+TEST_CASE("ConvTranspose output_shape and auto_pad SAME") {
+  const Tensor x = random_float({1, 2, 4, 5}), w = random_float({2, 3, 3, 3});
+  // output_shape [9, 11] with stride 2: full size 2*3+3 = 9 rows (total pad 0), 2*4+3 = 11 cols.
+  const Tensor y = run1(NodeCase("ConvTranspose", 11, {x, w}, {attr_ints("strides", {2, 2}), attr_ints("output_shape", {9, 11})}));
+  CHECK(y.shape() == std::vector<int64_t>{1, 3, 9, 11});
+  check_near(y, conv_transpose_reference(x, w, nullptr, {{2, 2}, {1, 1}, {0, 0}, {0, 0}}, {9, 11}), 1e-5);
+  // output_shape [7, 8]: total pads 2 and 3, the larger half at the start (not SAME_UPPER).
+  const Tensor y2 = run1(NodeCase("ConvTranspose", 11, {x, w}, {attr_ints("strides", {2, 2}), attr_ints("output_shape", {7, 8})}));
+  CHECK(y2.shape() == std::vector<int64_t>{1, 3, 7, 8});
+  check_near(y2, conv_transpose_reference(x, w, nullptr, {{2, 2}, {1, 1}, {1, 2}, {1, 1}}, {7, 8}), 1e-5);
+  // SAME_UPPER: output = in * stride = [8, 10]; total pads 1 and 1 -> start 0, end 1.
+  const Tensor y3 = run1(NodeCase("ConvTranspose", 22, {x, w}, {attr_ints("strides", {2, 2}), attr_string("auto_pad", "SAME_UPPER")}));
+  CHECK(y3.shape() == std::vector<int64_t>{1, 3, 8, 10});
+  check_near(y3, conv_transpose_reference(x, w, nullptr, {{2, 2}, {1, 1}, {0, 0}, {1, 1}}, {8, 10}), 1e-5);
+  const Tensor y4 = run1(NodeCase("ConvTranspose", 22, {x, w}, {attr_ints("strides", {2, 2}), attr_string("auto_pad", "SAME_LOWER")}));
+  check_near(y4, conv_transpose_reference(x, w, nullptr, {{2, 2}, {1, 1}, {1, 1}, {0, 0}}, {8, 10}), 1e-5);
+}
+
+TEST_CASE("ConvTranspose double and float16, and bad inputs") {
+  const Tensor x = random_float({1, 2, 3, 4}), w = random_float({2, 2, 2, 3}), b = random_float({2});
+  const ConvSpec s{{2, 1}, {1, 1}, {0, 1}, {0, 0}};
+  const auto out = transpose_out(x, w, s, {0, 0});
+  const auto want = conv_transpose_reference(x, w, &b, s, out);
+  check_near(run1(NodeCase("ConvTranspose", 11, {to_double(x), to_double(w), to_double(b)}, conv_attrs(s))), want, 1e-12);
+  check_near(run1(NodeCase("ConvTranspose", 11, {to_half(x), to_half(w), to_half(b)}, conv_attrs(s))), want, 2e-2);
+  check_fails(NodeCase("ConvTranspose", 11, {random_float({1, 3, 4, 4}), random_float({2, 2, 3, 3})}), "channels");
+  check_fails(NodeCase("ConvTranspose", 11, {random_float({1, 2, 4, 4}), random_float({2, 2, 3, 3}), random_float({5})}), "B must be");
+}
+
+// ---------------------------------------------------------------- Det
+
+TEST_CASE("Det: 2x2, 3x3 with pivoting, batches, singular matrices") {
+  const Tensor a = floats({3, 8, 4, 6}, {2, 2});
+  check_near(run1(NodeCase("Det", 11, {a})), {3 * 6 - 8 * 4}, 1e-6);
+  // Leading zero forces a row swap; the batch holds a singular matrix (rows 1 and 3 equal).
+  const Tensor b = floats({0, 2, 1, 1, 1, 1, 3, 0, 4,  //
+                           1, 2, 3, 4, 5, 6, 1, 2, 3},
+                          {2, 3, 3});
+  const Tensor y = run1(NodeCase("Det", 22, {b}));
+  CHECK(y.shape() == std::vector<int64_t>{2});
+  // 0*(1*4-1*0) - 2*(1*4-1*3) + 1*(1*0-1*3) = -5.
+  check_near(y, {-5, 0}, 1e-6);
+  const Tensor d = run1(NodeCase("Det", 11, {to_double(floats({2, 0, 0, 0, 3, 0, 0, 0, 4}, {1, 1, 3, 3}))}));
+  CHECK(d.shape() == std::vector<int64_t>{1, 1});
+  CHECK(d.data<double>()[0] == 24.0);
+  check_fails(NodeCase("Det", 11, {random_float({2, 3})}), "n, n");
+  check_fails(NodeCase("Det", 11, {random_float({3})}), "n, n");
+}
+
+// ---------------------------------------------------------------- integer products
+
+TEST_CASE("MatMulInteger: uint8 x int8 with scalar and per-column zero points") {
+  const int64_t m = 5, k = 9, n = 7;
+  const Tensor a = random_ints<uint8_t>(DataType::kUInt8, {2, m, k}, 0, 255);
+  const Tensor b = random_ints<int8_t>(DataType::kInt8, {k, n}, -128, 127);
+  const Tensor az = scalar_of<uint8_t>(DataType::kUInt8, 131);
+  const Tensor bz = random_ints<int8_t>(DataType::kInt8, {n}, -5, 5);
+  const Tensor y = run1(NodeCase("MatMulInteger", 10, {a, b, az, bz}));
+  REQUIRE(y.dtype() == DataType::kInt32);
+  REQUIRE(y.shape() == std::vector<int64_t>{2, m, n});
+  for (int64_t bi = 0; bi < 2; ++bi)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        int32_t acc = 0;
+        for (int64_t p = 0; p < k; ++p)
+          acc += (a.data<uint8_t>()[(bi * m + i) * k + p] - 131) * (b.data<int8_t>()[p * n + j] - bz.data<int8_t>()[j]);
+        CHECK(y.data<int32_t>()[(bi * m + i) * n + j] == acc);
+      }
+  // No zero points.
+  const Tensor y0 = run1(NodeCase("MatMulInteger", 10, {a, b}));
+  int32_t acc = 0;
+  for (int64_t p = 0; p < k; ++p) acc += a.data<uint8_t>()[p] * b.data<int8_t>()[p * n];
+  CHECK(y0.data<int32_t>()[0] == acc);
+  check_fails(NodeCase("MatMulInteger", 10, {random_float({2, 2}), b}), "uint8 or int8");
+  check_fails(NodeCase("MatMulInteger", 10, {a, b, az, random_ints<int8_t>(DataType::kInt8, {3}, 0, 1)}), "zero point");
+}
+
+TEST_CASE("ConvInteger: zero points, padding and groups") {
+  const Tensor x = random_ints<uint8_t>(DataType::kUInt8, {1, 4, 6, 7}, 0, 255);
+  const Tensor w = random_ints<uint8_t>(DataType::kUInt8, {6, 2, 3, 3}, 0, 255);
+  const ConvSpec s{{1, 2}, {1, 1}, {1, 0}, {1, 2}, 2};
+  // Reference through the float reference on zero-point-shifted values (all exact in double).
+  Tensor xf(DataType::kFloat, x.shape()), wf(DataType::kFloat, w.shape());
+  for (int64_t i = 0; i < x.size(); ++i) xf.mutable_data<float>()[i] = static_cast<float>(x.data<uint8_t>()[i] - 100);
+  for (int64_t i = 0; i < w.size(); ++i) wf.mutable_data<float>()[i] = static_cast<float>(w.data<uint8_t>()[i] - 7);
+  std::vector<int64_t> shape;
+  const auto want = conv_reference(xf, wf, nullptr, s, &shape);
+  auto attrs = conv_attrs(s);
+  const Tensor y = run1(NodeCase("ConvInteger", 10,
+                                 {x, w, scalar_of<uint8_t>(DataType::kUInt8, 100), scalar_of<uint8_t>(DataType::kUInt8, 7)}, attrs));
+  REQUIRE(y.dtype() == DataType::kInt32);
+  REQUIRE(y.shape() == shape);
+  for (int64_t i = 0; i < y.size(); ++i) CHECK(y.data<int32_t>()[i] == static_cast<int32_t>(want[static_cast<size_t>(i)]));
+  check_fails(NodeCase("ConvInteger", 10, {x, random_float({6, 2, 3, 3})}, attrs), "uint8 or int8");
+}
+
+/// Requantization as the spec defines it: round half to even, add the zero point, saturate.
+int32_t requantize(double real, double y_scale, int32_t y_zero, int32_t lo, int32_t hi) {
+  const double v = std::nearbyint(real / y_scale) + y_zero;
+  return static_cast<int32_t>(std::min<double>(hi, std::max<double>(lo, v)));
+}
+
+TEST_CASE("QLinearMatMul: uint8 and int8, per-tensor and per-column, saturation") {
+  const int64_t m = 4, k = 6, n = 5;
+  for (int opset : {10, 21}) {
+    CAPTURE(opset);
+    const Tensor a = random_ints<uint8_t>(DataType::kUInt8, {m, k}, 0, 255);
+    const Tensor b = random_ints<uint8_t>(DataType::kUInt8, {k, n}, 0, 255);
+    const float sa = 0.02f, sy = 0.5f;
+    Tensor sb(DataType::kFloat, {n});
+    Tensor zb(DataType::kUInt8, {n});
+    for (int64_t j = 0; j < n; ++j) {
+      sb.mutable_data<float>()[j] = 0.01f * static_cast<float>(j + 1);
+      zb.mutable_data<uint8_t>()[j] = static_cast<uint8_t>(120 + j);
+    }
+    const Tensor y = run1(NodeCase("QLinearMatMul", opset,
+                                   {a, scalar_float(sa), scalar_of<uint8_t>(DataType::kUInt8, 128), b, sb, zb, scalar_float(sy),
+                                    scalar_of<uint8_t>(DataType::kUInt8, 10)}));
+    REQUIRE(y.dtype() == DataType::kUInt8);
+    int saturated = 0;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        int32_t acc = 0;
+        for (int64_t p = 0; p < k; ++p)
+          acc += (a.data<uint8_t>()[i * k + p] - 128) * (b.data<uint8_t>()[p * n + j] - zb.data<uint8_t>()[j]);
+        const double real = static_cast<double>(acc) * sa * sb.data<float>()[j];
+        const int32_t want = requantize(real, sy, 10, 0, 255);
+        saturated += want == 0 || want == 255;
+        CHECK(y.data<uint8_t>()[i * n + j] == want);
+      }
+    CHECK(saturated > 0);
+  }
+  // int8 with a half-way value: acc 5 * 1 * 1 / 2 = 2.5 rounds to 2, -2.5 to -2 (half to even).
+  Tensor a8(DataType::kInt8, {1, 2}), b8(DataType::kInt8, {2, 1});
+  a8.mutable_data<int8_t>()[0] = 2;
+  a8.mutable_data<int8_t>()[1] = 3;
+  b8.mutable_data<int8_t>()[0] = 1;
+  b8.mutable_data<int8_t>()[1] = 1;
+  const auto i8 = [](int8_t v) { return scalar_of<int8_t>(DataType::kInt8, v); };
+  const Tensor y8 = run1(NodeCase("QLinearMatMul", 10, {a8, scalar_float(1), i8(0), b8, scalar_float(1), i8(0), scalar_float(2), i8(0)}));
+  CHECK(y8.data<int8_t>()[0] == 2);
+  b8.mutable_data<int8_t>()[0] = -1;
+  b8.mutable_data<int8_t>()[1] = -1;
+  const Tensor y8n = run1(NodeCase("QLinearMatMul", 10, {a8, scalar_float(1), i8(0), b8, scalar_float(1), i8(0), scalar_float(2), i8(0)}));
+  CHECK(y8n.data<int8_t>()[0] == -2);
+  check_fails(NodeCase("QLinearMatMul", 10, {a8, scalar_float(1), i8(0), b8, scalar_float(1), i8(0), scalar_float(2), scalar_float(0)}),
+              "y_zero_point");
+}
+
+TEST_CASE("QLinearConv: per-output-channel weight scale and zero point, int32 bias") {
+  const Tensor x = random_ints<uint8_t>(DataType::kUInt8, {1, 3, 7, 6}, 0, 255);
+  const Tensor w = random_ints<int8_t>(DataType::kInt8, {4, 3, 3, 3}, -127, 127);
+  const ConvSpec s{{2, 1}, {1, 1}, {1, 1}, {1, 1}};
+  const float xs = 0.05f, ys = 0.7f;
+  Tensor ws(DataType::kFloat, {4}), wz(DataType::kInt8, {4});
+  Tensor bias(DataType::kInt32, {4});
+  for (int64_t m = 0; m < 4; ++m) {
+    ws.mutable_data<float>()[m] = 0.003f * static_cast<float>(m + 1);
+    wz.mutable_data<int8_t>()[m] = static_cast<int8_t>(m - 2);
+    bias.mutable_data<int32_t>()[m] = static_cast<int32_t>(1000 * (m - 2));
+  }
+  Tensor xf(DataType::kFloat, x.shape()), wf(DataType::kFloat, w.shape());
+  for (int64_t i = 0; i < x.size(); ++i) xf.mutable_data<float>()[i] = static_cast<float>(x.data<uint8_t>()[i] - 128);
+  for (int64_t i = 0; i < w.size(); ++i) wf.mutable_data<float>()[i] = static_cast<float>(w.data<int8_t>()[i] - wz.data<int8_t>()[i / 27]);
+  std::vector<int64_t> shape;
+  const auto acc = conv_reference(xf, wf, nullptr, s, &shape);
+  const Tensor y = run1(NodeCase("QLinearConv", 10,
+                                 {x, scalar_float(xs), scalar_of<uint8_t>(DataType::kUInt8, 128), w, ws, wz, scalar_float(ys),
+                                  scalar_of<uint8_t>(DataType::kUInt8, 100), bias},
+                                 conv_attrs(s)));
+  REQUIRE(y.dtype() == DataType::kUInt8);
+  REQUIRE(y.shape() == shape);
+  const int64_t osize = shape[2] * shape[3];
+  for (int64_t i = 0; i < y.size(); ++i) {
+    const int64_t m = i / osize;
+    const double real = (acc[static_cast<size_t>(i)] + bias.data<int32_t>()[m]) * static_cast<double>(xs) * ws.data<float>()[m];
+    CHECK(y.data<uint8_t>()[i] == requantize(real, ys, 100, 0, 255));
+  }
+  check_fails(NodeCase("QLinearConv", 10,
+                       {x, scalar_float(xs), scalar_of<uint8_t>(DataType::kUInt8, 128), w, random_float({3}), wz, scalar_float(ys),
+                        scalar_of<uint8_t>(DataType::kUInt8, 100)},
+                       conv_attrs(s)),
+              "w_scale");
+}
+
+}  // TEST_SUITE
+
+}  // namespace
+}  // namespace onnxtool
