@@ -622,6 +622,7 @@ class Converter {
     Value* out = n.output(0);
     const std::string name = out->name();
     g.rename(out, passes::unique_name(g, name + "_full"));
+    out->type = ir::TypeInfo{};  // now the full shape
     const Node* next = next_node(g, n);
     std::vector<Value*> inputs = {out};
     Node* slice = nullptr;
@@ -670,6 +671,7 @@ class Converter {
     n.set_input(0, flat->output(0));
     n.set_attr(Attribute::make_int("axis", -1));
     g.rename(y, passes::unique_name(g, name + "_2d"));
+    y->type = ir::TypeInfo{};  // now the 2-D result; inference sets its type
     Node* reshape = g.add_node("Reshape", {y, shape->output(0)}, {name}, "", passes::unique_name(g, b + "_Reshape"), next_node(g, n));
     for (size_t i = 0; i < g.outputs.size(); ++i)
       if (g.outputs[i].value == y) g.set_output_value(i, reshape->output(0));
@@ -705,6 +707,7 @@ class Converter {
     Value* y = n.output(0);
     const std::string name = y->name();
     g.rename(y, passes::unique_name(g, name + "_moved"));
+    y->type = ir::TypeInfo{};  // now the transposed result
     Node* t2 = g.add_node("Transpose", {y}, {name}, "", passes::unique_name(g, b + "_Transpose_back"), next_node(g, n));
     t2->set_attr(Attribute::make_ints("perm", perm));
     for (size_t i = 0; i < g.outputs.size(); ++i)
