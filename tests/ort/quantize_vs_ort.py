@@ -23,6 +23,8 @@ import tempfile
 
 import numpy as np
 
+from ort_util import concatenated_outputs as outputs_of, cosine, ort_batch, safe_name, sample_folders
+
 onnxtool, source_dir, cache_dir = (os.path.abspath(p) for p in sys.argv[1:4])
 ort_run = os.path.join(source_dir, "tests", "ort", "ort_run.js")
 env = dict(os.environ, ONNXTOOL_ORT_DIR=os.path.join(cache_dir, "ort"))
@@ -53,43 +55,7 @@ CASES = [
 
 
 def batch(jobs, level):
-    path = os.path.join(work, f"jobs_{len(os.listdir(work))}.json")
-    with open(path, "w") as f:
-        json.dump(jobs, f)
-    r = subprocess.run(["node", ort_run, "--batch", path, "--threads", "1", "--level", level],
-                       capture_output=True, text=True, env=env)
-    lines = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
-    if len(lines) != len(jobs):
-        raise RuntimeError("onnxruntime-node stopped: " + (r.stderr.strip()[-300:] or "?"))
-    for line in lines:
-        if not line["ok"]:
-            raise RuntimeError(f"onnxruntime cannot run {line['model']}: {line['error']}")
-    return lines
-
-
-def samples_of(model):
-    d = os.path.join(data, model, "eval")
-    out = []
-    for s in sorted(os.listdir(d)):
-        files = {f[:-4]: os.path.join(d, s, f) for f in sorted(os.listdir(os.path.join(d, s))) if f.endswith(".npy")}
-        out.append((s, files))
-    return out
-
-
-def outputs_of(lines):
-    """{output name: concatenation over the samples (flattened)}."""
-    got = {}
-    for line in lines:
-        for o in line["outputs"]:
-            got.setdefault(o["name"], []).append(np.load(o["file"]).astype(np.float64).ravel())
-    return {k: np.concatenate(v) for k, v in got.items()}
-
-
-def cosine(a, b):
-    na, nb = np.linalg.norm(a), np.linalg.norm(b)
-    if na == 0 and nb == 0:
-        return 1.0
-    return float(a @ b / (na * nb)) if na and nb else 0.0
+    return ort_batch(ort_run, env, work, jobs, level)
 
 
 failures = 0
@@ -118,7 +84,7 @@ for k, (model, mode, flags, target) in enumerate(CASES):
     ratio = doc["weight_bytes"]["quantized"] / max(1, doc["weight_bytes"]["float"])
     if ratio > 0.27:
         problems.append(f"weights at {ratio:.3f}x of fp32")
-    samples = samples_of(model)
+    samples = sample_folders(os.path.join(data, model, "eval"))
     try:
         jobs_fp = [{"model": src, "inputs": f, "output_dir": os.path.join(work, f"c{k}", "fp32", s)} for s, f in samples]
         jobs_q = [{"model": out, "inputs": f, "output_dir": os.path.join(work, f"c{k}", "q", s)} for s, f in samples]
@@ -152,7 +118,7 @@ for k, (model, mode, flags, target) in enumerate(CASES):
         figures.append(f"{name} cosine {c:.4f}")
         if c < target:
             problems.append(f"{name}: cosine {c:.4f} < {target}")
-        mine = ours.get("".join(ch if ch.isalnum() or ch in "_.-" else "_" for ch in name))
+        mine = ours.get(safe_name(name))
         if mine is not None and name in qd:
             agree = cosine(qd[name], mine)
             figures.append(f"ours vs onnxruntime {agree:.6f} (max abs {np.max(np.abs(qd[name] - mine)):.3g})")

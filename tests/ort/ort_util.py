@@ -1,0 +1,53 @@
+"""Shared helpers of the Python tests that judge onnxtool's outputs by onnxruntime-node."""
+import json
+import os
+import subprocess
+
+import numpy as np
+
+
+def ort_batch(ort_run, env, work, jobs, level="all", threads=1):
+    """Runs the jobs ({"model", "inputs", "output_dir"}) in one onnxruntime-node process
+    (tests/ort/ort_run.js --batch); returns the result lines. Raises RuntimeError when a model
+    cannot be run or the process stops."""
+    path = os.path.join(work, f"jobs_{len(os.listdir(work))}.json")
+    with open(path, "w") as f:
+        json.dump(jobs, f)
+    r = subprocess.run(["node", ort_run, "--batch", path, "--threads", str(threads), "--level", level],
+                       capture_output=True, text=True, env=env)
+    lines = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    if len(lines) != len(jobs):
+        raise RuntimeError("onnxruntime-node stopped: " + (r.stderr.strip()[-300:] or "?"))
+    for line in lines:
+        if not line["ok"]:
+            raise RuntimeError(f"onnxruntime cannot run {line['model']}: {line['error']}")
+    return lines
+
+
+def sample_folders(folder):
+    """[(sample name, {input name: .npy path})] of a folder of sample subfolders."""
+    out = []
+    for s in sorted(os.listdir(folder)):
+        d = os.path.join(folder, s)
+        out.append((s, {f[:-4]: os.path.join(d, f) for f in sorted(os.listdir(d)) if f.endswith(".npy")}))
+    return out
+
+
+def concatenated_outputs(lines):
+    """{output name: every sample's values, flattened and concatenated, as float64}."""
+    got = {}
+    for line in lines:
+        for o in line["outputs"]:
+            got.setdefault(o["name"], []).append(np.load(o["file"]).astype(np.float64).ravel())
+    return {k: np.concatenate(v) for k, v in got.items()}
+
+
+def cosine(a, b):
+    na, nb = np.linalg.norm(a), np.linalg.norm(b)
+    if na == 0 and nb == 0:
+        return 1.0
+    return float(a @ b / (na * nb)) if na and nb else 0.0
+
+
+def safe_name(name):
+    return "".join(c if c.isalnum() or c in "_.-" else "_" for c in name)

@@ -1,0 +1,141 @@
+#!/usr/bin/python3
+"""onnxtool convert --to-fp16 / --to-fp32 on the real models, judged by onnxruntime-node 1.30.
+
+For every real model (PaddleOCR det/rec/cls, Silero VAD v5/v6 with If subgraphs):
+ - `convert --to-fp16` (plain, and --keep-io-types) passes `onnxtool check`, and onnxruntime's
+   outputs on it have cosine similarity >= 0.999 (PaddleOCR rec: 0.995, see MODELS) to the fp32 model's over the eval samples of
+   tests/make_quant_data.py (float16 inputs are made from the same samples);
+ - `convert --to-fp32` of the fp16 model passes check, holds no float16 tensor, and onnxruntime's
+   outputs on it are within 1e-2 of the fp16 model's (relative L2 error over the samples);
+ - the fp16 file is at most 0.75x the fp32 one (Silero's LSTM weights stay float32: neither
+   onnxruntime's CPU LSTM nor onnxtool's has a float16 kernel).
+Prints one line per model and exits 1 on any failure.
+
+Usage: precision_vs_ort.py ONNXTOOL SOURCE_DIR CACHE_DIR
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+
+from ort_util import cosine, ort_batch, sample_folders
+
+onnxtool, source_dir, cache_dir = (os.path.abspath(p) for p in sys.argv[1:4])
+ort_run = os.path.join(source_dir, "tests", "ort", "ort_run.js")
+env = dict(os.environ, ONNXTOOL_ORT_DIR=os.path.join(cache_dir, "ort"))
+if not os.path.isdir(os.path.join(cache_dir, "ort", "node_modules", "onnxruntime-node")):
+    print("SKIP: onnxruntime-node is not installed (testdata/fetch_models.sh)")
+    sys.exit(0)
+r = subprocess.run(["/usr/bin/python3", os.path.join(source_dir, "tests", "make_quant_data.py"), cache_dir],
+                   capture_output=True, text=True)
+if r.returncode != 0:
+    print("SKIP: tests/make_quant_data.py could not make the samples")
+    sys.exit(0)
+data = r.stdout.strip().splitlines()[-1]
+work = tempfile.mkdtemp(prefix="onnxtool_precision_ort.")
+# model -> the cosine the fp16 model must reach. PaddleOCR rec reaches 0.9958 in onnxruntime (one
+# of its six samples, 0.9953, has near-tied logits whose softmax float16 rounding moves; onnxtool's
+# runner, which accumulates float16 convolutions in float32, gets 0.9988 on it): held there.
+MODELS = {"ch_PP-OCRv4_det_infer": 0.999, "ch_PP-OCRv4_rec_infer": 0.995, "ch_ppocr_mobile_v2.0_cls_infer": 0.999,
+          "silero_vad_v5": 0.999, "silero_vad_v6": 0.999}
+
+
+def run(cmd):
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    return None if r.returncode == 0 else (r.stderr.strip().splitlines() or ["failed"])[-1]
+
+
+def outputs(lines):
+    """{output name: [per-sample arrays]}"""
+    got = {}
+    for line in lines:
+        for o in line["outputs"]:
+            got.setdefault(o["name"], []).append(np.load(o["file"]).astype(np.float64).ravel())
+    return got
+
+
+def half_inputs(samples, model, into):
+    """The samples with float inputs as float16 where the fp16 model declares float16 inputs."""
+    m = onnx.load(model, load_external_data=False)
+    halves = {i.name for i in m.graph.input if i.type.tensor_type.elem_type == onnx.TensorProto.FLOAT16}
+    out = []
+    for s, files in samples:
+        converted = {}
+        for name, path in files.items():
+            if name in halves:
+                a = np.load(path).astype(np.float16)
+                path = os.path.join(into, f"{s}_{name}.npy")
+                np.save(path, a)
+            converted[name] = path
+        out.append((s, converted))
+    return out
+
+
+failures = 0
+for name, target in MODELS.items():
+    src = os.path.join(cache_dir, "models", name + ".onnx")
+    if not os.path.exists(src):
+        print(f"skip {name}: model missing")
+        continue
+    d = os.path.join(work, name)
+    os.makedirs(d)
+    problems, figures = [], []
+    half = os.path.join(d, "fp16.onnx")
+    half_io = os.path.join(d, "fp16_io.onnx")
+    back = os.path.join(d, "fp32.onnx")
+    for cmd in ([onnxtool, "convert", src, "-o", half, "--to-fp16"],
+                [onnxtool, "convert", src, "-o", half_io, "--to-fp16", "--keep-io-types"],
+                [onnxtool, "convert", half, "-o", back, "--to-fp32"]):
+        err = run(cmd)
+        if err:
+            problems.append(f"{' '.join(cmd[4:])}: {err}")
+    if problems:
+        print(f"FAIL {name}: " + "; ".join(problems))
+        failures += 1
+        continue
+    for path in (half, half_io, back):
+        if run([onnxtool, "check", path]):
+            problems.append(f"{os.path.basename(path)} does not pass check")
+    if any(t.data_type == onnx.TensorProto.FLOAT16 for t in onnx.load(back).graph.initializer):
+        problems.append("--to-fp32 left float16 initializers")
+    ratio = os.path.getsize(half) / os.path.getsize(src)
+    if ratio > 0.75:
+        problems.append(f"the fp16 file is {ratio:.2f}x the fp32 one")
+    samples = sample_folders(os.path.join(data, name, "eval"))
+    half_samples = half_inputs(samples, half, d)
+    try:
+        ref = outputs(ort_batch(ort_run, env, work, [{"model": src, "inputs": f, "output_dir": os.path.join(d, "o32", s)}
+                                                     for s, f in samples]))
+        h = outputs(ort_batch(ort_run, env, work, [{"model": half, "inputs": f, "output_dir": os.path.join(d, "o16", s)}
+                                                   for s, f in half_samples]))
+        hio = outputs(ort_batch(ort_run, env, work, [{"model": half_io, "inputs": f, "output_dir": os.path.join(d, "o16io", s)}
+                                                     for s, f in samples]))
+        b = outputs(ort_batch(ort_run, env, work, [{"model": back, "inputs": f, "output_dir": os.path.join(d, "oback", s)}
+                                                   for s, f in samples]))
+    except RuntimeError as e:
+        print(f"FAIL {name}: {e}")
+        failures += 1
+        continue
+    for out, ref_values in ref.items():
+        r32 = np.concatenate(ref_values)
+        for label, got in (("fp16", h), ("fp16 --keep-io-types", hio)):
+            c = cosine(r32, np.concatenate(got[out]))
+            figures.append(f"{out} {label} cosine {c:.5f}")
+            if c < target:
+                problems.append(f"{out}: {label} cosine {c:.5f} < {target}")
+        # fp32 from fp16 against the fp16 model: relative error ||fp32 - fp16|| / ||fp16|| over the
+        # samples (elementwise, float16 arithmetic itself moves elements near zero by more than
+        # 1 % of their value).
+        x16 = np.concatenate(h[out])
+        x32 = np.concatenate(b[out])
+        rel = float(np.linalg.norm(x32 - x16) / max(np.linalg.norm(x16), 1e-30))
+        figures.append(f"{out} fp32-from-fp16 relative error {rel:.2e}")
+        if rel > 1e-2:
+            problems.append(f"{out}: --to-fp32 differs from the fp16 model by {rel:.2e} (> 1e-2)")
+    print(("FAIL " if problems else "ok   ") + f"{name}: fp16 file {ratio:.3f}x; " + "; ".join(figures) +
+          (" -- " + "; ".join(problems) if problems else ""))
+    failures += bool(problems)
+sys.exit(1 if failures else 0)
