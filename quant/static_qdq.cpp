@@ -161,6 +161,13 @@ class StaticQuantizer {
     return dq->output(0);
   }
 
+  /// True when a reader of v is a node this quantization rewrites (so it reads v quantized).
+  bool has_quantized_reader(const ir::Value* v) const {
+    for (const ir::Use& u : v->uses())
+      if (selected(*u.node, o_, static_op_types())) return true;
+    return false;
+  }
+
   void quantize_node(ir::Node* n) {
     // Activation inputs (the data inputs; shape-like integer inputs stay as they are).
     const size_t data_inputs = n->op_type == "Resize" || n->op_type == "Reshape" || n->op_type == "Slice" ||
@@ -198,10 +205,15 @@ class StaticQuantizer {
     if (!any) return;
     ++report_.quantized_nodes;
     // The output: fold a single Relu/Clip reader into the range (asymmetric only), then Q/DQ.
+    // The output of an op without weights that only float ops read (an Add before the Sigmoid
+    // producing the model's output) stays float: quantizing it would add error and no integer
+    // kernel would use it. Conv/MatMul/Gemm outputs are always quantized, which lets runtimes
+    // run the whole group as one integer kernel (QLinearConv...).
     ir::Value* y = n->output(0);
     if (!is_float_tensor(y)) return;
+    ir::Node* clamp = passes::single_consumer(y);
+    if (!has_weight(*n) && !has_quantized_reader(is_clamp(clamp) ? clamp->output(0) : y)) return;
     if (!o_.symmetric_activations) {
-      ir::Node* clamp = passes::single_consumer(y);
       if (is_clamp(clamp) && ranges_.count(clamp->output(0)->name())) {
         ir::Value* clamped = clamp->output(0);
         const Range r = ranges_.at(clamped->name());
