@@ -3,7 +3,7 @@
 
 For every real model (PaddleOCR det/rec/cls, Silero VAD v5/v6 with If subgraphs):
  - `convert --to-fp16` (plain, and --keep-io-types) passes `onnxtool check`, and onnxruntime's
-   outputs on it have cosine similarity >= 0.999 (PaddleOCR rec: 0.995, see MODELS) to the fp32 model's over the eval samples of
+   outputs on it have cosine similarity >= 0.999 to the fp32 model's over the eval samples of
    tests/make_quant_data.py (float16 inputs are made from the same samples);
  - `convert --to-fp32` of the fp16 model passes check, holds no float16 tensor, and onnxruntime's
    outputs on it are within 1e-2 of the fp16 model's (relative L2 error over the samples);
@@ -36,11 +36,12 @@ if r.returncode != 0:
     sys.exit(0)
 data = r.stdout.strip().splitlines()[-1]
 work = tempfile.mkdtemp(prefix="onnxtool_precision_ort.")
-# model -> the cosine the fp16 model must reach. PaddleOCR rec reaches 0.9958 in onnxruntime (one
-# of its six samples, 0.9953, has near-tied logits whose softmax float16 rounding moves; onnxtool's
-# runner, which accumulates float16 convolutions in float32, gets 0.9988 on it): held there.
-MODELS = {"ch_PP-OCRv4_det_infer": 0.999, "ch_PP-OCRv4_rec_infer": 0.995, "ch_ppocr_mobile_v2.0_cls_infer": 0.999,
-          "silero_vad_v5": 0.999, "silero_vad_v6": 0.999}
+# model -> extra --to-fp16 flags. PaddleOCR rec converted whole reaches 0.9958 in onnxruntime (one
+# of its six text lines has near-tied logits that float16 rounding of its residual additions and
+# hard-swish products moves); with those kept in float32 (--block-ops) it reaches 0.999.
+MODELS = {"ch_PP-OCRv4_det_infer": [], "ch_PP-OCRv4_rec_infer": ["--block-ops", "HardSwish,Mul,Add"],
+          "ch_ppocr_mobile_v2.0_cls_infer": [], "silero_vad_v5": [], "silero_vad_v6": []}
+TARGET = 0.999
 
 
 def run(cmd):
@@ -75,7 +76,7 @@ def half_inputs(samples, model, into):
 
 
 failures = 0
-for name, target in MODELS.items():
+for name, flags in MODELS.items():
     src = os.path.join(cache_dir, "models", name + ".onnx")
     if not os.path.exists(src):
         print(f"skip {name}: model missing")
@@ -86,8 +87,8 @@ for name, target in MODELS.items():
     half = os.path.join(d, "fp16.onnx")
     half_io = os.path.join(d, "fp16_io.onnx")
     back = os.path.join(d, "fp32.onnx")
-    for cmd in ([onnxtool, "convert", src, "-o", half, "--to-fp16"],
-                [onnxtool, "convert", src, "-o", half_io, "--to-fp16", "--keep-io-types"],
+    for cmd in ([onnxtool, "convert", src, "-o", half, "--to-fp16"] + flags,
+                [onnxtool, "convert", src, "-o", half_io, "--to-fp16", "--keep-io-types"] + flags,
                 [onnxtool, "convert", half, "-o", back, "--to-fp32"]):
         err = run(cmd)
         if err:
@@ -124,8 +125,8 @@ for name, target in MODELS.items():
         for label, got in (("fp16", h), ("fp16 --keep-io-types", hio)):
             c = cosine(r32, np.concatenate(got[out]))
             figures.append(f"{out} {label} cosine {c:.5f}")
-            if c < target:
-                problems.append(f"{out}: {label} cosine {c:.5f} < {target}")
+            if c < TARGET:
+                problems.append(f"{out}: {label} cosine {c:.5f} < {TARGET}")
         # fp32 from fp16 against the fp16 model: relative error ||fp32 - fp16|| / ||fp16|| over the
         # samples (elementwise, float16 arithmetic itself moves elements near zero by more than
         # 1 % of their value).
@@ -135,7 +136,7 @@ for name, target in MODELS.items():
         figures.append(f"{out} fp32-from-fp16 relative error {rel:.2e}")
         if rel > 1e-2:
             problems.append(f"{out}: --to-fp32 differs from the fp16 model by {rel:.2e} (> 1e-2)")
-    print(("FAIL " if problems else "ok   ") + f"{name}: fp16 file {ratio:.3f}x; " + "; ".join(figures) +
+    print(("FAIL " if problems else "ok   ") + f"{name}{' ' + ' '.join(flags) if flags else ''}: fp16 file {ratio:.3f}x; " + "; ".join(figures) +
           (" -- " + "; ".join(problems) if problems else ""))
     failures += bool(problems)
 sys.exit(1 if failures else 0)
