@@ -87,7 +87,9 @@ const std::vector<std::string>& dynamic_op_types();
 
 /// Dynamic quantization: the constant weights of MatMul, Gemm and Conv become int8/uint8
 /// (per tensor, or per output channel); activations are quantized at run time with
-/// DynamicQuantizeLinear, MatMulInteger / ConvInteger, Cast, Mul and Add. Throws Error(kUsage)
+/// DynamicQuantizeLinear, MatMulInteger / ConvInteger, Cast, Mul and Add. LSTM/GRU/RNN weights,
+/// when options.op_types names them, are stored as int8 behind DequantizeLinear (weight-only:
+/// no standard integer kernel). Throws Error(kUsage)
 /// for an --op-types / --exclude name that matches nothing the model has.
 /// With `samples` (optional), the first options.error_samples of them measure each node's error
 /// and the outputs' cosine against fp32, and drive options.auto_exclude.

@@ -48,6 +48,7 @@ CASES = [
     ("ch_ppocr_mobile_v2.0_cls_infer", "static", ["--format", "qoperator"], 0.99),
     ("ch_PP-OCRv4_rec_infer", "dynamic", ["--per-channel", "--auto-exclude", "--accuracy-target", "0.998"], 0.99),
     ("silero_vad_v5", "dynamic", ["--per-channel"], 0.99),
+    ("silero_vad_v5", "dynamic", ["--per-channel", "--op-types", "Conv,LSTM"], 0.99),
     ("silero_vad_v6", "dynamic", ["--per-channel"], 0.99),
     ("ch_PP-OCRv4_det_infer", "static", ["--per-channel"], 0.80),
     ("ch_PP-OCRv4_det_infer", "static", ["--per-channel", "--auto-exclude", "--accuracy-target", "0.99"], 0.98),
