@@ -53,7 +53,7 @@ class StaticQuantizer {
     std::vector<ir::Node*> order;
     for (const auto& n : g_.nodes()) order.push_back(n.get());
     for (ir::Node* n : order)
-      if (selected(*n, o_, static_op_types())) quantize_node(n);
+      if (!removed_.count(n) && selected(*n, o_, static_op_types())) quantize_node(n);
   }
 
  private:
@@ -218,6 +218,7 @@ class StaticQuantizer {
         ir::Value* clamped = clamp->output(0);
         const Range r = ranges_.at(clamped->name());
         const std::string clamped_name = clamped->name();
+        removed_.insert(clamp);  // freed by the bypass: run() must not visit it
         if (r.min >= 0 && passes::bypass_node(g_, clamp, y)) {
           // y is quantized at the clamp's range: Q saturates below its min and above its max,
           // which is what the clamp did (up to the calibrated max).
@@ -239,6 +240,7 @@ class StaticQuantizer {
   std::map<ir::Value*, ir::Value*> dq_;      // float tensor -> its DQ output
   std::map<ir::Value*, ir::Value*> source_;  // DQ output -> the float tensor
   std::map<ir::Value*, QuantParams> act_params_;
+  std::set<const ir::Node*> removed_;  // nodes a fold removed (their memory is gone)
 };
 
 }  // namespace
