@@ -140,14 +140,17 @@ int run_compare(const CompareCliOptions& o) {
 
   std::map<std::string, Worst> worst;
   // Per layer: intermediate tensors of both runs, matched by value name, then by the name of
-  // the producing node (output index kept).
+  // the producing node (output index kept) unless B's tensor of that node is itself matched by
+  // name to another of A's (a Conv that absorbed a BatchNormalization produces the
+  // BatchNormalization's tensor: A's pre-normalization tensor has no counterpart).
   std::vector<std::string> layer_order;
   std::map<std::string, Worst> layers;
   std::map<std::string, std::string> layer_node;
   for (int s = 0; s < o.samples; ++s) {
     feed.seed = o.seed + static_cast<uint64_t>(s);
     const auto feeds = runner::load_feeds(sa, feed);
-    std::map<std::string, runner::Tensor> ta, tb_by_name, tb_by_node;
+    std::map<std::string, runner::Tensor> ta, tb_by_name;
+    std::map<std::string, std::pair<std::string, runner::Tensor>> tb_by_node;  // node#k -> (name, tensor)
     std::vector<std::pair<std::string, std::string>> order;  // (value, node#index) of A
     if (o.per_layer) {
       sa.set_observer([&](const ir::Value& v, const runner::Value& produced) {
@@ -160,7 +163,7 @@ int run_compare(const CompareCliOptions& o) {
         if (!produced.is_tensor()) return;
         tb_by_name[v.name()] = produced.tensor;
         if (v.producer() && !v.producer()->name.empty())
-          tb_by_node[v.producer()->name + "#" + std::to_string(v.producer_output())] = produced.tensor;
+          tb_by_node[v.producer()->name + "#" + std::to_string(v.producer_output())] = {v.name(), produced.tensor};
       });
     }
     const auto ra = sa.run(feeds);
@@ -174,7 +177,9 @@ int run_compare(const CompareCliOptions& o) {
     for (const auto& [name, node_key] : order) {
       const runner::Tensor* other = nullptr;
       if (auto it = tb_by_name.find(name); it != tb_by_name.end()) other = &it->second;
-      else if (auto jt = tb_by_node.find(node_key); !node_key.empty() && node_key[0] != '#' && jt != tb_by_node.end()) other = &jt->second;
+      else if (auto jt = tb_by_node.find(node_key);
+               !node_key.empty() && node_key[0] != '#' && jt != tb_by_node.end() && !ta.count(jt->second.first))
+        other = &jt->second.second;
       if (!other) continue;
       if (!layers.count(name)) {
         layer_order.push_back(name);

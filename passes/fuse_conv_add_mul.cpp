@@ -26,7 +26,7 @@ PassStats fuse_conv_add_mul(ir::Model& model, const PassContext&) {
         if (!v) continue;
         const std::vector<double> ones(v->size(), 1.0), zeros(v->size(), 0.0);
         if (!fold_channel_affine(model, g, *conv, 1, 0, 2, mul ? *v : ones, mul ? zeros : *v)) continue;
-        if (bypass_node(g, op, y)) ++stats.fused;
+        if (fold_node_into(g, op, y)) ++stats.fused;
         break;
       }
     }

@@ -20,7 +20,7 @@ PassStats fuse_conv_batchnorm(ir::Model& model, const PassContext&) {
       if (!is_op(conv, "Conv") || single_consumer(x) != bn) continue;
       const auto affine = batchnorm_affine(model, *bn);
       if (!affine || !fold_channel_affine(model, g, *conv, 1, 0, 2, affine->scale, affine->shift)) continue;
-      if (bypass_node(g, bn, x)) ++stats.fused;
+      if (fold_node_into(g, bn, x)) ++stats.fused;
     }
   });
   return stats;

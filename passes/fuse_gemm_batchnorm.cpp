@@ -23,7 +23,7 @@ PassStats fuse_gemm_batchnorm(ir::Model& model, const PassContext&) {
       const size_t axis = gemm->attr_int("transB", 0) ? 0 : 1;
       if (!affine || !fold_channel_affine(model, g, *gemm, 1, axis, 2, affine->scale, affine->shift)) continue;
       gemm->remove_attr("beta");
-      if (bypass_node(g, bn, y)) ++stats.fused;
+      if (fold_node_into(g, bn, y)) ++stats.fused;
     }
   });
   return stats;

@@ -53,6 +53,23 @@ bool bypass_node(ir::Graph& graph, ir::Node* node, ir::Value* replacement) {
   return true;
 }
 
+bool fold_node_into(ir::Graph& graph, ir::Node* node, ir::Value* replacement) {
+  ir::Value* out = node->output(0);
+  if (!out || !replacement) return false;
+  if (out->is_graph_output()) return bypass_node(graph, node, replacement);  // renames already
+  const std::string name = out->name();
+  const bool plain = replacement->graph() == &graph && replacement->producer() && !replacement->is_graph_output() &&
+                     !replacement->is_graph_input() && !replacement->is_initializer();
+  if (!bypass_node(graph, node, replacement)) return false;
+  if (!plain) return true;
+  // The folded node's output is gone; its declared type, if any, went with it.
+  auto& vi = graph.value_info;
+  vi.erase(std::remove_if(vi.begin(), vi.end(), [&](const ir::ValueInfo& v) { return v.value == out; }), vi.end());
+  graph.prune_values();
+  if (!graph.find(name)) graph.rename(replacement, name);
+  return true;
+}
+
 std::optional<std::vector<double>> constant_values(const ir::Tensor& tensor) {
   const runner::Tensor t = runner::from_ir(tensor);
   std::vector<double> v(static_cast<size_t>(t.size()));

@@ -24,6 +24,12 @@ const ir::Tensor* constant_of(const ir::Model& model, const ir::Value* value);
 /// input); otherwise nothing changes and false is returned.
 bool bypass_node(ir::Graph& graph, ir::Node* node, ir::Value* replacement);
 
+/// bypass_node for a node folded into the producer of `replacement` (BatchNormalization into
+/// Conv, Add/Mul into Conv): the replacement now holds what the node's output held, so it also
+/// takes that name (when it is a plain node output of this graph), which keeps tensor names
+/// meaningful for `compare --per-layer` and `diff` against the unoptimized model.
+bool fold_node_into(ir::Graph& graph, ir::Node* node, ir::Value* replacement);
+
 /// True when the value's only readers are nodes (no graph output) and there is exactly one.
 bool has_single_use(const ir::Value* value);
 
