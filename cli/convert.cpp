@@ -60,7 +60,13 @@ int run_convert(const ConvertOptions& o) {
     // BatchNormalization, Conv + Add/Mul... folded first: an unfolded BatchNorm after a Conv whose
     // outputs reach thousands loses the normalized value to float16 rounding (PaddleOCR det:
     // cosine 0.2 unfolded, 0.999 folded).
-    if (!o.no_preprocess) passes::optimize(loaded.model, passes::OptimizeOptions{});
+    // Not fuse_conv_input_affine: it would move a Mul/Add that --block-ops keeps in float32 into
+    // a float16 Conv's weights (PaddleOCR rec's learnable scales of 0.02: cosine 0.9998 -> 0.996).
+    if (!o.no_preprocess) {
+      passes::OptimizeOptions pre;
+      pre.skip = {"fuse_conv_input_affine"};
+      passes::optimize(loaded.model, pre);
+    }
     convert::Fp16Options f;
     f.keep_io_types = o.keep_io_types;
     f.block_ops = o.block_ops;

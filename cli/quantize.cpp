@@ -130,7 +130,12 @@ int run_quantize(const QuantizeCliOptions& o) {
   const auto dirs = o.calib_data.empty() ? std::vector<std::filesystem::path>{} : sample_dirs(o.calib_data, o.calib_samples);
 
   auto loaded = ir::load_model(o.model);
+  quant::QuantizeReport moved;  // the opset change made before preprocessing, if any
   if (!o.no_preprocess) {
+    // Static QDQ keeps the ops it does not quantize in float between DequantizeLinear and
+    // QuantizeLinear: a decomposed hard-swish (Add, Clip, Mul, Div) would cost four float ops and
+    // three extra roundings where HardSwish (opset 14) costs one op and none.
+    if (q.mode == quant::Mode::kStatic) quant::ensure_opset(loaded.model, quant::kStaticPreprocessOpset, moved);
     passes::OptimizeOptions pre;
     passes::optimize(loaded.model, pre);
   }
@@ -158,6 +163,10 @@ int run_quantize(const QuantizeCliOptions& o) {
     report = quant::quantize_dynamic(loaded.model, q, dirs.empty() ? quant::SampleSource{} : source);
   else
     report = quant::quantize_static(loaded.model, q, source);
+  if (moved.opset_to) {
+    report.opset_from = moved.opset_from;
+    report.opset_to = std::max(report.opset_to, moved.opset_to);
+  }
   if (bar && next) std::cerr << "\n";
   if (report.quantized_nodes == 0) throw Error(ErrorKind::kFailed, o.model + ": no node was quantized (no " +
                                                                      std::string(q.mode == quant::Mode::kStatic ? "supported op with calibrated float inputs" : "MatMul, Gemm or Conv with a constant float weight") + ")");

@@ -1,11 +1,12 @@
-// Pass fuse_conv_batchnorm: folds an inference BatchNormalization into the Conv before it.
+// Pass fuse_conv_batchnorm: folds an inference BatchNormalization into the Conv or ConvTranspose
+// before it.
 #include "passes/pass_list.h"
 #include "passes/rewrite.h"
 
 namespace onnxtool::passes {
 
 /// Conv(x, W, B) -> BatchNormalization  =>  Conv(x, W * s, B * s + t) with s = gamma/sqrt(var+eps),
-/// t = beta - mean * s per output channel. Only when the Conv's output feeds nothing else, its
+/// t = beta - mean * s per output channel (ConvTranspose alike, its weight scaled along axis 1). Only when the Conv's output feeds nothing else, its
 /// weight and the BatchNormalization's parameters are constants, and BatchNormalization is in
 /// inference mode. The Conv keeps its name; the BatchNormalization's output name survives.
 PassStats fuse_conv_batchnorm(ir::Model& model, const PassContext&) {
@@ -17,9 +18,10 @@ PassStats fuse_conv_batchnorm(ir::Model& model, const PassContext&) {
       if (!is_op(bn, "BatchNormalization")) continue;
       ir::Value* x = bn->input(0);
       ir::Node* conv = x ? x->producer() : nullptr;
-      if (!is_op(conv, "Conv") || single_consumer(x) != bn) continue;
+      const auto out = conv ? conv_output_channels(model, *conv) : std::nullopt;
+      if (!out || single_consumer(x) != bn) continue;
       const auto affine = batchnorm_affine(model, *bn);
-      if (!affine || !fold_channel_affine(model, g, *conv, 1, 0, 2, affine->scale, affine->shift)) continue;
+      if (!affine || !fold_channel_affine(model, g, *conv, 1, out->weight_axis, 2, affine->scale, affine->shift)) continue;
       if (fold_node_into(g, bn, x)) ++stats.fused;
     }
   });

@@ -6,24 +6,6 @@
 
 namespace onnxtool::passes {
 
-namespace {
-
-std::optional<double> scalar(const ir::Model& m, const ir::Value* v) {
-  const auto c = float_constant(m, v);
-  if (!c || c->values.size() != 1) return std::nullopt;
-  return c->values[0];
-}
-
-bool near(std::optional<double> v, double want) { return v && std::fabs(*v - want) <= 1e-4 * std::fabs(want); }
-
-/// For a binary node with input `known`, the other input.
-ir::Value* other(const ir::Node& n, const ir::Value* known) {
-  if (n.inputs().size() != 2) return nullptr;
-  return n.input(0) == known ? n.input(1) : n.input(1) == known ? n.input(0) : nullptr;
-}
-
-}  // namespace
-
 /// 0.5 * x * (1 + Erf(x / sqrt(2)))  =>  Gelu(x), in the orders exporters write it:
 /// Erf(Div(x, 1.41421) | Mul(x, 0.70711)) -> Add(1) -> then Mul(x, .) -> Mul(., 0.5), or
 /// Mul(., 0.5) -> Mul(x, .), or Mul(Mul(x, 0.5), .). Every intermediate must feed only the
@@ -34,48 +16,37 @@ PassStats fuse_gelu(ir::Model& model, const PassContext&) {
   ir::for_each_graph(model, [&](ir::Graph& g) {
     std::vector<ir::Node*> order;
     for (const auto& n : g.nodes()) order.push_back(n.get());
-    std::vector<ir::Node*> removed;
+    std::vector<const ir::Node*> removed;
     for (ir::Node* erf : order) {
       if (std::count(removed.begin(), removed.end(), erf) || !is_op(erf, "Erf")) continue;
       ir::Node* pre = erf->input(0) ? erf->input(0)->producer() : nullptr;
       if (!pre || single_consumer(pre->output(0)) != erf) continue;
       ir::Value* x = pre->input(0);
-      const bool scaled = (is_op(pre, "Div") && near(scalar(model, pre->input(1)), std::sqrt(2.0))) ||
-                          (is_op(pre, "Mul") && near(scalar(model, pre->input(1)), std::sqrt(0.5)));
+      const bool scaled = (is_op(pre, "Div") && near_value(scalar_constant(model, pre->input(1)), std::sqrt(2.0))) ||
+                          (is_op(pre, "Mul") && near_value(scalar_constant(model, pre->input(1)), std::sqrt(0.5)));
       if (!scaled || !x) continue;
       ir::Node* add = single_consumer(erf->output(0));
-      if (!is_op(add, "Add") || !near(scalar(model, other(*add, erf->output(0))), 1.0)) continue;
+      if (!is_op(add, "Add") || !near_value(scalar_constant(model, other_input(*add, erf->output(0))), 1.0)) continue;
       ir::Node* m1 = single_consumer(add->output(0));
       if (!is_op(m1, "Mul")) continue;
-      ir::Value* o1 = other(*m1, add->output(0));
+      ir::Value* o1 = other_input(*m1, add->output(0));
       std::vector<ir::Node*> chain{pre, erf, add, m1};
       ir::Node* last = nullptr;
       if (o1 == x) {  // (x * (1 + erf)) * 0.5
         ir::Node* m2 = single_consumer(m1->output(0));
-        if (is_op(m2, "Mul") && near(scalar(model, other(*m2, m1->output(0))), 0.5)) last = m2;
-      } else if (near(scalar(model, o1), 0.5)) {  // ((1 + erf) * 0.5) * x
+        if (is_op(m2, "Mul") && near_value(scalar_constant(model, other_input(*m2, m1->output(0))), 0.5)) last = m2;
+      } else if (near_value(scalar_constant(model, o1), 0.5)) {  // ((1 + erf) * 0.5) * x
         ir::Node* m2 = single_consumer(m1->output(0));
-        if (is_op(m2, "Mul") && other(*m2, m1->output(0)) == x) last = m2;
+        if (is_op(m2, "Mul") && other_input(*m2, m1->output(0)) == x) last = m2;
       } else if (ir::Node* h = o1 ? o1->producer() : nullptr;
-                 is_op(h, "Mul") && single_consumer(o1) == m1 && other(*h, x) && near(scalar(model, other(*h, x)), 0.5)) {
+                 is_op(h, "Mul") && single_consumer(o1) == m1 && other_input(*h, x) && near_value(scalar_constant(model, other_input(*h, x)), 0.5)) {
         chain.insert(chain.begin(), h);  // (x * 0.5) * (1 + erf)
         last = m1;
       }
       if (!last) continue;
       if (last != m1) chain.push_back(last);
       ir::Node* gelu = g.add_node("Gelu", {x}, {unique_name(g, last->output(0)->name() + "_gelu")}, "", erf->name, last);
-      gelu->output(0)->type = last->output(0)->type;
-      if (!bypass_node(g, last, gelu->output(0))) {
-        g.remove_node(gelu);
-        continue;
-      }
-      chain.pop_back();  // `last` is gone (bypass_node removed it): never visit it again
-      removed.push_back(last);
-      for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-        g.remove_node(*it);
-        removed.push_back(*it);
-      }
-      ++stats.fused;
+      if (replace_chain(g, chain, gelu, removed)) ++stats.fused;
     }
   });
   return stats;

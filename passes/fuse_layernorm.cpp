@@ -10,21 +10,6 @@ namespace onnxtool::passes {
 
 namespace {
 
-/// The single constant scalar of a value, or nullopt.
-std::optional<double> scalar(const ir::Model& m, const ir::Value* v) {
-  const auto c = float_constant(m, v);
-  if (!c || c->values.size() != 1) return std::nullopt;
-  return c->values[0];
-}
-
-/// The other input of a binary node whose input `known` is one of its two inputs, or nullptr.
-ir::Value* other_input(const ir::Node& n, const ir::Value* known) {
-  if (n.inputs().size() != 2) return nullptr;
-  if (n.input(0) == known) return n.input(1);
-  if (n.input(1) == known) return n.input(0);
-  return nullptr;
-}
-
 /// Normalized axes of a ReduceMean with keepdims=1 over the trailing dims of a rank-`rank`
 /// input: returns the first axis, or -1.
 int64_t trailing_axis(const ir::Model& m, const ir::Node& r, int64_t rank) {
@@ -52,7 +37,7 @@ PassStats fuse_layernorm(ir::Model& model, const PassContext&) {
   ir::for_each_graph(model, [&](ir::Graph& g) {
     std::vector<ir::Node*> order;
     for (const auto& n : g.nodes()) order.push_back(n.get());
-    std::vector<ir::Node*> removed;
+    std::vector<const ir::Node*> removed;
     for (ir::Node* r1 : order) {
       if (std::count(removed.begin(), removed.end(), r1) || !is_op(r1, "ReduceMean")) continue;
       ir::Value* x = r1->input(0);
@@ -70,7 +55,7 @@ PassStats fuse_layernorm(ir::Model& model, const PassContext&) {
       for (const auto& u : d->uses()) {
         ir::Node* n = u.node;
         if (is_op(n, "Div") && n->input(0) == d) div = n;
-        else if (is_op(n, "Pow") && n->input(0) == d && scalar(model, n->input(1)) == 2.0) sq = n;
+        else if (is_op(n, "Pow") && n->input(0) == d && scalar_constant(model, n->input(1)) == 2.0) sq = n;
         else if (is_op(n, "Mul") && n->input(0) == d && n->input(1) == d) sq = n;
       }
       if (!sq || !div) continue;
@@ -78,7 +63,7 @@ PassStats fuse_layernorm(ir::Model& model, const PassContext&) {
       if (!is_op(r2, "ReduceMean") || trailing_axis(model, *r2, rank) != axis) continue;
       ir::Node* add_eps = single_consumer(r2->output(0));
       if (!is_op(add_eps, "Add")) continue;
-      const auto eps = scalar(model, other_input(*add_eps, r2->output(0)));
+      const auto eps = scalar_constant(model, other_input(*add_eps, r2->output(0)));
       if (!eps) continue;
       ir::Node* sqrt = single_consumer(add_eps->output(0));
       if (!is_op(sqrt, "Sqrt") || single_consumer(sqrt->output(0)) != div || div->input(1) != sqrt->output(0)) continue;
@@ -138,18 +123,7 @@ PassStats fuse_layernorm(ir::Model& model, const PassContext&) {
                                 r1->name, last);
       ln->set_attr(ir::Attribute::make_int("axis", axis));
       ln->set_attr(ir::Attribute::make_float("epsilon", static_cast<float>(*eps)));
-      ln->output(0)->type = last->output(0)->type;
-      if (!bypass_node(g, last, ln->output(0))) {
-        g.remove_node(ln);
-        continue;
-      }
-      chain.pop_back();  // `last` is gone (bypass_node removed it): never visit it again
-      removed.push_back(last);
-      for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-        g.remove_node(*it);
-        removed.push_back(*it);
-      }
-      ++stats.fused;
+      if (replace_chain(g, chain, ln, removed)) ++stats.fused;
     }
   });
   return stats;

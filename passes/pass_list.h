@@ -12,6 +12,7 @@ PassStats eliminate_common_subexpressions(ir::Model& model, const PassContext& c
 PassStats eliminate_dead_code(ir::Model& model, const PassContext& context);
 PassStats fuse_conv_batchnorm(ir::Model& model, const PassContext& context);
 PassStats fuse_conv_add_mul(ir::Model& model, const PassContext& context);
+PassStats fuse_conv_input_affine(ir::Model& model, const PassContext& context);
 PassStats fuse_matmul_add(ir::Model& model, const PassContext& context);
 PassStats fuse_gemm_batchnorm(ir::Model& model, const PassContext& context);
 PassStats fuse_transposes(ir::Model& model, const PassContext& context);
@@ -20,5 +21,6 @@ PassStats fuse_pad_conv(ir::Model& model, const PassContext& context);
 PassStats fuse_relu_clip(ir::Model& model, const PassContext& context);
 PassStats fuse_layernorm(ir::Model& model, const PassContext& context);
 PassStats fuse_gelu(ir::Model& model, const PassContext& context);
+PassStats fuse_hardswish(ir::Model& model, const PassContext& context);
 
 }  // namespace onnxtool::passes

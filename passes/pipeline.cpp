@@ -20,8 +20,11 @@ const std::vector<Pass>& pipeline() {
       {"eliminate_noops", "remove Identity, inference Dropout, same-type Cast, identity Transpose/Reshape/Slice/Pad/Expand/Tile, x*1, x+0", eliminate_noops},
       {"eliminate_common_subexpressions", "merge identical initializers and nodes computing the same thing from the same inputs", eliminate_common_subexpressions},
       {"fuse_transposes", "merge consecutive Transposes (dropping identity results)", fuse_transposes},
-      {"fuse_conv_batchnorm", "fold inference BatchNormalization into the preceding Conv's weight and bias", fuse_conv_batchnorm},
-      {"fuse_conv_add_mul", "fold per-channel constant Mul/Add after Conv into its weight and bias", fuse_conv_add_mul},
+      // Before the Conv input folds, which would take the 1/6 of a hard-swish feeding a Conv.
+      {"fuse_hardswish", "x * Clip(x + 3, 0, 6) / 6 and x * HardSigmoid(x) -> HardSwish (opset >= 14)", fuse_hardswish},
+      {"fuse_conv_batchnorm", "fold inference BatchNormalization into the preceding Conv's or ConvTranspose's weight and bias", fuse_conv_batchnorm},
+      {"fuse_conv_add_mul", "fold per-channel constant Mul/Add after Conv or ConvTranspose into its weight and bias", fuse_conv_add_mul},
+      {"fuse_conv_input_affine", "fold per-channel constant Mul (and Add, before an unpadded Conv) on a Conv's input into its weight and bias", fuse_conv_input_affine},
       {"fuse_pad_conv", "merge a zero constant Pad into the following Conv or AveragePool's pads", fuse_pad_conv},
       // MatMul+Add must precede the Gemm rewrites so that they see the new Gemms.
       {"fuse_matmul_add", "MatMul + Add of a bias on 2-D inputs -> Gemm", fuse_matmul_add},

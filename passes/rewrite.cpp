@@ -23,6 +23,22 @@ const ir::Tensor* constant_of(const ir::Model& model, const ir::Value* value) {
   return value->initializer();
 }
 
+bool replace_chain(ir::Graph& graph, const std::vector<ir::Node*>& chain, ir::Node* fused,
+                   std::vector<const ir::Node*>& removed) {
+  ir::Node* last = chain.back();
+  fused->output(0)->type = last->output(0)->type;
+  if (!fold_node_into(graph, last, fused->output(0))) {
+    graph.remove_node(fused);
+    return false;
+  }
+  removed.push_back(last);  // fold_node_into removed it
+  for (auto it = chain.rbegin() + 1; it != chain.rend(); ++it) {
+    removed.push_back(*it);
+    graph.remove_node(*it);
+  }
+  return true;
+}
+
 bool has_single_use(const ir::Value* value) {
   return value && !value->is_graph_output() && value->uses().size() == 1;
 }
@@ -131,6 +147,33 @@ ir::Node* single_consumer(const ir::Value* value) {
 
 bool is_op(const ir::Node* node, std::string_view op_type) {
   return node && node->op_type == op_type && (node->domain.empty() || node->domain == "ai.onnx");
+}
+
+std::optional<double> scalar_constant(const ir::Model& model, const ir::Value* value) {
+  const auto c = float_constant(model, value);
+  if (!c || c->values.size() != 1) return std::nullopt;
+  return c->values[0];
+}
+
+bool near_value(std::optional<double> value, double want) {
+  return value && std::fabs(*value - want) <= (want == 0 ? 1e-6 : 1e-4 * std::fabs(want));
+}
+
+ir::Value* other_input(const ir::Node& node, const ir::Value* known) {
+  if (node.inputs().size() != 2) return nullptr;
+  if (node.input(0) == known) return node.input(1);
+  if (node.input(1) == known) return node.input(0);
+  return nullptr;
+}
+
+std::optional<OutputChannels> conv_output_channels(const ir::Model& model, const ir::Node& node) {
+  const bool transposed = is_op(&node, "ConvTranspose");
+  if (!transposed && !is_op(&node, "Conv")) return std::nullopt;
+  if (transposed && node.attr_int("group", 1) != 1) return std::nullopt;
+  const auto w = float_constant(model, node.input(1));
+  const size_t axis = transposed ? 1 : 0;
+  if (!w || w->dims.size() <= axis) return std::nullopt;
+  return OutputChannels{axis, w->dims[axis], w->dims.size()};
 }
 
 bool fold_channel_affine(const ir::Model& model, ir::Graph& graph, ir::Node& node, size_t weight_index,

@@ -30,6 +30,15 @@ bool bypass_node(ir::Graph& graph, ir::Node* node, ir::Value* replacement);
 /// meaningful for `compare --per-layer` and `diff` against the unoptimized model.
 bool fold_node_into(ir::Graph& graph, ir::Node* node, ir::Value* replacement);
 
+/// Replaces a matched chain of single-output nodes (in graph order; the last one gives the result)
+/// by `fused`, a node already added before the last one and computing the same: the last node is
+/// folded into it (fold_node_into: fused's output takes over its name and readers) and the rest
+/// of the chain is removed. Every node gone is appended to `removed`, so that a pass walking a
+/// copy of the node list never visits one again. When the output cannot be handed over, removes
+/// `fused` instead, leaves the chain, and returns false.
+bool replace_chain(ir::Graph& graph, const std::vector<ir::Node*>& chain, ir::Node* fused,
+                   std::vector<const ir::Node*>& removed);
+
 /// True when the value's only readers are nodes (no graph output) and there is exactly one.
 bool has_single_use(const ir::Value* value);
 
@@ -54,6 +63,25 @@ ir::Node* single_consumer(const ir::Value* value);
 
 /// True for the default domain ("" or "ai.onnx") and that op type.
 bool is_op(const ir::Node* node, std::string_view op_type);
+
+/// The value of a constant holding exactly one number (any float or integer type), or nullopt.
+std::optional<double> scalar_constant(const ir::Model& model, const ir::Value* value);
+
+/// True when `value` is within a relative 1e-4 of `want` (absolute 1e-6 when want is 0).
+bool near_value(std::optional<double> value, double want);
+
+/// The other input of a binary node one of whose two inputs is `known`, or nullptr.
+ir::Value* other_input(const ir::Node& node, const ir::Value* known);
+
+/// Where a Conv or ConvTranspose keeps its output channels: the weight axis (Conv 0,
+/// ConvTranspose 1) and their number. nullopt for other nodes, a non-constant weight, and a
+/// grouped ConvTranspose (its output channels span groups along that axis).
+struct OutputChannels {
+  size_t weight_axis = 0;
+  int64_t channels = 0;
+  size_t weight_rank = 0;
+};
+std::optional<OutputChannels> conv_output_channels(const ir::Model& model, const ir::Node& node);
 
 /// Folds y' = y * scale[c] + shift[c] (c: output channel) into a node's weight and bias inputs:
 /// the weight input `weight_index` is scaled along `weight_axis`, the bias input `bias_index`

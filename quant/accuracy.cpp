@@ -18,16 +18,18 @@ namespace {
 /// Running sums that give SQNR and cosine similarity of a quantized tensor against fp32.
 struct ErrorSums {
   double signal = 0, noise = 0, dot = 0, quantized = 0;
-  void add(const runner::Tensor& ref, const runner::Tensor& q) {
+  /// Adds ref against q, ref clamped to [lo, hi] first (where the readers saturate).
+  void add(const runner::Tensor& ref, const runner::Tensor& q, double lo = -INFINITY, double hi = INFINITY) {
     if (ref.size() != q.size()) return;
     const float* a = ref.data<float>();
     const float* b = q.data<float>();
     for (int64_t i = 0; i < ref.size(); ++i) {
       if (!std::isfinite(a[i]) || !std::isfinite(b[i])) continue;
-      signal += double{a[i]} * a[i];
-      noise += (double{a[i]} - b[i]) * (double{a[i]} - b[i]);
-      dot += double{a[i]} * b[i];
-      quantized += double{b[i]} * b[i];
+      const double x = std::clamp(double{a[i]}, lo, hi), y = b[i];
+      signal += x * x;
+      noise += (x - y) * (x - y);
+      dot += x * y;
+      quantized += y * y;
     }
   }
   double sqnr_db() const { return noise == 0 ? 200.0 : signal == 0 ? -200.0 : 10 * std::log10(signal / noise); }
@@ -43,12 +45,14 @@ struct ErrorSums {
 void measure_errors(ir::Model& fp32, ir::Model& quantized, const std::vector<Feeds>& samples, QuantizeReport& report) {
   // The fp32 tensor each quantized (dequantized) tensor stands for.
   std::map<std::string, std::string> dq_to_float;
+  std::map<std::string, std::pair<double, double>> reference_interval;  // by dequantized name
   std::set<std::string> float_names;
   // The fp32 name an entry is compared with: the node output (dynamic) or the tensor (static).
   auto fp32_name = [](const NodeReport& n) { return n.output.empty() ? n.tensor : n.output; };
   for (const auto& n : report.nodes) {
     if (n.dequantized.empty()) continue;
     dq_to_float[n.dequantized] = fp32_name(n);
+    reference_interval[n.dequantized] = {n.reference_min, n.reference_max};
     float_names.insert(fp32_name(n));
   }
   // Float graph outputs by position (both models keep their outputs in order).
@@ -77,7 +81,8 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const std::vector<Fee
       auto it = dq_to_float.find(v.name());
       if (it == dq_to_float.end() || !produced.is_tensor() || produced.tensor.dtype() != ir::DataType::kFloat) return;
       auto r = ref.find(it->second);
-      if (r != ref.end()) sums[it->second].add(r->second, produced.tensor);
+      const auto& [lo, hi] = reference_interval.at(v.name());
+      if (r != ref.end()) sums[it->second].add(r->second, produced.tensor, lo, hi);
     });
     const auto q_out = q_session.run(feeds);
     for (size_t i : outputs)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -58,6 +59,10 @@ struct NodeReport {
   /// thousandth of the signal power): its noise-to-signal ratio minus that of the least accurate
   /// quantized tensor feeding it. Auto-exclude keeps the highest ones in float.
   double added_noise_db = 0;
+  /// Static: the fp32 values are compared clamped to this interval, where the tensor's readers
+  /// saturate outside it (a Conv output read only by HardSwish is quantized from -3 up).
+  double reference_min = -std::numeric_limits<double>::infinity();
+  double reference_max = std::numeric_limits<double>::infinity();
   /// The float tensor of the quantized model that stands for the fp32 one (static: the
   /// DequantizeLinear output of `tensor`; dynamic: the rescaled integer result of the node).
   std::string dequantized;
@@ -118,6 +123,9 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
 /// QuantizeLinear) into QLinearConv / QLinearMatMul; groups that do not fit stay in QDQ.
 /// Returns the number of nodes converted.
 int64_t qdq_to_qoperator(ir::Model& model);
+
+/// The opset static quantization moves older models to before preprocessing (HardSwish).
+constexpr int64_t kStaticPreprocessOpset = 14;
 
 /// Moves the model to opset `minimum` when it is older (the quantized ops need it), recording
 /// the change in the report. Throws what convert_opset throws.

@@ -35,6 +35,23 @@ int64_t weight_axis(const ir::Node& n) {
 
 bool has_weight(const ir::Node& n) { return weight_axis(n) >= 0; }
 
+/// Ops that a runtime turns into one integer kernel when their output is quantized too
+/// (QLinearConv, QLinearMatMul, and Gemm's integer forms). ConvTranspose has no such standard op:
+/// onnxruntime runs it in float between DequantizeLinear and QuantizeLinear.
+bool has_integer_kernel(const ir::Node& n) { return has_weight(n) && n.op_type != "ConvTranspose"; }
+
+/// The input interval outside which a node's output stays constant, for the activations that
+/// saturate; nullopt for the others.
+std::optional<Range> saturation_interval(const ir::Node& n) {
+  if (passes::is_op(&n, "HardSwish")) return Range{-3.0, std::numeric_limits<double>::infinity()};
+  if (passes::is_op(&n, "HardSigmoid")) {
+    const double alpha = n.attr_float("alpha", 0.2f), beta = n.attr_float("beta", 0.5f);
+    if (!(alpha > 0)) return std::nullopt;
+    return Range{-beta / alpha, (1.0 - beta) / alpha};
+  }
+  return std::nullopt;
+}
+
 /// Ops whose output range is the input's clamped (they fold into the producer's output range).
 bool is_clamp(const ir::Node* n) { return passes::is_op(n, "Relu") || passes::is_op(n, "Clip"); }
 
@@ -57,12 +74,31 @@ class StaticQuantizer {
   }
 
  private:
-  /// The range of a tensor: its own, or, when its only reader is a Relu/Clip that we fold, the
-  /// clamp's output range.
+  /// The interval outside which every reader of v is constant (HardSwish below -3, HardSigmoid
+  /// outside [-beta/alpha, (1-beta)/alpha]); nullopt when a reader does not saturate or v is a
+  /// graph output.
+  std::optional<Range> readers_interval(const ir::Value* v) const {
+    if (v->uses().empty() || v->is_graph_output()) return std::nullopt;
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (const ir::Use& u : v->uses()) {
+      const auto s = saturation_interval(*u.node);
+      if (!s) return std::nullopt;
+      lo = std::min(lo, s->min);
+      hi = std::max(hi, s->max);
+    }
+    if (lo > 0 || hi < 0) return std::nullopt;  // ranges include zero, which must stay exact
+    return Range{lo, hi};
+  }
+
+  /// The calibrated range of a tensor, narrowed to the interval its readers can tell values
+  /// apart in: levels beyond it would be wasted, and QuantizeLinear's saturation there changes
+  /// nothing the readers compute.
   std::optional<Range> range_of(const ir::Value* v) const {
     auto it = ranges_.find(v->name());
     if (it == ranges_.end()) return std::nullopt;
-    return it->second;
+    Range r = it->second;
+    if (const auto s = readers_interval(v)) r = Range{std::max(r.min, s->min), std::min(r.max, s->max)};
+    return r;
   }
 
   /// Q -> DQ on activation `x` (shared by every quantized reader); returns the DQ output. With
@@ -76,6 +112,7 @@ class StaticQuantizer {
     if (std::find(o_.exclude_tensors.begin(), o_.exclude_tensors.end(), x->name()) != o_.exclude_tensors.end()) return nullptr;
     const auto r = range ? range : range_of(x);
     if (!r) return nullptr;
+    const auto reference = range ? std::nullopt : readers_interval(x);  // before the readers move
     const QuantParams p = compute_params(r->min, r->max, o_.activation_type, act_);
     const std::string b = x->name();
     ir::Value* scale = add_float(g_, b + "_scale", {}, {p.scale});
@@ -112,6 +149,10 @@ class StaticQuantizer {
     nr.scale = p.scale;
     nr.zero_point = p.zero_point;
     nr.dequantized = dq->output(0)->name();
+    if (reference) {
+      nr.reference_min = reference->min;
+      nr.reference_max = reference->max;
+    }
     report_.nodes.push_back(nr);
     act_params_[x] = p;
     return dq->output(0);
@@ -205,14 +246,14 @@ class StaticQuantizer {
     if (!any) return;
     ++report_.quantized_nodes;
     // The output: fold a single Relu/Clip reader into the range (asymmetric only), then Q/DQ.
-    // The output of an op without weights that only float ops read (an Add before the Sigmoid
-    // producing the model's output) stays float: quantizing it would add error and no integer
-    // kernel would use it. Conv/MatMul/Gemm outputs are always quantized, which lets runtimes
-    // run the whole group as one integer kernel (QLinearConv...).
+    // The output of an op without an integer kernel that only float ops read (an Add, or the
+    // ConvTranspose, before the Sigmoid producing the model's output) stays float: quantizing it
+    // would add error and no integer kernel would use it. Conv/MatMul/Gemm outputs are always
+    // quantized, which lets runtimes run the whole group as one integer kernel (QLinearConv...).
     ir::Value* y = n->output(0);
     if (!is_float_tensor(y)) return;
     ir::Node* clamp = passes::single_consumer(y);
-    if (!has_weight(*n) && !has_quantized_reader(is_clamp(clamp) ? clamp->output(0) : y)) return;
+    if (!has_integer_kernel(*n) && !has_quantized_reader(is_clamp(clamp) ? clamp->output(0) : y)) return;
     if (!o_.symmetric_activations) {
       if (is_clamp(clamp) && ranges_.count(clamp->output(0)->name())) {
         ir::Value* clamped = clamp->output(0);

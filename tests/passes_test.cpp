@@ -170,6 +170,64 @@ TEST_SUITE("passes") {
     CHECK(m.graph->initializers().size() == 2);  // fused weight and bias only
   }
 
+  TEST_CASE("ConvTranspose takes in a following bias Add and BatchNormalization (group 1 only)") {
+    // ConvTranspose (weight [C_in, C_out / group, kH, kW]) -> Add(bias [C_out, 1, 1]) -> BatchNormalization,
+    // the head of PaddleOCR's detector.
+    auto make = [](int64_t group) {
+      return [group] {
+        Builder b(13);
+        ir::Value* x = b.input("x", {1, 4, 3, 5});
+        ir::Node* ct = b.node("ConvTranspose", {x, b.weight("w", {4, 6 / group, 2, 2})}, "ct",
+                              {testing::attr_ints("strides", {2, 2}), testing::attr_int("group", group)});
+        ir::Node* add = b.node("Add", {ct->output(0), b.weight("bias", {6, 1, 1})}, "a");
+        ir::Node* bn = b.node("BatchNormalization", {add->output(0), b.weight("g", {6}), b.weight("beta", {6}),
+                                                     b.weight("mean", {6}), b.weight("var", {6}, 0.5f, 2.0f)}, "y");
+        b.output(bn->output(0));
+        return std::move(b.m);
+      };
+    };
+    ir::Model m = optimize_checked(make(1), {"fuse_conv_add_mul", "fuse_conv_batchnorm", "eliminate_dead_code"});
+    CHECK(count_op(m, "ConvTranspose") == 1);
+    CHECK(m.graph->nodes().size() == 1);
+    CHECK(m.graph->outputs[0].value->name() == "y");
+    ir::Model grouped = optimize_checked(make(2), {"fuse_conv_add_mul", "fuse_conv_batchnorm"});
+    CHECK(grouped.graph->nodes().size() == 3);
+  }
+
+  TEST_CASE("fuse_conv_input_affine folds Mul, and Add only where no padding reads it") {
+    // form 0: (x * m + a) -> 1x1 Conv, m and a scalars (PP-LCNetV3's learnable affine): both fold.
+    // 1: (x * m + a) -> padded depthwise 3x3 Conv, per-channel m, a: nothing (the Add is in the way).
+    // 2: x + a -> padded Conv: nothing. 3: x[1,1,..] * m[1,3,1,1] -> Conv: m broadcasts x, nothing.
+    // 4: as 0 with x * m also a graph output: nothing.
+    auto make = [](int form) {
+      return [form] {
+        Builder b(13);
+        const bool dw = form == 1 || form == 2;
+        ir::Value* x = b.input("x", {1, form == 3 ? 1 : 3, 6, 7});
+        ir::Value* v = x;
+        ir::Node* mul = nullptr;
+        if (form != 2) {
+          mul = b.node("Mul", {b.weight("m", form == 1 || form == 3 ? std::vector<int64_t>{1, 3, 1, 1} : std::vector<int64_t>{}, 0.5f, 2), v}, "xm");
+          v = mul->output(0);
+        }
+        if (form != 3) v = b.node("Add", {v, b.weight("a", form == 1 ? std::vector<int64_t>{3, 1, 1} : std::vector<int64_t>{})}, "xa")->output(0);
+        std::vector<testing::Attr> attrs;
+        if (dw) attrs = {testing::attr_int("group", 3), testing::attr_ints("pads", {1, 1, 1, 1})};
+        ir::Node* conv = b.node("Conv", {v, b.weight("w", dw ? std::vector<int64_t>{3, 1, 3, 3} : std::vector<int64_t>{4, 3, 1, 1}), b.weight("bias", {dw ? 3 : 4})}, "y", attrs);
+        b.output(conv->output(0));
+        if (form == 4) b.output(mul->output(0));
+        return std::move(b.m);
+      };
+    };
+    const std::vector<std::string> p = {"fuse_conv_input_affine", "eliminate_dead_code"};
+    ir::Model both = optimize_checked(make(0), p);
+    CHECK(both.graph->nodes().size() == 1);
+    CHECK(optimize_checked(make(1), p).graph->nodes().size() == 3);
+    CHECK(optimize_checked(make(2), p).graph->nodes().size() == 2);
+    CHECK(optimize_checked(make(3), p).graph->nodes().size() == 2);
+    CHECK(count_op(optimize_checked(make(4), p), "Mul") == 1);
+  }
+
   TEST_CASE("fuse_conv_batchnorm leaves a Conv whose output has another reader") {
     auto make = [] {
       ir::Model m = conv_bn_model();
@@ -349,6 +407,47 @@ TEST_SUITE("passes") {
       CHECK_MESSAGE(count_op(m, "Gelu") == 1, "order " << order);
       CHECK(m.graph->nodes().size() == 1);
     }
+  }
+
+  TEST_CASE("fuse_hardswish recognizes the Clip and HardSigmoid forms (opset 14), and only them") {
+    // form 0: (x * Clip(x + 3, 0, 6)) / 6; 1: x * (Clip(x + 3, 0, 6) * (1/6)); 2: x * HardSigmoid(x);
+    // 3: as 0 but adding 4 (not a hard-swish); 4: as 0 with the Clip also read elsewhere.
+    auto make = [](int form, int64_t opset) {
+      return [form, opset] {
+        Builder b(opset);
+        ir::Value* in = b.input("in", {2, 3, 5});
+        // Scaled so that both ends of the clip are reached.
+        ir::Value* x = b.node("Mul", {in, b.scalar("four", 4)}, "x")->output(0);
+        ir::Node* last;
+        ir::Node* clip = nullptr;
+        if (form == 2) {
+          ir::Node* hs = b.node("HardSigmoid", {x}, "hs", {testing::attr_float("alpha", 1.0f / 6), testing::attr_float("beta", 0.5f)});
+          last = b.node("Mul", {hs->output(0), x}, "y");
+        } else {
+          ir::Node* add = b.node("Add", {x, b.scalar("three", form == 3 ? 4 : 3)}, "add");
+          clip = b.node("Clip", {add->output(0), b.scalar("zero", 0), b.scalar("six", 6)}, "clip");
+          if (form == 1) {
+            ir::Node* d = b.node("Mul", {clip->output(0), b.scalar("sixth", 1.0f / 6)}, "d");
+            last = b.node("Mul", {x, d->output(0)}, "y");
+          } else {
+            ir::Node* m = b.node("Mul", {x, clip->output(0)}, "m");
+            last = b.node("Div", {m->output(0), b.scalar("six_", 6)}, "y");
+          }
+        }
+        b.output(last->output(0));
+        if (form == 4) b.output(clip->output(0));
+        return std::move(b.m);
+      };
+    };
+    for (int form = 0; form < 3; ++form) {
+      ir::Model m = optimize_checked(make(form, 14), {"fuse_hardswish", "eliminate_dead_code"});
+      CHECK_MESSAGE(count_op(m, "HardSwish") == 1, "form " << form);
+      CHECK_MESSAGE(m.graph->nodes().size() == 2, "form " << form);  // the scaling Mul and HardSwish
+      CHECK(m.graph->outputs[0].value->name() == "y");                // the output keeps its name
+    }
+    CHECK(count_op(optimize_checked(make(3, 14), {"fuse_hardswish"}), "HardSwish") == 0);
+    CHECK(count_op(optimize_checked(make(4, 14), {"fuse_hardswish"}), "HardSwish") == 0);
+    CHECK(count_op(optimize_checked(make(0, 13), {"fuse_hardswish"}), "HardSwish") == 0);
   }
 
   TEST_CASE("fold_constants evaluates constant subgraphs and static Shape, respecting the size cap") {
