@@ -7,11 +7,15 @@
 # Per case: `onnxtool quantize` timed as a whole process (/usr/bin/time: wall seconds, peak RSS),
 # then onnxruntime's latency on the fp32 and on the quantized model, the same input, THREADS
 # intra-op threads (default 2), its default graph optimizations (which fuse QDQ groups into
-# integer kernels), median of RUNS runs after a warm-up; speed-up = fp32 / quantized. Static
-# cases calibrate on tests/make_quant_data.py's calib/ samples and run on an eval/ sample
-# (PaddleOCR det: the 512x736 motorcycle photo).
+# integer kernels), median of RUNS runs after a warm-up, the fp32 and the quantized model's runs
+# alternating in one process (a shared machine's drift slows both alike), idle threads not
+# spinning (ort_run.js --no-spin: spinning threads make 2-core timings jump); speed-up = fp32 /
+# quantized. SPIN=1 keeps onnxruntime's default spinning. Static cases calibrate on
+# tests/make_quant_data.py's calib/ samples and run on an eval/ sample (PaddleOCR det: the 512x736
+# motorcycle photo).
 #
-# Environment: ONNXTOOL_BUILD_DIR (default build/), ONNXTOOL_CACHE_DIR (default .cache/), THREADS.
+# Environment: ONNXTOOL_BUILD_DIR (default build/), ONNXTOOL_CACHE_DIR (default .cache/), THREADS,
+# SPIN.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -46,11 +50,13 @@ CASES=(
   "silero_vad_v5|dynamic|--per-channel|chunk040"
 )
 
-latency() {  # MODEL SAMPLE_DIR -> median ms
+latencies() {  # FP32_MODEL QUANTIZED_MODEL SAMPLE_DIR -> "fp32_median quantized_median" (ms)
   local args=() f
-  for f in "$2"/*.npy; do args+=(--input "$(basename "$f" .npy)=$f"); done
-  node "$ORT_RUN" "$1" "${args[@]}" --threads "$THREADS" --benchmark "$RUNS" --json 2>/dev/null |
-    "$PYTHON" -c 'import json,sys; print("%.3f" % json.load(sys.stdin)["latency_ms"]["median"])'
+  for f in "$3"/*.npy; do args+=(--input "$(basename "$f" .npy)=$f"); done
+  local spin=(--no-spin)
+  [[ ${SPIN:-0} == 1 ]] && spin=()
+  node "$ORT_RUN" "$1" --against "$2" "${args[@]}" "${spin[@]}" --threads "$THREADS" --benchmark "$RUNS" --json 2>/dev/null |
+    "$PYTHON" -c 'import json,sys; d = json.load(sys.stdin); print("%.3f %.3f" % (d["latency_ms"]["median"], d["against_latency_ms"]["median"]))'
 }
 
 echo "| model | mode | flags | quantize wall s | quantize peak MiB | weights | file | onnxruntime fp32 ms | quantized ms | speed-up |"
@@ -76,8 +82,7 @@ d = json.load(open(sys.argv[1]))
 w, f = d["weight_bytes"], d["file_bytes"]
 print("%.3fx %.3fx" % (w["quantized"] / max(1, w["float"]), f["after"] / f["before"]))' "$TMP/q.json")
   read -r wratio fratio <<<"$sizes"
-  fp=$(latency "$src" "$DATA/$model/eval/$sample")
-  q=$(latency "$out" "$DATA/$model/eval/$sample")
+  read -r fp q <<<"$(latencies "$src" "$out" "$DATA/$model/eval/$sample")"
   speedup=$("$PYTHON" -c "print('%.2f' % ($fp / $q))" 2>/dev/null || echo "?")
   printf '| %s | %s | %s | %.2f | %.0f | %s | %s | %s | %s | %sx |\n' "$model" "$mode" "$flags" "$wall" \
     "$(("$rss" / 1024))" "$wratio" "$fratio" "$fp" "$q" "$speedup"

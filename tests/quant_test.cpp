@@ -9,6 +9,7 @@
 #include <random>
 
 #include "ir/graph.h"
+#include "passes/rewrite.h"
 #include "quant/calibration.h"
 #include "quant/quant_params.h"
 #include "quant/quantize.h"
@@ -19,6 +20,48 @@ namespace {
 
 using quant::QuantType;
 using runner::Tensor;
+
+/// A model at opset 14: Conv -> HardSwish -> Conv -> "h", and Conv -> HardSigmoid, whose output
+/// multiplies that Conv's output itself -> "s" (a reader that does not saturate). Conv outputs
+/// reach well below -3 and above 3.
+ir::Model saturating_readers_model() {
+  ir::Model m;
+  m.ir_version = 9;
+  m.set_opset_version("", 14);
+  m.graph = std::make_unique<ir::Graph>();
+  ir::Graph& g = *m.graph;
+  ir::Shape shape;
+  for (int64_t d : {1, 2, 6, 6}) shape.dims.push_back(ir::Dim::of(d));
+  ir::Value* x = g.add_input("x", ir::TypeInfo::tensor(ir::DataType::kFloat, shape)).value;
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  auto weight = [&](const std::string& name, std::vector<int64_t> dims) {
+    std::vector<float> v(static_cast<size_t>(dims[0] * dims[1]));
+    for (float& f : v) f = dist(rng);
+    return g.add_initializer(ir::make_tensor(name, ir::DataType::kFloat, dims, v.data(), v.size() * 4));
+  };
+  auto node = [&](const std::string& op, std::vector<ir::Value*> in, const std::string& out) {
+    return g.add_node(op, in, {out}, "", out + "_node")->output(0);
+  };
+  ir::Value* y = node("Conv", {x, weight("w1", {2, 2, 1, 1})}, "y");
+  ir::Value* h = node("HardSwish", {y}, "hs");
+  g.add_output(node("Conv", {h, weight("w2", {2, 2, 1, 1})}, "h"), std::nullopt);
+  ir::Value* y2 = node("Conv", {x, weight("w3", {2, 2, 1, 1})}, "y2");
+  g.add_output(node("Mul", {y2, node("HardSigmoid", {y2}, "gate")}, "s"), std::nullopt);
+  return m;
+}
+
+/// The smallest value the QuantizeLinear reading `name` represents.
+double quantized_min(const ir::Model& m, const std::string& name) {
+  for (const auto& n : m.graph->nodes()) {
+    if (n->op_type != "QuantizeLinear" || n->input(0)->name() != name) continue;
+    const double scale = passes::scalar_constant(m, n->input(1)).value();
+    const double zero_point = passes::constant_values(*passes::constant_of(m, n->input(2))).value().at(0);
+    return -zero_point * scale;
+  }
+  FAIL("no QuantizeLinear reads " << name);
+  return 0;
+}
 
 Tensor floats(std::vector<float> v) {
   Tensor t(ir::DataType::kFloat, {static_cast<int64_t>(v.size())});
@@ -67,6 +110,36 @@ TEST_SUITE("quant") {
     only_nan.observe(floats({NAN, NAN}), 0);
     CHECK(only_nan.empty());
     CHECK(quant::calibrated_range(only_nan, {}).max == 0);
+  }
+
+  TEST_CASE("static: a tensor whose readers all saturate is quantized only where they do not") {
+    ir::Model m = saturating_readers_model();
+    quant::QuantizeOptions o;
+    o.mode = quant::Mode::kStatic;
+    o.error_samples = 2;
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> dist(-10, 10);
+    int samples = 0;
+    const auto report = quant::quantize_static(m, o, [&](std::map<std::string, runner::Value>& feeds) {
+      if (samples++ == 4) return false;
+      Tensor t(ir::DataType::kFloat, {1, 2, 6, 6});
+      for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<float>()[i] = dist(rng);
+      feeds["x"] = runner::Value::of(t);
+      return true;
+    });
+    // y is read only by HardSwish (constant below -3): its range starts at -3 (within the step
+    // that rounding the zero point moves it by; the range is about 18 wide, 255 steps).
+    CHECK(std::fabs(quantized_min(m, "y") + 3.0) < 0.08);
+    // y2 is also read by Mul: its whole calibrated range stays.
+    CHECK(quantized_min(m, "y2") < -5.0);
+    // The report compares y with fp32 clamped alike, so its SQNR is that of the rounding alone.
+    for (const auto& n : report.nodes) {
+      if (n.tensor == "y") {
+        CHECK(n.reference_min == -3.0);
+        CHECK(n.sqnr_db > 30);
+      }
+      if (n.tensor == "y2") CHECK(std::isinf(n.reference_min));
+    }
   }
 
   TEST_CASE("minmax, moving average, percentile and entropy ranges") {

@@ -2,7 +2,8 @@
 // Runs a model in onnxruntime-node: the oracle and peer of onnxtool's tests and benchmarks.
 //
 //   node ort_run.js MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--threads N]
-//                   [--benchmark N] [--level disabled|basic|extended|layout|all]
+//                   [--benchmark N [--against MODEL2]] [--no-spin]
+//                   [--level disabled|basic|extended|layout|all]
 //                   [--optimized-model OUT] [--json]
 //   node ort_run.js --batch JOBS.json [--threads N] [--level L]
 //
@@ -15,6 +16,13 @@
 // - --benchmark N times N runs after one warm-up run, exactly like `onnxtool run --benchmark`,
 //   and reports the same statistics: median, min and p90, where the q-quantile of the sorted
 //   times t[0..n-1] is t[min(n-1, floor(q*(n-1) + 0.5))].
+// - --against MODEL2 (with --benchmark) times MODEL2 on the same inputs in the same process, its
+//   runs alternating with MODEL's, so that a shared machine's drift slows both alike: the ratio
+//   of the two medians is what to compare (JSON: "against_latency_ms").
+// - --no-spin stops idle intra-op threads from spin-waiting (session.intra_op.allow_spinning=0).
+//   On a 2-core machine, 2 spinning threads compete with node's own threads and a run's time
+//   jumps between two levels (PaddleOCR cls: 1.6 or 6 ms for the same model); without spinning
+//   the medians repeat within a few percent.
 // - --level sets graphOptimizationLevel (default all, onnxruntime's own default); "disable" and
 //   "none" mean disabled.
 // - --optimized-model OUT saves the model as onnxruntime optimized it at --level
@@ -133,6 +141,8 @@ function parseArgs(args) {
     else if (a === '--output-dir') opts.outputDir = next();
     else if (a === '--threads') opts.threads = count(a, next());
     else if (a === '--benchmark') opts.benchmark = count(a, next());
+    else if (a === '--against') opts.against = next();
+    else if (a === '--no-spin') opts.noSpin = true;
     else if (a === '--level') {
       const l = next();
       if (!LEVELS[l]) throw new UsageError(`--level expects one of ${Object.keys(LEVELS).join(', ')}, got '${l}'`);
@@ -144,7 +154,8 @@ function parseArgs(args) {
     else if (!opts.model) opts.model = a;
     else throw new UsageError(`unexpected argument ${a}`);
   }
-  if (!opts.model && !opts.batch) throw new UsageError('usage: ort_run.js MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--threads N] [--benchmark N] [--level L] [--optimized-model OUT] [--json]');
+  if (!opts.model && !opts.batch) throw new UsageError('usage: ort_run.js MODEL [--input NAME=FILE.npy]... [--output-dir DIR] [--threads N] [--benchmark N [--against MODEL2]] [--no-spin] [--level L] [--optimized-model OUT] [--json]');
+  if (opts.against && !opts.benchmark) throw new UsageError('--against needs --benchmark N');
   return opts;
 }
 
@@ -168,6 +179,7 @@ async function runBatch(ort, opts) {
     intraOpNumThreads: opts.threads, interOpNumThreads: 1, executionMode: 'sequential',
     graphOptimizationLevel: opts.level,
   };
+  if (opts.noSpin) sessionOptions.extra = { session: { intra_op: { allow_spinning: '0' } } };
   for (const job of jobs) {
     const line = { model: job.model, ok: true, outputs: [] };
     try {
@@ -212,18 +224,28 @@ async function main() {
     intraOpNumThreads: opts.threads, interOpNumThreads: 1, executionMode: 'sequential',
     graphOptimizationLevel: opts.level,
   };
+  if (opts.noSpin) sessionOptions.extra = { session: { intra_op: { allow_spinning: '0' } } };
   if (opts.optimized) sessionOptions.optimizedModelFilePath = opts.optimized;
   const session = await ort.InferenceSession.create(opts.model, sessionOptions);
   if (!opts.inputs.length && opts.optimized) return;
 
   let results = await session.run(feeds);  // the warm-up run; its outputs are the ones written
-  const times = [];
-  for (let i = 0; i < opts.benchmark; ++i) {
+  delete sessionOptions.optimizedModelFilePath;
+  const other = opts.against ? await ort.InferenceSession.create(opts.against, sessionOptions) : null;
+  if (other) await other.run(feeds);
+  const timed = async s => {
     const t0 = process.hrtime.bigint();
-    await session.run(feeds);
-    times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    await s.run(feeds);
+    return Number(process.hrtime.bigint() - t0) / 1e6;
+  };
+  const times = [];
+  const otherTimes = [];
+  for (let i = 0; i < opts.benchmark; ++i) {
+    times.push(await timed(session));
+    if (other) otherTimes.push(await timed(other));
   }
   times.sort((a, b) => a - b);
+  otherTimes.sort((a, b) => a - b);
 
   const outputs = [];
   for (const name of session.outputNames) {
@@ -236,17 +258,23 @@ async function main() {
     outputs.push({ name, dtype: t.type, shape: t.dims, file });
   }
   results = null;
-  const latency = times.length ? {
-    median: quantile(times, 0.5), min: times[0], p90: quantile(times, 0.9), runs: times.length,
-  } : null;
+  const stats = t => (t.length ? { median: quantile(t, 0.5), min: t[0], p90: quantile(t, 0.9), runs: t.length } : null);
+  const latency = stats(times);
+  const againstLatency = stats(otherTimes);
   if (opts.json) {
-    console.log(JSON.stringify({ outputs, latency_ms: latency, threads: opts.threads }));
+    const doc = { outputs, latency_ms: latency, threads: opts.threads };
+    if (other) doc.against_latency_ms = againstLatency;
+    console.log(JSON.stringify(doc));
     return;
   }
   for (const o of outputs) console.log(`${o.name}: ${o.dtype} [${o.shape.join(', ')}]${o.file ? `  -> ${o.file}` : ''}`);
   if (latency) {
     console.log(`latency over ${latency.runs} runs: median ${latency.median.toFixed(3)} ms, ` +
                 `min ${latency.min.toFixed(3)} ms, p90 ${latency.p90.toFixed(3)} ms`);
+  }
+  if (againstLatency) {
+    console.log(`${opts.against}, runs alternating: median ${againstLatency.median.toFixed(3)} ms, ` +
+                `min ${againstLatency.min.toFixed(3)} ms, p90 ${againstLatency.p90.toFixed(3)} ms`);
   }
 }
 

@@ -41,8 +41,8 @@ data = r.stdout.strip().splitlines()[-1]
 work = tempfile.mkdtemp(prefix="onnxtool_quant_ort.")
 
 # (model, mode, extra flags, cosine target). The targets are issue 6's 0.99 where onnxtool
-# meets it; PaddleOCR det (static, every layer quantized) is held to the 0.80 it reaches today
-# (README: it needs --auto-exclude, which keeps most layers in float, to pass 0.98).
+# meets it; PaddleOCR det (static) is held below what it reaches today (README: 0.922 with every
+# layer quantized, 0.980 with --auto-exclude keeping half the tensors in float).
 CASES = [
     ("ch_ppocr_mobile_v2.0_cls_infer", "static", [], 0.99),
     ("ch_ppocr_mobile_v2.0_cls_infer", "static", ["--format", "qoperator"], 0.99),
@@ -50,8 +50,8 @@ CASES = [
     ("silero_vad_v5", "dynamic", ["--per-channel"], 0.99),
     ("silero_vad_v5", "dynamic", ["--per-channel", "--op-types", "Conv,LSTM"], 0.99),
     ("silero_vad_v6", "dynamic", ["--per-channel"], 0.99),
-    ("ch_PP-OCRv4_det_infer", "static", ["--per-channel"], 0.80),
-    ("ch_PP-OCRv4_det_infer", "static", ["--per-channel", "--auto-exclude", "--accuracy-target", "0.99"], 0.98),
+    ("ch_PP-OCRv4_det_infer", "static", ["--per-channel"], 0.90),
+    ("ch_PP-OCRv4_det_infer", "static", ["--per-channel", "--auto-exclude", "--accuracy-target", "0.99"], 0.975),
 ]
 
 
