@@ -10,6 +10,7 @@
 #include "ir/error.h"
 #include "ir/model_io.h"
 #include "passes/pass.h"
+#include "passes/rewrite.h"
 #include "quant/accuracy.h"
 #include "quant/quantize.h"
 #include "runner/feeds.h"
@@ -135,7 +136,17 @@ int run_quantize(const QuantizeCliOptions& o) {
     // Static QDQ keeps the ops it does not quantize in float between DequantizeLinear and
     // QuantizeLinear: a decomposed hard-swish (Add, Clip, Mul, Div) would cost four float ops and
     // three extra roundings where HardSwish (opset 14) costs one op and none.
-    if (q.mode == quant::Mode::kStatic) quant::ensure_opset(loaded.model, quant::kStaticPreprocessOpset, moved);
+    // Best effort: a model the converter cannot move keeps its opset and its decomposed
+    // hard-swishes (the quantizer itself needs only opset 10, or 13 per channel).
+    if (q.mode == quant::Mode::kStatic && passes::default_opset(loaded.model) < quant::kStaticPreprocessOpset) {
+      ir::Model copy = quant::copy_model(loaded.model);
+      try {
+        quant::ensure_opset(copy, quant::kStaticPreprocessOpset, moved);
+        loaded.model = std::move(copy);
+      } catch (const Error&) {
+        moved = quant::QuantizeReport{};
+      }
+    }
     passes::OptimizeOptions pre;
     passes::optimize(loaded.model, pre);
   }
