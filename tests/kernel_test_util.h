@@ -155,11 +155,11 @@ inline Tensor strings_of(std::vector<int64_t> shape) {
   return t;
 }
 
-inline Attr attr_int(const std::string& n, int64_t v) { return {Attr::kInt, n, v, 0, {}, {}, {}}; }
-inline Attr attr_ints(const std::string& n, std::vector<int64_t> v) { return {Attr::kInts, n, 0, 0, {}, std::move(v), {}}; }
-inline Attr attr_float(const std::string& n, float v) { return {Attr::kFloat, n, 0, v, {}, {}, {}}; }
-inline Attr attr_floats(const std::string& n, std::vector<float> v) { return {Attr::kFloats, n, 0, 0, {}, {}, std::move(v)}; }
-inline Attr attr_string(const std::string& n, std::string v) { return {Attr::kString, n, 0, 0, std::move(v), {}, {}}; }
+inline Attr attr_int(const std::string& n, int64_t v) { return {Attr::kInt, n, v, 0, {}, {}, {}, {}}; }
+inline Attr attr_ints(const std::string& n, std::vector<int64_t> v) { return {Attr::kInts, n, 0, 0, {}, std::move(v), {}, {}}; }
+inline Attr attr_float(const std::string& n, float v) { return {Attr::kFloat, n, 0, v, {}, {}, {}, {}}; }
+inline Attr attr_floats(const std::string& n, std::vector<float> v) { return {Attr::kFloats, n, 0, 0, {}, {}, std::move(v), {}}; }
+inline Attr attr_string(const std::string& n, std::string v) { return {Attr::kString, n, 0, 0, std::move(v), {}, {}, {}}; }
 inline Attr attr_strings(const std::string& n, std::vector<std::string> v) { return {Attr::kStrings, n, 0, 0, {}, {}, {}, std::move(v)}; }
 
 inline std::vector<int64_t> strides(const std::vector<int64_t>& shape) {
