@@ -14,26 +14,10 @@
 # Environment: ONNXTOOL_BUILD_DIR (default build/), ONNXTOOL_CACHE_DIR (default .cache/).
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD_DIR=${ONNXTOOL_BUILD_DIR:-$ROOT/build}
-case $BUILD_DIR in /*) ;; *) BUILD_DIR=$ROOT/$BUILD_DIR ;; esac
-CACHE_DIR=${ONNXTOOL_CACHE_DIR:-$ROOT/.cache}
-export ONNXTOOL_CACHE_DIR=$CACHE_DIR
 RUNS=${1:-40}
-PYTHON=/usr/bin/python3
-ONNXTOOL=$BUILD_DIR/onnxtool
-ORT_RUN=$ROOT/tests/ort/ort_run.js
-
-die() { echo "optimize_speed.sh: $*" >&2; exit 2; }
-[[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer, got '$RUNS'"
-if [[ ! -x $ONNXTOOL ]]; then
-  "$ROOT/scripts/build.sh" --build-dir "$BUILD_DIR" >/dev/null || die "the build failed"
-fi
-"$ROOT/testdata/fetch_models.sh" >/dev/null || die "testdata/fetch_models.sh failed"
-[[ -f $CACHE_DIR/ort/node_modules/onnxruntime-node/package.json ]] || die "onnxruntime-node is not installed in $CACHE_DIR/ort"
+BENCH=optimize_speed.sh
+source "$(dirname "${BASH_SOURCE[0]}")/ort_setup.sh"
 INPUTS_DIR=$("$PYTHON" "$ROOT/tests/make_real_inputs.py" "$CACHE_DIR") || die "tests/make_real_inputs.py failed"
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/onnxtool_optimize_speed.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
 
 # latencies ORIGINAL OPTIMIZED LEVEL INPUT_ARGS... -> "original_median optimized_median" (ms)
 latencies() {

@@ -18,28 +18,12 @@
 # SPIN.
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD_DIR=${ONNXTOOL_BUILD_DIR:-$ROOT/build}
-case $BUILD_DIR in /*) ;; *) BUILD_DIR=$ROOT/$BUILD_DIR ;; esac
-CACHE_DIR=${ONNXTOOL_CACHE_DIR:-$ROOT/.cache}
-export ONNXTOOL_CACHE_DIR=$CACHE_DIR
 RUNS=${1:-30}
 THREADS=${THREADS:-2}
-PYTHON=/usr/bin/python3
-ONNXTOOL=$BUILD_DIR/onnxtool
-ORT_RUN=$ROOT/tests/ort/ort_run.js
-
-die() { echo "quantize_speed.sh: $*" >&2; exit 2; }
-[[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer, got '$RUNS'"
-if [[ ! -x $ONNXTOOL ]]; then
-  "$ROOT/scripts/build.sh" --build-dir "$BUILD_DIR" >/dev/null || die "the build failed"
-fi
-"$ROOT/testdata/fetch_models.sh" >/dev/null || die "testdata/fetch_models.sh failed"
-[[ -f $CACHE_DIR/ort/node_modules/onnxruntime-node/package.json ]] || die "onnxruntime-node is not installed in $CACHE_DIR/ort"
+BENCH=quantize_speed.sh
+source "$(dirname "${BASH_SOURCE[0]}")/ort_setup.sh"
 [[ -x /usr/bin/time ]] || die "/usr/bin/time is missing (apt-get install time)"
 DATA=$("$PYTHON" "$ROOT/tests/make_quant_data.py" "$CACHE_DIR") || die "tests/make_quant_data.py failed"
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/onnxtool_quantize_speed.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
 
 # model | mode | flags | eval sample
 CASES=(

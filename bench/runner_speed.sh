@@ -19,33 +19,12 @@
 # Exit status: 0 when every row was measured, 1 when some failed, 2 when nothing could run.
 set -uo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-BUILD_DIR=${ONNXTOOL_BUILD_DIR:-$ROOT/build}
-case $BUILD_DIR in /*) ;; *) BUILD_DIR=$ROOT/$BUILD_DIR ;; esac
-CACHE_DIR=${ONNXTOOL_CACHE_DIR:-$ROOT/.cache}
-export ONNXTOOL_CACHE_DIR=$CACHE_DIR
 RUNS=${1:-30}
 THREAD_COUNTS=${THREADS:-1 2}
-PYTHON=/usr/bin/python3
-ONNXTOOL=$BUILD_DIR/onnxtool
-ORT_RUN=$ROOT/tests/ort/ort_run.js
-
-say() { echo "runner_speed.sh: $*" >&2; }
-die() { say "$*"; exit 2; }
-
-[[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "RUNS must be a positive integer, got '$RUNS'"
-if [[ ! -x $ONNXTOOL ]]; then
-  say "building onnxtool in $BUILD_DIR"
-  "$ROOT/scripts/build.sh" --build-dir "$BUILD_DIR" >/dev/null || die "the build failed"
-fi
-"$ROOT/testdata/fetch_models.sh" >/dev/null || die "testdata/fetch_models.sh failed"
-command -v node >/dev/null 2>&1 || die "node is not installed"
-[[ -f $CACHE_DIR/ort/node_modules/onnxruntime-node/package.json ]] || die "onnxruntime-node is not installed in $CACHE_DIR/ort"
+BENCH=runner_speed.sh
+source "$(dirname "${BASH_SOURCE[0]}")/ort_setup.sh"
 INPUTS_DIR=$("$PYTHON" "$ROOT/tests/make_real_inputs.py" "$CACHE_DIR") || die "tests/make_real_inputs.py failed"
 MANIFEST=$INPUTS_DIR/manifest.tsv
-
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/onnxtool_runner_speed.XXXXXX")
-trap 'rm -rf "$TMP"' EXIT
 
 # median_of JSON_FILE: latency_ms.median of a --json document.
 median_of() { "$PYTHON" -c 'import json, sys; print("%.3f" % json.load(open(sys.argv[1]))["latency_ms"]["median"])' "$1"; }

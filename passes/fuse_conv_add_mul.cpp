@@ -18,13 +18,7 @@ PassStats fuse_conv_add_mul(ir::Model& model, const PassContext&) {
     for (ir::Node* op : order) {
       const bool mul = is_op(op, "Mul");
       if (is_op(op, "BatchNormalization")) {
-        ir::Value* y = op->input(0);
-        ir::Node* conv = y ? y->producer() : nullptr;
-        const auto out = conv ? conv_output_channels(model, *conv) : std::nullopt;
-        const auto affine = out && single_consumer(y) == op ? batchnorm_affine(model, *op) : std::nullopt;
-        if (affine && fold_channel_affine(model, g, *conv, 1, out->weight_axis, 2, affine->scale, affine->shift) &&
-            fold_node_into(g, op, y))
-          ++stats.fused;
+        if (fold_batchnorm_into_producer(model, g, op)) ++stats.fused;
         continue;
       }
       if (!mul && !is_op(op, "Add")) continue;

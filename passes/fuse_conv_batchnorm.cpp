@@ -6,24 +6,17 @@
 namespace onnxtool::passes {
 
 /// Conv(x, W, B) -> BatchNormalization  =>  Conv(x, W * s, B * s + t) with s = gamma/sqrt(var+eps),
-/// t = beta - mean * s per output channel (ConvTranspose alike, its weight scaled along axis 1). Only when the Conv's output feeds nothing else, its
-/// weight and the BatchNormalization's parameters are constants, and BatchNormalization is in
-/// inference mode. The Conv keeps its name; the BatchNormalization's output name survives.
+/// t = beta - mean * s per output channel (ConvTranspose alike, its weight scaled along axis 1).
+/// Only when the Conv's output feeds nothing else, its weight and the BatchNormalization's
+/// parameters are constants, and BatchNormalization is in inference mode. The Conv keeps its
+/// name; the BatchNormalization's output name survives.
 PassStats fuse_conv_batchnorm(ir::Model& model, const PassContext&) {
   PassStats stats;
   ir::for_each_graph(model, [&](ir::Graph& g) {
     std::vector<ir::Node*> order;
     for (const auto& n : g.nodes()) order.push_back(n.get());
-    for (ir::Node* bn : order) {
-      if (!is_op(bn, "BatchNormalization")) continue;
-      ir::Value* x = bn->input(0);
-      ir::Node* conv = x ? x->producer() : nullptr;
-      const auto out = conv ? conv_output_channels(model, *conv) : std::nullopt;
-      if (!out || single_consumer(x) != bn) continue;
-      const auto affine = batchnorm_affine(model, *bn);
-      if (!affine || !fold_channel_affine(model, g, *conv, 1, out->weight_axis, 2, affine->scale, affine->shift)) continue;
-      if (fold_node_into(g, bn, x)) ++stats.fused;
-    }
+    for (ir::Node* bn : order)
+      if (fold_batchnorm_into_producer(model, g, bn)) ++stats.fused;
   });
   return stats;
 }

@@ -65,51 +65,42 @@ PassStats fuse_conv_input_affine(ir::Model& model, const PassContext&) {
       const int64_t cin_g = w0->dims[1], cout = w0->dims[0];
       if (group < 1 || cout % group != 0) continue;
       const int64_t channels = cin_g * group;
+      if (conv->input(2)) {  // a bias, when there is one, must be a constant the folds can rewrite
+        const auto b = float_constant(model, conv->input(2));
+        if (!b || b->type != w0->type || b->values.size() != static_cast<size_t>(cout)) continue;
+      }
       int64_t inner = 1;  // kernel elements per (o, c')
       for (size_t i = 2; i < w0->dims.size(); ++i) inner *= w0->dims[i];
-      const auto in_channel = [&](int64_t o, int64_t ci) { return (o / (cout / group)) * cin_g + ci; };
-      // Each fold replaces the Conv's weight and bias; the loop sees the new ones.
-      for (bool changed = true; changed;) {
-        changed = false;
+      // The input channel weight element i reads: its output channel's group, then its column.
+      const auto in_channel = [&](size_t i) {
+        const int64_t o = static_cast<int64_t>(i) / (cin_g * inner), column = (static_cast<int64_t>(i) / inner) % cin_g;
+        return static_cast<size_t>((o / (cout / group)) * cin_g + column);
+      };
+      const std::string base = conv->name.empty() ? "Conv" : conv->name;
+      // Each fold replaces the Conv's weight or bias; the next round reads the new ones.
+      for (;;) {
         const auto w = float_constant(model, conv->input(1));
+        if (auto mul = input_affine(model, conv->input(0), "Mul", *w, channels)) {
+          std::vector<double> weights = w->values;
+          for (size_t i = 0; i < weights.size(); ++i) weights[i] *= mul->per_channel[in_channel(i)];
+          conv->set_input(1, add_constant(g, base + "_weight_fused", w->type, w->dims, weights));
+          conv->set_input(0, mul->data);
+          g.remove_node(mul->node);
+          std::replace(order.begin(), order.end(), mul->node, static_cast<ir::Node*>(nullptr));
+          ++stats.fused;
+          continue;
+        }
+        auto add = input_affine(model, conv->input(0), "Add", *w, channels);
+        if (!add || !unpadded(*conv)) break;
         std::vector<double> bias(static_cast<size_t>(cout), 0.0);
-        if (conv->input(2)) {
-          const auto b = float_constant(model, conv->input(2));
-          if (!b || b->type != w->type || b->values.size() != bias.size()) break;
-          bias = b->values;
-        }
-        std::vector<double> weights = w->values;
-        auto mul = input_affine(model, conv->input(0), "Mul", *w, channels);
-        auto add = mul ? std::nullopt : input_affine(model, conv->input(0), "Add", *w, channels);
-        ir::Node* to_remove = nullptr;
-        ir::Value* new_input = nullptr;
-        if (mul) {
-          for (size_t i = 0; i < weights.size(); ++i) {
-            const int64_t o = static_cast<int64_t>(i) / (cin_g * inner), ci = (static_cast<int64_t>(i) / inner) % cin_g;
-            weights[i] *= mul->per_channel[static_cast<size_t>(in_channel(o, ci))];
-          }
-          to_remove = mul->node;
-          new_input = mul->data;
-        } else if (add && unpadded(*conv)) {
-          for (size_t i = 0; i < weights.size(); ++i) {
-            const int64_t o = static_cast<int64_t>(i) / (cin_g * inner), ci = (static_cast<int64_t>(i) / inner) % cin_g;
-            bias[static_cast<size_t>(o)] += weights[i] * add->per_channel[static_cast<size_t>(in_channel(o, ci))];
-          }
-          to_remove = add->node;
-          new_input = add->data;
-        } else {
-          break;
-        }
-        const std::string base = conv->name.empty() ? "Conv" : conv->name;
-        conv->set_input(1, add_constant(g, base + "_weight_fused", w->type, w->dims, weights));
+        if (conv->input(2)) bias = float_constant(model, conv->input(2))->values;
+        for (size_t i = 0; i < w->values.size(); ++i)
+          bias[static_cast<size_t>(static_cast<int64_t>(i) / (cin_g * inner))] += w->values[i] * add->per_channel[in_channel(i)];
         while (conv->inputs().size() < 3) conv->append_input(nullptr);
         conv->set_input(2, add_constant(g, base + "_bias_fused", w->type, {cout}, bias));
-        if (to_remove) {
-          conv->set_input(0, new_input);
-          g.remove_node(to_remove);
-          std::replace(order.begin(), order.end(), to_remove, static_cast<ir::Node*>(nullptr));
-          changed = true;
-        }
+        conv->set_input(0, add->data);
+        g.remove_node(add->node);
+        std::replace(order.begin(), order.end(), add->node, static_cast<ir::Node*>(nullptr));
         ++stats.fused;
       }
     }

@@ -176,6 +176,17 @@ std::optional<OutputChannels> conv_output_channels(const ir::Model& model, const
   return OutputChannels{axis, w->dims[axis], w->dims.size()};
 }
 
+bool fold_batchnorm_into_producer(const ir::Model& model, ir::Graph& graph, ir::Node* bn) {
+  if (!is_op(bn, "BatchNormalization")) return false;
+  ir::Value* x = bn->input(0);
+  ir::Node* conv = x ? x->producer() : nullptr;
+  const auto out = conv ? conv_output_channels(model, *conv) : std::nullopt;
+  if (!out || single_consumer(x) != bn) return false;
+  const auto affine = batchnorm_affine(model, *bn);
+  return affine && fold_channel_affine(model, graph, *conv, 1, out->weight_axis, 2, affine->scale, affine->shift) &&
+         fold_node_into(graph, bn, x);
+}
+
 bool fold_channel_affine(const ir::Model& model, ir::Graph& graph, ir::Node& node, size_t weight_index,
                          size_t weight_axis, size_t bias_index, const std::vector<double>& scale,
                          const std::vector<double>& shift) {

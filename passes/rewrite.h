@@ -83,6 +83,12 @@ struct OutputChannels {
 };
 std::optional<OutputChannels> conv_output_channels(const ir::Model& model, const ir::Node& node);
 
+/// Folds an inference BatchNormalization into the Conv or ConvTranspose producing its input (see
+/// conv_output_channels), when that output feeds nothing else and the parameters are constants:
+/// s = gamma / sqrt(var + eps) scales the weight and bias, beta - mean * s is added to the bias,
+/// and the BatchNormalization's output name survives (fold_node_into). True when folded.
+bool fold_batchnorm_into_producer(const ir::Model& model, ir::Graph& graph, ir::Node* bn);
+
 /// Folds y' = y * scale[c] + shift[c] (c: output channel) into a node's weight and bias inputs:
 /// the weight input `weight_index` is scaled along `weight_axis`, the bias input `bias_index`
 /// (created when absent) becomes bias * scale + shift. Weight and bias must be float constants;

@@ -43,16 +43,19 @@ struct ErrorSums {
 }  // namespace
 
 void measure_errors(ir::Model& fp32, ir::Model& quantized, const std::vector<Feeds>& samples, QuantizeReport& report) {
-  // The fp32 tensor each quantized (dequantized) tensor stands for.
-  std::map<std::string, std::string> dq_to_float;
-  std::map<std::string, std::pair<double, double>> reference_interval;  // by dequantized name
+  // The fp32 tensor each quantized (dequantized) tensor stands for, and the interval its values
+  // are clamped to before comparing (where the tensor's readers saturate).
+  struct Reference {
+    std::string name;
+    double min, max;
+  };
+  std::map<std::string, Reference> dq_to_float;
   std::set<std::string> float_names;
   // The fp32 name an entry is compared with: the node output (dynamic) or the tensor (static).
   auto fp32_name = [](const NodeReport& n) { return n.output.empty() ? n.tensor : n.output; };
   for (const auto& n : report.nodes) {
     if (n.dequantized.empty()) continue;
-    dq_to_float[n.dequantized] = fp32_name(n);
-    reference_interval[n.dequantized] = {n.reference_min, n.reference_max};
+    dq_to_float[n.dequantized] = Reference{fp32_name(n), n.reference_min, n.reference_max};
     float_names.insert(fp32_name(n));
   }
   // Float graph outputs by position (both models keep their outputs in order).
@@ -80,9 +83,9 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const std::vector<Fee
     q_session.set_observer([&](const ir::Value& v, const runner::Value& produced) {
       auto it = dq_to_float.find(v.name());
       if (it == dq_to_float.end() || !produced.is_tensor() || produced.tensor.dtype() != ir::DataType::kFloat) return;
-      auto r = ref.find(it->second);
-      const auto& [lo, hi] = reference_interval.at(v.name());
-      if (r != ref.end()) sums[it->second].add(r->second, produced.tensor, lo, hi);
+      const Reference& want = it->second;
+      auto r = ref.find(want.name);
+      if (r != ref.end()) sums[want.name].add(r->second, produced.tensor, want.min, want.max);
     });
     const auto q_out = q_session.run(feeds);
     for (size_t i : outputs)

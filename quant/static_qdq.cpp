@@ -90,14 +90,13 @@ class StaticQuantizer {
     return Range{lo, hi};
   }
 
-  /// The calibrated range of a tensor, narrowed to the interval its readers can tell values
-  /// apart in: levels beyond it would be wasted, and QuantizeLinear's saturation there changes
-  /// nothing the readers compute.
-  std::optional<Range> range_of(const ir::Value* v) const {
+  /// The calibrated range of a tensor, narrowed to `readers` (readers_interval): levels beyond it
+  /// would be wasted, and QuantizeLinear's saturation there changes nothing the readers compute.
+  std::optional<Range> range_of(const ir::Value* v, const std::optional<Range>& readers) const {
     auto it = ranges_.find(v->name());
     if (it == ranges_.end()) return std::nullopt;
     Range r = it->second;
-    if (const auto s = readers_interval(v)) r = Range{std::max(r.min, s->min), std::min(r.max, s->max)};
+    if (readers) r = Range{std::max(r.min, readers->min), std::min(r.max, readers->max)};
     return r;
   }
 
@@ -110,9 +109,9 @@ class StaticQuantizer {
     if (auto it = dq_.find(x); it != dq_.end()) return it->second;
     if (source_.count(x)) return x;  // already a dequantized tensor
     if (std::find(o_.exclude_tensors.begin(), o_.exclude_tensors.end(), x->name()) != o_.exclude_tensors.end()) return nullptr;
-    const auto r = range ? range : range_of(x);
-    if (!r) return nullptr;
     const auto reference = range ? std::nullopt : readers_interval(x);  // before the readers move
+    const auto r = range ? range : range_of(x, reference);
+    if (!r) return nullptr;
     const QuantParams p = compute_params(r->min, r->max, o_.activation_type, act_);
     const std::string b = x->name();
     ir::Value* scale = add_float(g_, b + "_scale", {}, {p.scale});
