@@ -29,6 +29,7 @@ DATA=$("$PYTHON" "$ROOT/tests/make_quant_data.py" "$CACHE_DIR") || die "tests/ma
 CASES=(
   "ch_PP-OCRv4_det_infer|static|--per-channel|motorcycle"
   "ch_PP-OCRv4_det_infer|static|--per-channel --format qoperator|motorcycle"
+  "ch_PP-OCRv4_det_infer|static|--per-channel --auto-exclude --accuracy-target 0.99|motorcycle"
   "ch_ppocr_mobile_v2.0_cls_infer|static|--per-channel|title"
   "ch_PP-OCRv4_rec_infer|dynamic|--per-channel|title"
   "silero_vad_v5|dynamic|--per-channel|chunk040"

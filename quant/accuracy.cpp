@@ -9,6 +9,7 @@
 #include "ir/error.h"
 #include "ir/model_io.h"
 #include "ir/shape_inference.h"
+#include "passes/rewrite.h"
 #include "runner/session.h"
 
 namespace onnxtool::quant {
@@ -40,6 +41,27 @@ struct ErrorSums {
   }
 };
 
+/// Multiply-accumulates per output element of a Conv, ConvTranspose, Gemm or MatMul whose weight
+/// is a constant (0 for anything else): the reduction length.
+double reduction_size(const ir::Model& model, const ir::Node& node) {
+  const std::string& op = node.op_type;
+  if (!node.domain.empty() || node.inputs().size() < 2 || !node.input(1)) return 0;
+  const auto w = passes::float_constant(model, node.input(1));
+  if (!w || w->dims.empty()) return 0;
+  const auto& d = w->dims;
+  auto kernel = [&] {
+    double k = 1;
+    for (size_t i = 2; i < d.size(); ++i) k *= static_cast<double>(d[i]);
+    return k;
+  };
+  if (op == "Conv" && d.size() >= 2) return static_cast<double>(d[1]) * kernel();
+  if (op == "ConvTranspose" && d.size() >= 2)
+    return static_cast<double>(d[0]) / static_cast<double>(std::max<int64_t>(1, node.attr_int("group", 1))) * kernel();
+  if (op == "Gemm" && d.size() == 2) return static_cast<double>(node.attr_int("transB", 0) ? d[1] : d[0]);
+  if (op == "MatMul" && d.size() >= 2) return static_cast<double>(d[d.size() - 2]);
+  return 0;
+}
+
 }  // namespace
 
 void measure_errors(ir::Model& fp32, ir::Model& quantized, const std::vector<Feeds>& samples, QuantizeReport& report) {
@@ -66,14 +88,17 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const std::vector<Fee
   }
 
   std::map<std::string, ErrorSums> sums;    // by float tensor name
+  std::map<std::string, double> elements;   // by float tensor name, over all samples
   std::map<size_t, ErrorSums> output_sums;
   runner::Session ref_session(fp32);
   runner::Session q_session(quantized);
   for (const Feeds& feeds : samples) {
     std::map<std::string, runner::Tensor> ref;
     ref_session.set_observer([&](const ir::Value& v, const runner::Value& produced) {
-      if (float_names.count(v.name()) && produced.is_tensor() && produced.tensor.dtype() == ir::DataType::kFloat)
+      if (float_names.count(v.name()) && produced.is_tensor() && produced.tensor.dtype() == ir::DataType::kFloat) {
         ref[v.name()] = produced.tensor.clone();  // the session may reuse its buffer later in the run
+        elements[v.name()] += static_cast<double>(produced.tensor.size());
+      }
     });
     // Deep copies: a session's results may share storage it reuses on its next run.
     std::vector<runner::Tensor> ref_out;
@@ -105,6 +130,11 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const std::vector<Fee
   for (const auto& node : fp32.graph->nodes())
     for (const ir::Value* out : node->outputs())
       if (out) producer_of[out->name()] = node.get();
+  for (auto& n : report.nodes) {
+    const auto p = producer_of.find(fp32_name(n));
+    const auto e = elements.find(fp32_name(n));
+    if (p != producer_of.end() && e != elements.end()) n.producer_macs = e->second * reduction_size(fp32, *p->second);
+  }
   for (auto& n : report.nodes) {
     if (n.dequantized.empty() || !sums.count(fp32_name(n))) continue;
     const auto p = producer_of.find(fp32_name(n));
@@ -147,29 +177,22 @@ ir::Model copy_model(const ir::Model& model) {
 }
 
 
-std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(const QuantizeOptions& options,
-                                                                               const Attempt& attempt) {
-  auto best = attempt({});
-  if (!options.auto_exclude || best.second.output_cosine < 0 || best.second.output_cosine >= options.accuracy_target)
-    return best;
-  std::vector<const NodeReport*> ranked;
-  for (const auto& n : best.second.nodes)
-    if (n.op_type != "input" && !n.dequantized.empty()) ranked.push_back(&n);
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const NodeReport* a, const NodeReport* b) { return a->added_noise_db > b->added_noise_db; });
-  std::vector<std::string> order, labels;
-  for (const NodeReport* n : ranked) {
-    order.push_back(n->output.empty() ? n->tensor : n->output);
-    labels.push_back(order.back() + (n->node.empty() ? "" : " (" + n->node + ", " + n->op_type + ")"));
-  }
-  // Invariant: excluding the first `lo` fails; excluding the first `hi` reaches the target
-  // (checked for hi = all when nothing smaller does).
+namespace {
+
+using Result = std::pair<std::unique_ptr<ir::Model>, QuantizeReport>;
+
+/// The shortest prefix of `order` (tensors to keep in float) whose quantization reaches the
+/// target, by binary search; nullopt when even the whole list does not (its cosine then in
+/// `whole`). Invariant: excluding the first `lo` fails (lo = 0 is known to), excluding the first
+/// `hi` reaches the target.
+std::optional<std::pair<size_t, Result>> shortest_prefix(const std::vector<std::string>& order, double target,
+                                                         const Attempt& attempt, double& whole) {
   size_t lo = 0, hi = order.size();
-  std::optional<std::pair<std::unique_ptr<ir::Model>, QuantizeReport>> found;
+  std::optional<Result> found;
   while (hi - lo > 1) {
     const size_t mid = lo + (hi - lo) / 2;
     auto a = attempt(std::vector<std::string>(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(mid)));
-    if (a.second.output_cosine >= options.accuracy_target) {
+    if (a.second.output_cosine >= target) {
       hi = mid;
       found = std::move(a);
     } else {
@@ -178,13 +201,61 @@ std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(c
   }
   if (!found) {
     auto a = attempt(order);
-    if (a.second.output_cosine < options.accuracy_target)
-      throw Error(ErrorKind::kFailed, "--auto-exclude: the outputs' cosine similarity to fp32 stays at " +
-                                          std::to_string(a.second.output_cosine) + ", below --accuracy-target " +
-                                          std::to_string(options.accuracy_target) + ", even with every node in float");
+    whole = a.second.output_cosine;
+    if (whole < target) return std::nullopt;
     found = std::move(a);
   }
-  found->second.auto_excluded.assign(labels.begin(), labels.begin() + static_cast<std::ptrdiff_t>(hi));
+  return std::make_pair(hi, std::move(*found));
+}
+
+}  // namespace
+
+std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(const QuantizeOptions& options,
+                                                                               const Attempt& attempt) {
+  auto best = attempt({});
+  if (!options.auto_exclude || best.second.output_cosine < 0 || best.second.output_cosine >= options.accuracy_target)
+    return best;
+  // Two orders to keep tensors in float by, each searched for its shortest prefix that reaches
+  // the target; the one whose float tensors' producers do fewer multiply-accumulates wins (what
+  // it gives up in integer kernels; on a tie, the shorter list):
+  //  - the graph order: the first layers. Noise that enters early passes through every later
+  //    layer, and the early layers are where integer kernels gain least (few channels, high
+  //    resolution: a Q/DQ pair costs more than the int8 convolution saves).
+  //  - the most harmful first, by the noise each tensor adds with everything quantized (what
+  //    helps where a few layers in the middle of the model do the damage).
+  std::vector<const NodeReport*> graph_order;
+  for (const auto& n : best.second.nodes)
+    if (n.op_type != "input" && !n.dequantized.empty()) graph_order.push_back(&n);
+  std::vector<const NodeReport*> ranked = graph_order;
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const NodeReport* a, const NodeReport* b) { return a->added_noise_db > b->added_noise_db; });
+  auto tensor_of = [](const NodeReport* n) { return n->output.empty() ? n->tensor : n->output; };
+  std::optional<Result> found;
+  std::vector<std::string> labels;
+  double found_macs = 0;
+  for (const auto* candidates : {&graph_order, &ranked}) {
+    std::vector<std::string> order;
+    for (const NodeReport* n : *candidates) order.push_back(tensor_of(n));
+    double whole = 0;
+    auto r = shortest_prefix(order, options.accuracy_target, attempt, whole);
+    if (!r) {
+      if (candidates == &ranked) continue;
+      throw Error(ErrorKind::kFailed, "--auto-exclude: the outputs' cosine similarity to fp32 stays at " +
+                                          std::to_string(whole) + ", below --accuracy-target " +
+                                          std::to_string(options.accuracy_target) + ", even with every node in float");
+    }
+    double macs = 0;
+    for (size_t i = 0; i < r->first; ++i) macs += (*candidates)[i]->producer_macs;
+    if (found && (macs > found_macs || (macs == found_macs && r->first >= labels.size()))) continue;
+    labels.clear();
+    for (size_t i = 0; i < r->first; ++i) {
+      const NodeReport* n = (*candidates)[i];
+      labels.push_back(tensor_of(n) + (n->node.empty() ? "" : " (" + n->node + ", " + n->op_type + ")"));
+    }
+    found_macs = macs;
+    found = std::move(r->second);
+  }
+  found->second.auto_excluded = std::move(labels);
   return std::move(*found);
 }
 

@@ -1,6 +1,6 @@
 // What quantization costs in accuracy, measured against fp32 on sample inputs, and the search
-// that keeps the most harmful layers in float (--auto-exclude). Shared by the dynamic and the
-// static quantizer.
+// that keeps layers in float until the outputs are accurate enough (--auto-exclude). Shared by
+// the dynamic and the static quantizer.
 #pragma once
 
 #include <functional>
@@ -31,9 +31,10 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const std::vector<Fee
 using Attempt = std::function<std::pair<std::unique_ptr<ir::Model>, QuantizeReport>(const std::vector<std::string>& excluded)>;
 
 /// Quantizes with nothing excluded; with options.auto_exclude and an output cosine below the
-/// target, ranks the quantized tensors by the noise they add and binary-searches the smallest
-/// number of the worst ones to keep in float for the outputs to reach it. Throws Error(kFailed)
-/// when even every tensor in float does not.
+/// target, binary-searches the fewest tensors to keep in float for the outputs to reach it, in
+/// two orders: the graph's (the first layers) and the most harmful first (by the noise each
+/// adds); the list whose producers do fewer multiply-accumulates wins. Throws Error(kFailed) when even every tensor in float does not
+/// reach the target.
 std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(const QuantizeOptions& options,
                                                                                const Attempt& attempt);
 

@@ -59,6 +59,10 @@ struct NodeReport {
   /// thousandth of the signal power): its noise-to-signal ratio minus that of the least accurate
   /// quantized tensor feeding it. Auto-exclude keeps the highest ones in float.
   double added_noise_db = 0;
+  /// Static: the multiply-accumulates of its producer over the error samples (Conv,
+  /// ConvTranspose, Gemm, MatMul with a constant weight; 0 for other ops): what keeping the
+  /// tensor in float gives up in integer kernels. Auto-exclude keeps the cheaper list in float.
+  double producer_macs = 0;
   /// Static: the fp32 values are compared clamped to this interval, where the tensor's readers
   /// saturate outside it (a Conv output read only by HardSwish is quantized from -3 up).
   double reference_min = -std::numeric_limits<double>::infinity();
