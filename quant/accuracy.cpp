@@ -16,17 +16,38 @@ namespace onnxtool::quant {
 
 namespace {
 
+/// The fp32 values of a tensor that its quantized counterpart is compared with: every
+/// `stride`-th element (from 0) of its `size`. Intermediate tensors keep at most
+/// kComparedElements (the error statistics of 2^16 elements are within a percent, and the
+/// reference of a whole sample's activations no longer has to fit in memory: PaddleOCR det at
+/// 512x512 held 600 MiB of them); graph outputs are compared whole.
+struct Reference {
+  std::vector<float> values;
+  int64_t stride = 1, size = 0;
+};
+constexpr int64_t kComparedElements = int64_t{1} << 16;
+
+Reference sample_of(const runner::Tensor& t, int64_t limit) {
+  Reference r;
+  r.size = t.size();
+  r.stride = std::max<int64_t>(1, (r.size + limit - 1) / limit);
+  const float* a = t.data<float>();
+  r.values.reserve(static_cast<size_t>((r.size + r.stride - 1) / r.stride));
+  for (int64_t i = 0; i < r.size; i += r.stride) r.values.push_back(a[i]);
+  return r;
+}
+
 /// Running sums that give SQNR and cosine similarity of a quantized tensor against fp32.
 struct ErrorSums {
   double signal = 0, noise = 0, dot = 0, quantized = 0;
   /// Adds ref against q, ref clamped to [lo, hi] first (where the readers saturate).
-  void add(const runner::Tensor& ref, const runner::Tensor& q, double lo = -INFINITY, double hi = INFINITY) {
-    if (ref.size() != q.size()) return;
-    const float* a = ref.data<float>();
+  void add(const Reference& ref, const runner::Tensor& q, double lo = -INFINITY, double hi = INFINITY) {
+    if (ref.size != q.size()) return;
     const float* b = q.data<float>();
-    for (int64_t i = 0; i < ref.size(); ++i) {
-      if (!std::isfinite(a[i]) || !std::isfinite(b[i])) continue;
-      const double x = std::clamp(double{a[i]}, lo, hi), y = b[i];
+    for (size_t k = 0; k < ref.values.size(); ++k) {
+      const float a = ref.values[k], bq = b[static_cast<int64_t>(k) * ref.stride];
+      if (!std::isfinite(a) || !std::isfinite(bq)) continue;
+      const double x = std::clamp(double{a}, lo, hi), y = bq;
       signal += x * x;
       noise += (x - y) * (x - y);
       dot += x * y;
@@ -67,17 +88,17 @@ double reduction_size(const ir::Model& model, const ir::Node& node) {
 void measure_errors(ir::Model& fp32, ir::Model& quantized, const std::vector<Feeds>& samples, QuantizeReport& report) {
   // The fp32 tensor each quantized (dequantized) tensor stands for, and the interval its values
   // are clamped to before comparing (where the tensor's readers saturate).
-  struct Reference {
+  struct Compared {
     std::string name;
     double min, max;
   };
-  std::map<std::string, Reference> dq_to_float;
+  std::map<std::string, Compared> dq_to_float;
   std::set<std::string> float_names;
   // The fp32 name an entry is compared with: the node output (dynamic) or the tensor (static).
   auto fp32_name = [](const NodeReport& n) { return n.output.empty() ? n.tensor : n.output; };
   for (const auto& n : report.nodes) {
     if (n.dequantized.empty()) continue;
-    dq_to_float[n.dequantized] = Reference{fp32_name(n), n.reference_min, n.reference_max};
+    dq_to_float[n.dequantized] = Compared{fp32_name(n), n.reference_min, n.reference_max};
     float_names.insert(fp32_name(n));
   }
   // Float graph outputs by position (both models keep their outputs in order).
@@ -93,29 +114,33 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const std::vector<Fee
   runner::Session ref_session(fp32);
   runner::Session q_session(quantized);
   for (const Feeds& feeds : samples) {
-    std::map<std::string, runner::Tensor> ref;
+    std::map<std::string, Reference> ref;
     ref_session.set_observer([&](const ir::Value& v, const runner::Value& produced) {
       if (float_names.count(v.name()) && produced.is_tensor() && produced.tensor.dtype() == ir::DataType::kFloat) {
-        ref[v.name()] = produced.tensor.clone();  // the session may reuse its buffer later in the run
+        ref[v.name()] = sample_of(produced.tensor, kComparedElements);  // a copy: the buffer is reused
         elements[v.name()] += static_cast<double>(produced.tensor.size());
       }
     });
-    // Deep copies: a session's results may share storage it reuses on its next run.
-    std::vector<runner::Tensor> ref_out;
-    for (const auto& v : ref_session.run(feeds)) ref_out.push_back(v.is_tensor() ? v.tensor.clone() : runner::Tensor{});
+    std::vector<std::optional<Reference>> ref_out;
+    for (const auto& v : ref_session.run(feeds))
+      ref_out.push_back(v.is_tensor() && v.tensor.dtype() == ir::DataType::kFloat
+                            ? std::optional<Reference>(sample_of(v.tensor, std::max<int64_t>(1, v.tensor.size())))
+                            : std::nullopt);
     for (const auto& [name, value] : feeds)
-      if (float_names.count(name) && value.is_tensor() && value.tensor.dtype() == ir::DataType::kFloat) ref[name] = value.tensor;
+      if (float_names.count(name) && value.is_tensor() && value.tensor.dtype() == ir::DataType::kFloat)
+        ref[name] = sample_of(value.tensor, kComparedElements);
     q_session.set_observer([&](const ir::Value& v, const runner::Value& produced) {
       auto it = dq_to_float.find(v.name());
       if (it == dq_to_float.end() || !produced.is_tensor() || produced.tensor.dtype() != ir::DataType::kFloat) return;
-      const Reference& want = it->second;
+      const Compared& want = it->second;
       auto r = ref.find(want.name);
       if (r != ref.end()) sums[want.name].add(r->second, produced.tensor, want.min, want.max);
     });
     const auto q_out = q_session.run(feeds);
     for (size_t i : outputs)
-      if (i < ref_out.size() && i < q_out.size() && ref_out[i].valid() && q_out[i].is_tensor())
-        output_sums[i].add(ref_out[i], q_out[i].tensor);
+      if (i < ref_out.size() && i < q_out.size() && ref_out[i] && q_out[i].is_tensor() &&
+          q_out[i].tensor.dtype() == ir::DataType::kFloat)
+        output_sums[i].add(*ref_out[i], q_out[i].tensor);
   }
   // Per entry: its accuracy, and what it loses against the entries feeding its producer.
   std::map<std::string, double> sqnr;

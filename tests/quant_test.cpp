@@ -8,8 +8,10 @@
 #include <limits>
 #include <random>
 
+#include "ir/error.h"
 #include "ir/graph.h"
 #include "passes/rewrite.h"
+#include "quant/accuracy.h"
 #include "quant/calibration.h"
 #include "quant/quant_params.h"
 #include "quant/quantize.h"
@@ -69,9 +71,87 @@ Tensor floats(std::vector<float> v) {
   return t;
 }
 
+/// Five quantized tensors a..e in graph order, the most harmful last (the ranked order is e..a),
+/// with these producer MACs; the output cosine of an attempt is 0.95 plus each excluded
+/// tensor's gain, and every attempt's exclusion list is recorded.
+struct FakeSearch {
+  std::map<std::string, double> macs, gain;
+  std::vector<std::vector<std::string>> attempts;
+
+  std::pair<std::unique_ptr<ir::Model>, quant::QuantizeReport> operator()(const std::vector<std::string>& excluded) {
+    attempts.push_back(excluded);
+    quant::QuantizeReport r;
+    double noise = 0;
+    for (const std::string t : {"a", "b", "c", "d", "e"}) {
+      quant::NodeReport n;
+      n.node = "node_" + t;
+      n.op_type = "Conv";
+      n.tensor = t;
+      n.dequantized = t + "_dq";
+      n.added_noise_db = noise++;
+      n.producer_macs = macs[t];
+      r.nodes.push_back(n);
+    }
+    r.output_cosine = 0.95;
+    for (const auto& t : excluded) r.output_cosine += gain[t];
+    return {std::make_unique<ir::Model>(), r};
+  }
+};
+
+std::vector<std::string> excluded_tensors(const quant::QuantizeReport& r) {
+  std::vector<std::string> out;
+  for (const auto& label : r.auto_excluded) out.push_back(label.substr(0, label.find(' ')));
+  return out;
+}
+
 }  // namespace
 
 TEST_SUITE("quant") {
+  TEST_CASE("auto-exclude keeps whichever shortest list, first layers or most harmful, costs fewer MACs") {
+    quant::QuantizeOptions o;
+    o.auto_exclude = true;
+    o.accuracy_target = 0.99;
+    // {a, b} (the first two layers) or {e, d, c} (the three most harmful) reach 0.99.
+    FakeSearch f;
+    f.gain = {{"a", 0.02}, {"b", 0.02}, {"c", 0.015}, {"d", 0.015}, {"e", 0.015}};
+    SUBCASE("the first layers are cheaper in float") {
+      f.macs = {{"a", 1}, {"b", 1}, {"c", 10}, {"d", 10}, {"e", 10}};
+      const auto r = quant::quantize_with_exclusions(o, std::ref(f));
+      CHECK(excluded_tensors(r.second) == std::vector<std::string>{"a", "b"});
+      CHECK(r.second.output_cosine >= 0.99);
+      CHECK(r.second.auto_excluded.front() == "a (node_a, Conv)");
+    }
+    SUBCASE("the most harmful are cheaper, though more of them") {
+      f.macs = {{"a", 10}, {"b", 10}, {"c", 1}, {"d", 1}, {"e", 1}};
+      const auto r = quant::quantize_with_exclusions(o, std::ref(f));
+      CHECK(excluded_tensors(r.second) == std::vector<std::string>{"e", "d", "c"});
+    }
+    SUBCASE("equal MACs: the shorter list") {
+      // {a, b, c} or {e, d} reach 0.99, both at 3 MACs.
+      f.gain = {{"a", 0.014}, {"b", 0.014}, {"c", 0.014}, {"d", 0.021}, {"e", 0.021}};
+      f.macs = {{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1.5}, {"e", 1.5}};
+      const auto r = quant::quantize_with_exclusions(o, std::ref(f));
+      CHECK(excluded_tensors(r.second) == std::vector<std::string>{"e", "d"});
+    }
+    SUBCASE("accurate enough already: one attempt, nothing excluded") {
+      o.accuracy_target = 0.9;
+      const auto r = quant::quantize_with_exclusions(o, std::ref(f));
+      CHECK(f.attempts.size() == 1);
+      CHECK(r.second.auto_excluded.empty());
+    }
+    SUBCASE("unreachable even all in float: kFailed, naming the cosine reached") {
+      o.accuracy_target = 1.5;
+      try {
+        quant::quantize_with_exclusions(o, std::ref(f));
+        FAIL("no error");
+      } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::kFailed);
+        CHECK(std::string(e.what()).find("stays at 1.035") != std::string::npos);
+        CHECK(std::string(e.what()).find("every node in float") != std::string::npos);
+      }
+    }
+  }
+
   TEST_CASE("parameters include zero, keep symmetric zero points exact and never degenerate") {
     const quant::ParamOptions asym, sym{true, false}, reduced{false, true};
     // [1, 3] widens to [0, 3]: zero is representable exactly.
