@@ -67,7 +67,7 @@ struct ErrorSums {
 double reduction_size(const ir::Model& model, const ir::Node& node) {
   const std::string& op = node.op_type;
   if (!node.domain.empty() || node.inputs().size() < 2 || !node.input(1)) return 0;
-  const auto w = passes::float_constant(model, node.input(1));
+  const ir::Tensor* w = passes::constant_of(model, node.input(1));  // its dims; the values stay encoded
   if (!w || w->dims.empty()) return 0;
   const auto& d = w->dims;
   auto kernel = [&] {
@@ -156,13 +156,9 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const std::vector<Fee
     for (const ir::Value* out : node->outputs())
       if (out) producer_of[out->name()] = node.get();
   for (auto& n : report.nodes) {
-    const auto p = producer_of.find(fp32_name(n));
-    const auto e = elements.find(fp32_name(n));
-    if (p != producer_of.end() && e != elements.end()) n.producer_macs = e->second * reduction_size(fp32, *p->second);
-  }
-  for (auto& n : report.nodes) {
     if (n.dequantized.empty() || !sums.count(fp32_name(n))) continue;
     const auto p = producer_of.find(fp32_name(n));
+    if (p != producer_of.end()) n.producer_macs = elements[fp32_name(n)] * reduction_size(fp32, *p->second);
     double inputs = 200;  // a graph input: nothing upstream (200 dB: no noise)
     if (p != producer_of.end()) {
       // The least accurate quantized tensor upstream, walking back through unquantized nodes.
@@ -255,9 +251,11 @@ std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(c
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const NodeReport* a, const NodeReport* b) { return a->added_noise_db > b->added_noise_db; });
   auto tensor_of = [](const NodeReport* n) { return n->output.empty() ? n->tensor : n->output; };
+  // The winner so far: its model and report, the list it came from, its length and MACs.
   std::optional<Result> found;
-  std::vector<std::string> labels;
-  double found_macs = 0;
+  const std::vector<const NodeReport*>* winner = nullptr;
+  size_t kept = 0;
+  double kept_macs = 0;
   for (const auto* candidates : {&graph_order, &ranked}) {
     std::vector<std::string> order;
     for (const NodeReport* n : *candidates) order.push_back(tensor_of(n));
@@ -271,16 +269,17 @@ std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(c
     }
     double macs = 0;
     for (size_t i = 0; i < r->first; ++i) macs += (*candidates)[i]->producer_macs;
-    if (found && (macs > found_macs || (macs == found_macs && r->first >= labels.size()))) continue;
-    labels.clear();
-    for (size_t i = 0; i < r->first; ++i) {
-      const NodeReport* n = (*candidates)[i];
-      labels.push_back(tensor_of(n) + (n->node.empty() ? "" : " (" + n->node + ", " + n->op_type + ")"));
-    }
-    found_macs = macs;
+    if (found && (macs > kept_macs || (macs == kept_macs && r->first >= kept))) continue;
     found = std::move(r->second);
+    winner = candidates;
+    kept = r->first;
+    kept_macs = macs;
   }
-  found->second.auto_excluded = std::move(labels);
+  for (size_t i = 0; i < kept; ++i) {
+    const NodeReport* n = (*winner)[i];
+    found->second.auto_excluded.push_back(tensor_of(n) +
+                                          (n->node.empty() ? "" : " (" + n->node + ", " + n->op_type + ")"));
+  }
   return std::move(*found);
 }
 

@@ -53,9 +53,8 @@ def page_lines():
 
 
 def build(out):
-    from skimage import data
+    from skimage import data, io
     samples = []  # (model, split, sample, {input: array})
-    from skimage import io
     images = os.path.dirname(data.__file__)
     for file in ("bw_text.png", "rocket.jpg", "cell.png", "clock_motion.png", "horse.png", "moon.png", "astronaut.png",
                  "camera.png", "chelsea.png", "coins.png"):
