@@ -19,6 +19,7 @@
 #include <limits>
 
 #include "checker/checker.h"
+#include "ir/constant.h"
 #include "ir/error.h"
 #include "ir/op_schema.h"
 #include "ir/shape_inference.h"
@@ -72,39 +73,39 @@ class Converter {
  private:
   // ---- constants and helpers
 
-  /// The values of a constant input: a non-overridable initializer or a Constant node's output.
-  std::optional<std::vector<double>> const_values(const Value* v) const {
+  /// The values of a constant input (a non-overridable initializer or a Constant node's output)
+  /// in their own kind: integers as int64, floats as double, never one through the other.
+  std::optional<ir::TypedValues> const_values(const Value* v) const {
     if (!v) return std::nullopt;
-    if (const ir::Tensor* t = passes::constant_of(model_, v)) return passes::constant_values(*t);
+    if (const ir::Tensor* t = passes::constant_of(model_, v)) return ir::read_values(*t);
     const Node* p = v->producer();
     if (!p || !passes::is_op(p, "Constant") || p->attributes.size() != 1) return std::nullopt;
     const Attribute& a = p->attributes[0];
-    if (a.name == "value" && a.t) return passes::constant_values(*a.t);
-    if (a.name == "value_int") return std::vector<double>{static_cast<double>(a.i)};
-    if (a.name == "value_float") return std::vector<double>{a.f};
-    if (a.name == "value_ints") return std::vector<double>(a.ints.begin(), a.ints.end());
-    if (a.name == "value_floats") return std::vector<double>(a.floats.begin(), a.floats.end());
-    return std::nullopt;
-  }
-
-  std::optional<std::vector<int64_t>> const_ints(const Value* v) const {
-    auto d = const_values(v);
-    if (!d) return std::nullopt;
-    std::vector<int64_t> out;
-    for (double x : *d) out.push_back(static_cast<int64_t>(x));
+    ir::TypedValues out;
+    if (a.name == "value" && a.t) return ir::read_values(*a.t);
+    if (a.name == "value_int") out.ints = std::vector<int64_t>{a.i};
+    if (a.name == "value_ints") out.ints = a.ints;
+    if (a.name == "value_float") out.floats = std::vector<double>{a.f};
+    if (a.name == "value_floats") out.floats = std::vector<double>(a.floats.begin(), a.floats.end());
+    if (!out.ints && !out.floats) return std::nullopt;
     return out;
   }
 
-  /// A constant input the older version needs as an attribute; fails naming the input otherwise.
+  /// A constant input the older version needs as an ints attribute; fails naming the input
+  /// otherwise.
   std::vector<int64_t> required_ints(const Node& n, size_t index, const std::string& what) const {
-    auto v = const_ints(n.input(index));
-    if (!v) no_equivalent(n, to_, "its " + what + " input is not a constant");
-    return *v;
-  }
-  std::vector<double> required_values(const Node& n, size_t index, const std::string& what) const {
     auto v = const_values(n.input(index));
     if (!v) no_equivalent(n, to_, "its " + what + " input is not a constant");
-    return *v;
+    if (!v->ints) no_equivalent(n, to_, "its " + what + " input is not an integer tensor");
+    return *v->ints;
+  }
+  /// A constant input the older version needs as a float attribute; fails naming the input
+  /// otherwise (the older versions that take such attributes are defined for float types only).
+  std::vector<double> required_floats(const Node& n, size_t index, const std::string& what) const {
+    auto v = const_values(n.input(index));
+    if (!v) no_equivalent(n, to_, "its " + what + " input is not a constant");
+    if (!v->floats) no_equivalent(n, to_, "its " + what + " input is not a floating-point tensor");
+    return *v->floats;
   }
 
   static std::optional<size_t> rank_of(const Value* v) {
@@ -401,7 +402,7 @@ class Converter {
       if (n.attr_string("coordinate_transformation_mode", "") == "half_pixel_symmetric")
         no_equivalent(n, b - 1, "coordinate_transformation_mode half_pixel_symmetric was added in opset 19");
     } else if (op == "Upsample" && b == 9) {
-      const auto s = required_values(n, 1, "scales");
+      const auto s = required_floats(n, 1, "scales");
       n.set_attr(Attribute::make_floats("scales", std::vector<float>(s.begin(), s.end())));
       n.remove_input(1);
     } else if (op == "Slice" && b == 10) {
@@ -423,13 +424,13 @@ class Converter {
       n.set_attr(Attribute::make_int("k", k[0]));
       n.remove_input(1);
     } else if (op == "Clip" && b == 11) {
-      if (n.input(1)) n.set_attr(Attribute::make_float("min", static_cast<float>(required_values(n, 1, "min").at(0))));
-      if (n.input(2)) n.set_attr(Attribute::make_float("max", static_cast<float>(required_values(n, 2, "max").at(0))));
+      if (n.input(1)) n.set_attr(Attribute::make_float("min", static_cast<float>(required_floats(n, 1, "min").at(0))));
+      if (n.input(2)) n.set_attr(Attribute::make_float("max", static_cast<float>(required_floats(n, 2, "max").at(0))));
       while (n.inputs().size() > 1) n.remove_input(n.inputs().size() - 1);
     } else if (op == "Pad" && b == 11) {
       n.set_attr(Attribute::make_ints("pads", required_ints(n, 1, "pads")));
       if (n.input(2)) {
-        const auto v = required_values(n, 2, "constant_value");
+        const auto v = required_floats(n, 2, "constant_value");
         if (!v.empty() && v[0] != 0) n.set_attr(Attribute::make_float("value", static_cast<float>(v[0])));
       }
       while (n.inputs().size() > 1) n.remove_input(n.inputs().size() - 1);
@@ -456,10 +457,10 @@ class Converter {
     } else if (op == "Dropout" && b == 12) {
       if (n.input(2)) {
         const auto t = const_values(n.input(2));
-        if (!t || (!t->empty() && t->at(0) != 0)) no_equivalent(n, b - 1, "training_mode must be a constant false");
+        if (!t || (t->size() > 0 && !t->all_equal(0))) no_equivalent(n, b - 1, "training_mode must be a constant false");
       }
       if (n.input(1)) {
-        const auto r = required_values(n, 1, "ratio");
+        const auto r = required_floats(n, 1, "ratio");
         if (!r.empty()) n.set_attr(Attribute::make_float("ratio", static_cast<float>(r[0])));
       }
       while (n.inputs().size() > 1) n.remove_input(n.inputs().size() - 1);
@@ -530,8 +531,8 @@ class Converter {
       no_equivalent(n, 10, "Resize-10 rounds nearest down (nearest_mode floor) only");
     if (n.attr_int("exclude_outside", 0) != 0) no_equivalent(n, 10, "exclude_outside needs opset 11");
     std::vector<double> scales;
-    if (n.input(2) && !required_values(n, 2, "scales").empty()) {
-      scales = required_values(n, 2, "scales");
+    if (n.input(2) && !required_floats(n, 2, "scales").empty()) {
+      scales = required_floats(n, 2, "scales");
     } else {
       const auto sizes = required_ints(n, 3, "sizes");
       for (size_t i = 0; i < sizes.size(); ++i) {

@@ -2,6 +2,7 @@
 #include "ir/data_type.h"
 
 #include <array>
+#include <cstring>
 #include <limits>
 
 namespace onnxtool::ir {
@@ -124,6 +125,74 @@ std::optional<uint64_t> element_count(const int64_t* dims, size_t rank) {
     n *= d;
   }
   return n;
+}
+
+float half_to_float(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000) << 16;
+  const uint32_t exp = (h >> 10) & 0x1f;
+  const uint32_t man = h & 0x3ff;
+  uint32_t bits;
+  if (exp == 0) {
+    if (man == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      int e = -1;
+      uint32_t m = man;
+      do {
+        ++e;
+        m <<= 1;
+      } while ((m & 0x400) == 0);
+      bits = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (m & 0x3ff) << 13;
+    }
+  } else if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | man << 13;
+  } else {
+    bits = sign | (exp + 127 - 15) << 23 | man << 13;
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t float_to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((x >> 16) & 0x8000);
+  const uint32_t abs = x & 0x7fffffffu;
+  if (abs >= 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00 | (abs > 0x7f800000u ? 0x200 : 0));
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00);  // rounds to infinity
+  if (abs < 0x38800000u) {
+    // Subnormal half (or zero): shift the implicit-one mantissa into place, round to nearest even.
+    if (abs < 0x33000000u) return sign;
+    const uint32_t e = abs >> 23;
+    const uint32_t m = (abs & 0x7fffff) | 0x800000;
+    const uint32_t shift = 126 - e;  // 14 + (112 - e)
+    uint32_t r = m >> shift;
+    const uint32_t rem = m & ((1u << shift) - 1);
+    const uint32_t half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (r & 1))) ++r;
+    return static_cast<uint16_t>(sign | r);
+  }
+  uint32_t r = abs - 0x38000000u;  // rebias exponent 127 -> 15
+  const uint32_t rem = r & 0x1fff;
+  r >>= 13;
+  if (rem > 0x1000 || (rem == 0x1000 && (r & 1))) ++r;
+  return static_cast<uint16_t>(sign | r);
+}
+
+float bfloat16_to_float(uint16_t b) {
+  const uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t float_to_bfloat16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40);  // NaN stays NaN
+  const uint32_t rounding = 0x7fff + ((x >> 16) & 1);
+  return static_cast<uint16_t>((x + rounding) >> 16);
 }
 
 }  // namespace onnxtool::ir

@@ -64,4 +64,10 @@ bool is_signed_type(DataType type);
 /// Product of dims, overflow-checked; nullopt when a dim is negative or the product overflows.
 std::optional<uint64_t> element_count(const int64_t* dims, size_t rank);
 
+/// float16 / bfloat16 bit patterns <-> float (round to nearest even; NaN stays NaN).
+float half_to_float(uint16_t h);
+uint16_t float_to_half(float f);
+float bfloat16_to_float(uint16_t b);
+uint16_t float_to_bfloat16(float f);
+
 }  // namespace onnxtool::ir

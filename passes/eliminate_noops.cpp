@@ -1,6 +1,7 @@
 // Pass eliminate_noops: removes nodes that compute their input unchanged.
 #include <algorithm>
 
+#include "ir/constant.h"
 #include "passes/pass_list.h"
 #include "passes/rewrite.h"
 
@@ -29,16 +30,14 @@ bool same_elem_type(const ir::Value* a, const ir::Value* b) {
          a->type.elem_type == b->type.elem_type;
 }
 
-/// Constant input i as doubles, or nullopt.
-std::optional<std::vector<double>> const_input(const ir::Model& m, const ir::Node& n, size_t i) {
+/// Constant input i in its own kind (integers as int64, floats as double), or nullopt.
+std::optional<ir::TypedValues> const_input(const ir::Model& m, const ir::Node& n, size_t i) {
   const ir::Tensor* t = constant_of(m, n.input(i));
   if (!t) return std::nullopt;
-  return constant_values(*t);
+  return ir::read_values(*t);
 }
 
-bool all_equal(const std::optional<std::vector<double>>& v, double x) {
-  return v && std::all_of(v->begin(), v->end(), [x](double e) { return e == x; });
-}
+bool all_equal(const std::optional<ir::TypedValues>& v, int64_t x) { return v && v->all_equal(x); }
 
 /// The value a no-op node passes through unchanged, or nullptr.
 ir::Value* passthrough(const ir::Model& m, const ir::Node& n) {
@@ -67,7 +66,7 @@ ir::Value* passthrough(const ir::Model& m, const ir::Node& n) {
   // x * 1, x / 1, x + 0, x - 0 (and 1 * x, 0 + x) whose output has x's shape and type.
   const bool mul = op == "Mul", add = op == "Add";
   if (mul || add || op == "Div" || op == "Sub") {
-    const double identity = (mul || op == "Div") ? 1 : 0;
+    const int64_t identity = (mul || op == "Div") ? 1 : 0;
     if (all_equal(const_input(m, n, 1), identity) && same_elem_type(x, y) && same_static_shape(x, y)) return x;
     ir::Value* b = n.input(1);
     if ((mul || add) && all_equal(const_input(m, n, 0), identity) && same_elem_type(b, y) && same_static_shape(b, y))
@@ -88,9 +87,15 @@ ir::Value* passthrough(const ir::Model& m, const ir::Node& n) {
   }
   if (!same_elem_type(x, y) || !same_static_shape(x, y)) return nullptr;
   // Shape-preserving ops whose output shape equals the input's move no element.
-  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Expand" ||
-      op == "Tile" || op == "Slice")
+  if (op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Expand" || op == "Tile")
     return x;
+  if (op == "Slice") {
+    // With positive steps an output as long as the input along every axis can only be the whole
+    // input; a negative step of the same length reverses it.
+    if (!n.input(4)) return x;
+    const auto steps = constant_ints(m, n.input(4));
+    return steps && std::all_of(steps->begin(), steps->end(), [](int64_t v) { return v > 0; }) ? x : nullptr;
+  }
   if (op == "Transpose") {
     const auto perm = n.attr_ints("perm");
     for (size_t i = 0; i < perm.size(); ++i)
@@ -112,16 +117,14 @@ ir::Value* squeeze_pair(const ir::Model& m, const ir::Node& n) {
   const ir::Value* mid = n.input(0);
   const ir::Node* u = mid ? mid->producer() : nullptr;
   if (!u || u->op_type != "Unsqueeze" || !u->domain.empty()) return nullptr;
-  auto axes_of = [&](const ir::Node& k) -> std::optional<std::vector<double>> {
-    if (k.input(1)) return const_input(m, k, 1);
-    std::vector<double> a;
-    for (int64_t v : k.attr_ints("axes")) a.push_back(static_cast<double>(v));
-    return a;
+  auto axes_of = [&](const ir::Node& k) -> std::optional<std::vector<int64_t>> {
+    if (k.input(1)) return constant_ints(m, k.input(1));
+    return k.attr_ints("axes");
   };
   const auto a = axes_of(*u), b = axes_of(n);
   if (!a || !b || a->empty() || *a != *b) return nullptr;
   // Negative axes refer to different ranks before and after; accept only non-negative ones.
-  if (std::any_of(a->begin(), a->end(), [](double v) { return v < 0; })) return nullptr;
+  if (std::any_of(a->begin(), a->end(), [](int64_t v) { return v < 0; })) return nullptr;
   return u->input(0);
 }
 
@@ -131,8 +134,8 @@ bool merge_reshapes(const ir::Model& m, ir::Graph& g, ir::Node& n) {
   ir::Value* mid = n.input(0);
   ir::Node* first = mid ? mid->producer() : nullptr;
   if (!first || first->op_type != "Reshape" || !first->domain.empty() || !has_single_use(mid)) return false;
-  const auto s2 = const_input(m, n, 1);
-  if (!s2 || std::any_of(s2->begin(), s2->end(), [](double v) { return v == 0; })) return false;
+  const auto s2 = constant_ints(m, n.input(1));
+  if (!s2 || std::any_of(s2->begin(), s2->end(), [](int64_t v) { return v == 0; })) return false;
   n.set_input(0, first->input(0));
   g.remove_node(first);  // its only reader was n; it precedes n, so the caller has passed it
   return true;

@@ -1,5 +1,6 @@
 // Pass fold_constants: evaluates constant nodes with the runner's kernels into initializers.
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "ir/diagnostic.h"
@@ -141,12 +142,11 @@ std::optional<runner::Tensor> fold_shape_pick(const ir::Model& model, const ir::
   bool scalar = false;
   if (is_op(&n, "Gather")) {
     const ir::Tensor* t = constant_of(model, n.input(1));
-    const auto idx = t ? constant_values(*t) : std::nullopt;
+    const auto idx = constant_ints(model, n.input(1));
     if (!idx || n.attr_int("axis", 0) != 0) return std::nullopt;
     scalar = t->dims.empty();
     if (t->dims.size() > 1) return std::nullopt;
-    for (double d : *idx) {
-      int64_t i = static_cast<int64_t>(d);
+    for (int64_t i : *idx) {
       if (i < 0) i += size;
       if (i < 0 || i >= size) return std::nullopt;
       picked.push_back((*dims)[static_cast<size_t>(i)]);
@@ -203,12 +203,12 @@ std::optional<std::vector<int64_t>> reshape_target(const ir::Model& model, const
   std::vector<int64_t> target;
   for (const ir::Value* part : concat->inputs()) {
     if (!part) return std::nullopt;
-    if (const ir::Tensor* t = constant_of(model, part)) {
-      const auto v = constant_values(*t);
+    if (constant_of(model, part)) {
+      const auto v = constant_ints(model, part);
       if (!v) return std::nullopt;
-      for (double d : *v) {
+      for (int64_t d : *v) {
         if (d == 0) return std::nullopt;  // a literal 0 would copy a dim; keep the model's meaning simple
-        target.push_back(static_cast<int64_t>(d));
+        target.push_back(d);
       }
       continue;
     }
@@ -225,8 +225,9 @@ std::optional<std::vector<int64_t>> reshape_target(const ir::Model& model, const
       const bool attrs = default_opset(model) < 10;
       const auto starts = ints_input_or_attr(model, *pick, 1, attrs ? "starts" : "");
       const auto ends = ints_input_or_attr(model, *pick, 2, attrs ? "ends" : "");
-      if (pick->input(4) || !starts || !ends || starts->size() != 1 || ends->size() != 1 ||
-          (*ends)[0] != (*starts)[0] + 1 || (*starts)[0] < 0)
+      // starts is checked first so that starts + 1 cannot overflow.
+      if (pick->input(4) || !starts || !ends || starts->size() != 1 || ends->size() != 1 || (*starts)[0] < 0 ||
+          (*starts)[0] == std::numeric_limits<int64_t>::max() || (*ends)[0] != (*starts)[0] + 1)
         return std::nullopt;
       index = std::vector<int64_t>{(*starts)[0]};
     }

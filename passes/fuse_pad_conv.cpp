@@ -1,5 +1,6 @@
 // Pass fuse_pad_conv: a zero constant Pad of the spatial dims before Conv or AveragePool
 // becomes the consumer's own pads.
+#include "ir/constant.h"
 #include "passes/pass_list.h"
 #include "passes/rewrite.h"
 
@@ -24,8 +25,8 @@ PassStats fuse_pad_conv(ir::Model& model, const PassContext&) {
       if (pad->attr_string("mode", "constant") != "constant" || pad->input(3)) continue;
       if (pad->input(2)) {
         const ir::Tensor* t = constant_of(model, pad->input(2));
-        const auto values = t ? constant_values(*t) : std::nullopt;
-        if (!values || values->size() != 1 || (*values)[0] != 0) continue;
+        const auto values = t ? ir::read_values(*t) : std::nullopt;
+        if (!values || values->size() != 1 || !values->all_equal(0)) continue;
       } else if (pad->attr_float("value", 0.0f) != 0.0f) {
         continue;
       }

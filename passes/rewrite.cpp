@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ir/constant.h"
 #include "ir/error.h"
 #include "runner/session.h"
 
@@ -86,42 +87,17 @@ bool fold_node_into(ir::Graph& graph, ir::Node* node, ir::Value* replacement) {
   return true;
 }
 
-std::optional<std::vector<double>> constant_values(const ir::Tensor& tensor) {
-  const runner::Tensor t = runner::from_ir(tensor);
-  std::vector<double> v(static_cast<size_t>(t.size()));
-  for (int64_t i = 0; i < t.size(); ++i) {
-    double x;
-    switch (t.dtype()) {
-      case ir::DataType::kFloat: x = t.data<float>()[i]; break;
-      case ir::DataType::kDouble: x = t.data<double>()[i]; break;
-      case ir::DataType::kFloat16: x = runner::half_to_float(t.data<uint16_t>()[i]); break;
-      case ir::DataType::kBFloat16: x = runner::bfloat16_to_float(t.data<uint16_t>()[i]); break;
-      case ir::DataType::kInt8: x = t.data<int8_t>()[i]; break;
-      case ir::DataType::kUInt8: x = t.data<uint8_t>()[i]; break;
-      case ir::DataType::kInt16: x = t.data<int16_t>()[i]; break;
-      case ir::DataType::kUInt16: x = t.data<uint16_t>()[i]; break;
-      case ir::DataType::kInt32: x = t.data<int32_t>()[i]; break;
-      case ir::DataType::kUInt32: x = t.data<uint32_t>()[i]; break;
-      case ir::DataType::kInt64: x = static_cast<double>(t.data<int64_t>()[i]); break;
-      case ir::DataType::kUInt64: x = static_cast<double>(t.data<uint64_t>()[i]); break;
-      case ir::DataType::kBool: x = t.data<uint8_t>()[i]; break;
-      default: return std::nullopt;
-    }
-    v[static_cast<size_t>(i)] = x;
-  }
-  return v;
+std::optional<std::vector<int64_t>> constant_ints(const ir::Model& model, const ir::Value* value) {
+  const ir::Tensor* t = constant_of(model, value);
+  return t ? ir::read_ints(*t) : std::nullopt;
 }
 
 std::optional<FloatConstant> float_constant(const ir::Model& model, const ir::Value* value) {
   const ir::Tensor* t = constant_of(model, value);
   if (!t) return std::nullopt;
-  const ir::DataType dt = t->type();
-  if (dt != ir::DataType::kFloat && dt != ir::DataType::kDouble && dt != ir::DataType::kFloat16 &&
-      dt != ir::DataType::kBFloat16)
-    return std::nullopt;
-  auto values = constant_values(*t);
+  auto values = ir::read_floats(*t);
   if (!values) return std::nullopt;
-  return FloatConstant{dt, t->dims, std::move(*values)};
+  return FloatConstant{t->type(), t->dims, std::move(*values)};
 }
 
 ir::Value* add_constant(ir::Graph& graph, const std::string& base, ir::DataType type, std::vector<int64_t> dims,
@@ -134,11 +110,16 @@ ir::Value* add_constant(ir::Graph& graph, const std::string& base, ir::DataType 
       case ir::DataType::kDouble: t.mutable_data<double>()[i] = v; break;
       case ir::DataType::kFloat16: t.mutable_data<uint16_t>()[i] = runner::float_to_half(static_cast<float>(v)); break;
       case ir::DataType::kBFloat16: t.mutable_data<uint16_t>()[i] = runner::float_to_bfloat16(static_cast<float>(v)); break;
-      case ir::DataType::kInt64: t.mutable_data<int64_t>()[i] = static_cast<int64_t>(v); break;
-      default: throw Error(ErrorKind::kInternal, "add_constant: unsupported type");
+      default: throw Error(ErrorKind::kInternal, "add_constant: not a floating-point type (integers: add_int64_constant)");
     }
   }
   return graph.add_initializer(runner::to_ir(t, unique_name(graph, base)));
+}
+
+ir::Value* add_int64_constant(ir::Graph& graph, const std::string& base, std::vector<int64_t> dims,
+                              const std::vector<int64_t>& values) {
+  return graph.add_initializer(ir::make_tensor(unique_name(graph, base), ir::DataType::kInt64, std::move(dims),
+                                               values.data(), values.size() * sizeof(int64_t)));
 }
 
 ir::Node* single_consumer(const ir::Value* value) {
@@ -254,15 +235,7 @@ std::optional<ChannelAffine> batchnorm_affine(const ir::Model& model, const ir::
 
 std::optional<std::vector<int64_t>> ints_input_or_attr(const ir::Model& model, const ir::Node& node, size_t index,
                                                        std::string_view attr) {
-  if (node.input(index)) {
-    const ir::Tensor* t = constant_of(model, node.input(index));
-    if (!t) return std::nullopt;
-    const auto v = constant_values(*t);
-    if (!v) return std::nullopt;
-    std::vector<int64_t> out;
-    for (double d : *v) out.push_back(static_cast<int64_t>(d));
-    return out;
-  }
+  if (node.input(index)) return constant_ints(model, node.input(index));
   if (!node.attr(attr)) return std::nullopt;
   return node.attr_ints(attr);
 }

@@ -42,10 +42,12 @@ bool replace_chain(ir::Graph& graph, const std::vector<ir::Node*>& chain, ir::No
 /// True when the value's only readers are nodes (no graph output) and there is exactly one.
 bool has_single_use(const ir::Value* value);
 
-/// Elements of a constant as double (numeric types only); nullopt for others.
-std::optional<std::vector<double>> constant_values(const ir::Tensor& tensor);
+/// The elements of an integer (or bool) constant as int64, exactly; nullopt when `value` is not a
+/// constant of such a type. Integers are never read through a floating type (see ir/constant.h).
+std::optional<std::vector<int64_t>> constant_ints(const ir::Model& model, const ir::Value* value);
 
-/// A floating-point constant (float, double, float16 or bfloat16) read as doubles.
+/// A floating-point constant (float, double, float16 or bfloat16) read as doubles; nullopt for
+/// integer constants, which have constant_ints.
 struct FloatConstant {
   ir::DataType type = ir::DataType::kUndefined;
   std::vector<int64_t> dims;
@@ -53,10 +55,14 @@ struct FloatConstant {
 };
 std::optional<FloatConstant> float_constant(const ir::Model& model, const ir::Value* value);
 
-/// Adds an initializer of `type` holding `values` (rounded to the type) under a fresh name
-/// derived from `base`; returns its value.
+/// Adds an initializer of floating-point `type` holding `values` (rounded to the type) under a
+/// fresh name derived from `base`; returns its value. Integer types: add_int64_constant.
 ir::Value* add_constant(ir::Graph& graph, const std::string& base, ir::DataType type, std::vector<int64_t> dims,
                         const std::vector<double>& values);
+
+/// Adds an int64 initializer holding `values` exactly under a fresh name derived from `base`.
+ir::Value* add_int64_constant(ir::Graph& graph, const std::string& base, std::vector<int64_t> dims,
+                              const std::vector<int64_t>& values);
 
 /// The one node reading `value`, when the value has exactly one use and is no graph output.
 ir::Node* single_consumer(const ir::Value* value);
@@ -64,7 +70,8 @@ ir::Node* single_consumer(const ir::Value* value);
 /// True for the default domain ("" or "ai.onnx") and that op type.
 bool is_op(const ir::Node* node, std::string_view op_type);
 
-/// The value of a constant holding exactly one number (any float or integer type), or nullopt.
+/// The value of a floating-point constant holding exactly one number, or nullopt (integer
+/// constants included: compare those with constant_ints).
 std::optional<double> scalar_constant(const ir::Model& model, const ir::Value* value);
 
 /// True when `value` is within a relative 1e-4 of `want` (absolute 1e-6 when want is 0).

@@ -73,8 +73,7 @@ class DynamicQuantizer {
     ir::Value* ws = w_scale;
     if (!scale_shape.empty()) {
       std::vector<int64_t> shape = scale_shape;
-      ws = passes::add_constant(g_, b + "_scale_shape", ir::DataType::kInt64, {static_cast<int64_t>(shape.size())},
-                                std::vector<double>(shape.begin(), shape.end()));
+      ws = passes::add_int64_constant(g_, b + "_scale_shape", {static_cast<int64_t>(shape.size())}, shape);
       ws = g_.add_node("Reshape", {w_scale, ws}, {passes::unique_name(g_, b + "_weight_scale")}, "", b + "_scale_reshape", before)->output(0);
     }
     ir::Value* scale = g_.add_node("Mul", {x_scale, ws}, {passes::unique_name(g_, b + "_output_scale")}, "", b + "_scale_mul", before)->output(0);
@@ -215,8 +214,8 @@ class DynamicQuantizer {
       const auto bv = passes::float_constant(model_, bias);
       ir::Value* shaped = bv ? passes::add_constant(g_, bias->name() + "_channels", bv->type, channel_shape, bv->values) : nullptr;
       if (!shaped) {
-        ir::Value* s = passes::add_constant(g_, b + "_bias_shape", ir::DataType::kInt64, {static_cast<int64_t>(channel_shape.size())},
-                                            std::vector<double>(channel_shape.begin(), channel_shape.end()));
+        ir::Value* s = passes::add_int64_constant(g_, b + "_bias_shape", {static_cast<int64_t>(channel_shape.size())},
+                                                  channel_shape);
         shaped = g_.add_node("Reshape", {bias, s}, {passes::unique_name(g_, b + "_bias")}, "", b + "_bias_reshape", n)->output(0);
       }
       y = g_.add_node("Add", {y, shaped}, {passes::unique_name(g_, b + "_biased")}, "", b + "_bias_add", n)->output(0);

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "ir/constant.h"
 #include "passes/pass.h"
 #include "passes/rewrite.h"
 #include "quant/quantize.h"
@@ -25,7 +26,7 @@ struct QuantInputs {
   ir::Value* scale = nullptr;
   ir::Value* zero_point = nullptr;  ///< nullptr when omitted
   std::vector<double> scales;
-  std::vector<double> zero_points;  ///< empty when the zero point is omitted
+  std::vector<int64_t> zero_points;  ///< empty when the zero point is omitted
   ir::DataType type = ir::DataType::kUndefined;  ///< the zero point's type
   /// The quantization axis of the data (normalized), or -1 for a per-tensor scale.
   int64_t axis = -1;
@@ -51,13 +52,13 @@ std::optional<QuantInputs> quant_inputs(const ir::Model& model, const ir::Node* 
   QuantInputs q;
   q.data = n->input(0);
   q.scale = n->input(1);
-  q.scales = passes::constant_values(*s).value_or(std::vector<double>{});
+  q.scales = ir::read_floats(*s).value_or(std::vector<double>{});
   if (q.scales.empty()) return std::nullopt;
   if ((q.zero_point = n->input(2))) {
     const ir::Tensor* z = passes::constant_of(model, q.zero_point);
     if (!z || z->dims != s->dims) return std::nullopt;
     q.type = z->type();
-    q.zero_points = passes::constant_values(*z).value_or(std::vector<double>{});
+    q.zero_points = ir::read_ints(*z).value_or(std::vector<int64_t>{});
     if (q.zero_points.size() != q.scales.size()) return std::nullopt;
   }
   if (!q.per_tensor()) {
@@ -118,7 +119,7 @@ ir::Value* quantized_bias(const ir::Model& model, const ir::Value* bias, const Q
   if (!b) return nullptr;
   const ir::Tensor* data = passes::constant_of(model, b->data);
   if (!data || data->type() != ir::DataType::kInt32 || data->dims != std::vector<int64_t>{channels}) return nullptr;
-  for (double z : b->zero_points)
+  for (int64_t z : b->zero_points)
     if (z != 0) return nullptr;
   // A per-axis scale has `channels` entries: quant_inputs checked it against the data's dims.
   for (size_t c = 0; c < static_cast<size_t>(channels); ++c) {
@@ -168,7 +169,7 @@ std::optional<Group> match_conv(const ir::Model& model, ir::Node* conv) {
   if (wdims.size() < 3 || (!g->w.per_tensor() && g->w.axis != 0)) return std::nullopt;
   // onnxruntime refuses per-channel weight zero points that differ ("zero point of per-channel
   // filter must be same"); symmetric weights, which quantizers produce, always agree.
-  for (double z : g->w.zero_points)
+  for (int64_t z : g->w.zero_points)
     if (z != g->w.zero_points[0]) return std::nullopt;
   if (const ir::Value* bias = conv->input(2)) {
     g->bias = quantized_bias(model, bias, g->x, g->w, wdims[0]);

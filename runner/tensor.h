@@ -95,10 +95,10 @@ struct Value {
   std::string describe() const;
 };
 
-/// float16 / bfloat16 bit patterns <-> float (round to nearest even).
-float half_to_float(uint16_t h);
-uint16_t float_to_half(float f);
-float bfloat16_to_float(uint16_t b);
-uint16_t float_to_bfloat16(float f);
+// The float16 / bfloat16 codecs live with the element types in ir/.
+using ir::bfloat16_to_float;
+using ir::float_to_bfloat16;
+using ir::float_to_half;
+using ir::half_to_float;
 
 }  // namespace onnxtool::runner

@@ -16,6 +16,7 @@
 #include "passes/pass.h"
 #include "runner/session.h"
 #include "tests/kernel_test_util.h"
+#include "tests/model_builder.h"
 
 namespace onnxtool {
 namespace {
@@ -28,44 +29,12 @@ using runner::Value;
 constexpr double kFusedRel = 1e-4;
 constexpr double kFusedAbs = 1e-5;
 
-/// Builds a model with a graph from a callback, at a given opset.
-struct Builder {
-  ir::Model m;
-  ir::Graph* g;
-  std::mt19937 rng{42};
-
-  explicit Builder(int64_t opset) {
-    m.ir_version = 9;
-    m.set_opset_version("", opset);
-    m.graph = std::make_unique<ir::Graph>();
-    g = m.graph.get();
-    g->name = "test";
+/// The shared model builder with float inputs of static dims.
+struct Builder : testing::ModelBuilder {
+  explicit Builder(int64_t opset) : ModelBuilder(opset, 9) {}
+  ir::Value* input(const std::string& name, const std::vector<int64_t>& dims) {
+    return ModelBuilder::input(name, DataType::kFloat, std::vector<testing::DimSpec>(dims.begin(), dims.end()));
   }
-  ir::Value* input(const std::string& name, std::vector<int64_t> dims) {
-    ir::Shape s;
-    for (int64_t d : dims) s.dims.push_back(ir::Dim::of(d));
-    return g->add_input(name, ir::TypeInfo::tensor(DataType::kFloat, s)).value;
-  }
-  ir::Value* weight(const std::string& name, std::vector<int64_t> dims, float lo = -1, float hi = 1) {
-    int64_t n = 1;
-    for (int64_t d : dims) n *= d;
-    std::vector<float> v(static_cast<size_t>(n));
-    std::uniform_real_distribution<float> dist(lo, hi);
-    for (float& x : v) x = dist(rng);
-    return g->add_initializer(ir::make_tensor(name, DataType::kFloat, dims, v.data(), v.size() * sizeof(float)));
-  }
-  ir::Value* ints(const std::string& name, std::vector<int64_t> v) {
-    return g->add_initializer(ir::make_tensor(name, DataType::kInt64, {static_cast<int64_t>(v.size())}, v.data(), v.size() * 8));
-  }
-  ir::Value* scalar(const std::string& name, float v) {
-    return g->add_initializer(ir::make_tensor(name, DataType::kFloat, {}, &v, sizeof v));
-  }
-  ir::Node* node(const std::string& op, std::vector<ir::Value*> in, const std::string& out, std::vector<testing::Attr> attrs = {}) {
-    ir::Node* n = g->add_node(op, in, {out}, "", out + "_node");
-    for (const auto& a : attrs) n->set_attr(a.make());
-    return n;
-  }
-  void output(ir::Value* v) { g->add_output(v, std::nullopt); }
 };
 
 int64_t count_op(const ir::Model& m, const std::string& op) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "checker/checker.h"
+#include "ir/constant.h"
 #include "ir/graph.h"
 #include "ir/model_io.h"
 #include "passes/rewrite.h"
@@ -207,7 +208,7 @@ double logits_scale(const ir::Model& m) {
     if (n->op_type == "Softmax") {
       const ir::Node* dq = n->input(0)->producer();
       REQUIRE(passes::is_op(dq, "DequantizeLinear"));
-      return passes::constant_values(*passes::constant_of(m, dq->input(1)))->at(0);
+      return passes::scalar_constant(m, dq->input(1)).value();
     }
   FAIL("no Softmax");
   return 0;
@@ -377,7 +378,7 @@ TEST_SUITE("qoperator") {
     ir::Node* bias_dq = producer_of(m, "c1")->input(2)->producer();
     REQUIRE(passes::is_op(bias_dq, "DequantizeLinear"));
     const ir::Tensor* scale = passes::constant_of(m, bias_dq->input(1));
-    const float doubled = static_cast<float>(passes::constant_values(*scale)->at(0) * 2);
+    const float doubled = static_cast<float>(ir::read_floats(*scale)->at(0) * 2);
     bias_dq->set_input(1, m.graph->add_initializer(ir::make_tensor("bias_scale_doubled", DataType::kFloat, scale->dims,
                                                                    &doubled, sizeof doubled)));
     CHECK(quant::qdq_to_qoperator(m) == 2);

@@ -58,7 +58,7 @@ double quantized_min(const ir::Model& m, const std::string& name) {
   for (const auto& n : m.graph->nodes()) {
     if (n->op_type != "QuantizeLinear" || n->input(0)->name() != name) continue;
     const double scale = passes::scalar_constant(m, n->input(1)).value();
-    const double zero_point = passes::constant_values(*passes::constant_of(m, n->input(2))).value().at(0);
+    const auto zero_point = static_cast<double>(passes::constant_ints(m, n->input(2)).value().at(0));
     return -zero_point * scale;
   }
   FAIL("no QuantizeLinear reads " << name);

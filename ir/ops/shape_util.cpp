@@ -1,8 +1,11 @@
 // Shape helpers: broadcasting, dim merging and arithmetic.
 #include "ir/ops/shape_util.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
+
+#include "ir/constant.h"
 
 namespace onnxtool::ir::shape {
 
@@ -122,33 +125,8 @@ void propagate_type(InferenceContext& ctx, size_t in, size_t out, std::optional<
 }
 
 std::optional<std::vector<int64_t>> tensor_ints(const Tensor& t, size_t max_elements) {
-  const DataType dt = t.type();
-  if (!is_integer_type(dt) || data_type_bits(dt) < 8) return std::nullopt;
-  auto n = t.element_count();
-  if (!n || *n > max_elements) return std::nullopt;
-  Bytes raw;
-  try {
-    raw = t.raw_bytes();
-  } catch (...) {
-    return std::nullopt;
-  }
-  std::vector<int64_t> out(static_cast<size_t>(*n));
-  const int bytes = data_type_bits(dt) / 8;
-  for (size_t i = 0; i < out.size(); ++i) {
-    const uint8_t* p = raw.data() + i * static_cast<size_t>(bytes);
-    switch (dt) {
-      case DataType::kInt64: { int64_t v; std::memcpy(&v, p, 8); out[i] = v; break; }
-      case DataType::kInt32: { int32_t v; std::memcpy(&v, p, 4); out[i] = v; break; }
-      case DataType::kInt16: { int16_t v; std::memcpy(&v, p, 2); out[i] = v; break; }
-      case DataType::kInt8: out[i] = static_cast<int8_t>(*p); break;
-      case DataType::kUInt8: out[i] = *p; break;
-      case DataType::kUInt16: { uint16_t v; std::memcpy(&v, p, 2); out[i] = v; break; }
-      case DataType::kUInt32: { uint32_t v; std::memcpy(&v, p, 4); out[i] = v; break; }
-      case DataType::kUInt64: { uint64_t v; std::memcpy(&v, p, 8); out[i] = static_cast<int64_t>(v); break; }
-      default: return std::nullopt;
-    }
-  }
-  return out;
+  if (!is_integer_type(t.type())) return std::nullopt;  // bool is no shape or index
+  return read_ints(t, max_elements);
 }
 
 // ---------------------------------------------------------------- symbolic dim arithmetic
@@ -334,6 +312,30 @@ Dim sum_dims(const InferenceContext& ctx, const Dim& a, const Dim& b) {
   if (a.kind == Dim::Kind::kParam && b.kind == Dim::Kind::kParam && !a.param.empty() && !b.param.empty())
     return Dim::symbol(a.param + "+" + b.param);
   return Dim{};
+}
+
+SliceRange slice_range(int64_t start, int64_t end, int64_t step, int64_t dim) {
+  SliceRange r;
+  if (dim <= 0) return r;
+  if (start < 0) start += dim;
+  if (end < 0) end += dim;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, dim);
+    end = std::clamp<int64_t>(end, 0, dim);
+    if (end <= start) return r;
+    const int64_t diff = end - start;
+    r.first = start;
+    r.count = diff / step + (diff % step != 0);
+  } else {
+    start = std::clamp<int64_t>(start, 0, dim - 1);
+    end = std::clamp<int64_t>(end, -1, dim - 1);
+    if (start <= end) return r;
+    const int64_t diff = start - end;
+    r.first = start;
+    if (step == std::numeric_limits<int64_t>::min()) r.count = 1;  // -step would overflow
+    else r.count = diff / -step + (diff % -step != 0);
+  }
+  return r;
 }
 
 }  // namespace onnxtool::ir::shape

@@ -39,6 +39,15 @@ void propagate_type_and_shape(InferenceContext& ctx, size_t in, size_t out);
 /// Sets output `out` to input `in`'s element type with the given shape.
 void propagate_type(InferenceContext& ctx, size_t in, size_t out, std::optional<Shape> shape);
 
+/// One axis of a Slice after the spec's negative-index and clamping rules: the first index and
+/// the element count. Exact over the whole int64 range (INT64_MAX / INT64_MIN ends and steps);
+/// shared by shape inference and the runner's kernel so the two cannot disagree.
+struct SliceRange {
+  int64_t first = 0;
+  int64_t count = 0;
+};
+SliceRange slice_range(int64_t start, int64_t end, int64_t step, int64_t dim);
+
 /// The tensor's values as int64 (int32/int64/uint8.. integer tensors), or nullopt.
 std::optional<std::vector<int64_t>> tensor_ints(const Tensor& t, size_t max_elements);
 

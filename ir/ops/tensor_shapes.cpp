@@ -239,35 +239,6 @@ const TypeInfo* sequence_elem(const InferenceContext& ctx, size_t i) {
   return t->elem.get();
 }
 
-// A slice of one axis after the spec's negative-index and clamping rules: first index and count.
-struct SliceRange {
-  int64_t first = 0;
-  int64_t count = 0;
-};
-
-SliceRange slice_range(int64_t start, int64_t end, int64_t step, int64_t dim) {
-  SliceRange r;
-  if (dim <= 0) return r;
-  if (start < 0) start += dim;
-  if (end < 0) end += dim;
-  if (step > 0) {
-    start = std::clamp<int64_t>(start, 0, dim);
-    end = std::clamp<int64_t>(end, 0, dim);
-    if (end <= start) return r;
-    const int64_t diff = end - start;
-    r.first = start;
-    r.count = diff / step + (diff % step != 0);
-  } else {
-    start = std::clamp<int64_t>(start, 0, dim - 1);
-    end = std::clamp<int64_t>(end, -1, dim - 1);
-    if (start <= end) return r;
-    const int64_t diff = start - end;
-    r.first = start;
-    if (step == kInt64Min) r.count = 1;
-    else r.count = diff / -step + (diff % -step != 0);
-  }
-  return r;
-}
 
 // ------------------------------------------------------------------ shape computations
 
@@ -702,7 +673,7 @@ void infer_slice(InferenceContext& ctx) {
     const Dim& s = (*starts)[k];
     const Dim& e = (*ends)[k];
     if (dim.is_static() && s.is_static() && e.is_static()) {
-      o = Dim::of(slice_range(s.value, e.value, step, dim.value).count);
+      o = Dim::of(shape::slice_range(s.value, e.value, step, dim.value).count);
     } else if (s.is_static() && s.value == 0 && step == 1 &&
                ((e.is_static() && e.value >= kOpenEnd) || same_dim(e, dim))) {
       o = dim;  // the whole axis
@@ -718,7 +689,7 @@ void infer_slice(InferenceContext& ctx) {
     const Dim& e = (*ends)[0];
     if (!s.is_static() || !e.is_static()) return;
     const int64_t step = steps ? (*steps)[0] : 1;
-    const SliceRange range = slice_range(s.value, e.value, step, static_cast<int64_t>(v->size()));
+    const shape::SliceRange range = shape::slice_range(s.value, e.value, step, static_cast<int64_t>(v->size()));
     DimValues values;
     for (int64_t i = 0; i < range.count; ++i) values.push_back((*v)[static_cast<size_t>(range.first + i * step)]);
     ctx.set_output_values(0, std::move(values));

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "ir/ops/shape_util.h"
 #include "runner/cpu/kernels.h"
 #include "runner/cpu/tensor_util.h"
 
@@ -297,29 +298,6 @@ void split(KernelContext& ctx) {
   }
 }
 
-/// Effective (start, step, count) of one sliced axis, clamped as the spec says.
-struct SliceAxis {
-  int64_t start = 0, step = 1, count = 0;
-};
-
-SliceAxis slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step) {
-  if (start < 0) start += dim;
-  if (end < 0) end += dim;
-  SliceAxis s;
-  s.step = step;
-  if (step > 0) {
-    start = std::clamp<int64_t>(start, 0, dim);
-    end = std::clamp<int64_t>(end, 0, dim);
-    s.count = end > start ? (end - start + step - 1) / step : 0;
-  } else {
-    start = std::clamp<int64_t>(start, 0, dim - 1);
-    end = std::clamp<int64_t>(end, -1, dim - 1);
-    s.count = start > end ? (start - end + (-step) - 1) / (-step) : 0;
-  }
-  s.start = s.count > 0 ? start : 0;
-  return s;
-}
-
 void slice(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const int64_t r = static_cast<int64_t>(x.rank());
@@ -347,10 +325,11 @@ void slice(KernelContext& ctx) {
   for (size_t i = 0; i < axes.size(); ++i) {
     if (steps[i] == 0) ctx.fail("slice steps cannot be 0");
     const size_t a = static_cast<size_t>(axes[i]);
-    const SliceAxis s = slice_axis(x.dim(a), starts[i], ends[i], steps[i]);
+    const ir::shape::SliceRange s = ir::shape::slice_range(starts[i], ends[i], steps[i], x.dim(a));
     shape[a] = s.count;
-    in_strides[a] = strides[a] * s.step;
-    base += s.start * strides[a];
+    // With at most one element the step is never taken (and may be as large as INT64_MAX).
+    in_strides[a] = s.count > 1 ? strides[a] * steps[i] : strides[a];
+    base += s.first * strides[a];
   }
   ctx.set_output(0, with_unpacked(x, [&](const Tensor& t) { return strided_tensor(ctx, t, shape, in_strides, base, shape); }));
 }
