@@ -1,14 +1,19 @@
 // `onnxtool convert MODEL -o OUT`: lossless re-save, external data out and in.
+#include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <optional>
 
 #include "cli/common.h"
+#include "cli/verify.h"
 #include "convert/precision.h"
 #include "convert/version_converter.h"
 #include "ir/error.h"
 #include "ir/model_io.h"
 #include "ir/shape_inference.h"
 #include "passes/pass.h"
+#include "runner/verify.h"
 
 namespace onnxtool::cli {
 namespace {
@@ -29,6 +34,8 @@ struct ConvertOptions {
   bool no_preprocess = false;
   std::vector<std::string> block_ops;
   bool infer_shapes = false;
+  std::vector<std::string> input_shapes;
+  VerifyFlags check;
 };
 
 int run_convert(const ConvertOptions& o) {
@@ -44,6 +51,21 @@ int run_convert(const ConvertOptions& o) {
     throw_usage_error(o.output + ": is the input model itself; pass --in-place to overwrite it");
 
   auto loaded = ir::load_model(o.model);
+
+  // Opset and precision conversions change what runs: the original runs first (the same object
+  // is then converted in place), the result is compared with it before anything is written.
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<runner::Reference> reference;
+  const bool rewrites = o.opset || o.to_fp16 || o.to_fp32;
+  if (rewrites && !o.check.no_verify) {
+    std::map<std::string, std::vector<int64_t>> shapes;
+    for (const auto& s : o.input_shapes) {
+      auto [name, text] = parse_assignment(s, "--input-shape");
+      shapes[name] = parse_size_list("--input-shape", name, text);
+    }
+    reference.emplace(loaded.model, verify_inputs(o.check, shapes));
+  }
+  auto verify_time = std::chrono::steady_clock::now() - start;
 
   convert::VersionReport version;
   if (o.opset) {
@@ -70,10 +92,32 @@ int run_convert(const ConvertOptions& o) {
     convert::Fp16Options f;
     f.keep_io_types = o.keep_io_types;
     f.block_ops = o.block_ops;
+    // Range-guided: every value that reaches float16's limits on the verification inputs (an
+    // STFT power spectrum of 6e5) keeps its producer and readers in float32.
+    if (reference) {
+      const auto range_start = std::chrono::steady_clock::now();
+      for (const auto& [name, magnitude] : runner::value_ranges(loaded.model, reference->feeds()))
+        if (magnitude >= convert::kFloat16RangeLimit) f.keep_float32_values.insert(name);
+      verify_time += std::chrono::steady_clock::now() - range_start;
+    }
     precision = convert::to_fp16(loaded.model, f);
   } else if (o.to_fp32) {
     precision = convert::to_fp32(loaded.model);
   }
+
+  runner::VerifyResult verified;
+  const runner::Tolerance tol =
+      tolerance(o.check, o.to_fp16 || o.to_fp32 ? runner::kFp16Tolerance : runner::kRewriteTolerance);
+  if (reference) {
+    const auto check_start = std::chrono::steady_clock::now();
+    verified = reference->check(loaded.model, tol);
+    verify_time += std::chrono::steady_clock::now() - check_start;
+    if (!verified.ok())
+      throw Error(ErrorKind::kFailed, "verification failed: " + verified.first_failure() +
+                                          (o.to_fp16 ? "; keep more in float32 (--block-ops)" : "") +
+                                          "; nothing written (--no-verify writes it anyway)");
+  }
+  const double verify_seconds = std::chrono::duration<double>(verify_time).count();
 
   ir::SaveOptions save;
   save.size_threshold = o.size_threshold;
@@ -132,8 +176,10 @@ int run_convert(const ConvertOptions& o) {
                                                    {"converted_values", precision.converted_values},
                                                    {"casts_added", precision.casts_added},
                                                    {"casts_removed", precision.casts_removed},
-                                                   {"blocked_nodes", precision.blocked_nodes}}
-                                  : nlohmann::json(nullptr)}});
+                                                   {"blocked_nodes", precision.blocked_nodes},
+                                                   {"range_blocked", precision.range_blocked}}
+                                  : nlohmann::json(nullptr)},
+                {"verification", reference ? verify_json(*reference, verified, tol, verify_seconds) : nlohmann::json(nullptr)}});
   } else {
     std::cout << "wrote " << o.output << " (" << human_bytes(r.model_bytes) << ")";
     if (!r.data_path.empty())
@@ -148,6 +194,13 @@ int run_convert(const ConvertOptions& o) {
                 << " initializers, " << precision.converted_values << " values, " << precision.casts_added
                 << " casts added, " << precision.casts_removed << " removed, " << precision.blocked_nodes
                 << " nodes kept in float32\n";
+    if (!precision.range_blocked.empty()) {
+      std::cout << "kept in float32 for range (beyond " << convert::kFloat16RangeLimit << " on the verification inputs):";
+      for (const auto& n : precision.range_blocked) std::cout << " " << n;
+      std::cout << "\n";
+    }
+    if (reference) std::cout << verify_summary(*reference, verified, tol, verify_seconds) << "\n";
+    else if (rewrites) std::cout << "not verified (--no-verify)\n";
     if (o.infer_shapes) std::cout << "added " << inferred << " inferred value_info entries\n";
     if (r.auto_external)
       std::cout << "note: the model passed 2 GB, so its weights were saved as external data\n";
@@ -177,6 +230,8 @@ void register_convert(CLI::App& app, Action& action) {
       ->delimiter(',');
   sub->add_flag("--to-fp32", o->to_fp32, "float16/bfloat16 to float32, removing redundant Casts");
   sub->add_flag("--no-preprocess", o->no_preprocess, "with --to-fp16: do not run `optimize` first");
+  sub->add_option("--input-shape", o->input_shapes, "NAME=D1,D2,... dims of a random verification input");
+  add_verify_flags(sub, o->check);
   sub->callback([&action, o] { action = [o] { return run_convert(*o); }; });
 }
 

@@ -1,15 +1,15 @@
-// `onnxtool optimize MODEL -o OUT`: graph passes, optionally verified numerically by the runner.
-#include <cmath>
-#include <cstring>
+// `onnxtool optimize MODEL -o OUT`: graph passes, verified numerically on the runner before writing.
+#include <chrono>
 #include <iostream>
+#include <optional>
 
 #include "checker/checker.h"
 #include "cli/common.h"
+#include "cli/verify.h"
 #include "ir/error.h"
 #include "ir/model_io.h"
 #include "passes/pass.h"
-#include "runner/feeds.h"
-#include "runner/session.h"
+#include "runner/verify.h"
 
 namespace onnxtool::cli {
 namespace {
@@ -21,65 +21,31 @@ struct OptimizeCliOptions {
   std::vector<std::string> skip;
   bool list_passes = false;
   std::vector<std::string> input_shapes;
-  bool verify = false;
-  std::string inputs_dir;
-  double rtol = 1e-4;
-  double atol = 1e-5;
+  bool verify = false;  // the default; the flag stays for scripts written before it was
+  VerifyFlags check;
   bool fixed_point = false;
   bool force = false;
   bool json = false;
 };
 
-double element(const runner::Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case ir::DataType::kFloat: return t.data<float>()[i];
-    case ir::DataType::kDouble: return t.data<double>()[i];
-    case ir::DataType::kFloat16: return runner::half_to_float(t.data<uint16_t>()[i]);
-    case ir::DataType::kBFloat16: return runner::bfloat16_to_float(t.data<uint16_t>()[i]);
-    default: return 0;
-  }
-}
-
-/// Empty when `b` matches `a` within tolerance (floats) or exactly (others); else why not.
-std::string mismatch(const runner::Value& a, const runner::Value& b, double rtol, double atol) {
-  if (!a.is_tensor() || !b.is_tensor()) return a.describe() == b.describe() ? "" : "values differ";
-  const runner::Tensor& x = a.tensor;
-  const runner::Tensor& y = b.tensor;
-  if (x.dtype() != y.dtype() || x.shape() != y.shape()) return x.describe() + " became " + y.describe();
-  const auto dt = x.dtype();
-  if (dt == ir::DataType::kFloat || dt == ir::DataType::kDouble || dt == ir::DataType::kFloat16 ||
-      dt == ir::DataType::kBFloat16) {
-    for (int64_t i = 0; i < x.size(); ++i) {
-      const double p = element(x, i), q = element(y, i);
-      if (p == q || (std::isnan(p) && std::isnan(q))) continue;
-      if (!(std::fabs(p - q) <= atol + rtol * std::fabs(p)))
-        return "element " + std::to_string(i) + " was " + std::to_string(p) + ", now " + std::to_string(q);
+/// Re-runs the pipeline on a fresh copy of the original, checking after every pass that changed
+/// something: the first pass whose result is beyond tolerance (empty when none alone is, as when
+/// the divergence needs a later pass too).
+std::string first_diverging_pass(const std::string& model_path, passes::OptimizeOptions options,
+                                 const runner::Reference& reference, const runner::Tolerance& tolerance) {
+  auto copy = ir::load_model(model_path);
+  ir::for_each_graph(copy.model, [](ir::Graph& g) { g.topological_sort(); });
+  std::string first;
+  options.after_pass = [&](const std::string& pass, ir::Model& m) {
+    if (!first.empty()) return;
+    try {
+      if (!reference.check(m, tolerance).ok()) first = pass;
+    } catch (const Error&) {
+      first = pass;  // the intermediate model no longer runs
     }
-    return "";
-  }
-  if (dt == ir::DataType::kString) return x.strings() == y.strings() ? "" : "strings differ";
-  return x.bytes() == y.bytes() && std::memcmp(x.raw(), y.raw(), x.bytes()) == 0 ? "" : "values differ";
-}
-
-/// Runs the original and the optimized model on the same inputs; throws Error(kFailed) naming the
-/// first output beyond tolerance.
-void verify(ir::Model& original, ir::Model& optimized, const OptimizeCliOptions& o,
-            const std::map<std::string, std::vector<int64_t>>& shapes) {
-  runner::Session before(original);
-  runner::Session after(optimized);
-  runner::FeedOptions feed;
-  feed.dir = o.inputs_dir;
-  feed.random = o.inputs_dir.empty();
-  feed.shapes = shapes;
-  const auto feeds = runner::load_feeds(before, feed);
-  const auto a = before.run(feeds);
-  const auto b = after.run(feeds);
-  for (size_t i = 0; i < a.size(); ++i) {
-    const std::string why = mismatch(a[i], b[i], o.rtol, o.atol);
-    if (!why.empty())
-      throw Error(ErrorKind::kFailed, "--verify: output '" + before.outputs()[i]->value->name() +
-                                          "' changed beyond tolerance: " + why + "; nothing written");
-  }
+  };
+  passes::optimize(copy.model, options);
+  return first;
 }
 
 int list_passes(bool json) {
@@ -126,11 +92,28 @@ int run_optimize(const OptimizeCliOptions& o) {
                                             "); run `onnxtool check` for all errors, or pass --force");
   }
   const uint64_t bytes_before = loaded.info.file_size;
+  // The original runs first, on the model as loaded: the same object is then optimized in place.
+  const auto start = std::chrono::steady_clock::now();
+  std::optional<runner::Reference> reference;
+  if (!o.check.no_verify) reference.emplace(loaded.model, verify_inputs(o.check, options.input_shapes));
+  auto verify_time = std::chrono::steady_clock::now() - start;
+
   const passes::OptimizeReport report = passes::optimize(loaded.model, options);
-  if (o.verify) {
-    auto original = ir::load_model(o.model);
-    verify(original.model, loaded.model, o, options.input_shapes);
+
+  runner::VerifyResult verified;
+  const runner::Tolerance tol = tolerance(o.check, runner::kRewriteTolerance);
+  if (reference) {
+    const auto check_start = std::chrono::steady_clock::now();
+    verified = reference->check(loaded.model, tol);
+    verify_time += std::chrono::steady_clock::now() - check_start;
+    if (!verified.ok()) {
+      const std::string pass = first_diverging_pass(o.model, options, *reference, tol);
+      throw Error(ErrorKind::kFailed, "verification failed: " + verified.first_failure() +
+                                          (pass.empty() ? "" : "; first diverging pass: " + pass + " (--skip " + pass + ")") +
+                                          "; nothing written (--no-verify writes it anyway)");
+    }
   }
+  const double verify_seconds = std::chrono::duration<double>(verify_time).count();
   const ir::SaveReport saved = ir::save_model(loaded.model, o.output);
 
   if (o.json) {
@@ -144,7 +127,7 @@ int run_optimize(const OptimizeCliOptions& o) {
                 {"nodes", {{"before", report.before.nodes}, {"after", report.after.nodes}}},
                 {"initializers", {{"before", report.before.initializers}, {"after", report.after.initializers}}},
                 {"file_bytes", {{"before", bytes_before}, {"after", saved.model_bytes + saved.data_bytes}}},
-                {"verified", o.verify}});
+                {"verification", reference ? verify_json(*reference, verified, tol, verify_seconds) : nlohmann::json(nullptr)}});
     return kExitOk;
   }
   for (const auto& p : report.passes)
@@ -153,7 +136,8 @@ int run_optimize(const OptimizeCliOptions& o) {
   std::cout << "nodes " << report.before.nodes << " -> " << report.after.nodes << ", initializers "
             << report.before.initializers << " -> " << report.after.initializers << ", file "
             << human_bytes(bytes_before) << " -> " << human_bytes(saved.model_bytes + saved.data_bytes) << "\n";
-  if (o.verify) std::cout << "verified: outputs equal within rtol " << o.rtol << ", atol " << o.atol << "\n";
+  if (reference) std::cout << verify_summary(*reference, verified, tol, verify_seconds) << "\n";
+  else std::cout << "not verified (--no-verify)\n";
   std::cout << "wrote " << o.output << "\n";
   return kExitOk;
 }
@@ -169,10 +153,8 @@ void register_optimize(CLI::App& app, Action& action) {
   sub->add_option("--skip", o->skip, "passes not to run (comma-separated)")->delimiter(',');
   sub->add_flag("--list-passes", o->list_passes, "list the passes in pipeline order and exit");
   sub->add_option("--input-shape", o->input_shapes, "NAME=D1,D2,... fix an input's dims (more folding)");
-  sub->add_flag("--verify", o->verify, "run both models on the same inputs; exit 1, writing nothing, beyond tolerance");
-  sub->add_option("--inputs", o->inputs_dir, "input folder for --verify (default: random inputs)");
-  sub->add_option("--rtol", o->rtol, "relative tolerance of --verify (default 1e-4)");
-  sub->add_option("--atol", o->atol, "absolute tolerance of --verify (default 1e-5)");
+  sub->add_flag("--verify", o->verify, "compare the result with the original before writing (the default)");
+  add_verify_flags(sub, o->check);
   sub->add_flag("--fixed-point", o->fixed_point, "repeat the pipeline until nothing changes");
   sub->add_flag("--force", o->force, "optimize even a model the checker finds invalid");
   sub->add_flag("--json", o->json, "print one JSON document");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -10,11 +11,19 @@
 
 namespace onnxtool::convert {
 
+/// Values whose measured magnitude reaches this stay float32 under range-guided conversion: a
+/// quarter of float16's largest finite value (65504), headroom for inputs larger than the ones
+/// measured.
+constexpr double kFloat16RangeLimit = 16384;
+
 struct Fp16Options {
   /// Graph inputs and outputs stay float32 (Casts at the boundary).
   bool keep_io_types = false;
   /// Op types kept in float32 in addition to the built-in list of numerically sensitive ops.
   std::vector<std::string> block_ops;
+  /// Values whose range does not fit float16 (measured by the caller on sample inputs): the
+  /// nodes that produce or read them stay float32.
+  std::set<std::string> keep_float32_values;
 };
 
 struct PrecisionReport {
@@ -23,6 +32,8 @@ struct PrecisionReport {
   int64_t casts_added = 0;
   int64_t casts_removed = 0;
   int64_t blocked_nodes = 0;  ///< nodes kept in float32
+  /// The nodes kept in float32 only because of keep_float32_values ("name (op)").
+  std::vector<std::string> range_blocked;
 };
 
 /// float32 -> float16. Throws Error(kUsage) when the model has no float32 tensors to convert.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -40,6 +41,9 @@ struct OptimizeOptions {
   int64_t fold_max_bytes = int64_t{4} << 20;
   /// --input-shape: fixed dims for graph inputs, applied before the passes.
   std::map<std::string, std::vector<int64_t>> input_shapes;
+  /// Called after every pass that changed the model, with the pass's name: verification uses it
+  /// to find the first pass whose result diverges from the original.
+  std::function<void(const std::string& pass, ir::Model& model)> after_pass;
 };
 
 struct PassContext {

@@ -118,6 +118,7 @@ OptimizeReport optimize(ir::Model& model, const OptimizeOptions& options) {
       const PassStats s = selected[i]->run(model, context);
       report.passes[i].stats += s;
       changed = changed || s.changed();
+      if (s.changed() && options.after_pass) options.after_pass(selected[i]->name, model);
     }
     report.rounds = round + 1;
     if (!changed) break;

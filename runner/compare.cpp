@@ -82,9 +82,19 @@ TensorDiff compare_tensors(const Tensor& a, const Tensor& b, double rtol, double
     nb += y * y;
     ++finite;
   }
-  if (!fp) d.beyond = 0;
-  if (!fp)
-    for (int64_t i = 0; i < a.size(); ++i) d.beyond += element_as_double(a, i) != element_as_double(b, i);
+  if (!fp) {
+    // Exactly, element by element on the stored bytes: through double, int64 values beyond 2^53
+    // (INT64_MAX and its neighbours) would compare equal.
+    d.beyond = 0;
+    const size_t width = a.bytes() / static_cast<size_t>(std::max<int64_t>(1, a.size()));
+    const auto* pa = static_cast<const unsigned char*>(a.raw());
+    const auto* pb = static_cast<const unsigned char*>(b.raw());
+    if (width == 0)  // packed 4-bit elements: whole buffers
+      d.beyond = a.bytes() == b.bytes() && std::memcmp(pa, pb, a.bytes()) == 0 ? 0 : 1;
+    else
+      for (int64_t i = 0; i < a.size(); ++i)
+        d.beyond += std::memcmp(pa + i * width, pb + i * width, width) != 0;
+  }
   d.mean_abs = finite ? sum_abs / static_cast<double>(finite) : 0;
   d.cosine = (na == 0 && nb == 0) ? 1 : (na == 0 || nb == 0) ? 0 : dot / std::sqrt(na * nb);
   // Classifier-shaped: [..., C] with C > 1 and more than one element per row.

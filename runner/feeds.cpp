@@ -54,7 +54,7 @@ uint64_t hash_name(const std::string& s) {
 }  // namespace
 
 Tensor random_tensor(const ir::TypeInfo& type, const std::vector<int64_t>& shape, uint64_t seed,
-                     const std::string& name) {
+                     const std::string& name, int64_t free_dim, const std::set<std::string>& batch_symbols) {
   if (type.kind != ir::TypeInfo::Kind::kTensor || type.elem_type == 0)
     throw_usage_error("input '" + name + "' is not a tensor of known type; give it with --input");
   std::vector<int64_t> dims;
@@ -70,7 +70,8 @@ Tensor random_tensor(const ir::TypeInfo& type, const std::vector<int64_t>& shape
                           " but the model fixes it to " + std::to_string(d->value));
       dims.push_back(d->value);
     } else {
-      dims.push_back(shape.empty() ? 1 : shape[i]);
+      const bool batch = (i == 0 && rank > 1) || (d && !d->param.empty() && batch_symbols.count(d->param));
+      dims.push_back(!shape.empty() ? shape[i] : batch ? 1 : free_dim);
     }
   }
   // Refuse sizes the machine cannot hold before allocating (--shape 100000,100000,100...).
@@ -118,6 +119,16 @@ Tensor random_tensor(const ir::TypeInfo& type, const std::vector<int64_t>& shape
     case DataType::kInt32: {
       int32_t* p = t.mutable_data<int32_t>();
       for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int32_t>(rng.next() % 10);
+      break;
+    }
+    case DataType::kUInt32: {
+      uint32_t* p = t.mutable_data<uint32_t>();
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<uint32_t>(rng.next() % 10);
+      break;
+    }
+    case DataType::kUInt64: {
+      uint64_t* p = t.mutable_data<uint64_t>();
+      for (int64_t i = 0; i < n; ++i) p[i] = rng.next() % 10;
       break;
     }
     case DataType::kInt8:
@@ -172,6 +183,11 @@ std::map<std::string, Value> load_feeds(const Session& session, const FeedOption
       }
     }
   }
+  std::set<std::string> batch_symbols;
+  for (const auto* vi : session.inputs()) {
+    const ir::TypeInfo& t = vi->type ? *vi->type : vi->value->type;
+    if (t.shape && t.shape->rank() > 1 && !t.shape->dims[0].param.empty()) batch_symbols.insert(t.shape->dims[0].param);
+  }
   for (const auto* vi : session.inputs()) {
     const std::string& name = vi->value->name();
     if (feeds.count(name) || vi->value->is_initializer()) continue;
@@ -180,7 +196,7 @@ std::map<std::string, Value> load_feeds(const Session& session, const FeedOption
     auto s = options.shapes.find(name);
     const ir::TypeInfo& t = vi->type ? *vi->type : vi->value->type;
     feeds[name] = Value::of(random_tensor(t, s == options.shapes.end() ? std::vector<int64_t>{} : s->second,
-                                          options.seed, name));
+                                          options.seed, name, options.free_dim, batch_symbols));
   }
   return feeds;
 }

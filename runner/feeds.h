@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +22,9 @@ struct FeedOptions {
   uint64_t seed = 0;
   /// Sizes for symbolic or unknown dims of random inputs (else 1), by input name.
   std::map<std::string, std::vector<int64_t>> shapes;
+  /// Size of the symbolic dims of random inputs that `shapes` does not set, except batch dims,
+  /// which stay 1: a leading dim, and any dim named like some input's leading dim.
+  int64_t free_dim = 1;
 };
 
 /// Builds the feeds of a session's required inputs. Throws Error(kUsage/kInput) naming the input
@@ -28,8 +32,9 @@ struct FeedOptions {
 std::map<std::string, Value> load_feeds(const Session& session, const FeedOptions& options);
 
 /// A deterministic random tensor for a declared input type (floats uniform in [-1, 1), integers
-/// in [0, 10), bool 0/1); symbolic dims take `shape` when given, else 1.
+/// in [0, 10), bool 0/1); symbolic dims take `shape` when given, else `free_dim`, except a
+/// leading dim or one named in `batch_symbols` (1).
 Tensor random_tensor(const ir::TypeInfo& type, const std::vector<int64_t>& shape, uint64_t seed,
-                     const std::string& name);
+                     const std::string& name, int64_t free_dim = 1, const std::set<std::string>& batch_symbols = {});
 
 }  // namespace onnxtool::runner

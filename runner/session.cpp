@@ -64,7 +64,8 @@ struct Frame {
 
 class Executor {
  public:
-  Executor(int threads, const Observer* observer) : threads_(threads), observer_(observer) {}
+  Executor(int threads, const Observer* observer, const bool* observe_subgraphs)
+      : threads_(threads), observer_(observer), observe_subgraphs_(observe_subgraphs) {}
   void execute(const GraphPlan& plan, Frame& frame);
   std::vector<Value> run_subgraph(const Frame& caller, const ir::Graph& g, const std::vector<Value>& inputs);
 
@@ -76,6 +77,7 @@ class Executor {
   }
   int threads_;
   const Observer* observer_;
+  const bool* observe_subgraphs_;
 };
 
 namespace {
@@ -353,7 +355,7 @@ void Executor::execute(const GraphPlan& plan, Frame& frame) {
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] < 0) continue;
       frame.slots[static_cast<size_t>(step.outputs[i])] = std::move(outputs[i]);
-      if (observer_ && *observer_ && frame.parent == nullptr)
+      if (observer_ && *observer_ && (frame.parent == nullptr || *observe_subgraphs_))
         (*observer_)(*step.node->output(i), frame.slots[static_cast<size_t>(step.outputs[i])]);
     }
     for (int s : step.release_after) frame.slots[static_cast<size_t>(s)] = kNone;
@@ -496,7 +498,7 @@ Session::Session(ir::Model& model, SessionOptions options) : model_(model), opti
   if (threads <= 0) threads = 1;
 #endif
   options_.threads = threads;
-  executor_ = std::make_unique<Executor>(threads, &observer_);
+  executor_ = std::make_unique<Executor>(threads, &observer_, &observe_subgraphs_);
   for (const auto& vi : model.graph->inputs)
     if (!vi.value->is_initializer()) inputs_.push_back(&vi);
   for (const auto& vi : model.graph->inputs)

@@ -19,7 +19,8 @@ struct SessionOptions {
   int threads = 0;
 };
 
-/// Called with every value a node of the main graph produces (calibration, per-layer compare).
+/// Called with every value a node of the main graph produces (calibration, per-layer compare),
+/// and of the subgraphs too when asked (each run of a Loop body calls it again).
 using Observer = std::function<void(const ir::Value& value, const Value& produced)>;
 
 struct GraphPlan;
@@ -45,7 +46,10 @@ class Session {
   std::vector<Value> run(const std::map<std::string, Value>& feeds,
                          const std::vector<std::string>& output_names = {});
 
-  void set_observer(Observer observer) { observer_ = std::move(observer); }
+  void set_observer(Observer observer, bool subgraphs = false) {
+    observer_ = std::move(observer);
+    observe_subgraphs_ = subgraphs;
+  }
 
  private:
   ir::Model& model_;
@@ -55,6 +59,7 @@ class Session {
   std::vector<const ir::ValueInfo*> inputs_;
   std::vector<const ir::ValueInfo*> outputs_;
   Observer observer_;
+  bool observe_subgraphs_ = false;
 };
 
 /// Converts a stored tensor (initializer, Constant, test data) to a runtime tensor; raw and

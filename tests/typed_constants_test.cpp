@@ -154,7 +154,7 @@ TEST_SUITE("typed_constants") {
     std::filesystem::create_directories(dir);
     const std::string model = (dir / "shape_slice.onnx").string();
     ir::save_model(shape_slice({1}, {kMax})(), model);
-    for (const std::string args : {"optimize " + model + " -o " + (dir / "opt.onnx").string(),
+    for (const std::string& args : {"optimize " + model + " -o " + (dir / "opt.onnx").string(),
                                    "convert " + model + " -o " + (dir / "op9.onnx").string() + " --opset 9"}) {
       INFO(args);
       CHECK(std::system((testing::onnxtool_binary() + " " + args + " >/dev/null").c_str()) == 0);

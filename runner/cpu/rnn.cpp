@@ -9,6 +9,7 @@
 #include "runner/cpu/elementwise_util.h"
 #include "runner/cpu/gemm.h"
 #include "runner/cpu/kernels.h"
+#include "runner/cpu/tensor_util.h"
 
 namespace onnxtool::runner::cpu {
 
@@ -72,9 +73,22 @@ std::vector<Activation> activations(const KernelContext& ctx, Cell cell, int64_t
 }
 
 void recurrent(KernelContext& ctx, Cell cell) {
-  const Tensor& x = ctx.input(0);
-  const Tensor& w = ctx.input(1);
-  const Tensor& r = ctx.input(2);
+  // float16/bfloat16 recurrences (a model converted to float16) compute in float32: the inputs
+  // widened here, the outputs narrowed at the end, as onnxruntime's CPU kernels do.
+  const DataType io_type = ctx.input(0).dtype();
+  const bool narrow = io_type == DataType::kFloat16 || io_type == DataType::kBFloat16;
+  std::vector<Tensor> widened(ctx.input_count());
+  std::vector<bool> is_widened(ctx.input_count(), false);
+  if (narrow)
+    for (size_t i = 0; i < ctx.input_count(); ++i)
+      if (ctx.has_input(i) && ctx.input(i).dtype() == io_type) {
+        widened[i] = widen_to_float(ctx.input(i));
+        is_widened[i] = true;
+      }
+  const auto in = [&](size_t i) -> const Tensor& { return is_widened[i] ? widened[i] : ctx.input(i); };
+  const Tensor& x = in(0);
+  const Tensor& w = in(1);
+  const Tensor& r = in(2);
   if (x.dtype() != DataType::kFloat) ctx.fail(ctx.node().op_type + " supports float tensors, got " + type_name(x.dtype()));
   if (x.rank() != 3 || w.rank() != 3 || r.rank() != 3) ctx.fail("X, W and R must be 3-D");
   const int64_t layout = ctx.opset() >= 14 ? ctx.attr_int("layout", 0) : 0;
@@ -91,7 +105,7 @@ void recurrent(KernelContext& ctx, Cell cell) {
   if (ctx.has_attr("hidden_size") && ctx.attr_int("hidden_size", hidden) != hidden) ctx.fail("hidden_size differs from R's shape");
   auto float_input = [&](size_t i, int64_t elements, const char* what) -> const float* {
     if (!ctx.has_input(i)) return nullptr;
-    const Tensor& t = ctx.input(i);
+    const Tensor& t = in(i);
     if (t.dtype() != DataType::kFloat) ctx.fail(std::string(what) + " must be float like X, is " + type_name(t.dtype()));
     if (t.size() != elements) ctx.fail(std::string(what) + " must have " + std::to_string(elements) + " elements, has " + std::to_string(t.size()));
     return t.data<float>();
@@ -225,6 +239,11 @@ void recurrent(KernelContext& ctx, Cell cell) {
       if (yh) std::copy(h.data() + b * hidden, h.data() + (b + 1) * hidden, yh->mutable_data<float>() + state_index(d, b));
       if (yc) std::copy(c.data() + b * hidden, c.data() + (b + 1) * hidden, yc->mutable_data<float>() + state_index(d, b));
     }
+  }
+  if (narrow) {
+    Tensor* results[3] = {y, yh, yc};
+    for (size_t i = 0; i < 3; ++i)
+      if (results[i]) ctx.set_output(i, narrow_from_float(*results[i], io_type));
   }
 }
 

@@ -110,6 +110,26 @@ inline Tensor pack_sub_byte(const Tensor& codes, DataType type) {
 // ---------------------------------------------------------------- shapes and indices
 
 /// Row-major element strides of a shape.
+/// A float16/bfloat16 tensor as float32, for kernels that compute in float32 only.
+inline Tensor widen_to_float(const Tensor& t) {
+  Tensor out(DataType::kFloat, t.shape());
+  const bool half = t.dtype() == DataType::kFloat16;
+  for (int64_t i = 0; i < t.size(); ++i)
+    out.mutable_data<float>()[i] = half ? half_to_float(t.data<uint16_t>()[i]) : bfloat16_to_float(t.data<uint16_t>()[i]);
+  return out;
+}
+
+/// A float32 result back in the kernel's float16/bfloat16 type (rounded to nearest even).
+inline Tensor narrow_from_float(const Tensor& t, DataType type) {
+  Tensor out(type, t.shape());
+  const bool half = type == DataType::kFloat16;
+  for (int64_t i = 0; i < t.size(); ++i) {
+    const float v = t.data<float>()[i];
+    out.mutable_data<uint16_t>()[i] = half ? float_to_half(v) : float_to_bfloat16(v);
+  }
+  return out;
+}
+
 inline std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
   std::vector<int64_t> s(shape.size(), 1);
   for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];

@@ -24,6 +24,8 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from ort_util import verify_args
+
 RTOL, ATOL = 1e-4, 1e-5
 
 onnxtool, source_dir, cache_dir = sys.argv[1:4]
@@ -128,12 +130,13 @@ for label, model, case_dir in cases:
             continue
         ours = os.path.join(d, "ours.onnx")
         try:
-            run([onnxtool, "optimize", model, "-o", ours])
+            # The built-in verification runs too: on the case's own inputs, or inputs the model takes.
+            run([onnxtool, "optimize", model, "-o", ours] + verify_args(model, work))
         except RuntimeError as e:
             if "invalid model" not in str(e):
                 raise
             # A suite model the checker rejects (listed in tests/checker_conformance_test.cpp).
-            run([onnxtool, "optimize", model, "-o", ours, "--force"])
+            run([onnxtool, "optimize", model, "-o", ours, "--force"] + verify_args(model, work))
         n_orig, n_ours, n_ort = node_count(model), node_count(ours), node_count(ortb)
         totals["orig"] += n_orig
         totals["ours"] += n_ours

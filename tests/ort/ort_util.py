@@ -51,3 +51,29 @@ def cosine(a, b):
 
 def safe_name(name):
     return "".join(c if c.isalnum() or c in "_.-" else "_" for c in name)
+
+
+def verify_args(model, work):
+    """Flags giving onnxtool's built-in verification inputs the model can run on.
+
+    A backend suite model verifies on its own test_data_set_0. Silero VAD needs a valid sample
+    rate (16000) and a state of batch 1, which random inputs do not give; its inputs are written
+    once into `work`. Other models verify on onnxtool's seeded random inputs."""
+    dataset = os.path.join(os.path.dirname(model), "test_data_set_0")
+    if os.path.isdir(dataset):
+        return ["--inputs", dataset]
+    name = os.path.basename(model)[:-len(".onnx")]
+    if not name.startswith("silero_vad"):
+        return []
+    folder = os.path.join(work, "verify_inputs_" + name)
+    if not os.path.isdir(folder):
+        os.makedirs(folder)
+        rng = np.random.default_rng(0)
+        np.save(os.path.join(folder, "input.npy"), rng.uniform(-0.5, 0.5, (1, 512)).astype(np.float32))
+        np.save(os.path.join(folder, "sr.npy"), np.array(16000, dtype=np.int64))
+        if name == "silero_vad_legacy":
+            np.save(os.path.join(folder, "h.npy"), np.zeros((2, 1, 64), np.float32))
+            np.save(os.path.join(folder, "c.npy"), np.zeros((2, 1, 64), np.float32))
+        else:
+            np.save(os.path.join(folder, "state.npy"), np.zeros((2, 1, 128), np.float32))
+    return ["--inputs", folder]

@@ -21,7 +21,7 @@ import tempfile
 import numpy as np
 import onnx
 
-from ort_util import cosine, ort_batch, sample_folders
+from ort_util import cosine, ort_batch, sample_folders, verify_args
 
 onnxtool, source_dir, cache_dir = (os.path.abspath(p) for p in sys.argv[1:4])
 ort_run = os.path.join(source_dir, "tests", "ort", "ort_run.js")
@@ -87,9 +87,11 @@ for name, flags in MODELS.items():
     half = os.path.join(d, "fp16.onnx")
     half_io = os.path.join(d, "fp16_io.onnx")
     back = os.path.join(d, "fp32.onnx")
-    for cmd in ([onnxtool, "convert", src, "-o", half, "--to-fp16"] + flags,
-                [onnxtool, "convert", src, "-o", half_io, "--to-fp16", "--keep-io-types"] + flags,
-                [onnxtool, "convert", half, "-o", back, "--to-fp32"]):
+    # The built-in verification runs too, on inputs each model can take.
+    inputs = verify_args(src, work)
+    for cmd in ([onnxtool, "convert", src, "-o", half, "--to-fp16"] + flags + inputs,
+                [onnxtool, "convert", src, "-o", half_io, "--to-fp16", "--keep-io-types"] + flags + inputs,
+                [onnxtool, "convert", half, "-o", back, "--to-fp32"] + inputs):
         err = run(cmd)
         if err:
             problems.append(f"{' '.join(cmd[4:])}: {err}")

@@ -1,0 +1,72 @@
+// Verification flags and reports shared by optimize and convert.
+#include "cli/verify.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "cli/common.h"
+
+namespace onnxtool::cli {
+
+void add_verify_flags(CLI::App* sub, VerifyFlags& flags) {
+  sub->add_flag("--no-verify", flags.no_verify, "write without comparing the result with the original on the runner");
+  sub->add_option("--inputs", flags.inputs_dir, "verify on this folder of inputs (default: seeded random inputs)");
+  sub->add_option("--input", flags.inputs, "NAME=FILE (.npy/.pb) verification input (repeatable)");
+  sub->add_option("--seed", flags.seed, "seed of the random verification inputs (default 0)");
+  sub->add_option("--rtol", flags.rtol, "relative tolerance of verification (default: 1e-4, 1e-2 for --to-fp16)");
+  sub->add_option("--atol", flags.atol,
+                  "absolute tolerance of verification, times max(1, the output's largest magnitude) "
+                  "(default: 1e-5, 3e-2 for --to-fp16)");
+}
+
+runner::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std::string, std::vector<int64_t>>& shapes) {
+  runner::VerifyInputs in;
+  in.feeds.dir = flags.inputs_dir;
+  for (const auto& s : flags.inputs) in.feeds.files.push_back(parse_assignment(s, "--input"));
+  in.feeds.seed = flags.seed;
+  in.feeds.shapes = shapes;
+  return in;
+}
+
+runner::Tolerance tolerance(const VerifyFlags& flags, const runner::Tolerance& policy) {
+  runner::Tolerance t = policy;
+  if (flags.rtol >= 0 || flags.atol >= 0) t.name = "given";
+  if (flags.rtol >= 0) t.rtol = flags.rtol;
+  if (flags.atol >= 0) t.atol = flags.atol;
+  return t;
+}
+
+nlohmann::json verify_json(const runner::Reference& reference, const runner::VerifyResult& result,
+                           const runner::Tolerance& tolerance, double seconds) {
+  nlohmann::json outputs = nlohmann::json::array();
+  for (const auto& c : result.outputs) {
+    nlohmann::json o{{"name", c.name}, {"type", c.type}, {"exact", c.exact}, {"within", c.within}};
+    if (!c.exact) o.update({{"max_abs", c.diff.max_abs}, {"max_rel", c.diff.max_rel}, {"cosine", c.diff.cosine}});
+    outputs.push_back(o);
+  }
+  return {{"inputs", reference.inputs_description()},
+          {"tolerance", {{"policy", tolerance.name}, {"rtol", tolerance.rtol}, {"atol", tolerance.atol}}},
+          {"outputs", outputs},
+          {"ok", result.ok()},
+          {"seconds", seconds}};
+}
+
+std::string verify_summary(const runner::Reference& reference, const runner::VerifyResult& result,
+                           const runner::Tolerance& tolerance, double seconds) {
+  double max_abs = 0;
+  size_t exact = 0;
+  for (const auto& c : result.outputs) {
+    if (c.exact) ++exact;
+    else max_abs = std::max(max_abs, c.diff.max_abs);
+  }
+  std::ostringstream s;
+  s << "verified " << result.outputs.size() << " output(s) on " << reference.inputs_description() << ": ";
+  if (exact) s << exact << " exact, ";
+  s << "max abs error " << max_abs << " (" << tolerance.name << " tolerance rtol " << tolerance.rtol << ", atol "
+    << tolerance.atol << "), " << std::fixed;
+  s.precision(2);
+  s << seconds << " s";
+  return s.str();
+}
+
+}  // namespace onnxtool::cli

@@ -1,0 +1,43 @@
+// The verification flags `optimize` and `convert` share, and how they report it: the rewritten
+// model runs against the original on the runner before anything is written.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "runner/verify.h"
+
+namespace onnxtool::cli {
+
+struct VerifyFlags {
+  bool no_verify = false;
+  std::string inputs_dir;
+  std::vector<std::string> inputs;  ///< NAME=FILE
+  uint64_t seed = 0;
+  double rtol = -1;  ///< < 0: the policy's
+  double atol = -1;
+};
+
+/// Adds --no-verify, --inputs, --input, --seed, --rtol, --atol.
+void add_verify_flags(CLI::App* sub, VerifyFlags& flags);
+
+/// The verification inputs: the user's files, else random with `shapes` for symbolic dims.
+runner::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std::string, std::vector<int64_t>>& shapes);
+
+/// The policy with the user's --rtol/--atol in place of its own.
+runner::Tolerance tolerance(const VerifyFlags& flags, const runner::Tolerance& policy);
+
+/// A verification's facts for --json.
+nlohmann::json verify_json(const runner::Reference& reference, const runner::VerifyResult& result,
+                           const runner::Tolerance& tolerance, double seconds);
+
+/// "verified 2 outputs on random (seed 0): x=float32[1,3]: max abs error 1e-7 (rewrite tolerance
+/// rtol 1e-4, atol 1e-5), 0.12 s".
+std::string verify_summary(const runner::Reference& reference, const runner::VerifyResult& result,
+                           const runner::Tolerance& tolerance, double seconds);
+
+}  // namespace onnxtool::cli

@@ -1,0 +1,197 @@
+// Verification of a rewritten model against its original.
+#include "runner/verify.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <sstream>
+
+#include "ir/error.h"
+
+namespace onnxtool::runner {
+namespace {
+
+bool is_float(DataType t) {
+  return t == DataType::kFloat || t == DataType::kDouble || t == DataType::kFloat16 || t == DataType::kBFloat16;
+}
+
+std::string number(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+/// A copy that owns its bytes: a session's outputs may be views into the model's weights.
+Value owned(const Value& v) {
+  if (!v.is_tensor()) return v;
+  return Value::of(v.tensor.clone());
+}
+
+/// `t` as element type `to` (float32 <-> float16/bfloat16/double), for a candidate whose float
+/// inputs changed precision.
+Tensor cast_float(const Tensor& t, DataType to) {
+  Tensor out(to, t.shape());
+  for (int64_t i = 0; i < t.size(); ++i) {
+    const double v = element_as_double(t, i);
+    switch (to) {
+      case DataType::kFloat: out.mutable_data<float>()[i] = static_cast<float>(v); break;
+      case DataType::kDouble: out.mutable_data<double>()[i] = v; break;
+      case DataType::kFloat16: out.mutable_data<uint16_t>()[i] = float_to_half(static_cast<float>(v)); break;
+      case DataType::kBFloat16: out.mutable_data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(v)); break;
+      default: break;
+    }
+  }
+  return out;
+}
+
+double max_finite_magnitude(const Tensor& t) {
+  double m = 0;
+  for (int64_t i = 0; i < t.size(); ++i) {
+    const double v = std::fabs(element_as_double(t, i));
+    if (std::isfinite(v)) m = std::max(m, v);
+  }
+  return m;
+}
+
+OutputCheck compare_output(const std::string& name, const Value& a, const Value& b, const Tolerance& tol) {
+  OutputCheck c;
+  c.name = name;
+  c.type = a.describe();
+  if (!a.is_tensor() || !b.is_tensor()) {
+    // Sequences and optionals: the rewrites never change them; their description must hold.
+    c.exact = true;
+    c.within = a.describe() == b.describe();
+    if (!c.within) c.why = "was " + a.describe() + ", now " + b.describe();
+    return c;
+  }
+  c.exact = !is_float(a.tensor.dtype());
+  const double scale = c.exact ? 1 : std::max(1.0, max_finite_magnitude(a.tensor));
+  c.diff = compare_tensors(a.tensor, b.tensor, tol.rtol, tol.atol * scale);
+  c.within = c.diff.within(0);
+  if (c.within) return c;
+  if (!c.diff.problem.empty()) {
+    c.why = c.diff.problem + " (" + a.describe() + " became " + b.describe() + ")";
+  } else if (c.diff.nonfinite_count) {
+    const auto& f = c.diff.nonfinite.front();
+    c.why = std::to_string(c.diff.nonfinite_count) + " of " + std::to_string(c.diff.elements) +
+            " elements became NaN/Inf or lost one (element " + std::to_string(f.index) + ": " + number(f.a) +
+            " became " + number(f.b) + ")";
+  } else if (c.exact) {
+    c.why = std::to_string(c.diff.beyond) + " of " + std::to_string(c.diff.elements) +
+            " elements differ (beyond tolerance: integer outputs must be exact)";
+  } else {
+    c.why = "max abs error " + number(c.diff.max_abs) + " at element " + std::to_string(c.diff.max_abs_index) + ", " +
+            std::to_string(c.diff.beyond) + " of " + std::to_string(c.diff.elements) + " elements beyond tolerance (" +
+            tol.name + ": rtol " + number(tol.rtol) + ", atol " + number(tol.atol) + ")";
+  }
+  return c;
+}
+
+/// The feeds `session` takes: each of its inputs that `feeds` holds, float tensors converted to
+/// the input's float type (a float16 model verified on float32 inputs, or the other way round).
+std::map<std::string, Value> conform_feeds(const Session& session, const std::map<std::string, Value>& feeds) {
+  std::map<std::string, Value> out;
+  for (const auto* in : session.inputs()) {
+    const auto it = feeds.find(in->value->name());
+    if (it == feeds.end()) continue;  // an optional override not fed
+    Value v = it->second;
+    const DataType want = in->type ? in->type->data_type() : DataType::kUndefined;
+    if (v.is_tensor() && v.tensor.dtype() != want && is_float(v.tensor.dtype()) && is_float(want))
+      v = Value::of(cast_float(v.tensor, want));
+    out.emplace(in->value->name(), std::move(v));
+  }
+  return out;
+}
+
+/// Whether some random input has a symbolic dim past its first that `free_dim` sizes.
+bool has_free_dims(const Session& session, const FeedOptions& feed) {
+  for (const auto* vi : session.inputs()) {
+    if (vi->value->is_initializer() || feed.shapes.count(vi->value->name())) continue;
+    const ir::TypeInfo& t = vi->type ? *vi->type : vi->value->type;
+    if (!t.shape) continue;
+    for (size_t i = 1; i < t.shape->rank(); ++i)
+      if (!t.shape->dims[i].is_static()) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool VerifyResult::ok() const {
+  return std::all_of(outputs.begin(), outputs.end(), [](const OutputCheck& c) { return c.within; });
+}
+
+std::string VerifyResult::first_failure() const {
+  for (const auto& c : outputs)
+    if (!c.within) return "output '" + c.name + "': " + c.why;
+  return "";
+}
+
+Reference::Reference(ir::Model& original, const VerifyInputs& inputs) {
+  FeedOptions feed = inputs.feeds;
+  const bool random = feed.dir.empty() && feed.files.empty();
+  feed.random = feed.random || random;
+  const auto cannot = [random](const Error& e) {
+    return Error(ErrorKind::kFailed,
+                 std::string("cannot verify: the original model does not run on ") +
+                     (random ? "random inputs (symbolic dims of 1, 64 and 512 unless --input-shape sets them)" : "the given inputs") +
+                     ": " + e.what() + "; give inputs (--inputs, --input-shape) or pass --no-verify");
+  };
+  std::unique_ptr<Session> session;
+  try {
+    session = std::make_unique<Session>(original, SessionOptions{1});
+  } catch (const Error& e) {
+    throw cannot(e);
+  }
+  for (const auto* o : session->outputs()) output_names_.push_back(o->value->name());
+  // Random inputs: symbolic dims of 1 first; a model that cannot take them (an STFT frame longer
+  // than one sample, a pooling window) gets larger ones before verification gives up.
+  const std::vector<int64_t> ladder = random ? std::vector<int64_t>{1, 64, 512} : std::vector<int64_t>{1};
+  for (size_t attempt = 0; attempt < ladder.size(); ++attempt) {
+    feed.free_dim = ladder[attempt];
+    // The user's files: their errors are theirs, reported as they are.
+    feeds_ = conform_feeds(*session, load_feeds(*session, feed));
+    try {
+      for (const auto& v : session->run(feeds_)) outputs_.push_back(owned(v));
+      break;
+    } catch (const Error& e) {
+      if (attempt + 1 == ladder.size() || !has_free_dims(*session, feed)) throw cannot(e);
+    }
+  }
+  for (auto& [name, v] : feeds_) v = owned(v);
+  std::ostringstream d;
+  d << (random ? "random (seed " + std::to_string(feed.seed) + ")" : feed.dir.empty() ? "files" : feed.dir) << ":";
+  for (const auto& [name, v] : feeds_) d << " " << name << "=" << v.describe();
+  description_ = d.str();
+}
+
+VerifyResult Reference::check(ir::Model& candidate, const Tolerance& tolerance) const {
+  std::vector<Value> got;
+  try {
+    Session session(candidate, SessionOptions{1});
+    const auto feeds = conform_feeds(session, feeds_);
+    got = session.run(feeds, output_names_);
+  } catch (const Error& e) {
+    throw Error(ErrorKind::kFailed, std::string("the result does not run where the original did: ") + e.what());
+  }
+  VerifyResult r;
+  for (size_t i = 0; i < outputs_.size(); ++i) r.outputs.push_back(compare_output(output_names_[i], outputs_[i], got[i], tolerance));
+  return r;
+}
+
+std::map<std::string, double> value_ranges(ir::Model& model, const std::map<std::string, Value>& feeds) {
+  std::map<std::string, double> ranges;
+  const auto record = [&ranges](const std::string& name, const Value& v) {
+    if (!v.is_tensor() || !is_float(v.tensor.dtype())) return;
+    double& m = ranges[name];
+    m = std::max(m, max_finite_magnitude(v.tensor));
+  };
+  Session session(model, SessionOptions{1});
+  session.set_observer([&](const ir::Value& value, const Value& produced) { record(value.name(), produced); },
+                       /*subgraphs=*/true);
+  for (const auto& [name, v] : feeds) record(name, v);
+  session.run(feeds);
+  return ranges;
+}
+
+}  // namespace onnxtool::runner

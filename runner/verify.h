@@ -1,0 +1,88 @@
+// Verification of a rewritten model against its original on the runner: the check `optimize`
+// and `convert` run before they write anything. The original runs once on fixed inputs (the
+// user's, or seeded random ones); each candidate runs on the same inputs and every output is
+// compared under a named tolerance policy.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runner/compare.h"
+#include "runner/feeds.h"
+#include "runner/session.h"
+
+namespace onnxtool::runner {
+
+/// How close a candidate's float outputs must be to the original's. Integer, bool and string
+/// outputs always compare exactly. An element passes when
+///   |a - b| <= atol * max(1, max|a|) + rtol * |a|
+/// where max|a| is the largest finite magnitude of that output of the original: the absolute
+/// part scales with the output, so that cancellation inside a large-valued output (a sum of
+/// terms near 1e3 whose result is near 0) is not mistaken for a change. A NaN or infinity must
+/// be matched exactly.
+struct Tolerance {
+  const char* name;
+  double rtol;
+  double atol;
+};
+
+/// Rewrites that reassociate float arithmetic (folded weights, fused ops, opset conversion).
+constexpr Tolerance kRewriteTolerance{"rewrite", 1e-4, 1e-5};
+/// float32 -> float16 conversion: 11-bit mantissas, errors that grow with depth.
+constexpr Tolerance kFp16Tolerance{"float16", 1e-2, 3e-2};
+
+/// One output's comparison.
+struct OutputCheck {
+  std::string name;
+  std::string type;  ///< the original's tensor description, e.g. "float32[1,3]"
+  bool exact = false;  ///< integer/bool/string: compared exactly
+  TensorDiff diff;
+  bool within = true;
+  std::string why;  ///< when not within: the first problem, in words
+};
+
+struct VerifyResult {
+  std::vector<OutputCheck> outputs;
+  bool ok() const;
+  /// "output 'y': max abs error 0.5 at element 3 (2 of 6 elements beyond rtol 1e-4, atol 1e-5)".
+  std::string first_failure() const;
+};
+
+/// The inputs to verify on, described for the report: "random (seed 0; N=1)" or the folder.
+struct VerifyInputs {
+  FeedOptions feeds;  ///< random when neither dir nor files is set
+};
+
+/// The original model run once on its verification inputs, to check candidates against.
+class Reference {
+ public:
+  /// Runs `original` once (its outputs are kept; the model need not outlive this). Throws
+  /// Error(kFailed) with a message starting "cannot verify:" when the original does not run on
+  /// these inputs (a kernel missing, a symbolic dim of 1 that the model cannot take...), saying
+  /// how to choose inputs or skip verification.
+  Reference(ir::Model& original, const VerifyInputs& inputs);
+
+  /// Runs the candidate on the same inputs and compares every output with the tolerance.
+  /// Inputs whose float type changed (a float16 model's inputs) are converted. Throws
+  /// Error(kFailed) "the result does not run: ..." when the candidate fails to run.
+  VerifyResult check(ir::Model& candidate, const Tolerance& tolerance) const;
+
+  const std::map<std::string, Value>& feeds() const { return feeds_; }
+  /// How the inputs were chosen, in words, and the shapes fed.
+  const std::string& inputs_description() const { return description_; }
+
+ private:
+  std::map<std::string, Value> feeds_;
+  std::vector<std::string> output_names_;
+  std::vector<Value> outputs_;
+  std::string description_;
+};
+
+/// Largest finite |v| of every float value `model` produces on `feeds`, subgraphs included, by
+/// value name (graph inputs too): what a float16 conversion has to fit into.
+std::map<std::string, double> value_ranges(ir::Model& model, const std::map<std::string, Value>& feeds);
+
+}  // namespace onnxtool::runner
