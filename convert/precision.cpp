@@ -36,10 +36,16 @@ using ir::DataType;
 /// Largest finite float16.
 constexpr float kHalfMax = 65504.0f;
 
+/// Smallest positive float16 (a subnormal, 2^-24).
+constexpr float kHalfMinPositive = 5.9604645e-8f;
+
 /// float16 bits of `x`, rounded to nearest even. Finite values beyond the float16 range are
-/// clamped to +-65504 instead of becoming infinities (a large weight stays large, not inf).
+/// clamped to +-65504 instead of becoming infinities (a large weight stays large, not inf), and
+/// nonzero values below its smallest magnitude to +-2^-24 instead of zero: an epsilon of 1e-12
+/// that became 0 would turn the x / sqrt(var + eps) of a normalization into 0 / 0.
 uint16_t to_half_saturated(float x) {
   if (std::isfinite(x)) x = std::clamp(x, -kHalfMax, kHalfMax);
+  if (x != 0 && std::fabs(x) < kHalfMinPositive) x = std::copysign(kHalfMinPositive, x);
   return runner::float_to_half(x);
 }
 

@@ -89,7 +89,9 @@ TensorDiff compare_tensors(const Tensor& a, const Tensor& b, double rtol, double
     const size_t width = a.bytes() / static_cast<size_t>(std::max<int64_t>(1, a.size()));
     const auto* pa = static_cast<const unsigned char*>(a.raw());
     const auto* pb = static_cast<const unsigned char*>(b.raw());
-    if (width == 0)  // packed 4-bit elements: whole buffers
+    if (a.size() == 0)  // empty (the shapes matched): nothing to compare, and no buffers
+      d.beyond = 0;
+    else if (width == 0)  // packed 4-bit elements: whole buffers
       d.beyond = a.bytes() == b.bytes() && std::memcmp(pa, pb, a.bytes()) == 0 ? 0 : 1;
     else
       for (int64_t i = 0; i < a.size(); ++i)

@@ -179,6 +179,28 @@ VerifyResult Reference::check(ir::Model& candidate, const Tolerance& tolerance) 
   return r;
 }
 
+VerifyResult Reference::compare(const std::map<std::string, Tensor>& outputs, const Tolerance& tolerance) const {
+  VerifyResult r;
+  for (size_t i = 0; i < outputs_.size(); ++i) {
+    const auto it = outputs.find(output_names_[i]);
+    if (it == outputs.end()) {
+      OutputCheck c;
+      c.name = output_names_[i];
+      c.within = false;
+      c.why = "missing";
+      r.outputs.push_back(std::move(c));
+      continue;
+    }
+    r.outputs.push_back(compare_output(output_names_[i], outputs_[i], Value::of(it->second.clone()), tolerance));
+  }
+  return r;
+}
+
+std::map<std::string, Value> Reference::feeds_for(ir::Model& candidate) const {
+  Session session(candidate, SessionOptions{1});
+  return conform_feeds(session, feeds_);
+}
+
 std::map<std::string, double> value_ranges(ir::Model& model, const std::map<std::string, Value>& feeds) {
   std::map<std::string, double> ranges;
   const auto record = [&ranges](const std::string& name, const Value& v) {

@@ -70,6 +70,13 @@ class Reference {
   /// Error(kFailed) "the result does not run: ..." when the candidate fails to run.
   VerifyResult check(ir::Model& candidate, const Tolerance& tolerance) const;
 
+  /// Compares outputs computed elsewhere (another runtime's, by output name) with the
+  /// original's; an output missing from `outputs` fails.
+  VerifyResult compare(const std::map<std::string, Tensor>& outputs, const Tolerance& tolerance) const;
+
+  /// The feeds as `candidate` takes them: float inputs converted to its inputs' float types.
+  std::map<std::string, Value> feeds_for(ir::Model& candidate) const;
+
   const std::map<std::string, Value>& feeds() const { return feeds_; }
   /// How the inputs were chosen, in words, and the shapes fed.
   const std::string& inputs_description() const { return description_; }

@@ -104,13 +104,6 @@ void load_and_check(const ir::Bytes& bytes, const std::string& what, Tally& tall
   }
 }
 
-std::vector<fs::path> installed_real_models() {
-  std::vector<fs::path> out;
-  for (const auto& p : testing::real_models())
-    if (fs::exists(p)) out.push_back(p);
-  return out;
-}
-
 void report(const char* kind, const Tally& t) {
   std::cout << "checker fuzz, " << kind << ": " << t.samples << " samples: " << t.valid << " valid, "
             << t.diagnosed << " with errors, " << t.unreadable << " refused as unreadable; slowest "
@@ -128,11 +121,9 @@ constexpr double kSlowSampleSeconds = 5;
 
 TEST_SUITE("checker_fuzz") {
   TEST_CASE("real models truncated at 64 points load or fail with onnxtool::Error") {
-    const auto models = installed_real_models();
+    const auto models = testing::installed_real_models();
     if (models.empty()) {
-      MESSAGE("no real models in " << (testing::cache_dir() / "models").string()
-                                   << " (testdata/fetch_models.sh); skipped");
-      return;
+      return;  // installed_real_models marked the run skipped
     }
     Tally tally;
     for (const auto& path : models) {
@@ -150,11 +141,9 @@ TEST_SUITE("checker_fuzz") {
   }
 
   TEST_CASE("seeded random byte flips in the real models load or fail with onnxtool::Error") {
-    const auto models = installed_real_models();
+    const auto models = testing::installed_real_models();
     if (models.empty()) {
-      MESSAGE("no real models in " << (testing::cache_dir() / "models").string()
-                                   << " (testdata/fetch_models.sh); skipped");
-      return;
+      return;  // installed_real_models marked the run skipped
     }
     Lcg rng(kSeed);
     Tally tally;
@@ -187,7 +176,7 @@ TEST_SUITE("checker_fuzz") {
   }
 
   TEST_CASE("the undamaged real models load and check cleanly in process and from their files") {
-    for (const auto& path : installed_real_models()) {
+    for (const auto& path : testing::installed_real_models()) {
       const Buffer buffer = read_buffer(path);
       Tally tally;
       load_and_check(buffer.view(buffer.data->size()), path.filename().string(), tally);

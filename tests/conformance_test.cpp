@@ -227,7 +227,7 @@ TEST_SUITE("conformance") {
   TEST_CASE("ONNX backend suite through the runner") {
     const auto root = testing::backend_data();
     if (!std::filesystem::exists(root)) {
-      MESSAGE("backend suite not installed; skipped");
+      testing::skip_missing_data("the ONNX backend suite at " + root.string());
       return;
     }
     const auto lists = testing::source_dir() / "tests" / "conformance";

@@ -643,8 +643,15 @@ TEST_CASE("a model over 2 GiB is saved with external data automatically, without
   REQUIRE(fs::exists(data));
   CHECK(report.data_bytes == fs::file_size(data));
   CHECK(fs::file_size(data) >= 3 * kChunk);
+  // AddressSanitizer keeps freed blocks in a quarantine (256 MiB by default) instead of returning
+  // them, so under it the copy buffers count towards the growth.
+#ifdef __SANITIZE_ADDRESS__
+  constexpr uint64_t kAllowedGrowth = 256ULL << 20 << 1;
+#else
+  constexpr uint64_t kAllowedGrowth = 256ULL << 20;
+#endif
   if (rss_before && rss_after)
-    CHECK_MESSAGE(rss_after < rss_before + (256ULL << 20),
+    CHECK_MESSAGE(rss_after < rss_before + kAllowedGrowth,
                   "anonymous memory grew by " << (rss_after - rss_before) << " bytes while saving");
 
   // The small model file, read by libprotobuf: three external initializers at aligned offsets

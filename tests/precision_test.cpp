@@ -20,6 +20,7 @@
 #include "passes/pass.h"
 #include "runner/session.h"
 #include "runner/tensor.h"
+#include "tests/test_data.h"
 
 namespace onnxtool {
 namespace {
@@ -678,7 +679,7 @@ TEST_SUITE("precision") {
         if (name.find("det") != std::string::npos && e.path().extension() == ".onnx") path = e.path().string();
       }
     if (path.empty()) {
-      MESSAGE("skipped: no PaddleOCR det model under " << dir.string() << " (testdata/fetch_models.sh)");
+      testing::skip_missing_data("PaddleOCR det model under " + dir.string());
       return;
     }
     ir::LoadedModel ref = ir::load_model(path);

@@ -486,7 +486,7 @@ TEST_SUITE("qoperator") {
     const fs::path ort = testing::cache_dir() / "ort";
     if (!fs::exists(ort / "node_modules" / "onnxruntime-node" / "package.json") ||
         std::system("node --version > /dev/null 2>&1") != 0) {
-      MESSAGE("skipped: node or onnxruntime-node (in " << ort.string() << ") is not installed");
+      testing::skip_missing_data("node or onnxruntime-node (in " + ort.string() + ")");
       return;
     }
     quant::QuantizeOptions per_tensor, per_channel, int8;

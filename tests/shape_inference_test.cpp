@@ -51,7 +51,7 @@ TEST_SUITE("shape_inference") {
   TEST_CASE("backend node suite: declared output types are reproduced, no false alarms") {
     const auto root = testing::backend_data() / "node";
     if (!std::filesystem::exists(root)) {
-      MESSAGE("backend suite not installed; skipped");
+      testing::skip_missing_data("the ONNX backend suite at " + root.string());
       return;
     }
     // ONNXTOOL_SHAPE_FILTER=substring restricts the run to matching test names (for development).

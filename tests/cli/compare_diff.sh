@@ -9,12 +9,12 @@
 set -u
 : "${ONNXTOOL:?set ONNXTOOL to the onnxtool binary}"
 SOURCE_DIR=${ONNXTOOL_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+source "$SOURCE_DIR/tests/skip_lib.sh"
 CACHE_DIR=${ONNXTOOL_CACHE_DIR:-$SOURCE_DIR/.cache}
 PYTHON=/usr/bin/python3
 MODEL=$CACHE_DIR/models/ch_ppocr_mobile_v2.0_cls_infer.onnx
 if [[ ! -f $MODEL ]] || ! "$PYTHON" -c 'import onnx, numpy' 2>/dev/null; then
-  echo "SKIP: $MODEL or python3-onnx missing (testdata/fetch_models.sh)"
-  exit 0
+  skip_all "$MODEL or python3-onnx missing (testdata/fetch_models.sh)"
 fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/onnxtool_compare.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -85,4 +85,4 @@ check "compare of unrelated models" 2 $?
 [[ $(grep -c '' "$WORK/err") -eq 1 ]] && grep -q "input" "$WORK/err" && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL: mismatch message: $(cat "$WORK/err")"; }
 
 echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish "$failed"

@@ -8,12 +8,12 @@
 set -u
 : "${ONNXTOOL:?set ONNXTOOL to the onnxtool binary}"
 SOURCE_DIR=${ONNXTOOL_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+source "$SOURCE_DIR/tests/skip_lib.sh"
 CACHE_DIR=${ONNXTOOL_CACHE_DIR:-$SOURCE_DIR/.cache}
 PYTHON=/usr/bin/python3
 MODEL=$CACHE_DIR/models/ch_ppocr_mobile_v2.0_cls_infer.onnx
 if [[ ! -f $MODEL ]] || ! "$PYTHON" -c 'import onnx, numpy' 2>/dev/null; then
-  echo "SKIP: $MODEL or python3-onnx missing (testdata/fetch_models.sh)"
-  exit 0
+  skip_all "$MODEL or python3-onnx missing (testdata/fetch_models.sh)"
 fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/onnxtool_precision.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -51,14 +51,15 @@ expect "back to fp32" 0 -- "$ONNXTOOL" convert "$WORK/half.onnx" -o "$WORK/back.
 [[ $(sha256sum "$MODEL") == "$before" ]] && ok || bad "the input model changed"
 
 if command -v node >/dev/null && [[ -f $CACHE_DIR/ort/node_modules/onnxruntime-node/package.json ]]; then
-  if "$PYTHON" "$SOURCE_DIR/tests/ort/precision_vs_ort.py" "$ONNXTOOL" "$SOURCE_DIR" "$CACHE_DIR" >"$WORK/ort.log" 2>&1; then
+  "$PYTHON" "$SOURCE_DIR/tests/ort/precision_vs_ort.py" "$ONNXTOOL" "$SOURCE_DIR" "$CACHE_DIR" >"$WORK/ort.log" 2>&1
+  if judged $?; then
     ok
   else
     bad "fp16/fp32 conversions against onnxruntime:"
   fi
   cat "$WORK/ort.log"
 else
-  echo "note: onnxruntime-node not installed; the onnxruntime checks did not run"
+  missing_data "onnxruntime-node: the onnxruntime checks"
 fi
 echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish "$failed"

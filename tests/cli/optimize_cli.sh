@@ -10,6 +10,7 @@ set -u
 
 : "${ONNXTOOL:?set ONNXTOOL to the onnxtool binary}"
 SOURCE_DIR=${ONNXTOOL_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+source "$SOURCE_DIR/tests/skip_lib.sh"
 CACHE_DIR=${ONNXTOOL_CACHE_DIR:-$SOURCE_DIR/.cache}
 PYTHON=/usr/bin/python3  # Debian's python3 with python3-onnx
 
@@ -89,7 +90,7 @@ EOF
   if "$ONNXTOOL" optimize "$WORK/unsorted.onnx" -o "$WORK/sorted.onnx" >/dev/null 2>&1 &&
      "$ONNXTOOL" check "$WORK/sorted.onnx" >/dev/null 2>&1; then ok; else fail "an unsorted model is sorted, and passes check"; fi
 else
-  echo "SKIP: python3-onnx not installed (cyclic/invalid/unsorted models)"
+  missing_data "python3-onnx (cyclic/invalid/unsorted models)"
 fi
 
 # --verify beyond tolerance (rtol 0, atol 0: folding BatchNormalization into Conv reassociates
@@ -100,13 +101,15 @@ if [[ -f $CLS ]]; then
   # --input-shape stores the inferred shapes as value_info.
   "$ONNXTOOL" optimize "$CLS" -o "$WORK/fixed.onnx" --input-shape x=1,3,48,192 >/dev/null 2>&1
   if "$PYTHON" -c 'import onnx,sys; m=onnx.load(sys.argv[1]); assert len(m.graph.value_info) > 10' "$WORK/fixed.onnx"; then ok; else fail "--input-shape: no value_info stored"; fi
+else
+  missing_data "$CLS"
 fi
 
 # --- real models: check passes, --verify, idempotent, thread-independent bytes
 for m in ch_PP-OCRv4_det_infer ch_PP-OCRv4_rec_infer ch_ppocr_mobile_v2.0_cls_infer silero_vad_legacy silero_vad_v5 silero_vad_v6; do
   model=$CACHE_DIR/models/$m.onnx
   if [[ ! -f $model ]]; then
-    echo "SKIP: $model not fetched (testdata/fetch_models.sh)"
+    missing_data "$model"
     continue
   fi
   shapes=()
@@ -153,4 +156,4 @@ EOF2
 done
 
 echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish "$failed"

@@ -17,7 +17,7 @@
 #
 # Prints one line per model and input set (PASS/FAIL, max abs and max rel error of each output,
 # max rel over the elements where the relative term dominates, |ort| >= atol/rtol) and a
-# summary; exit 1 on any mismatch or run failure. Prints "SKIP: ..." and exits 0 when node,
+# summary; exit 1 on any mismatch or run failure. Skipped (exit 77) when node,
 # onnxruntime-node, the real models or the tools that make the inputs (Debian python3 with numpy
 # and skimage, espeak-ng) are missing.
 #
@@ -28,16 +28,12 @@ set -u
 
 : "${ONNXTOOL:?set ONNXTOOL to the onnxtool binary}"
 SOURCE_DIR=${ONNXTOOL_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+source "$SOURCE_DIR/tests/skip_lib.sh"
 CACHE_DIR=${ONNXTOOL_CACHE_DIR:-$SOURCE_DIR/.cache}
 export ONNXTOOL_CACHE_DIR=$CACHE_DIR
 PYTHON=/usr/bin/python3  # Debian's, with python3-numpy and python3-skimage
 ORT_RUN=$SOURCE_DIR/tests/ort/ort_run.js
 MODELS=$CACHE_DIR/models
-
-skip_all() {
-  echo "SKIP: $*"
-  exit 0
-}
 
 command -v node >/dev/null 2>&1 || skip_all "node is not installed (apt-get install nodejs)"
 [[ -f $CACHE_DIR/ort/node_modules/onnxruntime-node/package.json ]] ||
@@ -130,7 +126,7 @@ while IFS=$'\t' read -r model set files; do
   label="$(basename "$model") $set"
   [[ $(basename "$model") == model.onnx ]] && label="$(basename "$(dirname "$model")") $set"
   if [[ ! -f $model ]]; then
-    echo "SKIP $label: $model is missing (run testdata/fetch_models.sh)"
+    missing_data "$label: $model"
     skipped=$((skipped + 1))
     continue
   fi
@@ -163,4 +159,5 @@ while IFS=$'\t' read -r model set files; do
 done <"$MANIFEST"
 
 echo "ort_crosscheck: $passed passed, $failed failed, $skipped skipped (rtol 1e-3, atol 1e-5 x max(1, max|ort|))"
-[[ $n -gt 0 && $failed -eq 0 ]]
+[[ $n -gt 0 ]] || { echo "FAIL: $MANIFEST lists no model"; failed=$((failed + 1)); }
+finish "$failed"

@@ -9,12 +9,12 @@
 set -u
 : "${ONNXTOOL:?set ONNXTOOL to the onnxtool binary}"
 SOURCE_DIR=${ONNXTOOL_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+source "$SOURCE_DIR/tests/skip_lib.sh"
 CACHE_DIR=${ONNXTOOL_CACHE_DIR:-$SOURCE_DIR/.cache}
 PYTHON=/usr/bin/python3
 MODEL=$CACHE_DIR/models/ch_ppocr_mobile_v2.0_cls_infer.onnx
 if [[ ! -f $MODEL ]] || ! "$PYTHON" -c 'import numpy' 2>/dev/null; then
-  echo "SKIP: $MODEL or python3-numpy missing (testdata/fetch_models.sh)"
-  exit 0
+  skip_all "$MODEL or python3-numpy missing (testdata/fetch_models.sh)"
 fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/onnxtool_quantize.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
@@ -117,15 +117,16 @@ grep -q "from opset 9 to 11" "$WORK/stdout" && ok || bad "no note about the opse
 
 # Accuracy, size and agreement with onnxruntime on the real models.
 if command -v node >/dev/null && [[ -f $CACHE_DIR/ort/node_modules/onnxruntime-node/package.json ]]; then
-  if "$PYTHON" "$SOURCE_DIR/tests/ort/quantize_vs_ort.py" "$ONNXTOOL" "$SOURCE_DIR" "$CACHE_DIR" >"$WORK/ort.log" 2>&1; then
+  "$PYTHON" "$SOURCE_DIR/tests/ort/quantize_vs_ort.py" "$ONNXTOOL" "$SOURCE_DIR" "$CACHE_DIR" >"$WORK/ort.log" 2>&1
+  if judged $?; then
     ok
   else
     bad "quantized models against onnxruntime:"
   fi
   cat "$WORK/ort.log"
 else
-  echo "note: onnxruntime-node not installed; the accuracy checks did not run"
+  missing_data "onnxruntime-node: the accuracy checks"
 fi
 
 echo "$passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish "$failed"

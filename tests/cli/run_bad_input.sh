@@ -8,15 +8,16 @@
 # exactly one line on stderr naming the input or file at fault, and write no output file.
 #
 # Environment: ONNXTOOL (the binary). Needs Debian's python3 with python3-onnx and numpy to
-# write the models and files (else SKIP).
+# write the models and files (else skipped: exit 77).
 set -u
 
 : "${ONNXTOOL:?set ONNXTOOL to the onnxtool binary}"
+SOURCE_DIR=${ONNXTOOL_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+source "$SOURCE_DIR/tests/skip_lib.sh"
 PYTHON=/usr/bin/python3
 
 if ! [[ -x $PYTHON ]] || ! "$PYTHON" -c 'import onnx, numpy' 2>/dev/null; then
-  echo "SKIP: $PYTHON with python3-onnx and numpy is not available"
-  exit 0
+  skip_all "$PYTHON with python3-onnx and numpy is not available"
 fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/onnxtool_run_bad_input.XXXXXX")
@@ -200,4 +201,4 @@ fi
 expect_failure threads_absurd "--threads" "$ADD" --input x="$G" --input y="$G" --threads 1000000
 
 echo "run_bad_input: $passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish "$failed"

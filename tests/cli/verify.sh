@@ -9,6 +9,8 @@
 set -u
 
 : "${ONNXTOOL:?set ONNXTOOL to the onnxtool binary}"
+SOURCE_DIR=${ONNXTOOL_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+source "$SOURCE_DIR/tests/skip_lib.sh"
 PYTHON=/usr/bin/python3  # Debian's python3 with python3-onnx
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/onnxtool_verify.XXXXXX")
@@ -126,4 +128,4 @@ assert len(d["precision"]["range_blocked"]) >= 2 and d["verification"]["toleranc
 ' "$WORK/h.json"; then ok; else fail "fp16 --json range_blocked: $(cat "$WORK/h.json")"; fi
 
 echo "verify: $passed passed, $failed failed"
-[[ $failed -eq 0 ]]
+finish "$failed"

@@ -15,13 +15,13 @@ import sys
 import tempfile
 
 import numpy as np
+from ort_util import finish, skip_all
 
 onnxtool, make_cases, source_dir, cache_dir = sys.argv[1:5]
 env = dict(os.environ, ONNXTOOL_ORT_DIR=os.path.join(cache_dir, "ort"))
 ort_run = os.path.join(source_dir, "tests", "ort", "ort_run.js")
 if not os.path.isdir(os.path.join(cache_dir, "ort", "node_modules", "onnxruntime-node")):
-    print("SKIP: onnxruntime-node is not installed (testdata/fetch_models.sh)")
-    sys.exit(0)
+    skip_all("onnxruntime-node is not installed")
 work = tempfile.mkdtemp(prefix="onnxtool_opsets.")
 subprocess.run([make_cases, work], check=True)
 cases = open(os.path.join(work, "cases.txt")).read().split()
@@ -73,4 +73,4 @@ for case in cases:
         print(f"ok   {case} (worst error/tolerance {worst:.3g})")
 print(f"{len(passed)} of {len(cases)} opset 18-28 cases match onnxruntime, {len(failed)} differ, "
       f"{len(skipped)} skipped (onnxruntime cannot run them)")
-sys.exit(1 if failed else 0)
+finish(failed)

@@ -24,7 +24,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ort_util import verify_args
+from ort_util import finish, skip_all, verify_args
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -33,8 +33,7 @@ backend = sys.argv[4] if len(sys.argv) > 4 else "/usr/share/libonnx-testdata/dat
 ort_run = os.path.join(source_dir, "tests", "ort", "ort_run.js")
 env = dict(os.environ, ONNXTOOL_ORT_DIR=os.path.join(cache_dir, "ort"))
 if not os.path.isdir(os.path.join(cache_dir, "ort", "node_modules", "onnxruntime-node")):
-    print("SKIP: onnxruntime-node is not installed (testdata/fetch_models.sh)")
-    sys.exit(0)
+    skip_all("onnxruntime-node is not installed")
 
 work = tempfile.mkdtemp(prefix="onnxtool_opt_ort.")
 
@@ -172,4 +171,4 @@ for label, model, case_dir in cases:
 print(f"{len(cases) - len(failures) - len(skipped)} of {len(cases) - len(skipped)} models pass ({len(skipped)} skipped: "
       f"onnxruntime cannot load them); nodes in total: original {totals['orig']}, "
       f"onnxtool {totals['ours']}, onnxruntime basic {totals['ort']}")
-sys.exit(1 if failures else 0)
+finish(failures)

@@ -21,19 +21,17 @@ import tempfile
 import numpy as np
 import onnx
 
-from ort_util import cosine, ort_batch, sample_folders, verify_args
+from ort_util import cosine, finish, missing_data, ort_batch, sample_folders, skip_all, verify_args
 
 onnxtool, source_dir, cache_dir = (os.path.abspath(p) for p in sys.argv[1:4])
 ort_run = os.path.join(source_dir, "tests", "ort", "ort_run.js")
 env = dict(os.environ, ONNXTOOL_ORT_DIR=os.path.join(cache_dir, "ort"))
 if not os.path.isdir(os.path.join(cache_dir, "ort", "node_modules", "onnxruntime-node")):
-    print("SKIP: onnxruntime-node is not installed (testdata/fetch_models.sh)")
-    sys.exit(0)
+    skip_all("onnxruntime-node is not installed")
 r = subprocess.run(["/usr/bin/python3", os.path.join(source_dir, "tests", "make_quant_data.py"), cache_dir],
                    capture_output=True, text=True)
 if r.returncode != 0:
-    print("SKIP: tests/make_quant_data.py could not make the samples")
-    sys.exit(0)
+    skip_all("tests/make_quant_data.py could not make the samples")
 data = r.stdout.strip().splitlines()[-1]
 work = tempfile.mkdtemp(prefix="onnxtool_precision_ort.")
 # model -> extra --to-fp16 flags. PaddleOCR rec converted whole reaches 0.9958 in onnxruntime (one
@@ -79,7 +77,7 @@ failures = 0
 for name, flags in MODELS.items():
     src = os.path.join(cache_dir, "models", name + ".onnx")
     if not os.path.exists(src):
-        print(f"skip {name}: model missing")
+        missing_data(f"{name}: model")
         continue
     d = os.path.join(work, name)
     os.makedirs(d)
@@ -141,4 +139,4 @@ for name, flags in MODELS.items():
     print(("FAIL " if problems else "ok   ") + f"{name}{' ' + ' '.join(flags) if flags else ''}: fp16 file {ratio:.3f}x; " + "; ".join(figures) +
           (" -- " + "; ".join(problems) if problems else ""))
     failures += bool(problems)
-sys.exit(1 if failures else 0)
+finish(failures)

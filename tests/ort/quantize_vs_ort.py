@@ -23,20 +23,18 @@ import tempfile
 
 import numpy as np
 
-from ort_util import concatenated_outputs as outputs_of, cosine, ort_batch, safe_name, sample_folders
+from ort_util import concatenated_outputs as outputs_of, cosine, finish, ort_batch, safe_name, sample_folders, skip_all
 
 onnxtool, source_dir, cache_dir = (os.path.abspath(p) for p in sys.argv[1:4])
 ort_run = os.path.join(source_dir, "tests", "ort", "ort_run.js")
 env = dict(os.environ, ONNXTOOL_ORT_DIR=os.path.join(cache_dir, "ort"))
 if not os.path.isdir(os.path.join(cache_dir, "ort", "node_modules", "onnxruntime-node")):
-    print("SKIP: onnxruntime-node is not installed (testdata/fetch_models.sh)")
-    sys.exit(0)
+    skip_all("onnxruntime-node is not installed")
 r = subprocess.run(["/usr/bin/python3", os.path.join(source_dir, "tests", "make_quant_data.py"), cache_dir],
                    capture_output=True, text=True)
 if r.returncode != 0:
-    print("SKIP: tests/make_quant_data.py could not make the samples (python3-skimage, espeak-ng): " +
+    skip_all("tests/make_quant_data.py could not make the samples (python3-skimage, espeak-ng): " +
           (r.stderr.strip().splitlines() or ["?"])[-1])
-    sys.exit(0)
 data = r.stdout.strip().splitlines()[-1]
 work = tempfile.mkdtemp(prefix="onnxtool_quant_ort.")
 
@@ -148,4 +146,4 @@ for k, (model, mode, flags, target, *rest) in enumerate(CASES):
     print(("FAIL " if problems else "ok   ") + line + (" -- " + "; ".join(problems) if problems else ""))
     failures += bool(problems)
 
-sys.exit(1 if failures else 0)
+finish(failures)

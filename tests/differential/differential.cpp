@@ -1,0 +1,473 @@
+// Differential testing of onnxtool's rewrites: every generated model (tests/differential/
+// generator.h), or every given model, goes through each command path that changes a model:
+//
+//   optimize    the default pipeline (what `onnxtool optimize` runs)
+//   opset_down  convert to a lower opset (drawn by the seed, 9 and up)
+//   opset_up    convert to a higher opset (up to 21)
+//   fp16        float16 with range guard and preprocessing, as `onnxtool convert --to-fp16` does
+//   fp16_fp32   that float16 model converted back to float32 (judged against the float16
+//               model, as `onnxtool convert --to-fp32` verifies it)
+//
+// Each result must pass the checker and agree with the original, on the same seeded inputs, in
+// onnxtool's runner and in onnxruntime (all models of a run go through one onnxruntime-node
+// process, tests/ort/ort_run.js --batch, at its "extended" optimization level: the "all" level
+// adds layout transformations that crash onnxruntime 1.30 (SIGSEGV) on a float16 Transpose ->
+// MatMul -> Add model and lose accuracy on a float16 Conv -> LayerNorm one; --ort-level changes
+// it). The original itself must agree between the two
+// runtimes. A conversion onnxtool refuses (a node with no equivalent at the target opset) is
+// counted, not failed; a model onnxruntime has no kernel for is counted, not failed.
+//
+//   onnxtool_differential --seeds FIRST-LAST [--ort ORT_RUN_JS] [--work DIR] [--minimize DIR]
+//   onnxtool_differential --models FILE... [--ort ORT_RUN_JS] [--work DIR]
+//
+// --save DIR writes each generated original to DIR (seed_<seed>.onnx).
+// --minimize DIR: a failing seed is shrunk (its blocks left out one by one while the failure
+// stays) and written to DIR as seed_<seed>_<path>.onnx, the input shapes in its metadata, ready
+// to go to testdata/regressions/. Exit 0 when nothing disagrees, 1 otherwise, 2 for bad usage.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "checker/checker.h"
+#include "convert/precision.h"
+#include "convert/version_converter.h"
+#include "ir/error.h"
+#include "ir/model_io.h"
+#include "passes/pass.h"
+#include "runner/tensor_io.h"
+#include "runner/verify.h"
+#include "tests/differential/generator.h"
+
+namespace fs = std::filesystem;
+using namespace onnxtool;
+
+namespace {
+
+constexpr const char* kShapeKey = "onnxtool.differential.input_shape.";  // metadata: NAME -> "2,3,4"
+constexpr int64_t kLowestDown = 9;
+constexpr int64_t kHighestUp = 21;
+
+const std::vector<std::string>& path_names() {
+  static const std::vector<std::string> names{"optimize", "opset_down", "opset_up", "fp16", "fp16_fp32"};
+  return names;
+}
+
+ir::Model clone(const ir::Model& m) {
+  const std::string bytes = ir::serialize_model(m);
+  return ir::parse_model(ir::Bytes::copy_of(bytes.data(), bytes.size()), "clone", "");
+}
+
+/// One model under test: the original, how to feed it, and the results of each path.
+struct Case {
+  std::string label;  ///< "seed 17" or the file name
+  std::string dir;    ///< its folder under the work directory
+  uint64_t seed = 0;
+  std::string description;
+  ir::Model original;
+  std::map<std::string, std::vector<int64_t>> shapes;
+  std::unique_ptr<runner::Reference> reference;
+  /// The float16 result run on the same inputs: what fp16_fp32 must reproduce, as `onnxtool
+  /// convert --to-fp32` verifies it (the original's float32 values are not there to recover).
+  std::unique_ptr<runner::Reference> fp16_reference;
+  /// float16 beyond tolerance fails instead of counting as refused (the kept regression models
+  /// all convert).
+  bool fp16_must_pass = false;
+};
+
+struct OrtJob {
+  Case* c;
+  const runner::Reference* judge;
+  std::string path;  ///< "original" or a path name
+  runner::Tolerance tolerance;
+  std::string model, output_dir;
+  std::map<std::string, std::string> inputs;
+};
+
+struct Tally {
+  std::map<std::string, int64_t> agreed, refused, ort_unsupported, ort_agreed;
+  int64_t cases = 0;
+  std::vector<std::string> failures;
+  std::map<std::string, int64_t> blocks;
+};
+
+int64_t down_target(const Case& c, int64_t opset) {
+  return opset <= kLowestDown ? 0 : kLowestDown + static_cast<int64_t>((c.seed * 7 + 3) % static_cast<uint64_t>(opset - kLowestDown));
+}
+int64_t up_target(const Case& c, int64_t opset) {
+  return opset >= kHighestUp ? 0 : opset + 1 + static_cast<int64_t>((c.seed * 13 + 5) % static_cast<uint64_t>(kHighestUp - opset));
+}
+
+/// Applies a path to a copy of the original. nullopt with `refused` set when onnxtool declined.
+std::optional<ir::Model> apply(const Case& c, const std::string& path, const ir::Model* fp16, std::string* refused) {
+  ir::Model m = path == "fp16_fp32" ? clone(*fp16) : clone(c.original);
+  const int64_t opset = c.original.opset_version("").value_or(0);
+  if (path == "optimize") {
+    passes::optimize(m, passes::OptimizeOptions{});
+  } else if (path == "opset_down" || path == "opset_up") {
+    const int64_t target = path == "opset_down" ? down_target(c, opset) : up_target(c, opset);
+    if (target == 0) {
+      *refused = "no opset to go to";
+      return std::nullopt;
+    }
+    try {
+      convert::convert_opset(m, target);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kFailed) throw;
+      *refused = e.what();
+      return std::nullopt;
+    }
+  } else if (path == "fp16") {
+    // As `onnxtool convert --to-fp16` does it: fold first, then keep what overflows in float32.
+    passes::OptimizeOptions pre;
+    pre.skip = {"fuse_conv_input_affine"};
+    passes::optimize(m, pre);
+    convert::Fp16Options f;
+    f.keep_io_types = c.seed % 2 == 0;
+    for (const auto& [name, magnitude] : runner::value_ranges(m, c.reference->feeds()))
+      if (magnitude >= convert::kFloat16RangeLimit) f.keep_float32_values.insert(name);
+    convert::to_fp16(m, f);
+  } else if (path == "fp16_fp32") {
+    convert::to_fp32(m);
+  }
+  return m;
+}
+
+std::string first_error(const checker::CheckResult& r) {
+  for (const auto& d : r.diagnostics)
+    if (d.severity == ir::Severity::kError) return d.rule + " " + d.node + ": " + d.message;
+  return "?";
+}
+
+void write_feeds(const std::map<std::string, runner::Value>& feeds, const std::string& dir, OrtJob& job) {
+  fs::create_directories(dir);
+  for (const auto& [name, v] : feeds) {
+    const std::string file = dir + "/" + runner::safe_file_name(name) + ".npy";
+    runner::write_npy(file, v.tensor);
+    job.inputs[name] = file;
+  }
+}
+
+/// Runs every path of one case in onnxtool's runner; queues the models for onnxruntime. Returns
+/// the failures ("seed 17 fp16: ...").
+std::vector<std::string> run_case(Case& c, Tally& tally, std::vector<OrtJob>* jobs, const std::string& only_path = "") {
+  std::vector<std::string> failures;
+  fs::create_directories(c.dir);
+  try {
+    runner::VerifyInputs in;
+    in.feeds.random = true;
+    in.feeds.seed = c.seed;
+    in.feeds.shapes = c.shapes;
+    c.reference = std::make_unique<runner::Reference>(c.original, in);
+  } catch (const Error& e) {
+    failures.push_back(c.label + " original: " + e.what());
+    return failures;
+  }
+  const auto queue = [&](const std::string& path, ir::Model& m, const runner::Tolerance& tol, const runner::Reference& judge) {
+    if (!jobs) return;
+    OrtJob job{&c, &judge, path, tol, c.dir + "/" + path + ".onnx", c.dir + "/" + path + "_out", {}};
+    ir::save_model(m, job.model);
+    write_feeds(c.reference->feeds_for(m), c.dir + "/" + path + "_in", job);
+    jobs->push_back(std::move(job));
+  };
+  if (only_path.empty() || only_path == "original") queue("original", c.original, runner::kRewriteTolerance, *c.reference);
+
+  std::optional<ir::Model> fp16;
+  for (const auto& path : path_names()) {
+    if (!only_path.empty() && path != only_path && !(only_path == "fp16_fp32" && path == "fp16")) continue;
+    if (path == "fp16_fp32" && !fp16) continue;
+    const runner::Tolerance tol = path.rfind("fp16", 0) == 0 ? runner::kFp16Tolerance : runner::kRewriteTolerance;
+    std::string refused;
+    std::optional<ir::Model> m;
+    try {
+      m = apply(c, path, fp16 ? &*fp16 : nullptr, &refused);
+    } catch (const Error& e) {
+      failures.push_back(c.label + " " + path + ": onnxtool failed: " + e.what());
+      continue;
+    }
+    if (!m) {
+      tally.refused[path]++;
+      continue;
+    }
+    const std::string file = c.dir + "/" + path + ".onnx";
+    ir::save_model(*m, file);
+    const checker::CheckResult checked = checker::check_file(file);
+    if (checked.errors) {
+      failures.push_back(c.label + " " + path + ": the result does not pass check: " + first_error(checked));
+      continue;
+    }
+    const runner::Reference& judge = path == "fp16_fp32" ? *c.fp16_reference : *c.reference;
+    try {
+      const runner::VerifyResult r = judge.check(*m, tol);
+      if (!r.ok() && path == "fp16" && !c.fp16_must_pass) {
+        // float16 loses more than its tolerance here: `onnxtool convert --to-fp16` runs this very
+        // check and refuses to write (exit 1, "keep more in float32"). Refused, not silent.
+        tally.refused[path]++;
+        continue;
+      }
+      if (!r.ok()) {
+        failures.push_back(c.label + " " + path + ": onnxtool's runner: " + r.first_failure());
+        continue;
+      }
+    } catch (const Error& e) {
+      failures.push_back(c.label + " " + path + ": " + e.what());
+      continue;
+    }
+    tally.agreed[path]++;
+    queue(path, *m, tol, judge);
+    if (path == "fp16") {
+      OrtJob feeds;
+      write_feeds(c.reference->feeds_for(*m), c.dir + "/fp16_reference_in", feeds);
+      runner::VerifyInputs in;
+      in.feeds.dir = c.dir + "/fp16_reference_in";
+      c.fp16_reference = std::make_unique<runner::Reference>(*m, in);
+      fp16 = std::move(m);
+    }
+  }
+  return failures;
+}
+
+/// Runs the jobs in one onnxruntime-node process; returns the failures. Models onnxruntime has
+/// no kernel for are tallied, not failed; a model it rejects otherwise is a failure. Should the
+/// process die on a model, that model is a failure and the rest go to a new process.
+std::string ort_level = "extended";  // --ort-level
+
+std::vector<std::string> run_ort(const std::string& ort_run, const std::string& work, std::vector<OrtJob>& jobs, Tally& tally) {
+  std::vector<std::string> failures;
+  size_t next = 0;
+  while (next < jobs.size()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (size_t j = next; j < jobs.size(); ++j)
+      list.push_back({{"model", jobs[j].model}, {"inputs", jobs[j].inputs}, {"output_dir", jobs[j].output_dir}});
+    const std::string jobs_file = work + "/jobs.json", results = work + "/results.jsonl", errors = work + "/ort.stderr";
+    std::ofstream(jobs_file) << list.dump();
+    const std::string command = "node '" + ort_run + "' --batch '" + jobs_file + "' --threads 1 --level " + ort_level + " > '" + results + "' 2> '" + errors + "'";
+    const bool clean_exit = std::system(command.c_str()) == 0;
+    std::ifstream in(results);
+    std::string line;
+    while (next < jobs.size() && std::getline(in, line)) {
+      if (line.empty() || line[0] != '{') continue;
+      OrtJob& job = jobs[next++];
+      const auto r = nlohmann::json::parse(line);
+      const std::string label = job.c->label + " " + job.path;
+      if (!r.value("ok", false)) {
+        const std::string error = r.value("error", "");
+        if (error.find("NOT_IMPLEMENTED") != std::string::npos || error.find("Could not find an implementation") != std::string::npos)
+          tally.ort_unsupported[job.path]++;
+        else
+          failures.push_back(label + ": onnxruntime cannot run it: " + error.substr(0, 300));
+        continue;
+      }
+      std::map<std::string, runner::Tensor> outputs;
+      for (const auto& o : r["outputs"]) outputs.emplace(o["name"].get<std::string>(), runner::read_npy(o["file"].get<std::string>()));
+      const runner::VerifyResult v = job.judge->compare(outputs, job.tolerance);
+      if (!v.ok())
+        failures.push_back(label + ": onnxruntime: " + v.first_failure());
+      else
+        tally.ort_agreed[job.path]++;
+    }
+    if (next < jobs.size()) {
+      std::ifstream err(errors);
+      std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+      const size_t cut = text.find_last_of('\n', text.size() > 1 ? text.size() - 2 : 0);
+      failures.push_back(jobs[next].c->label + " " + jobs[next].path + ": onnxruntime-node " +
+                         (clean_exit ? "stopped" : "died") + " on it: " + (cut == std::string::npos ? text : text.substr(cut + 1)));
+      ++next;
+    }
+  }
+  return failures;
+}
+
+Case make_case(uint64_t seed, const std::vector<bool>& keep, const std::string& work) {
+  differential::Generated g = differential::generate(seed, keep);
+  Case c;
+  c.label = "seed " + std::to_string(seed);
+  c.dir = work + "/seed_" + std::to_string(seed);
+  c.seed = seed;
+  c.description = g.description;
+  c.shapes = g.input_shapes;
+  c.original = clone(g.model);  // as read back from bytes, like a model from a file
+  for (const auto& [name, dims] : g.input_shapes) {
+    std::string text;
+    for (size_t i = 0; i < dims.size(); ++i) text += (i ? "," : "") + std::to_string(dims[i]);
+    c.original.metadata_props.push_back({kShapeKey + name, text, 0, ""});
+  }
+  return c;
+}
+
+Case load_case(const std::string& file, uint64_t index, const std::string& work) {
+  Case c;
+  c.label = fs::path(file).filename().string();
+  c.dir = work + "/model_" + std::to_string(index);
+  c.seed = index;
+  c.original = ir::load_model(file).model;
+  for (const auto& p : c.original.metadata_props) {
+    if (p.key.rfind(kShapeKey, 0) != 0) continue;
+    std::vector<int64_t> dims;
+    std::stringstream in(p.value);
+    for (std::string d; std::getline(in, d, ',');) dims.push_back(std::stoll(d));
+    c.shapes[p.key.substr(std::string(kShapeKey).size())] = dims;
+  }
+  c.description = c.label;
+  c.fp16_must_pass = true;
+  return c;
+}
+
+/// The path a failure line names ("seed 17 fp16: ..." -> "fp16").
+std::string failing_path(const std::string& failure) {
+  for (const auto& p : path_names())
+    if (failure.find(" " + p + ":") != std::string::npos) return p;
+  return failure.find(" original:") != std::string::npos ? "original" : "";
+}
+
+/// Shrinks a failing seed: leaves blocks out one at a time while the same path still fails (in
+/// the runner or in onnxruntime); writes the smallest model found.
+void minimize(uint64_t seed, const std::string& path, const std::string& ort_run, const std::string& work, const std::string& out_dir) {
+  const size_t n = differential::generate(seed).blocks.size();
+  std::vector<bool> keep(n, true);
+  const auto fails = [&](const std::vector<bool>& k) {
+    Case c = make_case(seed, k, work + "/minimize");
+    Tally t;
+    std::vector<OrtJob> jobs;
+    auto f = run_case(c, t, ort_run.empty() ? nullptr : &jobs, path);
+    if (f.empty() && !ort_run.empty()) {
+      jobs.erase(std::remove_if(jobs.begin(), jobs.end(), [&](const OrtJob& j) { return j.path != path; }), jobs.end());
+      f = run_ort(ort_run, work + "/minimize", jobs, t);
+    }
+    return !f.empty();
+  };
+  for (size_t i = 0; i < n; ++i) {
+    keep[i] = false;
+    if (!fails(keep)) keep[i] = true;
+  }
+  Case c = make_case(seed, keep, work);
+  fs::create_directories(out_dir);
+  const std::string file = out_dir + "/seed_" + std::to_string(seed) + "_" + path + ".onnx";
+  c.original.doc_string = "differential regression: " + path + "; " + differential::generate(seed, keep).description;
+  ir::save_model(c.original, file);
+  std::cout << "minimized: " << file << " (" << std::count(keep.begin(), keep.end(), true) << " of " << n << " blocks)\n";
+}
+
+[[noreturn]] void usage(const std::string& problem) {
+  std::cerr << "onnxtool_differential: " << problem
+            << "\nusage: onnxtool_differential (--seeds FIRST-LAST | --models FILE...) [--ort ORT_RUN_JS] [--ort-level L] [--work DIR] [--minimize DIR] [--save DIR]\n";
+  std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  uint64_t first = 0, last = 0;
+  bool seeds = false;
+  std::vector<std::string> models;
+  std::string ort_run, work, minimize_dir, save_dir;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    const auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--seeds") {
+      const std::string v = value();
+      const auto dash = v.find('-');
+      try {
+        first = std::stoull(v.substr(0, dash));
+        last = dash == std::string::npos ? first : std::stoull(v.substr(dash + 1));
+      } catch (const std::exception&) {
+        usage("--seeds takes FIRST-LAST, not '" + v + "'");
+      }
+      if (last < first) usage("--seeds: " + v + " is empty");
+      seeds = true;
+    } else if (a == "--models") {
+      while (i + 1 < argc && argv[i + 1][0] != '-') models.push_back(argv[++i]);
+    } else if (a == "--ort") {
+      ort_run = value();
+    } else if (a == "--work") {
+      work = value();
+    } else if (a == "--ort-level") {
+      ort_level = value();
+    } else if (a == "--save") {
+      save_dir = value();
+    } else if (a == "--minimize") {
+      minimize_dir = value();
+    } else {
+      usage("unknown argument '" + a + "'");
+    }
+  }
+  if (seeds == !models.empty()) usage("give --seeds or --models");
+  const bool own_work = work.empty();
+  if (own_work) {
+    char tmpl[] = "/tmp/onnxtool_differential.XXXXXX";
+    if (!mkdtemp(tmpl)) usage("cannot make a work directory");
+    work = tmpl;
+  }
+
+  const auto start = std::chrono::steady_clock::now();
+  Tally tally;
+  std::vector<std::string> failures;
+  // Batches of cases: one onnxruntime process per batch, the batch's files removed after it.
+  constexpr uint64_t kBatch = 500;
+  const uint64_t total = seeds ? last - first + 1 : models.size();
+  for (uint64_t begin = 0; begin < total; begin += kBatch) {
+    const uint64_t end = std::min(total, begin + kBatch);
+    std::vector<std::unique_ptr<Case>> cases;
+    std::vector<OrtJob> jobs;
+    for (uint64_t k = begin; k < end; ++k) {
+      cases.push_back(std::make_unique<Case>(seeds ? make_case(first + k, {}, work) : load_case(models[k], k, work)));
+      Case& c = *cases.back();
+      tally.cases++;
+      if (!save_dir.empty()) {
+        fs::create_directories(save_dir);
+        ir::save_model(c.original, save_dir + "/" + fs::path(c.dir).filename().string() + ".onnx");
+      }
+      if (seeds)
+        for (const auto& b : differential::generate(c.seed).blocks) tally.blocks[b]++;
+      for (auto& f : run_case(c, tally, ort_run.empty() ? nullptr : &jobs)) failures.push_back(f + "  [" + c.description + "]");
+    }
+    for (auto& f : run_ort(ort_run, work, jobs, tally)) failures.push_back(f);
+    for (const auto& c : cases) fs::remove_all(c->dir);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+
+  for (const auto& f : failures) std::cout << "FAIL " << f << "\n";
+  std::cout << "differential: " << tally.cases << (seeds ? " generated models (seeds " + std::to_string(first) + "-" + std::to_string(last) + ")" : " models")
+            << ", " << (ort_run.empty() ? "onnxtool's runner only" : "onnxtool's runner and onnxruntime") << ", " << failures.size()
+            << " disagreements, " << static_cast<int64_t>(seconds) << " s\n";
+  for (const auto& p : path_names())
+    std::cout << "  " << p << ": " << tally.agreed[p] << " agree in onnxtool's runner"
+              << (ort_run.empty() ? "" : ", " + std::to_string(tally.ort_agreed[p]) + " in onnxruntime (" + std::to_string(tally.ort_unsupported[p]) + " without an onnxruntime kernel)")
+              << ", " << tally.refused[p] << " refused by onnxtool" << (p == "fp16" ? " (a node with no equivalent, or beyond tolerance in verification)" : p == "fp16_fp32" ? "" : " (a node with no equivalent at the target)") << "\n";
+  if (!ort_run.empty())
+    std::cout << "  original: " << tally.ort_agreed["original"] << " agree between onnxtool's runner and onnxruntime ("
+              << tally.ort_unsupported["original"] << " without an onnxruntime kernel)\n";
+  if (seeds) {
+    std::cout << "  blocks:";
+    for (const auto& [b, n] : tally.blocks) std::cout << " " << b << " " << n;
+    std::cout << "\n";
+  }
+  if (!minimize_dir.empty() && seeds) {
+    std::map<std::pair<uint64_t, std::string>, bool> done;
+    for (const auto& f : failures) {
+      if (f.rfind("seed ", 0) != 0) continue;
+      const uint64_t seed = std::stoull(f.substr(5));
+      const std::string path = failing_path(f);
+      if (path.empty() || done[{seed, path}]) continue;
+      done[{seed, path}] = true;
+      minimize(seed, path, ort_run, work, minimize_dir);
+    }
+  }
+  if (own_work) fs::remove_all(work);
+  return failures.empty() ? 0 : 1;
+}

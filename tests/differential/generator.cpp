@@ -1,0 +1,636 @@
+#include "tests/differential/generator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <numeric>
+#include <sstream>
+
+#include "ir/tensor.h"
+
+namespace onnxtool::differential {
+namespace {
+
+constexpr int64_t kSymbolic = -1;  // a dim fixed only when the model runs (batch N, sequence S)
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+
+/// splitmix64: the same numbers on every platform and standard library.
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t next() {
+    uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  /// Uniform in [lo, hi], both included.
+  int64_t range(int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(next() % static_cast<uint64_t>(hi - lo + 1)); }
+  bool chance(double p) { return static_cast<double>(next() >> 11) * 0x1.0p-53 < p; }
+  float real(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(static_cast<double>(next() >> 40) * 0x1.0p-24); }
+  template <class T>
+  const T& pick(const std::vector<T>& v) { return v[next() % v.size()]; }
+
+ private:
+  uint64_t state_;
+};
+
+/// A float value being built on, with its dims (kSymbolic where only the run fixes them).
+struct T {
+  ir::Value* v = nullptr;
+  std::vector<int64_t> dims;
+  int64_t rank() const { return static_cast<int64_t>(dims.size()); }
+  bool static_at(int64_t i) const { return dims[static_cast<size_t>(i)] != kSymbolic; }
+  int64_t last() const { return dims.back(); }
+};
+
+class Builder {
+ public:
+  Builder(ir::Model& model, int64_t opset) : opset_(opset), g_(model.graph.get()) {}
+
+  int64_t opset() const { return opset_; }
+  ir::Graph* graph() const { return g_; }
+  /// Builds into `g` until the returned guard restores the previous graph (If/Loop bodies).
+  ir::Graph* enter(ir::Graph* g) { std::swap(g, g_); return g; }
+  void leave(ir::Graph* previous) { g_ = previous; }
+
+  std::string fresh(const std::string& base) { return base + "_" + std::to_string(++counter_); }
+
+  ir::Value* floats(const std::vector<int64_t>& dims, Rng& rng, float lo, float hi) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = rng.real(lo, hi);
+    return g_->add_initializer(ir::make_tensor(fresh("w"), ir::DataType::kFloat, dims, v.data(), v.size() * sizeof(float)));
+  }
+  ir::Value* scalar(float v) {
+    return g_->add_initializer(ir::make_tensor(fresh("c"), ir::DataType::kFloat, {}, &v, sizeof v));
+  }
+  ir::Value* ints(const std::vector<int64_t>& v) {
+    return g_->add_initializer(ir::make_tensor(fresh("i"), ir::DataType::kInt64, {static_cast<int64_t>(v.size())},
+                                               v.data(), v.size() * sizeof(int64_t)));
+  }
+  ir::Value* int_scalar(int64_t v) {
+    return g_->add_initializer(ir::make_tensor(fresh("i"), ir::DataType::kInt64, {}, &v, sizeof v));
+  }
+  ir::Value* bool_scalar(bool b) {
+    const uint8_t v = b ? 1 : 0;
+    return g_->add_initializer(ir::make_tensor(fresh("b"), ir::DataType::kBool, {}, &v, 1));
+  }
+
+  ir::Node* node(const std::string& op, std::vector<ir::Value*> inputs, size_t outputs = 1) {
+    std::vector<std::string> names;
+    const std::string base = fresh(lower(op));
+    for (size_t i = 0; i < outputs; ++i) names.push_back(outputs == 1 ? base : base + "_" + std::to_string(i));
+    return g_->add_node(op, std::move(inputs), names, "", base + "_node");
+  }
+  ir::Value* op(const std::string& op, std::vector<ir::Value*> inputs) { return node(op, std::move(inputs))->output(0); }
+  ir::Value* op(const std::string& op, std::vector<ir::Value*> inputs, ir::Attribute a) {
+    ir::Node* n = node(op, std::move(inputs));
+    n->set_attr(std::move(a));
+    return n->output(0);
+  }
+
+  // Ops whose form changed with the opset.
+  ir::Value* unsqueeze(ir::Value* x, const std::vector<int64_t>& axes) {
+    if (opset_ >= 13) return op("Unsqueeze", {x, ints(axes)});
+    return op("Unsqueeze", {x}, ir::Attribute::make_ints("axes", axes));
+  }
+  ir::Value* squeeze(ir::Value* x, const std::vector<int64_t>& axes) {
+    if (opset_ >= 13) return op("Squeeze", {x, ints(axes)});
+    return op("Squeeze", {x}, ir::Attribute::make_ints("axes", axes));
+  }
+  ir::Value* reduce_mean(ir::Value* x, const std::vector<int64_t>& axes, bool keepdims) {
+    ir::Node* n = node("ReduceMean", {x});
+    if (!axes.empty()) n->set_attr(ir::Attribute::make_ints("axes", axes));
+    n->set_attr(ir::Attribute::make_int("keepdims", keepdims ? 1 : 0));
+    return n->output(0);
+  }
+  ir::Value* slice(ir::Value* x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
+                   const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
+    std::vector<ir::Value*> in{x, ints(starts), ints(ends)};
+    if (!axes.empty() || !steps.empty()) in.push_back(axes.empty() ? nullptr : ints(axes));
+    if (!steps.empty()) in.push_back(ints(steps));
+    return op("Slice", in);
+  }
+  ir::Value* clip(ir::Value* x, float lo, float hi) { return op("Clip", {x, scalar(lo), scalar(hi)}); }
+
+ private:
+  static std::string lower(std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
+  }
+
+  int64_t opset_;
+  ir::Graph* g_;
+  int counter_ = 0;
+};
+
+/// The state the blocks build on: the current float value, extra outputs, intermediates.
+struct State {
+  Builder& b;
+  T cur;
+  std::vector<ir::Value*> int_outputs;    // shape arithmetic results, compared exactly
+  std::vector<ir::Value*> intermediates;  // float values a block produced (candidates for extra outputs)
+};
+
+/// Broadcasting a constant of `cdims` (aligned to the right; 1 or equal to the current dims) onto x.
+std::vector<int64_t> broadcast(const std::vector<int64_t>& x, const std::vector<int64_t>& c) {
+  std::vector<int64_t> out = x;
+  if (c.size() > x.size()) out.insert(out.begin(), c.size() - x.size(), 1);
+  for (size_t i = 0; i < c.size(); ++i) {
+    int64_t& o = out[out.size() - c.size() + i];
+    if (c[i] != 1) o = c[i];
+  }
+  return out;
+}
+
+/// A constant shape that broadcasts onto `dims` without growing a symbolic dim: a scalar, the
+/// last dim, per channel, the whole static shape, or one rank more.
+std::vector<int64_t> constant_dims(const std::vector<int64_t>& dims, Rng& rng) {
+  const auto fixed = [](int64_t d) { return d == kSymbolic ? 1 : d; };
+  switch (rng.range(0, 5)) {
+    case 0: return {};
+    case 1: return {fixed(dims.back())};
+    case 2:
+      if (dims.size() >= 3) {
+        std::vector<int64_t> c(dims.size() - 1, 1);
+        c[0] = fixed(dims[1]);
+        return c;
+      }
+      return {1};
+    case 3: {
+      std::vector<int64_t> c;
+      for (size_t i = dims.size() > 1 ? 1 : 0; i < dims.size(); ++i) c.push_back(fixed(dims[i]));
+      return c;
+    }
+    case 4: {
+      std::vector<int64_t> c;
+      for (int64_t d : dims) c.push_back(fixed(d));
+      return c;
+    }
+    default: {  // one rank more: the output grows a leading 1
+      std::vector<int64_t> c{1};
+      for (int64_t d : dims) c.push_back(rng.chance(0.5) ? fixed(d) : 1);
+      return c;
+    }
+  }
+}
+
+ir::Value* unary(Builder& b, ir::Value* x, Rng& rng) {
+  switch (rng.range(0, 7)) {
+    case 0: return b.op("Relu", {x});
+    case 1: return b.op("Sigmoid", {x});
+    case 2: return b.op("Tanh", {x});
+    case 3: return b.op("Abs", {x});
+    case 4: return b.op("Neg", {x});
+    case 5: return b.op("LeakyRelu", {x}, ir::Attribute::make_float("alpha", rng.real(0.01f, 0.3f)));
+    case 6: return b.op("Erf", {x});
+    default: return b.op("Softplus", {x});
+  }
+}
+
+// ------------------------------------------------------------------ blocks
+
+void elementwise(State& s, Rng& rng) {
+  Builder& b = s.b;
+  const int64_t steps = rng.range(1, 4);
+  for (int64_t k = 0; k < steps; ++k) {
+    const int64_t kind = rng.range(0, 9);
+    if (kind <= 1) {
+      s.cur.v = unary(b, s.cur.v, rng);
+      continue;
+    }
+    std::vector<int64_t> cd = constant_dims(s.cur.dims, rng);
+    ir::Value* c = nullptr;
+    std::string op;
+    switch (kind) {
+      case 2: op = "Add"; c = b.floats(cd, rng, -1, 1); break;
+      case 3: op = "Sub"; c = b.floats(cd, rng, -1, 1); break;
+      case 4: op = "Mul"; c = b.floats(cd, rng, -1.5f, 1.5f); break;
+      case 5: op = "Div"; c = b.floats(cd, rng, 0.5f, 2); break;
+      case 6: op = rng.chance(0.5) ? "Max" : "Min"; c = b.floats(cd, rng, -0.5f, 0.5f); break;
+      case 7: {  // a no-op constant (x + 0, x * 1) that may still broadcast the shape
+        op = rng.chance(0.5) ? "Add" : "Mul";
+        c = b.floats(cd, rng, op == "Add" ? 0.0f : 1.0f, op == "Add" ? 0.0f : 1.0f);
+        break;
+      }
+      case 8: {  // constant arithmetic to fold: x + (c1 * c2)
+        op = "Add";
+        c = b.op("Mul", {b.floats(cd, rng, -1, 1), b.floats(cd, rng, -1, 1)});
+        break;
+      }
+      default: op = "Pow"; c = b.scalar(2); cd.clear(); break;
+    }
+    s.cur.v = rng.chance(0.2) && op != "Pow" && op != "Div" && op != "Sub" ? b.op(op, {c, s.cur.v}) : b.op(op, {s.cur.v, c});
+    s.cur.dims = broadcast(s.cur.dims, cd);
+  }
+}
+
+/// Flattens to [N, -1] through the shape, optionally works there, and reshapes back to x.shape.
+void shape_reshape(State& s, Rng& rng) {
+  Builder& b = s.b;
+  if (s.cur.rank() < 2) return;
+  ir::Value* x = s.cur.v;
+  ir::Value* shape = b.op("Shape", {x});
+  ir::Value* target = nullptr;
+  switch (rng.range(0, 3)) {
+    case 0: target = b.op("Concat", {b.slice(shape, {0}, {1}, {}, {}), b.ints({-1})}, ir::Attribute::make_int("axis", 0)); break;
+    case 1: {
+      ir::Value* n = b.op("Gather", {shape, b.int_scalar(0)}, ir::Attribute::make_int("axis", 0));
+      target = b.op("Concat", {b.unsqueeze(n, {0}), b.ints({-1})}, ir::Attribute::make_int("axis", 0));
+      break;
+    }
+    case 2: target = b.ints({0, -1}); break;
+    default: target = b.op("Concat", {b.op("Gather", {shape, b.ints({0})}), b.ints({-1})}, ir::Attribute::make_int("axis", 0)); break;
+  }
+  ir::Value* flat = b.op("Reshape", {x, target});
+  if (rng.chance(0.6)) flat = unary(b, flat, rng);
+  s.intermediates.push_back(flat);
+  s.cur.v = b.op("Reshape", {flat, rng.chance(0.5) ? shape : b.op("Shape", {x})});
+}
+
+/// `x.shape[a:b:c]` with the ends exporters write (INT64_MAX for "to the end", INT64_MIN with a
+/// negative step for "to the front"), as an int64 output.
+void shape_slice_output(State& s, Rng& rng) {
+  Builder& b = s.b;
+  const int64_t r = s.cur.rank();
+  ir::Value* shape = nullptr;
+  if (b.opset() >= 15 && rng.chance(0.25)) {
+    ir::Node* n = b.node("Shape", {s.cur.v});
+    n->set_attr(ir::Attribute::make_int("start", rng.range(-r - 1, r)));
+    if (rng.chance(0.5)) n->set_attr(ir::Attribute::make_int("end", rng.pick(std::vector<int64_t>{-1, r, r + 3, 1})));
+    shape = n->output(0);
+  } else {
+    shape = b.op("Shape", {s.cur.v});
+  }
+  const std::vector<int64_t> starts{0, 1, -1, -r, r, kMin, kMax, -r - 5, 2};
+  const std::vector<int64_t> ends{kMax, kMin, -1, r, 1, 0, kMax - 1, kMin + 1, r + 7};
+  const int64_t step = rng.pick(std::vector<int64_t>{1, 1, -1, 2, -2, kMax, kMin + 1});
+  int64_t end = rng.pick(ends);
+  // onnxruntime 1.30 reads an end of INT64_MAX with a negative step as "to the front" (x[2::-1]
+  // of 3 elements: [x2, x1, x0]); the spec clamps it to dim - 1, which leaves nothing, and so does
+  // onnxtool. Exporters write INT64_MIN for that end, so the generator does too.
+  if (step < 0 && end == kMax) end = kMin;
+  ir::Value* y = b.slice(shape, {rng.pick(starts)}, {end}, rng.chance(0.5) ? std::vector<int64_t>{0} : std::vector<int64_t>{},
+                         step == 1 && rng.chance(0.5) ? std::vector<int64_t>{} : std::vector<int64_t>{step});
+  if (rng.chance(0.4)) {  // shape arithmetic on the result: concatenated with a constant, or Gathered
+    y = rng.chance(0.5) ? b.op("Concat", {y, b.ints({7, -3})}, ir::Attribute::make_int("axis", 0))
+                        : b.op("Gather", {b.op("Concat", {y, b.ints({5})}, ir::Attribute::make_int("axis", 0)), b.ints({-1})});
+  }
+  s.int_outputs.push_back(y);
+}
+
+void constant_of_shape(State& s, Rng& rng) {
+  Builder& b = s.b;
+  if (s.cur.rank() < 2) return;
+  ir::Value* tail = b.slice(b.op("Shape", {s.cur.v}), {1}, {kMax}, {}, {});
+  const float k = rng.real(-1, 1);
+  ir::Value* c = b.op("ConstantOfShape", {tail},
+                      ir::Attribute::make_tensor("value", ir::make_tensor("value", ir::DataType::kFloat, {1}, &k, sizeof k)));
+  s.cur.v = b.op("Add", {s.cur.v, c});
+}
+
+void expand(State& s, Rng& rng) {
+  Builder& b = s.b;
+  std::vector<int64_t> cd = constant_dims(s.cur.dims, rng);
+  if (cd.size() > s.cur.dims.size()) cd.erase(cd.begin());  // Expand to x.shape: no rank growth
+  ir::Value* e = b.op("Expand", {b.floats(cd, rng, 0.5f, 1.5f), b.op("Shape", {s.cur.v})});
+  s.cur.v = b.op("Mul", {s.cur.v, e});
+}
+
+void range(State& s, Rng& rng) {
+  Builder& b = s.b;
+  ir::Value* limit = b.op("Gather", {b.op("Shape", {s.cur.v}), b.int_scalar(-1)}, ir::Attribute::make_int("axis", 0));
+  ir::Value* r = b.op("Range", {b.int_scalar(0), limit, b.int_scalar(1)});
+  ir::Value* f = b.op("Cast", {r}, ir::Attribute::make_int("to", static_cast<int64_t>(ir::DataType::kFloat)));
+  s.cur.v = b.op("Add", {s.cur.v, b.op("Mul", {f, b.scalar(rng.real(0.05f, 0.3f))})});
+}
+
+/// A piecewise-linear activation through Where: x beyond the threshold t, else t + (x - t) * k.
+/// Continuous at t, so that rounding (float16) that moves an element across t moves its result
+/// by no more than the rounding.
+void where(State& s, Rng& rng) {
+  Builder& b = s.b;
+  const float t = rng.real(-0.3f, 0.3f);
+  ir::Value* cond = b.op(rng.chance(0.5) ? "Greater" : "Less", {s.cur.v, b.scalar(t)});
+  ir::Value* other = b.op("Add", {b.op("Mul", {b.op("Sub", {s.cur.v, b.scalar(t)}), b.scalar(rng.real(-0.5f, 0.5f))}), b.scalar(t)});
+  s.cur.v = b.op("Where", {cond, s.cur.v, other});
+}
+
+void squeeze_unsqueeze(State& s, Rng& rng) {
+  Builder& b = s.b;
+  const int64_t r = s.cur.rank();
+  const int64_t axis = rng.range(-r - 1, r);
+  ir::Value* u = b.unsqueeze(s.cur.v, {axis});
+  if (rng.chance(0.5)) u = unary(b, u, rng);
+  s.intermediates.push_back(u);
+  s.cur.v = b.squeeze(u, {axis});
+}
+
+void conv_stack(State& s, Rng& rng) {
+  Builder& b = s.b;
+  T& x = s.cur;
+  if (x.rank() != 4 || !x.static_at(1) || !x.static_at(2) || !x.static_at(3)) return;
+  int64_t c = x.dims[1], h = x.dims[2], w = x.dims[3];
+  if (rng.chance(0.3)) {  // explicit zero padding before the convolution (fuse_pad_conv)
+    const int64_t ph = rng.range(0, 2), pw = rng.range(0, 2);
+    x.v = b.op("Pad", {x.v, b.ints({0, 0, ph, pw, 0, 0, ph, pw})});
+    h += 2 * ph;
+    w += 2 * pw;
+  }
+  const int64_t k = std::min({rng.pick(std::vector<int64_t>{1, 3}), h, w});
+  const int64_t stride = rng.range(1, 2);
+  const int64_t pad = rng.chance(0.5) ? k / 2 : 0;
+  const bool depthwise = c > 1 && rng.chance(0.3);
+  const int64_t co = depthwise ? c : rng.range(1, 8);
+  const int64_t group = depthwise ? c : 1;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c / group * k * k));
+  std::vector<ir::Value*> in{x.v, b.floats({co, c / group, k, k}, rng, -scale, scale)};
+  if (rng.chance(0.6)) in.push_back(b.floats({co}, rng, -0.5f, 0.5f));
+  ir::Node* conv = b.node("Conv", in);
+  conv->set_attr(ir::Attribute::make_ints("kernel_shape", {k, k}));
+  conv->set_attr(ir::Attribute::make_ints("strides", {stride, stride}));
+  conv->set_attr(ir::Attribute::make_ints("pads", {pad, pad, pad, pad}));
+  if (group > 1) conv->set_attr(ir::Attribute::make_int("group", group));
+  ir::Value* y = conv->output(0);
+  h = (h + 2 * pad - k) / stride + 1;
+  w = (w + 2 * pad - k) / stride + 1;
+  if (rng.chance(0.6)) {
+    ir::Node* bn = b.node("BatchNormalization", {y, b.floats({co}, rng, 0.5f, 1.5f), b.floats({co}, rng, -0.5f, 0.5f),
+                                                 b.floats({co}, rng, -0.5f, 0.5f), b.floats({co}, rng, 0.2f, 2)});
+    bn->set_attr(ir::Attribute::make_float("epsilon", 1e-5f));
+    y = bn->output(0);
+  }
+  switch (rng.range(0, 6)) {
+    case 0: y = b.op("Relu", {y}); break;
+    case 1: y = b.clip(y, 0, 6); break;
+    case 2:
+      y = b.opset() >= 14 ? b.op("HardSwish", {y})
+                          : b.op("Mul", {y, b.op("HardSigmoid", {y}, ir::Attribute::make_float("alpha", 1.0f / 6))});
+      break;
+    case 3:  // HardSwish as exported from x * relu6(x + 3) / 6
+      y = b.op("Div", {b.op("Mul", {y, b.clip(b.op("Add", {y, b.scalar(3)}), 0, 6)}), b.scalar(6)});
+      break;
+    case 4: y = b.op("Mul", {y, b.op("Sigmoid", {y})}); break;
+    case 5: y = b.op("LeakyRelu", {y}, ir::Attribute::make_float("alpha", 0.1f)); break;
+    default: break;
+  }
+  if (rng.chance(0.4)) y = b.op(rng.chance(0.5) ? "Mul" : "Add", {y, b.floats({co, 1, 1}, rng, 0.5f, 1.5f)});
+  s.intermediates.push_back(y);
+  x.v = y;
+  x.dims = {x.dims[0], co, h, w};
+}
+
+void matmul_add(State& s, Rng& rng) {
+  Builder& b = s.b;
+  T& x = s.cur;
+  if (!x.static_at(x.rank() - 1)) return;
+  const int64_t d = x.last(), d2 = rng.range(1, 8);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  if (x.rank() == 2 && rng.chance(0.4)) {  // Gemm with a transposed weight, as tf2onnx writes it
+    ir::Node* n = b.node("Gemm", {x.v, b.floats({d2, d}, rng, -scale, scale), b.floats({d2}, rng, -0.5f, 0.5f)});
+    n->set_attr(ir::Attribute::make_int("transB", 1));
+    x.v = n->output(0);
+  } else {
+    x.v = b.op("MatMul", {x.v, b.floats({d, d2}, rng, -scale, scale)});
+    if (rng.chance(0.8)) x.v = b.op("Add", {x.v, b.floats({d2}, rng, -0.5f, 0.5f)});
+  }
+  x.dims.back() = d2;
+  if (rng.chance(0.5)) x.v = b.op("Relu", {x.v});
+  s.intermediates.push_back(x.v);
+}
+
+std::vector<int64_t> permutation(int64_t r, Rng& rng) {
+  std::vector<int64_t> p(static_cast<size_t>(r));
+  std::iota(p.begin(), p.end(), 0);
+  for (int64_t i = r - 1; i > 0; --i) std::swap(p[static_cast<size_t>(i)], p[static_cast<size_t>(rng.range(0, i))]);
+  return p;
+}
+
+void transpose_chain(State& s, Rng& rng) {
+  Builder& b = s.b;
+  T& x = s.cur;
+  const auto apply = [&](const std::vector<int64_t>& perm) {
+    x.v = b.op("Transpose", {x.v}, ir::Attribute::make_ints("perm", perm));
+    std::vector<int64_t> d;
+    for (int64_t p : perm) d.push_back(x.dims[static_cast<size_t>(p)]);
+    x.dims = d;
+  };
+  const std::vector<int64_t> first = permutation(x.rank(), rng);
+  apply(first);
+  if (rng.chance(0.3)) x.v = unary(b, x.v, rng);
+  if (rng.chance(0.6)) {  // back to the original order
+    std::vector<int64_t> inverse(first.size());
+    for (size_t i = 0; i < first.size(); ++i) inverse[static_cast<size_t>(first[i])] = static_cast<int64_t>(i);
+    apply(inverse);
+  } else {
+    apply(permutation(x.rank(), rng));
+  }
+}
+
+/// LayerNorm over the last axis, decomposed as PyTorch < 1.13 and tf2onnx export it.
+void layernorm(State& s, Rng& rng) {
+  Builder& b = s.b;
+  T& x = s.cur;
+  // Normalizing a handful of values, or a row of equal ones (zero padding through a convolution),
+  // is ill-conditioned: d / sqrt(d^2 + eps) turns the float32 rounding of the mean into noise of
+  // the output's own size, different in every runtime. As in real models, a linear layer of 8-16
+  // features comes first.
+  {
+    const int64_t d = x.static_at(x.rank() - 1) ? x.last() : 1, d2 = rng.range(8, 16);
+    if (!x.static_at(x.rank() - 1)) x.v = b.op("ReduceMean", {x.v}, ir::Attribute::make_ints("axes", {-1}));
+    x.v = b.op("MatMul", {x.v, b.floats({d, d2}, rng, -1, 1)});
+    x.dims.back() = d2;
+  }
+  ir::Value* mean = b.reduce_mean(x.v, {-1}, true);
+  ir::Value* d = b.op("Sub", {x.v, mean});
+  ir::Value* sq = rng.chance(0.5) ? b.op("Pow", {d, b.scalar(2)}) : b.op("Mul", {d, d});
+  ir::Value* var = b.reduce_mean(sq, {-1}, true);
+  ir::Value* den = b.op("Sqrt", {b.op("Add", {var, b.scalar(rng.pick(std::vector<float>{1e-5f, 1e-6f, 1e-12f}))})});
+  ir::Value* n = b.op("Div", {d, den});
+  const std::vector<int64_t> pd = x.static_at(x.rank() - 1) ? std::vector<int64_t>{x.last()} : std::vector<int64_t>{};
+  if (rng.chance(0.8)) n = b.op("Mul", {n, b.floats(pd, rng, 0.5f, 1.5f)});
+  if (rng.chance(0.8)) n = b.op("Add", {n, b.floats(pd, rng, -0.5f, 0.5f)});
+  x.v = n;
+}
+
+void gelu(State& s, Rng& rng) {
+  Builder& b = s.b;
+  ir::Value* x = s.cur.v;
+  if (rng.chance(0.6)) {  // 0.5 * x * (1 + erf(x / sqrt(2)))
+    ir::Value* e = b.op("Erf", {rng.chance(0.5) ? b.op("Div", {x, b.scalar(1.4142135f)}) : b.op("Mul", {x, b.scalar(0.70710678f)})});
+    ir::Value* one = b.op("Add", {e, b.scalar(1)});
+    s.cur.v = rng.chance(0.5) ? b.op("Mul", {b.op("Mul", {x, one}), b.scalar(0.5f)}) : b.op("Mul", {b.op("Mul", {x, b.scalar(0.5f)}), one});
+  } else {  // the tanh approximation
+    ir::Value* cube = b.op("Pow", {x, b.scalar(3)});
+    ir::Value* inner = b.op("Mul", {b.op("Add", {x, b.op("Mul", {cube, b.scalar(0.044715f)})}), b.scalar(0.7978846f)});
+    s.cur.v = b.op("Mul", {b.op("Mul", {x, b.scalar(0.5f)}), b.op("Add", {b.op("Tanh", {inner}), b.scalar(1)})});
+  }
+}
+
+ir::Graph* add_body(ir::Node* owner, const std::string& attr, const std::string& name) {
+  ir::Attribute a;
+  a.name = attr;
+  a.type = static_cast<int32_t>(ir::AttrType::kGraph);
+  a.g = std::make_unique<ir::Graph>(owner->graph());
+  a.g->name = name;
+  ir::Graph* body = a.g.get();
+  owner->set_attr(std::move(a));
+  return body;
+}
+
+/// If on a data-dependent (or constant) condition; both branches read x from the outer scope.
+void if_outer(State& s, Rng& rng) {
+  Builder& b = s.b;
+  ir::Value* x = s.cur.v;
+  ir::Value* cond = rng.chance(0.3) ? b.bool_scalar(rng.chance(0.5))
+                                    : b.op("Greater", {b.reduce_mean(x, {}, false), b.scalar(rng.real(-0.2f, 0.2f))});
+  std::vector<int64_t> cd = constant_dims(s.cur.dims, rng);
+  if (cd.size() > s.cur.dims.size()) cd.erase(cd.begin());  // both branches keep x's shape
+  ir::Value* outer_c = b.floats(cd, rng, -1.5f, 1.5f);
+  ir::Node* n = b.node("If", {cond});
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    ir::Graph* previous = b.enter(add_body(n, branch, b.fresh(branch)));
+    ir::Value* y = std::string(branch) == "then_branch" ? b.op("Mul", {x, outer_c}) : unary(b, b.op("Add", {x, b.scalar(rng.real(-1, 1))}), rng);
+    b.graph()->add_output(y, ir::TypeInfo::tensor(ir::DataType::kFloat));
+    b.leave(previous);
+  }
+  s.cur.v = n->output(0);
+}
+
+/// Loop of 1-3 iterations: v = v * c + x, x read from the outer scope.
+void loop_outer(State& s, Rng& rng) {
+  Builder& b = s.b;
+  ir::Value* x = s.cur.v;
+  ir::Value* c = b.scalar(rng.real(0.2f, 0.7f));
+  ir::Node* n = b.node("Loop", {b.int_scalar(rng.range(1, 3)), b.bool_scalar(true), x});
+  ir::Graph* previous = b.enter(add_body(n, "body", b.fresh("loop_body")));
+  ir::Graph* body = b.graph();
+  ir::Shape scalar_shape;
+  body->add_input(b.fresh("iter"), ir::TypeInfo::tensor(ir::DataType::kInt64, scalar_shape));
+  ir::Value* cond_in = body->add_input(b.fresh("cond_in"), ir::TypeInfo::tensor(ir::DataType::kBool, scalar_shape)).value;
+  ir::Value* v = body->add_input(b.fresh("v_in"), ir::TypeInfo::tensor(ir::DataType::kFloat)).value;
+  ir::Value* cond_out = b.op("Identity", {cond_in});
+  ir::Value* v_out = b.op("Add", {b.op("Mul", {v, c}), x});
+  body->add_output(cond_out, ir::TypeInfo::tensor(ir::DataType::kBool, scalar_shape));
+  body->add_output(v_out, ir::TypeInfo::tensor(ir::DataType::kFloat));
+  b.leave(previous);
+  s.cur.v = n->output(0);
+}
+
+using BlockFn = void (*)(State&, Rng&);
+struct Block {
+  const char* name;
+  BlockFn fn;
+  bool image_only;
+};
+
+const std::vector<Block>& blocks() {
+  static const std::vector<Block> all = {
+      {"elementwise", elementwise, false},       {"shape_reshape", shape_reshape, false},
+      {"shape_slice_output", shape_slice_output, false}, {"constant_of_shape", constant_of_shape, false},
+      {"expand", expand, false},                 {"range", range, false},
+      {"where", where, false},                   {"squeeze_unsqueeze", squeeze_unsqueeze, false},
+      {"conv_stack", conv_stack, true},          {"matmul_add", matmul_add, false},
+      {"transpose_chain", transpose_chain, false}, {"layernorm", layernorm, false},
+      {"gelu", gelu, false},                     {"if_outer", if_outer, false},
+      {"loop_outer", loop_outer, false},
+  };
+  return all;
+}
+
+std::string dims_text(const std::vector<int64_t>& dims, const std::vector<std::string>& symbols) {
+  std::string out = "[";
+  for (size_t i = 0; i < dims.size(); ++i) out += (i ? "," : "") + (dims[i] == kSymbolic ? symbols[i] : std::to_string(dims[i]));
+  return out + "]";
+}
+
+}  // namespace
+
+const std::vector<std::string>& block_kinds() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const auto& b : blocks()) n.push_back(b.name);
+    return n;
+  }();
+  return names;
+}
+
+Generated generate(uint64_t seed, const std::vector<bool>& keep) {
+  Rng rng(seed * 0x2545F4914F6CDD1DULL + 1);
+  Generated out;
+  out.opset = rng.range(11, 17);
+  out.model.ir_version = 8;
+  out.model.producer_name = "onnxtool-differential";
+  out.model.set_opset_version("", out.opset);
+  out.model.graph = std::make_unique<ir::Graph>();
+  out.model.graph->name = "seed_" + std::to_string(seed);
+  Builder b(out.model, out.opset);
+
+  // The input: an image [N,C,H,W], a sequence [N,S,D] (S symbolic or not) or a batch of vectors.
+  const int64_t layout = rng.range(0, 5);
+  std::vector<int64_t> dims;
+  std::vector<std::string> symbols;
+  std::vector<int64_t> feed;
+  const int64_t batch = rng.range(1, 3);
+  if (layout <= 2) {
+    dims = {kSymbolic, rng.pick(std::vector<int64_t>{1, 2, 3, 4, 6, 8}), rng.range(1, 9), rng.range(1, 9)};
+    symbols = {"N", "", "", ""};
+  } else if (layout <= 4) {
+    dims = {kSymbolic, rng.chance(0.5) ? kSymbolic : rng.range(1, 6), rng.range(2, 8)};
+    symbols = {"N", "S", ""};
+  } else {
+    dims = {kSymbolic, rng.range(2, 10)};
+    symbols = {"N", ""};
+  }
+  ir::Shape shape;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    shape.dims.push_back(dims[i] == kSymbolic ? ir::Dim::symbol(symbols[i]) : ir::Dim::of(dims[i]));
+    feed.push_back(dims[i] != kSymbolic ? dims[i] : i == 0 ? batch : rng.range(1, 5));
+  }
+  ir::Value* x = out.model.graph->add_input("x", ir::TypeInfo::tensor(ir::DataType::kFloat, shape)).value;
+  out.input_shapes["x"] = feed;
+
+  // The blocks: each drawn from its own stream, so that leaving one out keeps the others.
+  const int64_t count = rng.range(1, 5);
+  std::vector<size_t> chosen;
+  for (int64_t i = 0; i < count; ++i) {
+    size_t k = static_cast<size_t>(rng.range(0, static_cast<int64_t>(blocks().size()) - 1));
+    if (blocks()[k].image_only && dims.size() != 4) k = 0;
+    chosen.push_back(k);
+  }
+  if (layout <= 2 && rng.chance(0.5)) {  // most image models start with a convolution
+    const auto conv = std::find(block_kinds().begin(), block_kinds().end(), "conv_stack") - block_kinds().begin();
+    chosen.insert(chosen.begin(), static_cast<size_t>(conv));
+  }
+
+  State state{b, T{x, dims}, {}, {}};
+  std::ostringstream what;
+  what << "seed " << seed << ", opset " << out.opset << ", x float" << dims_text(dims, symbols) << " fed as "
+       << dims_text(feed, std::vector<std::string>(feed.size())) << ":";
+  for (size_t i = 0; i < chosen.size(); ++i) {
+    out.blocks.push_back(blocks()[chosen[i]].name);
+    if (!keep.empty() && (i >= keep.size() || !keep[i])) continue;
+    Rng block_rng(seed * 0x9E3779B97F4A7C15ULL + i * 0xD1B54A32D192ED03ULL + chosen[i]);
+    blocks()[chosen[i]].fn(state, block_rng);
+    what << " " << blocks()[chosen[i]].name;
+  }
+  if (state.cur.v == x) state.cur.v = b.op("Relu", {x});  // every block left out
+
+  ir::Graph& g = *out.model.graph;
+  g.add_output(state.cur.v, ir::TypeInfo::tensor(ir::DataType::kFloat));
+  for (ir::Value* v : state.int_outputs) g.add_output(v, ir::TypeInfo::tensor(ir::DataType::kInt64));
+  // An intermediate that is also a graph output: a fusion must keep it.
+  Rng tail(seed ^ 0xA5A5A5A5ULL);
+  if (!state.intermediates.empty() && tail.chance(0.3)) {
+    ir::Value* v = state.intermediates[tail.next() % state.intermediates.size()];
+    if (!v->is_graph_output()) g.add_output(v, ir::TypeInfo::tensor(ir::DataType::kFloat));
+  }
+  out.description = what.str();
+  return out;
+}
+
+}  // namespace onnxtool::differential
