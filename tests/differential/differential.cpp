@@ -76,6 +76,7 @@ struct Case {
   std::string dir;    ///< its folder under the work directory
   uint64_t seed = 0;
   std::string description;
+  std::vector<std::string> blocks;  ///< the generator's blocks (generated cases)
   ir::Model original;
   std::map<std::string, std::vector<int64_t>> shapes;
   std::unique_ptr<runner::Reference> reference;
@@ -151,13 +152,16 @@ std::string first_error(const checker::CheckResult& r) {
   return "?";
 }
 
-void write_feeds(const std::map<std::string, runner::Value>& feeds, const std::string& dir, OrtJob& job) {
+/// Writes the feeds as DIR/<safe name>.npy; returns their files by input name.
+std::map<std::string, std::string> write_feeds(const std::map<std::string, runner::Value>& feeds, const std::string& dir) {
   fs::create_directories(dir);
+  std::map<std::string, std::string> files;
   for (const auto& [name, v] : feeds) {
     const std::string file = dir + "/" + runner::safe_file_name(name) + ".npy";
     runner::write_npy(file, v.tensor);
-    job.inputs[name] = file;
+    files[name] = file;
   }
+  return files;
 }
 
 /// Runs every path of one case in onnxtool's runner; queues the models for onnxruntime. Returns
@@ -179,7 +183,7 @@ std::vector<std::string> run_case(Case& c, Tally& tally, std::vector<OrtJob>* jo
     if (!jobs) return;
     OrtJob job{&c, &judge, path, tol, c.dir + "/" + path + ".onnx", c.dir + "/" + path + "_out", {}};
     ir::save_model(m, job.model);
-    write_feeds(c.reference->feeds_for(m), c.dir + "/" + path + "_in", job);
+    job.inputs = write_feeds(c.reference->feeds_for(m), c.dir + "/" + path + "_in");
     jobs->push_back(std::move(job));
   };
   if (only_path.empty() || only_path == "original") queue("original", c.original, runner::kRewriteTolerance, *c.reference);
@@ -228,10 +232,10 @@ std::vector<std::string> run_case(Case& c, Tally& tally, std::vector<OrtJob>* jo
     tally.agreed[path]++;
     queue(path, *m, tol, judge);
     if (path == "fp16") {
-      OrtJob feeds;
-      write_feeds(c.reference->feeds_for(*m), c.dir + "/fp16_reference_in", feeds);
+      // Its inputs as queue wrote them for onnxruntime (written here when onnxruntime is not run).
       runner::VerifyInputs in;
-      in.feeds.dir = c.dir + "/fp16_reference_in";
+      in.feeds.dir = c.dir + "/fp16_in";
+      if (!jobs) write_feeds(c.reference->feeds_for(*m), in.feeds.dir);
       c.fp16_reference = std::make_unique<runner::Reference>(*m, in);
       fp16 = std::move(m);
     }
@@ -297,6 +301,7 @@ Case make_case(uint64_t seed, const std::vector<bool>& keep, const std::string& 
   c.dir = work + "/seed_" + std::to_string(seed);
   c.seed = seed;
   c.description = g.description;
+  c.blocks = g.blocks;
   c.shapes = g.input_shapes;
   c.original = clone(g.model);  // as read back from bytes, like a model from a file
   for (const auto& [name, dims] : g.input_shapes) {
@@ -355,7 +360,7 @@ void minimize(uint64_t seed, const std::string& path, const std::string& ort_run
   Case c = make_case(seed, keep, work);
   fs::create_directories(out_dir);
   const std::string file = out_dir + "/seed_" + std::to_string(seed) + "_" + path + ".onnx";
-  c.original.doc_string = "differential regression: " + path + "; " + differential::generate(seed, keep).description;
+  c.original.doc_string = "differential regression: " + path + "; " + c.description;
   ir::save_model(c.original, file);
   std::cout << "minimized: " << file << " (" << std::count(keep.begin(), keep.end(), true) << " of " << n << " blocks)\n";
 }
@@ -432,8 +437,7 @@ int main(int argc, char** argv) {
         fs::create_directories(save_dir);
         ir::save_model(c.original, save_dir + "/" + fs::path(c.dir).filename().string() + ".onnx");
       }
-      if (seeds)
-        for (const auto& b : differential::generate(c.seed).blocks) tally.blocks[b]++;
+      for (const auto& b : c.blocks) tally.blocks[b]++;
       for (auto& f : run_case(c, tally, ort_run.empty() ? nullptr : &jobs)) failures.push_back(f + "  [" + c.description + "]");
     }
     for (auto& f : run_ort(ort_run, work, jobs, tally)) failures.push_back(f);

@@ -52,7 +52,7 @@ class Builder {
 
   int64_t opset() const { return opset_; }
   ir::Graph* graph() const { return g_; }
-  /// Builds into `g` until the returned guard restores the previous graph (If/Loop bodies).
+  /// Builds into `g` (an If/Loop body) until leave() gets the graph enter() returned.
   ir::Graph* enter(ir::Graph* g) { std::swap(g, g_); return g; }
   void leave(ir::Graph* previous) { g_ = previous; }
 
