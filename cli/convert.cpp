@@ -7,12 +7,12 @@
 
 #include "cli/common.h"
 #include "cli/verify.h"
+#include "convert/fp16_guided.h"
 #include "convert/precision.h"
 #include "convert/version_converter.h"
 #include "ir/error.h"
 #include "ir/model_io.h"
 #include "ir/shape_inference.h"
-#include "passes/pass.h"
 #include "runner/verify.h"
 
 namespace onnxtool::cli {
@@ -67,7 +67,6 @@ int run_convert(const ConvertOptions& o) {
   }
   auto verify_time = std::chrono::steady_clock::now() - start;
 
-  convert::VersionReport version;
   if (o.opset) {
     const auto from = loaded.model.opset_version("");
     if (from && *from == o.opset && !o.to_fp16 && !o.to_fp32) {
@@ -75,46 +74,60 @@ int run_convert(const ConvertOptions& o) {
       std::cerr << "onnxtool convert: note: " << o.model << " is already at opset " << o.opset << "; nothing written\n";
       return kExitOk;
     }
-    version = convert::convert_opset(loaded.model, o.opset);
   }
+  // Everything before the precision change; run again on a fresh load for each float16 round.
+  const auto prepare = [&o](ir::Model& model) {
+    convert::VersionReport v;
+    if (o.opset) v = convert::convert_opset(model, o.opset);
+    if (o.to_fp16 && !o.no_preprocess) convert::preprocess_for_fp16(model);
+    return v;
+  };
+  const convert::VersionReport version = prepare(loaded.model);
+  // The model written: loaded.model, or the float16 model of the last verified round.
+  ir::Model* result = &loaded.model;
+  std::optional<convert::GuidedFp16> guided;
   convert::PrecisionReport precision;
+  runner::VerifyResult verified;
+  const runner::Tolerance tol =
+      tolerance(o.check, o.to_fp16 || o.to_fp32 ? runner::kFp16Tolerance : runner::kRewriteTolerance);
   if (o.to_fp16) {
-    // BatchNormalization, Conv + Add/Mul... folded first: an unfolded BatchNorm after a Conv whose
-    // outputs reach thousands loses the normalized value to float16 rounding (PaddleOCR det:
-    // cosine 0.2 unfolded, 0.999 folded).
-    // Not fuse_conv_input_affine: it would move a Mul/Add that --block-ops keeps in float32 into
-    // a float16 Conv's weights (PaddleOCR rec's learnable scales of 0.02: cosine 0.9998 -> 0.996).
-    if (!o.no_preprocess) {
-      passes::OptimizeOptions pre;
-      pre.skip = {"fuse_conv_input_affine"};
-      passes::optimize(loaded.model, pre);
-    }
     convert::Fp16Options f;
     f.keep_io_types = o.keep_io_types;
     f.block_ops = o.block_ops;
-    // Range-guided: every value that reaches float16's limits on the verification inputs (an
-    // STFT power spectrum of 6e5) keeps its producer and readers in float32.
     if (reference) {
-      const auto range_start = std::chrono::steady_clock::now();
-      for (const auto& [name, magnitude] : runner::value_ranges(loaded.model, reference->feeds()))
-        if (magnitude >= convert::kFloat16RangeLimit) f.keep_float32_values.insert(name);
-      verify_time += std::chrono::steady_clock::now() - range_start;
+      // Guided: what reaches float16's limits on the verification inputs (an STFT power
+      // spectrum of 6e5), then where float16 departs beyond tolerance, stays float32.
+      const auto guided_start = std::chrono::steady_clock::now();
+      guided.emplace(convert::to_fp16_guided(
+          loaded.model,
+          [&] {
+            ir::Model fresh = ir::load_model(o.model).model;
+            prepare(fresh);
+            return fresh;
+          },
+          f, *reference, tol));
+      verify_time += std::chrono::steady_clock::now() - guided_start;
+      result = &guided->model;
+      precision = guided->report;
+      verified = guided->verified;
+    } else {
+      precision = convert::to_fp16(loaded.model, f);
     }
-    precision = convert::to_fp16(loaded.model, f);
   } else if (o.to_fp32) {
     precision = convert::to_fp32(loaded.model);
   }
 
-  runner::VerifyResult verified;
-  const runner::Tolerance tol =
-      tolerance(o.check, o.to_fp16 || o.to_fp32 ? runner::kFp16Tolerance : runner::kRewriteTolerance);
   if (reference) {
     const auto check_start = std::chrono::steady_clock::now();
-    verified = reference->check(loaded.model, tol);
+    if (!guided) verified = reference->check(loaded.model, tol);
     verify_time += std::chrono::steady_clock::now() - check_start;
     if (!verified.ok())
       throw Error(ErrorKind::kFailed, "verification failed: " + verified.first_failure() +
-                                          (o.to_fp16 ? "; keep more in float32 (--block-ops)" : "") +
+                                          (!o.to_fp16 ? ""
+                                           : guided && !guided->accuracy_values.empty()
+                                               ? "; " + std::to_string(guided->accuracy_values.size()) +
+                                                     " values kept in float32 for accuracy did not suffice; keep more (--block-ops)"
+                                               : std::string("; keep more in float32 (--block-ops)")) +
                                           "; nothing written (--no-verify writes it anyway)");
   }
   const double verify_seconds = std::chrono::duration<double>(verify_time).count();
@@ -150,14 +163,14 @@ int run_convert(const ConvertOptions& o) {
   if (o.infer_shapes) {
     // Contradictions do not stop the conversion: `onnxtool check` reports them.
     ir::DiagnosticSink sink;
-    ir::infer_shapes(loaded.model, sink);
-    inferred = ir::store_inferred_value_info(loaded.model);
+    ir::infer_shapes(*result, sink);
+    inferred = ir::store_inferred_value_info(*result);
     if (sink.error_count() && !o.json)
       std::cerr << "onnxtool convert: note: shape inference found " << sink.error_count()
                 << " contradiction(s); run `onnxtool check " << o.model << "` for details\n";
   }
 
-  const ir::SaveReport r = ir::save_model(loaded.model, o.output, save);
+  const ir::SaveReport r = ir::save_model(*result, o.output, save);
   if (o.json) {
     print_json({{"output", o.output},
                 {"model_bytes", r.model_bytes},
@@ -177,7 +190,11 @@ int run_convert(const ConvertOptions& o) {
                                                    {"casts_added", precision.casts_added},
                                                    {"casts_removed", precision.casts_removed},
                                                    {"blocked_nodes", precision.blocked_nodes},
-                                                   {"range_blocked", precision.range_blocked}}
+                                                   {"range_blocked", precision.range_blocked},
+                                                   {"accuracy_blocked", precision.accuracy_blocked},
+                                                   {"range_values", guided ? guided->range_values : std::vector<std::string>{}},
+                                                   {"accuracy_values", guided ? guided->accuracy_values : std::vector<std::string>{}},
+                                                   {"accuracy_rounds", guided ? guided->rounds : 0}}
                                   : nlohmann::json(nullptr)},
                 {"verification", reference ? verify_json(*reference, verified, tol, verify_seconds) : nlohmann::json(nullptr)}});
   } else {
@@ -197,6 +214,12 @@ int run_convert(const ConvertOptions& o) {
     if (!precision.range_blocked.empty()) {
       std::cout << "kept in float32 for range (beyond " << convert::kFloat16RangeLimit << " on the verification inputs):";
       for (const auto& n : precision.range_blocked) std::cout << " " << n;
+      std::cout << "\n";
+    }
+    if (!precision.accuracy_blocked.empty()) {
+      std::cout << "kept in float32 for accuracy (float16 departed beyond tolerance at " << guided->accuracy_values.size()
+                << " values, found in " << guided->rounds << " more rounds):";
+      for (const auto& n : precision.accuracy_blocked) std::cout << " " << n;
       std::cout << "\n";
     }
     if (reference) std::cout << verify_summary(*reference, verified, tol, verify_seconds) << "\n";

@@ -196,7 +196,8 @@ DataType data_type_of(Precision p) { return p == Precision::kHalf ? DataType::kF
 class HalfConverter {
  public:
   HalfConverter(ir::Model& model, const Fp16Options& options)
-      : model_(model), names_(model), keep_io_types_(options.keep_io_types), keep_values_(options.keep_float32_values) {
+      : model_(model), names_(model), keep_io_types_(options.keep_io_types), keep_values_(options.keep_float32_values),
+        accuracy_values_(options.keep_float32_for_accuracy) {
     blocked_ops_.insert(std::begin(kBuiltinBlockedOps), std::end(kBuiltinBlockedOps));
     blocked_ops_.insert(options.block_ops.begin(), options.block_ops.end());
   }
@@ -222,9 +223,12 @@ class HalfConverter {
       for (const auto& n : g->nodes()) {
         const ir::Node* node = n.get();
         bool blocked = is_blocked(*node);
-        if (!blocked && out_of_range(*node)) {
+        if (!blocked && touches(*node, keep_values_)) {
           blocked = true;
-          report_.range_blocked.push_back(node->describe() + " (" + node->op_type + ")");
+          report_.range_blocked.push_back(node->describe());
+        } else if (!blocked && touches(*node, accuracy_values_)) {
+          blocked = true;
+          report_.accuracy_blocked.push_back(node->describe());
         }
         if (blocked) blocked_.insert(node);
         // A blocked control-flow node runs its bodies' boundary in float32 too, so that its
@@ -303,17 +307,17 @@ class HalfConverter {
     return ir::SchemaRegistry::instance().find(n.domain, n.op_type, *version);
   }
 
-  /// Whole node kept in float32: a listed op, an op without a known schema (custom domains,
-  /// model functions: nothing says they accept float16), or one that carries float32 inside
-  /// sequences or optionals (those types are not rewritten, so the node must stay float32).
-  /// Reads or writes a value listed in keep_float32_values.
-  bool out_of_range(const ir::Node& n) const {
-    if (keep_values_.empty()) return false;
-    const auto listed = [&](const ir::Value* v) { return v && keep_values_.count(v->name()); };
+  /// Reads or writes a value listed in `values`.
+  static bool touches(const ir::Node& n, const std::set<std::string>& values) {
+    if (values.empty()) return false;
+    const auto listed = [&](const ir::Value* v) { return v && values.count(v->name()); };
     return std::any_of(n.inputs().begin(), n.inputs().end(), listed) ||
            std::any_of(n.outputs().begin(), n.outputs().end(), listed);
   }
 
+  /// Whole node kept in float32: a listed op, an op without a known schema (custom domains,
+  /// model functions: nothing says they accept float16), or one that carries float32 inside
+  /// sequences or optionals (those types are not rewritten, so the node must stay float32).
   bool is_blocked(const ir::Node& n) const {
     if (blocked_ops_.count(n.qualified_op())) return true;
     if (!schema_of(n)) return true;
@@ -524,6 +528,7 @@ class HalfConverter {
   bool keep_io_types_ = false;
   std::unordered_set<std::string> blocked_ops_;
   const std::set<std::string>& keep_values_;
+  const std::set<std::string>& accuracy_values_;
   std::vector<ir::Graph*> graphs_;
   std::unordered_map<const ir::Graph*, Precision> boundary_;
   std::unordered_set<const ir::Node*> blocked_;

@@ -24,6 +24,9 @@ struct Fp16Options {
   /// Values whose range does not fit float16 (measured by the caller on sample inputs): the
   /// nodes that produce or read them stay float32.
   std::set<std::string> keep_float32_values;
+  /// Values where float16 was measured to lose beyond tolerance (see to_fp16_guided): the
+  /// nodes that produce or read them stay float32.
+  std::set<std::string> keep_float32_for_accuracy;
 };
 
 struct PrecisionReport {
@@ -32,8 +35,10 @@ struct PrecisionReport {
   int64_t casts_added = 0;
   int64_t casts_removed = 0;
   int64_t blocked_nodes = 0;  ///< nodes kept in float32
-  /// The nodes kept in float32 only because of keep_float32_values ("name (op)").
+  /// The nodes kept in float32 only because of keep_float32_values (as Node::describe() says).
   std::vector<std::string> range_blocked;
+  /// The nodes kept in float32 only because of keep_float32_for_accuracy.
+  std::vector<std::string> accuracy_blocked;
 };
 
 /// float32 -> float16. Throws Error(kUsage) when the model has no float32 tensors to convert.

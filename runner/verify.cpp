@@ -196,6 +196,26 @@ VerifyResult Reference::compare(const std::map<std::string, Tensor>& outputs, co
   return r;
 }
 
+std::string Reference::first_divergence(ir::Model& original, ir::Model& candidate, const Tolerance& tolerance) const {
+  std::map<std::string, Value> held;
+  {
+    Session session(candidate, SessionOptions{1});
+    session.set_observer([&held](const ir::Value& value, const Value& produced) {
+      if (produced.is_tensor() && is_float(produced.tensor.dtype())) held[value.name()] = owned(produced);
+    });
+    session.run(conform_feeds(session, feeds_));
+  }
+  std::string first;
+  Session session(original, SessionOptions{1});
+  session.set_observer([&](const ir::Value& value, const Value& produced) {
+    if (!first.empty() || !produced.is_tensor() || !is_float(produced.tensor.dtype())) return;
+    const auto it = held.find(value.name());
+    if (it != held.end() && !compare_output(value.name(), produced, it->second, tolerance).within) first = value.name();
+  });
+  session.run(conform_feeds(session, feeds_));
+  return first;
+}
+
 std::map<std::string, Value> Reference::feeds_for(ir::Model& candidate) const {
   Session session(candidate, SessionOptions{1});
   return conform_feeds(session, feeds_);

@@ -74,6 +74,13 @@ class Reference {
   /// original's; an output missing from `outputs` fails.
   VerifyResult compare(const std::map<std::string, Tensor>& outputs, const Tolerance& tolerance) const;
 
+  /// Where `candidate` first departs from `original` (a model with the same value names: the
+  /// float32 model a float16 `candidate` was converted from): the first float value, in the
+  /// order `original` computes its main graph, whose same-named value in `candidate` is beyond
+  /// `tolerance` (scaled to that value's own magnitude, as for outputs). "" when none is.
+  /// Both models run on these feeds; every float value of `candidate` is held meanwhile.
+  std::string first_divergence(ir::Model& original, ir::Model& candidate, const Tolerance& tolerance) const;
+
   /// The feeds as `candidate` takes them: float inputs converted to its inputs' float types.
   std::map<std::string, Value> feeds_for(ir::Model& candidate) const;
 

@@ -3,7 +3,8 @@
 # the original before writing. A result beyond tolerance, or an original that cannot run on the
 # verification inputs, exits 1 with one stderr line and writes nothing; --no-verify writes; --json
 # reports what was compared. The float16 range guard keeps values beyond float16's range in
-# float32: an x^2 of x = 1000 * input overflows float16 (1e6 > 65504) without it.
+# float32: an x^2 of x = 1000 * input overflows float16 (1e6 > 65504) without it; the accuracy
+# guide keeps where float16 departs beyond tolerance ((x + 1000) - 1000) in float32.
 #
 # Environment: ONNXTOOL (the binary).
 set -u
@@ -76,6 +77,15 @@ g = helper.make_graph([helper.make_node("Mul", ["x", "k"], ["big"]),
                       [f("x", [1, 16])], [f("y", None)],
                       [helper.make_tensor("k", TensorProto.FLOAT, [], [1000])])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{d}/range.onnx")
+# (x + 1000) - 1000, squared: float16 keeps 0.5 steps at 1000, so y loses everything below
+# that; no value leaves float16's range. Keeping the Sub in float32 is not enough (its input is
+# already rounded): the Add must be float32 too.
+g = helper.make_graph([helper.make_node("Add", ["x", "c"], ["a"], name="add_offset"),
+                       helper.make_node("Sub", ["a", "c"], ["d"], name="sub_offset"),
+                       helper.make_node("Mul", ["d", "d"], ["y"], name="square")], "offset",
+                      [f("x", ["N", 8])], [f("y", None)],
+                      [helper.make_tensor("c", TensorProto.FLOAT, [1], [1000])])
+onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{d}/offset.onnx")
 np.save(f"{d}/ones.npy", np.ones((1, 16), np.float32))
 np.save(f"{d}/index.npy", np.array([0, 3, 1], np.int64))
 EOF2
@@ -126,6 +136,30 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert len(d["precision"]["range_blocked"]) >= 2 and d["verification"]["tolerance"]["policy"] == "float16", d
 ' "$WORK/h.json"; then ok; else fail "fp16 --json range_blocked: $(cat "$WORK/h.json")"; fi
+
+# --- float16 accuracy guide
+expect "fp16: where float16 departs beyond tolerance stays float32" 0 "kept in float32 for accuracy" -- \
+  convert "$WORK/offset.onnx" -o "$WORK/out/a.onnx" --to-fp16 --keep-io-types
+if grep -qF "node 'add_offset' (Add)" "$WORK/stdout" && grep -qF "node 'sub_offset' (Sub)" "$WORK/stdout"; then ok
+else fail "fp16 accuracy guide: Add and Sub not named: $(cat "$WORK/stdout")"; fi
+"$ONNXTOOL" convert "$WORK/offset.onnx" -o "$WORK/a.onnx" --to-fp16 --json >"$WORK/a.json" 2>&1
+"$ONNXTOOL" convert "$WORK/offset.onnx" -o "$WORK/a_unguided.onnx" --to-fp16 --no-verify >/dev/null 2>&1
+"$PYTHON" -c '
+import numpy as np
+np.save("'"$WORK"'/x.npy", np.random.default_rng(3).uniform(0, 1, (4, 8)).astype(np.float32))
+np.save("'"$WORK"'/x16.npy", np.load("'"$WORK"'/x.npy").astype(np.float16))'
+"$ONNXTOOL" run "$WORK/a.onnx" --input "x=$WORK/x16.npy" --output-dir "$WORK/ga" >/dev/null 2>&1
+"$ONNXTOOL" run "$WORK/a_unguided.onnx" --input "x=$WORK/x16.npy" --output-dir "$WORK/ua" >/dev/null 2>&1
+if "$PYTHON" -c '
+import json, sys, numpy as np
+d = json.load(open(sys.argv[1]))["precision"]
+assert {"a", "d"} <= set(d["accuracy_values"]) and d["accuracy_rounds"] >= 2, d
+x = np.load(sys.argv[4]).astype(np.float32)
+g, u = np.load(sys.argv[2]).astype(np.float32), np.load(sys.argv[3]).astype(np.float32)
+assert np.abs(g - x * x).max() < 1e-2, np.abs(g - x * x).max()
+assert np.abs(u - x * x).max() > 0.05, np.abs(u - x * x).max()  # the guide is needed
+' "$WORK/a.json" "$WORK/ga/y.npy" "$WORK/ua/y.npy" "$WORK/x16.npy"; then ok
+else fail "fp16 accuracy guide: $(cat "$WORK/a.json")"; fi
 
 echo "verify: $passed passed, $failed failed"
 finish "$failed"

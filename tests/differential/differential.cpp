@@ -42,6 +42,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checker/checker.h"
+#include "convert/fp16_guided.h"
 #include "convert/precision.h"
 #include "convert/version_converter.h"
 #include "ir/error.h"
@@ -100,6 +101,7 @@ struct OrtJob {
 struct Tally {
   std::map<std::string, int64_t> agreed, refused, ort_unsupported, ort_agreed;
   int64_t cases = 0;
+  int64_t accuracy_kept = 0;  ///< float16 conversions that kept values in float32 for accuracy
   std::vector<std::string> failures;
   std::map<std::string, int64_t> blocks;
 };
@@ -112,7 +114,9 @@ int64_t up_target(const Case& c, int64_t opset) {
 }
 
 /// Applies a path to a copy of the original. nullopt with `refused` set when onnxtool declined.
-std::optional<ir::Model> apply(const Case& c, const std::string& path, const ir::Model* fp16, std::string* refused) {
+/// `accuracy_kept` is set when a float16 conversion kept values in float32 for accuracy.
+std::optional<ir::Model> apply(const Case& c, const std::string& path, const ir::Model* fp16, std::string* refused,
+                               bool* accuracy_kept) {
   ir::Model m = path == "fp16_fp32" ? clone(*fp16) : clone(c.original);
   const int64_t opset = c.original.opset_version("").value_or(0);
   if (path == "optimize") {
@@ -131,15 +135,19 @@ std::optional<ir::Model> apply(const Case& c, const std::string& path, const ir:
       return std::nullopt;
     }
   } else if (path == "fp16") {
-    // As `onnxtool convert --to-fp16` does it: fold first, then keep what overflows in float32.
-    passes::OptimizeOptions pre;
-    pre.skip = {"fuse_conv_input_affine"};
-    passes::optimize(m, pre);
+    // As `onnxtool convert --to-fp16` does it: fold first, keep in float32 what overflows, then
+    // where float16 departs beyond tolerance.
+    const auto prepare = [&c] {
+      ir::Model fresh = clone(c.original);
+      convert::preprocess_for_fp16(fresh);
+      return fresh;
+    };
+    ir::Model base = prepare();
     convert::Fp16Options f;
     f.keep_io_types = c.seed % 2 == 0;
-    for (const auto& [name, magnitude] : runner::value_ranges(m, c.reference->feeds()))
-      if (magnitude >= convert::kFloat16RangeLimit) f.keep_float32_values.insert(name);
-    convert::to_fp16(m, f);
+    convert::GuidedFp16 g = convert::to_fp16_guided(base, prepare, f, *c.reference, runner::kFp16Tolerance);
+    *accuracy_kept = !g.accuracy_values.empty();
+    return std::move(g.model);
   } else if (path == "fp16_fp32") {
     convert::to_fp32(m);
   }
@@ -196,7 +204,9 @@ std::vector<std::string> run_case(Case& c, Tally& tally, std::vector<OrtJob>* jo
     std::string refused;
     std::optional<ir::Model> m;
     try {
-      m = apply(c, path, fp16 ? &*fp16 : nullptr, &refused);
+      bool accuracy_kept = false;
+      m = apply(c, path, fp16 ? &*fp16 : nullptr, &refused, &accuracy_kept);
+      tally.accuracy_kept += accuracy_kept;
     } catch (const Error& e) {
       failures.push_back(c.label + " " + path + ": onnxtool failed: " + e.what());
       continue;
@@ -452,7 +462,9 @@ int main(int argc, char** argv) {
   for (const auto& p : path_names())
     std::cout << "  " << p << ": " << tally.agreed[p] << " agree in onnxtool's runner"
               << (ort_run.empty() ? "" : ", " + std::to_string(tally.ort_agreed[p]) + " in onnxruntime (" + std::to_string(tally.ort_unsupported[p]) + " without an onnxruntime kernel)")
-              << ", " << tally.refused[p] << " refused by onnxtool" << (p == "fp16" ? " (a node with no equivalent, or beyond tolerance in verification)" : p == "fp16_fp32" ? "" : " (a node with no equivalent at the target)") << "\n";
+              << ", " << tally.refused[p] << " refused by onnxtool" << (p == "fp16" ? " (a node with no equivalent, or beyond tolerance in verification), " +
+                                   std::to_string(tally.accuracy_kept) + " kept values in float32 for accuracy"
+                             : p == "fp16_fp32" ? "" : " (a node with no equivalent at the target)") << "\n";
   if (!ort_run.empty())
     std::cout << "  original: " << tally.ort_agreed["original"] << " agree between onnxtool's runner and onnxruntime ("
               << tally.ort_unsupported["original"] << " without an onnxruntime kernel)\n";

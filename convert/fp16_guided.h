@@ -1,0 +1,47 @@
+// float32 -> float16 guided by runs of the model: what `onnxtool convert --to-fp16` does when it
+// verifies. Values whose measured range does not fit float16 stay float32 from the start; then,
+// while the float16 result is beyond tolerance, the first value where it departs from the
+// float32 model is kept in float32 too (its producer's inputs, when keeping the value itself
+// did not help), and the conversion is redone — onnxruntime's auto mixed precision idea,
+// localized by one pair of runs per round instead of a bisection.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "convert/precision.h"
+#include "ir/graph.h"
+#include "runner/verify.h"
+
+namespace onnxtool::convert {
+
+/// The preprocessing `convert --to-fp16` runs first (unless --no-preprocess): the optimize
+/// pipeline without fuse_conv_input_affine. BatchNormalization, Conv + Add/Mul... folded first:
+/// an unfolded BatchNorm after a Conv whose outputs reach thousands loses the normalized value to
+/// float16 rounding (PaddleOCR det: cosine 0.2 unfolded, 0.999 folded). Not
+/// fuse_conv_input_affine: it would move a Mul/Add that --block-ops keeps in float32 into a
+/// float16 Conv's weights (PaddleOCR rec's learnable scales of 0.02: cosine 0.9998 -> 0.996).
+void preprocess_for_fp16(ir::Model& model);
+
+/// Rounds of localization before giving up: each keeps at least one more value in float32.
+constexpr int kMaxAccuracyRounds = 16;
+
+struct GuidedFp16 {
+  ir::Model model;           ///< the float16 model of the last round
+  PrecisionReport report;    ///< its conversion report
+  runner::VerifyResult verified;  ///< its check against the reference: ok() unless it gave up
+  std::vector<std::string> range_values;     ///< kept float32: beyond kFloat16RangeLimit
+  std::vector<std::string> accuracy_values;  ///< kept float32: float16 departed there
+  int rounds = 0;            ///< conversions beyond the first
+};
+
+/// `base` is the float32 model as the caller prepared it (loaded, opset-converted,
+/// preprocessed); it is only run. `prepare` returns a fresh copy of it on each call, for each
+/// round's conversion. `reference` is the original run on the verification inputs.
+/// `options.keep_float32_values` and `keep_float32_for_accuracy` may list values already; the
+/// measured ones are added. Never throws for accuracy: the caller reads `verified`.
+GuidedFp16 to_fp16_guided(ir::Model& base, const std::function<ir::Model()>& prepare, Fp16Options options,
+                          const runner::Reference& reference, const runner::Tolerance& tolerance);
+
+}  // namespace onnxtool::convert
