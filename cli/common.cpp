@@ -1,7 +1,11 @@
 // Shared CLI helpers.
 #include "cli/common.h"
 
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <sstream>
 #include <iostream>
 
 #include "ir/error.h"
@@ -26,7 +30,15 @@ std::string one_line(const std::string& s) {
 
 int run_action(const std::string& command, const Action& action) {
   try {
-    return action();
+    const int code = action();
+    // A report that did not reach its reader (a full disk or a closed pipe behind stdout) is a
+    // failure, not a success with nothing printed.
+    std::cout.flush();
+    if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      std::cerr << "onnxtool " << command << ": cannot write to standard output\n";
+      return code == kExitOk ? kExitFailed : code;
+    }
+    return code;
   } catch (const Error& e) {
     std::cerr << "onnxtool " << command << ": " << one_line(e.what()) << "\n";
     return e.kind() == ErrorKind::kFailed ? kExitFailed : kExitUsage;
@@ -37,6 +49,25 @@ int run_action(const std::string& command, const Action& action) {
     std::cerr << "onnxtool " << command << ": internal error: " << one_line(e.what()) << "\n";
     return kExitUsage;
   }
+}
+
+CLI::Validator number_in(double lo, double hi, bool open_low) {
+  std::ostringstream domain;
+  domain.precision(17);
+  domain << (open_low ? "(" : "[") << lo << ", " << hi << "]";
+  const std::string description = "NUMBER in " + domain.str();
+  return CLI::Validator(
+      [lo, hi, open_low, domain = domain.str()](std::string& text) -> std::string {
+        const char* begin = text.c_str();
+        char* end = nullptr;
+        errno = 0;
+        const double v = std::strtod(begin, &end);
+        if (end == begin || *end != '\0' || !std::isfinite(v) || errno == ERANGE)
+          return "'" + text + "' is not a finite number";
+        if (v > hi || v < lo || (open_low && v == lo)) return "'" + text + "' is outside " + domain;
+        return "";
+      },
+      description);
 }
 
 void print_json(const nlohmann::json& doc) { std::cout << doc.dump(2) << "\n"; }

@@ -32,6 +32,12 @@ std::pair<std::string, std::string> parse_assignment(const std::string& s, const
 /// Parses "D1,D2,..." (non-negative sizes) of option `flag` for input `name`.
 std::vector<int64_t> parse_size_list(const std::string& flag, const std::string& name, const std::string& text);
 
+/// Range check of a numeric flag: the text must be a finite number in [lo, hi] (or (lo, hi] with
+/// `open_low`). CLI11 alone takes "nan", "inf" and, for unsigned options, "-1" (as 2^64 - 1).
+CLI::Validator number_in(double lo, double hi, bool open_low = false);
+/// The largest --seed (a uint64), as number_in's bound.
+constexpr double kMaxSeed = 18446744073709551615.0;
+
 /// "12.3 MB" style.
 std::string human_bytes(uint64_t bytes);
 

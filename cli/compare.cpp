@@ -244,11 +244,11 @@ void register_compare(CLI::App& app, Action& action) {
   sub->add_option("--input", o->inputs, "NAME=FILE (.npy or .pb); repeatable");
   sub->add_option("--inputs", o->inputs_dir, "folder of inputs");
   sub->add_flag("--random", o->random, "random inputs (the default when no input is given)");
-  sub->add_option("--seed", o->seed, "seed of the first random sample (default 0)");
+  sub->add_option("--seed", o->seed, "seed of the first random sample (default 0)")->check(number_in(0, kMaxSeed));
   sub->add_option("--shape", o->shapes, "NAME=D1,D2,... sizes for symbolic dims of random inputs");
-  sub->add_option("--samples", o->samples, "random samples to run (default 1)");
-  sub->add_option("--atol", o->atol, "absolute tolerance (default 1e-5)");
-  sub->add_option("--rtol", o->rtol, "relative tolerance (default 1e-3)");
+  sub->add_option("--samples", o->samples, "random samples to run (default 1)")->check(number_in(1, 1e6));
+  sub->add_option("--atol", o->atol, "absolute tolerance (default 1e-5)")->check(number_in(0, 1e30));
+  sub->add_option("--rtol", o->rtol, "relative tolerance (default 1e-3)")->check(number_in(0, 1e30));
   sub->add_flag("--per-layer", o->per_layer, "compare the intermediate tensors both models have");
   sub->add_flag("--json", o->json, "print one JSON document");
   sub->callback([&action, o] { action = [o] { return run_compare(*o); }; });

@@ -51,6 +51,7 @@ int run_convert(const ConvertOptions& o) {
     throw_usage_error(o.output + ": is the input model itself; pass --in-place to overwrite it");
 
   auto loaded = ir::load_model(o.model);
+  ir::check_output_paths(loaded.info, o.output, o.data_file, o.in_place);
 
   // Opset and precision conversions change what runs: the original runs first (the same object
   // is then converted in place), the result is compared with it before anything is written.
@@ -138,27 +139,6 @@ int run_convert(const ConvertOptions& o) {
   if (o.external_data) save.external = ir::ExternalData::kExternalize;
   if (o.inline_external) save.external = ir::ExternalData::kInline;
 
-  // The output must never replace one of the input's external data files.
-  for (const auto& f : loaded.info.external_files) {
-    if (ir::same_file(o.output, (std::filesystem::path(loaded.info.base_dir) / f).string()))
-      throw_usage_error(o.output + ": is the input's external data file " + f + "; choose another output");
-  }
-
-  // The side file must never replace one of the input's files (unless --in-place).
-  if (!o.in_place) {
-    const std::string data_name =
-        o.data_file.empty() ? std::filesystem::path(o.output).filename().string() + ".data" : o.data_file;
-    const auto out_dir = std::filesystem::path(o.output).parent_path();
-    const std::string data_path = (out_dir.empty() ? std::filesystem::path(".") : out_dir) / data_name;
-    if (ir::same_file(data_path, o.model))
-      throw_usage_error(data_path + ": the external data file would replace the input model");
-    for (const auto& f : loaded.info.external_files) {
-      if (ir::same_file(data_path, (std::filesystem::path(loaded.info.base_dir) / f).string()))
-        throw_usage_error(data_path + ": would replace the input's external data file " + f +
-                          "; choose another --data-file or pass --in-place");
-    }
-  }
-
   size_t inferred = 0;
   if (o.infer_shapes) {
     // Contradictions do not stop the conversion: `onnxtool check` reports them.
@@ -240,13 +220,13 @@ void register_convert(CLI::App& app, Action& action) {
   sub->add_option("-o,--output", o->output, "output model")->required();
   sub->add_flag("--external-data", o->external_data,
                 "move weights of at least --size-threshold bytes into one side file next to OUT");
-  sub->add_option("--size-threshold", o->size_threshold, "bytes (default 1024)");
+  sub->add_option("--size-threshold", o->size_threshold, "bytes (default 1024)")->check(number_in(0, 0x1p62));
   sub->add_option("--data-file", o->data_file, "side file name (default OUT.data)");
   sub->add_flag("--inline-external-data", o->inline_external, "bring external weights into the model file");
   sub->add_flag("--in-place", o->in_place, "allow OUT to be the input model");
   sub->add_flag("--json", o->json, "print one JSON document");
   sub->add_flag("--infer-shapes", o->infer_shapes, "store inferred types and shapes as value_info");
-  sub->add_option("--opset", o->opset, "target opset of the default domain (7-28, up or down)");
+  sub->add_option("--opset", o->opset, "target opset of the default domain (7-28, up or down)")->check(number_in(1, 1e6));
   sub->add_flag("--to-fp16", o->to_fp16, "float32 to float16; numerically sensitive ops stay float32 behind Casts");
   sub->add_flag("--keep-io-types", o->keep_io_types, "with --to-fp16: graph inputs and outputs stay float32");
   sub->add_option("--block-ops", o->block_ops, "with --to-fp16: op types kept in float32 (comma separated)")

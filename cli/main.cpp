@@ -13,6 +13,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("onnxtool ") + ONNXTOOL_VERSION);
   app.require_subcommand(1);
   app.fallthrough(false);
+  // One line, as every other error: "onnxtool: --rtol: 'nan' is not a finite number (see --help)".
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return std::string("onnxtool: ") + e.what() + " (see --help)\n";
+  });
 
   Action action;
   register_inspect(app, action);

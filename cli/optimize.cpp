@@ -79,6 +79,7 @@ int run_optimize(const OptimizeCliOptions& o) {
       if (!passes::find_pass(n)) throw_usage_error("unknown pass '" + n + "' (passes: " + passes::pass_names() + ")");
 
   auto loaded = ir::load_model(o.model);
+  ir::check_output_paths(loaded.info, o.output, "", /*in_place=*/false);
   // An unsorted but acyclic graph is sorted, not refused (sorting names the nodes of a cycle).
   ir::for_each_graph(loaded.model, [](ir::Graph& g) { g.topological_sort(); });
   if (!o.force) {

@@ -3,12 +3,13 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 #include <iostream>
 
 #include "cli/common.h"
 #include "ir/error.h"
 #include "ir/model_io.h"
+#include "ir/output_file.h"
 #include "passes/pass.h"
 #include "passes/rewrite.h"
 #include "quant/accuracy.h"
@@ -66,10 +67,8 @@ std::vector<std::filesystem::path> sample_dirs(const std::string& dir, int limit
 
 void write_report(const std::string& path, const quant::QuantizeReport& r, const nlohmann::json& doc) {
   const bool markdown = path.size() > 3 && path.substr(path.size() - 3) == ".md";
-  const std::string tmp = path + ".tmp";
+  std::ostringstream out;
   {
-    std::ofstream out(tmp);
-    if (!out) throw_usage_error("--report " + path + ": cannot write");
     if (!markdown) {
       out << doc.dump(2) << "\n";
     } else {
@@ -95,7 +94,9 @@ void write_report(const std::string& path, const quant::QuantizeReport& r, const
             << " |\n";
     }
   }
-  std::filesystem::rename(tmp, path);
+  // Through the safe writer: no fixed temporary name to plant a symlink at, a full disk is an
+  // error, and nothing is replaced until the whole report is written.
+  ir::write_file(path, out.str(), "--report " + path);
 }
 
 int run_quantize(const QuantizeCliOptions& o) {
@@ -131,6 +132,8 @@ int run_quantize(const QuantizeCliOptions& o) {
   const auto dirs = o.calib_data.empty() ? std::vector<std::filesystem::path>{} : sample_dirs(o.calib_data, o.calib_samples);
 
   auto loaded = ir::load_model(o.model);
+  ir::check_output_paths(loaded.info, o.output, "", /*in_place=*/false);
+  if (!o.report.empty()) ir::check_not_input(loaded.info, o.report, "--report " + o.report);
   quant::QuantizeReport moved;  // the opset change made before preprocessing, if any
   if (!o.no_preprocess) {
     // Static QDQ keeps the ops it does not quantize in float between DequantizeLinear and
@@ -246,9 +249,11 @@ void register_quantize(CLI::App& app, Action& action) {
                   "folder of samples: one subfolder per sample, one .npy per input (or test_data_set_N of input_K.pb); "
                   "static: calibration; both modes: the per-node errors and --auto-exclude");
   sub->add_option("--calib-method", o->calib_method, "minmax (default) | entropy | percentile");
-  sub->add_option("--percentile", o->percentile, "percentile of |x| kept by --calib-method percentile (default 99.999)");
-  sub->add_option("--moving-average", o->moving_average, "minmax: moving-average constant in (0, 1] (default: off)");
-  sub->add_option("--calib-samples", o->calib_samples, "use at most N samples");
+  sub->add_option("--percentile", o->percentile, "percentile of |x| kept by --calib-method percentile (default 99.999)")
+      ->check(number_in(0, 100, /*open_low=*/true));
+  sub->add_option("--moving-average", o->moving_average, "minmax: moving-average constant in (0, 1] (default: off)")
+      ->check(number_in(0, 1, /*open_low=*/true));
+  sub->add_option("--calib-samples", o->calib_samples, "use at most N samples")->check(number_in(1, 1e9));
   sub->add_flag("--per-channel", o->per_channel, "per-channel weight scales");
   sub->add_option("--weight-type", o->weight_type, "int8 (default) | uint8");
   sub->add_option("--activation-type", o->activation_type, "uint8 (default) | int8");
@@ -261,9 +266,11 @@ void register_quantize(CLI::App& app, Action& action) {
   sub->add_flag("--auto-exclude", o->auto_exclude,
                 "keep the most harmful layers in float until --accuracy-target is reached (needs --calib-data)");
   sub->add_option("--error-samples", o->error_samples,
-                  "how many --calib-data samples measure the per-node errors and --auto-exclude (default 8)");
+                  "how many --calib-data samples measure the per-node errors and --auto-exclude (default 8)")
+      ->check(number_in(1, 1e6));
   sub->add_option("--accuracy-target", o->accuracy_target,
-                  "output cosine similarity to fp32 on the calibration samples (default 0.99)");
+                  "output cosine similarity to fp32 on the calibration samples (default 0.99)")
+      ->check(number_in(0, 1, /*open_low=*/true));
   sub->add_option("--report", o->report, "per-node ranges and errors: JSON, or markdown when FILE ends in .md");
   sub->add_flag("--json", o->json, "print one JSON document");
   sub->callback([&action, o] { action = [o] { return run_quantize(*o); }; });

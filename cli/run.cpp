@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 #include "cli/common.h"
 #include "ir/diagnostic.h"
@@ -163,11 +164,21 @@ int run_model(const RunOptions& o) {
       if (!results[i].is_tensor())
         throw_usage_error("output '" + names[i] + "' is " + results[i].describe() +
                           ", not a tensor; cannot write .npy");
-    make_output_dir(o.output_dir);
+    // Names that sanitize to the same file ("a/b" and "a_b") must not overwrite each other:
+    // the later ones get their output index appended, and the listing says which file is which.
+    std::set<std::string> taken;
     for (size_t i = 0; i < results.size(); ++i) {
-      files[i] = (std::filesystem::path(o.output_dir) / (runner::safe_file_name(names[i]) + ".npy")).string();
-      runner::write_npy(files[i], results[i].tensor);
+      std::string stem = runner::safe_file_name(names[i]);
+      if (taken.count(stem)) {
+        const std::string base = stem;
+        for (size_t k = i; taken.count(stem); ++k) stem = base + "_" + std::to_string(k);
+      }
+      taken.insert(stem);
+      files[i] = (std::filesystem::path(o.output_dir) / (stem + ".npy")).string();
+      ir::check_not_input(loaded.info, files[i], "--output-dir " + o.output_dir + ": " + files[i]);
     }
+    make_output_dir(o.output_dir);
+    for (size_t i = 0; i < results.size(); ++i) runner::write_npy(files[i], results[i].tensor);
   }
   auto pct = [&times](double q) { return times[std::min(times.size() - 1, static_cast<size_t>(q * static_cast<double>(times.size() - 1) + 0.5))]; };
   if (o.json) {
@@ -213,12 +224,12 @@ void register_run(CLI::App& app, Action& action) {
   sub->add_option("--input", o->inputs, "NAME=FILE (.npy or TensorProto .pb); repeatable");
   sub->add_option("--inputs", o->inputs_dir, "folder of <name>.npy/.pb files, or a test_data_set_N folder");
   sub->add_flag("--random", o->random, "fill inputs not given with deterministic random data");
-  sub->add_option("--seed", o->seed, "seed for --random (default 0)");
+  sub->add_option("--seed", o->seed, "seed for --random (default 0)")->check(number_in(0, kMaxSeed));
   sub->add_option("--shape", o->shapes, "NAME=D1,D2,... sizes for symbolic dims of random inputs");
   sub->add_option("--output-dir", o->output_dir, "write each output to DIR/<name>.npy");
   sub->add_option("--outputs", o->outputs, "names of the values to return (default: graph outputs)")->delimiter(',');
-  sub->add_option("--threads", o->threads, "threads (default: all cores)");
-  sub->add_option("--benchmark", o->benchmark, "time N runs after one warm-up run");
+  sub->add_option("--threads", o->threads, "threads (default: all cores)")->check(number_in(0, 1024));
+  sub->add_option("--benchmark", o->benchmark, "time N runs after one warm-up run")->check(number_in(0, 1e7));
   sub->add_flag("--json", o->json, "print one JSON document");
   sub->callback([&action, o] { action = [o] { return run_model(*o); }; });
 }

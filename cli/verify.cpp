@@ -12,11 +12,13 @@ void add_verify_flags(CLI::App* sub, VerifyFlags& flags) {
   sub->add_flag("--no-verify", flags.no_verify, "write without comparing the result with the original on the runner");
   sub->add_option("--inputs", flags.inputs_dir, "verify on this folder of inputs (default: seeded random inputs)");
   sub->add_option("--input", flags.inputs, "NAME=FILE (.npy/.pb) verification input (repeatable)");
-  sub->add_option("--seed", flags.seed, "seed of the random verification inputs (default 0)");
-  sub->add_option("--rtol", flags.rtol, "relative tolerance of verification (default: 1e-4, 1e-2 for --to-fp16)");
+  sub->add_option("--seed", flags.seed, "seed of the random verification inputs (default 0)")->check(number_in(0, kMaxSeed));
+  sub->add_option("--rtol", flags.rtol, "relative tolerance of verification (default: 1e-4, 1e-2 for --to-fp16)")
+      ->check(number_in(0, 1e30));
   sub->add_option("--atol", flags.atol,
                   "absolute tolerance of verification, times max(1, the output's largest magnitude) "
-                  "(default: 1e-5, 3e-2 for --to-fp16)");
+                  "(default: 1e-5, 3e-2 for --to-fp16)")
+      ->check(number_in(0, 1e30));
 }
 
 runner::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std::string, std::vector<int64_t>>& shapes) {

@@ -20,6 +20,7 @@
 #include <unordered_map>
 
 #include "ir/error.h"
+#include "ir/output_file.h"
 #include "ir/wire.h"
 
 namespace onnxtool::ir {
@@ -918,75 +919,30 @@ std::string dir_of(const std::string& path) {
   return parent.empty() ? std::string(".") : parent.string();
 }
 
-/// A temporary file beside the target, renamed into place by commit(); removed otherwise.
-class AtomicFile {
- public:
-  explicit AtomicFile(const std::string& target) : target_(target) {
-    std::filesystem::path t(target);
-    temp_ = (t.parent_path().empty() ? std::filesystem::path(".") : t.parent_path()) /
-            ("." + t.filename().string() + ".tmpXXXXXX");
-    std::string buf = temp_.string();
-    fd_ = ::mkstemp(buf.data());
-    if (fd_ < 0)
-      throw Error(ErrorKind::kInput, target + ": cannot create a file there: " + std::strerror(errno));
-    temp_ = buf;
-    const mode_t mask = ::umask(0);
-    ::umask(mask);
-    ::fchmod(fd_, 0666 & ~mask);
-  }
-  ~AtomicFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(temp_.c_str());
-  }
-  AtomicFile(const AtomicFile&) = delete;
-  AtomicFile& operator=(const AtomicFile&) = delete;
-
-  void write(const void* data, size_t n) {
-    const auto* p = static_cast<const char*>(data);
-    while (n > 0) {
-      const ssize_t k = ::write(fd_, p, n);
-      if (k < 0) {
-        if (errno == EINTR) continue;
-        throw Error(ErrorKind::kInput, target_ + ": write failed: " + std::strerror(errno));
-      }
-      p += k;
-      n -= static_cast<size_t>(k);
-      written_ += static_cast<uint64_t>(k);
-    }
-  }
-  void pad_to(uint64_t offset) {
-    static const char zeros[4096] = {};
-    while (written_ < offset) write(zeros, static_cast<size_t>(std::min<uint64_t>(4096, offset - written_)));
-  }
-  uint64_t written() const { return written_; }
-  void sync() {
-    if (::fsync(fd_) != 0)
-      throw Error(ErrorKind::kInput, target_ + ": fsync failed: " + std::strerror(errno));
-    ::close(fd_);
-    fd_ = -1;
-  }
-  void commit() {
-    if (::rename(temp_.c_str(), target_.c_str()) != 0)
-      throw Error(ErrorKind::kInput, target_ + ": cannot rename into place: " + std::strerror(errno));
-    committed_ = true;
-    const int dfd = ::open(dir_of(target_).c_str(), O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) {
-      ::fsync(dfd);
-      ::close(dfd);
-    }
-  }
-
- private:
-  std::string target_;
-  std::filesystem::path temp_;
-  int fd_ = -1;
-  bool committed_ = false;
-  uint64_t written_ = 0;
-};
-
 }  // namespace
 
 // ============================================================== public API
+
+namespace {
+
+/// The side file must be a file of its own inside the model's directory: not the model itself
+/// (committed first, it would be renamed over), not reached through a symlinked directory that
+/// leads elsewhere (the name is checked lexically; its directories are resolved here).
+void check_data_path(const std::string& model_path, const std::string& data_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path model_dir = fs::weakly_canonical(fs::absolute(dir_of(model_path)), ec);
+  const fs::path data = fs::weakly_canonical(fs::absolute(data_path), ec);
+  const fs::path model = fs::weakly_canonical(fs::absolute(model_path), ec);
+  if (data == model || same_file(model_path, data_path))
+    throw_usage_error(data_path + ": the external data file would be the model file itself; choose another --data-file");
+  const auto rel = data.lexically_relative(model_dir);
+  if (rel.empty() || *rel.begin() == "..")
+    throw_usage_error(data_path + ": the external data file resolves to " + data.string() +
+                      ", outside the model's directory " + model_dir.string());
+}
+
+}  // namespace
 
 namespace {
 
@@ -1100,10 +1056,20 @@ SaveReport save_model(const Model& model, const std::string& path, const SaveOpt
       throw Error(ErrorKind::kFailed, path + ": the model is over 2 GB even with its weights as external data");
   }
 
-  std::unique_ptr<AtomicFile> data_file;
+  // The model's file is opened first: a target that cannot take it (a directory) is refused
+  // before any side file exists.
+  OutputFile out(path);
+  std::unique_ptr<OutputFile> data_file;
   if (!order.empty()) {
+    if (out.is_stream())
+      throw_usage_error(path + ": is not a regular file, so no external data file can go beside it; "
+                        "write the weights inline or choose a file");
+    // Beside the path given, as loading resolves locations against the directory of the path
+    // it is given.
     const std::string data_path = (std::filesystem::path(dir_of(path)) / data_name).string();
-    data_file = std::make_unique<AtomicFile>(data_path);
+    check_data_path(path, data_path);
+    data_file = std::make_unique<OutputFile>(data_path);
+    if (data_file->is_stream()) throw_usage_error(data_path + ": the external data file must be a regular file");
     for (const Tensor* t : order) {
       Bytes b = t->raw_bytes();
       const ExternalSlot& slot = plan.at(t);
@@ -1115,7 +1081,6 @@ SaveReport save_model(const Model& model, const std::string& path, const SaveOpt
     report.data_path = data_path;
     report.external_tensors = order.size();
   }
-  AtomicFile out(path);
   rope.for_each_segment([&out](const void* d, size_t n) { out.write(d, n); });
   out.sync();
   report.model_bytes = out.written();
@@ -1141,6 +1106,35 @@ Tensor parse_tensor(const Bytes& data, const std::string& label) {
 std::string serialize_tensor(const Tensor& tensor) {
   Encoder enc(nullptr, true);
   return enc.tensor(tensor).flatten();
+}
+
+void check_not_input(const LoadInfo& input, const std::string& path, const std::string& what) {
+  if (same_file(path, input.path)) throw_usage_error(what + ": is the input model " + input.path + "; choose another file");
+  for (const auto& f : input.external_files) {
+    if (same_file(path, (std::filesystem::path(input.base_dir) / f).string()))
+      throw_usage_error(what + ": is the input's external data file " + f + "; choose another file");
+  }
+}
+
+void check_output_paths(const LoadInfo& input, const std::string& output, const std::string& data_file, bool in_place) {
+  if (!in_place && same_file(output, input.path))
+    throw_usage_error(output + ": is the input model itself; choose another output");
+  for (const auto& f : input.external_files) {
+    if (same_file(output, (std::filesystem::path(input.base_dir) / f).string()))
+      throw_usage_error(output + ": is the input's external data file " + f + "; choose another output");
+  }
+  const std::string data_name =
+      data_file.empty() ? std::filesystem::path(output).filename().string() + ".data" : data_file;
+  const std::string data_path = (std::filesystem::path(dir_of(output)) / data_name).string();
+  if (same_file(data_path, input.path))
+    throw_usage_error(data_path + ": the output's external data file would replace the input model; choose another " +
+                      (data_file.empty() ? std::string("output name") : std::string("--data-file")));
+  if (in_place) return;
+  for (const auto& f : input.external_files) {
+    if (same_file(data_path, (std::filesystem::path(input.base_dir) / f).string()))
+      throw_usage_error(data_path + ": the output's external data file would replace the input's external data file " + f +
+                        "; choose another " + (data_file.empty() ? std::string("output name") : std::string("--data-file")));
+  }
 }
 
 bool same_file(const std::string& a, const std::string& b) {

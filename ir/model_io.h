@@ -42,6 +42,17 @@ struct LoadedModel {
 /// mapping. Throws Error(kInput) with one line naming the file (and tensor) on any problem.
 LoadedModel load_model(const std::string& path, const LoadOptions& options = {});
 
+/// Refuses (Error kUsage, one line) an output model that would replace a file `input` was read
+/// from: `output` equal to the input model (unless `in_place`) or to one of its external data
+/// files; its side file (`data_file`, default "<output name>.data", beside `output`) equal to
+/// the input model or (unless `in_place`) one of its external data files. Every command that
+/// writes a model calls it before it starts work. Same files are found by device and inode, so
+/// links and other spellings of a path count.
+void check_output_paths(const LoadInfo& input, const std::string& output, const std::string& data_file, bool in_place);
+/// Refuses (Error kUsage) writing `path` (a report, a tensor file; `what` names the flag) over
+/// the input model or one of its external data files.
+void check_not_input(const LoadInfo& input, const std::string& path, const std::string& what);
+
 /// Parses a model from bytes in memory (views keep `data` alive). `label` names it in errors;
 /// external data is resolved against `base_dir` (empty: external data is not loaded).
 Model parse_model(const Bytes& data, const std::string& label, const std::string& base_dir,

@@ -30,10 +30,15 @@ void TensorStats::widen(double limit) {
   // Grow the covered magnitude by powers of two so that old bins merge exactly (2 -> 1).
   if (bins_.empty()) {
     bins_.assign(kBins, 0.0);
-    limit_ = std::max(limit, std::numeric_limits<double>::min());
+    // Not below kMinLimit: kBins / limit_ must stay finite (0 x inf is NaN, and a NaN bin index
+    // is undefined behaviour). The zeros counted before the first nonzero value go to bin 0.
+    limit_ = std::max(limit, kMinLimit);
+    bins_[0] = static_cast<double>(zeros_);
     return;
   }
-  while (limit_ < limit) {
+  // Doubling stops before it overflows: a limit of infinity would put every value in bin 0 and
+  // make every threshold infinite.
+  while (limit_ < limit && limit_ <= std::numeric_limits<double>::max() / 2) {
     std::vector<double> merged(kBins, 0.0);
     for (int i = 0; i < kBins; ++i) merged[static_cast<size_t>(i / 2)] += bins_[static_cast<size_t>(i)];
     bins_ = std::move(merged);
@@ -75,12 +80,21 @@ void TensorStats::observe(const runner::Tensor& t, double averaging_constant) {
     }
   }
   values_ += finite;
+  if (absmax == 0 && bins_.empty()) {
+    // All zeros so far (a recurrent state's usual first value): the histogram waits for a
+    // magnitude to cover.
+    zeros_ += finite;
+    return;
+  }
   widen(absmax);
   const double per_bin = static_cast<double>(kBins) / limit_;
   for (int64_t i = 0; i < t.size(); ++i) {
     const double v = element(t, i);
     if (!std::isfinite(v)) continue;
-    const int b = std::min(kBins - 1, static_cast<int>(std::fabs(v) * per_bin));
+    // Compared as a double before the conversion: a magnitude beyond the top bin (possible
+    // only when the limit stopped doubling) must not overflow int.
+    const double scaled = std::fabs(v) * per_bin;
+    const int b = scaled >= kBins - 1 ? kBins - 1 : static_cast<int>(scaled);
     bins_[static_cast<size_t>(b)] += 1;
   }
 }

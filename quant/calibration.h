@@ -39,10 +39,13 @@ class TensorStats {
   double entropy_threshold(int quantized_bins) const;
 
  private:
+  /// The smallest magnitude the histogram covers: kBins / kMinLimit is finite.
+  static constexpr double kMinLimit = 1e-300;
   void widen(double limit);
   double min_ = 0, max_ = 0, moving_min_ = 0, moving_max_ = 0;
   bool first_ = true;
   int64_t samples_ = 0, values_ = 0, nan_ = 0, inf_ = 0;
+  int64_t zeros_ = 0;  // zeros observed before the histogram existed (all samples zero so far)
   double limit_ = 0;  // the histogram covers |x| in [0, limit_]
   std::vector<double> bins_;
 };

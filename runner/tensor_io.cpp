@@ -2,16 +2,17 @@
 #include "runner/tensor_io.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "ir/error.h"
 #include "ir/model_io.h"
+#include "ir/output_file.h"
 #include "runner/session.h"
 
 namespace onnxtool::runner {
@@ -52,45 +53,70 @@ std::string dict_value(const std::string& header, const std::string& key, const 
   return v;
 }
 
-std::string read_all(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw_input_error(path + ": is a directory, not a tensor file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw_input_error(path + ": cannot open (" + std::string(std::strerror(errno)) + ")");
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw_input_error(path + ": read error");
-  return data;
-}
+/// A tensor file opened for reading: a regular file (a FIFO would block forever, /dev/zero
+/// would never end), read up to the size it had when opened.
+class TensorFile {
+ public:
+  explicit TensorFile(const std::string& path) : path_(path) {
+    // O_NONBLOCK: opening a FIFO must not wait for a writer before it can be refused.
+    fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd_ < 0) {
+      const int err = errno;
+      throw_input_error(path + (err == ENOENT ? std::string(": no such file") : ": cannot open (" + std::string(std::strerror(err)) + ")"));
+    }
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) {
+      const int err = errno;
+      ::close(fd_);
+      throw_input_error(path + ": cannot read its size (" + std::strerror(err) + ")");
+    }
+    if (!S_ISREG(st.st_mode)) {
+      ::close(fd_);
+      throw_input_error(path + (S_ISDIR(st.st_mode) ? ": is a directory, not a tensor file"
+                                                     : ": not a regular file (a device, FIFO or socket), not a tensor file"));
+    }
+    ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
+    size_ = static_cast<uint64_t>(st.st_size);
+  }
+  ~TensorFile() { ::close(fd_); }
+  TensorFile(const TensorFile&) = delete;
+  TensorFile& operator=(const TensorFile&) = delete;
 
-/// An open .npy file: the header, read first, decides how much data follows.
-struct NpyFile {
-  std::ifstream in;
-  uint64_t size = 0;
+  uint64_t size() const { return size_; }
+
+  /// The next n bytes; a file that shrank since it was opened is an error naming it.
+  void read(void* dst, uint64_t n) {
+    auto* p = static_cast<char*>(dst);
+    while (n > 0) {
+      const ssize_t k = ::read(fd_, p, static_cast<size_t>(std::min<uint64_t>(n, 1u << 30)));
+      if (k < 0 && errno == EINTR) continue;
+      if (k < 0) throw_input_error(path_ + ": read error (" + std::strerror(errno) + ")");
+      if (k == 0) throw_input_error(path_ + ": file shorter than expected (did it change while being read?)");
+      p += k;
+      n -= static_cast<uint64_t>(k);
+    }
+  }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  uint64_t size_ = 0;
 };
 
-NpyFile open_npy(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw_input_error(path + ": is a directory, not a tensor file");
-  NpyFile f;
-  f.in.open(path, std::ios::binary);
-  if (!f.in) throw_input_error(path + ": cannot open (" + std::string(std::strerror(errno)) + ")");
-  f.size = std::filesystem::file_size(path, ec);
-  if (ec) throw_input_error(path + ": cannot read its size (" + ec.message() + ")");
-  return f;
-}
-
-void read_exactly(NpyFile& f, void* dst, uint64_t n, const std::string& path) {
-  if (!f.in.read(static_cast<char*>(dst), static_cast<std::streamsize>(n)))
-    throw_input_error(path + ": read error or file shorter than expected");
+std::string read_all(const std::string& path) {
+  TensorFile f(path);
+  std::string data(static_cast<size_t>(f.size()), '\0');
+  f.read(data.data(), f.size());
+  return data;
 }
 
 }  // namespace
 
 Tensor read_npy(const std::string& path) {
-  NpyFile f = open_npy(path);
+  TensorFile f(path);
   unsigned char prefix[12] = {};
-  if (f.size < 10) throw_input_error(path + ": not a .npy file (" + std::to_string(f.size) + " bytes, bad magic)");
-  read_exactly(f, prefix, 10, path);
+  if (f.size() < 10) throw_input_error(path + ": not a .npy file (" + std::to_string(f.size()) + " bytes, bad magic)");
+  f.read(prefix, 10);
   if (std::memcmp(prefix, "\x93NUMPY", 6) != 0) throw_input_error(path + ": not a .npy file (bad magic)");
   const int major = prefix[6];
   uint64_t header_len, offset;
@@ -98,20 +124,21 @@ Tensor read_npy(const std::string& path) {
     header_len = prefix[8] | static_cast<uint64_t>(prefix[9]) << 8;
     offset = 10;
   } else if (major == 2 || major == 3) {
-    if (f.size < 12) throw_input_error(path + ": truncated .npy header");
-    read_exactly(f, prefix + 10, 2, path);
+    if (f.size() < 12) throw_input_error(path + ": truncated .npy header");
+    f.read(prefix + 10, 2);
     header_len = prefix[8] | static_cast<uint64_t>(prefix[9]) << 8 | static_cast<uint64_t>(prefix[10]) << 16 |
                  static_cast<uint64_t>(prefix[11]) << 24;
     offset = 12;
   } else {
     throw_input_error(path + ": unsupported .npy format version " + std::to_string(major));
   }
-  // NumPy writes headers of a few hundred bytes; 64 KiB leaves room for any real shape.
-  if (header_len > 65536 || offset + header_len > f.size)
+  // NumPy writes headers of a few hundred bytes; 1 MiB leaves room for any shape a tensor can
+  // have (write_npy switches to version 2.0 past 64 KiB).
+  if (header_len > (1u << 20) || offset + header_len > f.size())
     throw_input_error(path + ": .npy header length " + std::to_string(header_len) + " is invalid (file of " +
-                      std::to_string(f.size) + " bytes)");
+                      std::to_string(f.size()) + " bytes)");
   std::string header(static_cast<size_t>(header_len), '\0');
-  read_exactly(f, header.data(), header_len, path);
+  f.read(header.data(), header_len);
   for (char& c : header)
     if (c == '\n' || c == '\r' || c == '\0') c = ' ';  // keep messages quoting the header on one line
   const std::string descr_q = dict_value(header, "descr", path);
@@ -156,11 +183,11 @@ Tensor read_npy(const std::string& path) {
   }
   const auto bytes = ir::storage_bytes(type, static_cast<uint64_t>(count));
   const uint64_t data_offset = offset + header_len;
-  if (!bytes || f.size - data_offset < *bytes)
-    throw_input_error(path + ": .npy data (" + std::to_string(f.size - data_offset) +
+  if (!bytes || f.size() - data_offset < *bytes)
+    throw_input_error(path + ": .npy data (" + std::to_string(f.size() - data_offset) +
                       " bytes) is shorter than its shape " + shape_string(shape) + " needs");
   Tensor t(type, shape);
-  if (*bytes) read_exactly(f, t.mutable_raw(), *bytes, path);
+  if (*bytes) f.read(t.mutable_raw(), *bytes);
   if (type == DataType::kBool) {
     // NumPy bools are one byte, 0 or 1; any other byte would not be a valid bool downstream.
     auto* p = static_cast<uint8_t*>(t.mutable_raw());
@@ -180,32 +207,23 @@ void write_npy(const std::string& path, const Tensor& tensor) {
   for (size_t i = 0; i < tensor.rank(); ++i) shape += std::to_string(tensor.dim(i)) + (tensor.rank() == 1 || i + 1 < tensor.rank() ? "," : "");
   shape += ")";
   std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  // Version 1.0 stores the header length in 2 bytes; a longer header (a shape of thousands of
+  // dims) needs version 2.0's 4 bytes.
+  const bool v2 = header.size() + 1 + 64 > 0xffff;
   // Pad so that the data starts at a multiple of 64 bytes, ending the header with a newline.
-  const size_t base = 10;
+  const size_t base = v2 ? 12 : 10;
   size_t total = base + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
   std::string out = "\x93NUMPY";
-  out += static_cast<char>(1);
+  out += static_cast<char>(v2 ? 2 : 1);
   out += static_cast<char>(0);
-  out += static_cast<char>(header.size() & 0xff);
-  out += static_cast<char>((header.size() >> 8) & 0xff);
+  for (size_t i = 0; i < (v2 ? 4u : 2u); ++i) out += static_cast<char>((header.size() >> (8 * i)) & 0xff);
   out += header;
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw_usage_error(path + ": cannot write");
-    f.write(out.data(), static_cast<std::streamsize>(out.size()));
-    f.write(static_cast<const char*>(tensor.raw()), static_cast<std::streamsize>(tensor.bytes()));
-    if (!f) {
-      std::remove(tmp.c_str());
-      throw_usage_error(path + ": write failed");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw_usage_error(path + ": cannot rename into place");
-  }
+  ir::OutputFile file(path);
+  file.write(out);
+  file.write(tensor.raw(), tensor.bytes());
+  file.commit();
 }
 
 Tensor read_pb(const std::string& path) {

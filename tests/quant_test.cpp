@@ -192,6 +192,60 @@ TEST_SUITE("quant") {
     CHECK(quant::calibrated_range(only_nan, {}).max == 0);
   }
 
+  TEST_CASE("every calibrator takes all-zero, constant, NaN, Inf and huge samples at any position") {
+    // Silero VAD's usual all-zero initial state as the first sample crashed the histogram (its
+    // bins per unit became infinite, 0 x inf = NaN indexed it).
+    const float big = std::numeric_limits<float>::max();
+    const std::vector<std::vector<float>> odd{{0, 0, 0, 0}, {2.5f, 2.5f, 2.5f}, {NAN, NAN}, {INFINITY, -INFINITY},
+                                              {NAN, 0, INFINITY}, {1e-45f, -1e-45f}, {big, -big, 0}};
+    const std::vector<float> normal{-1.5f, 0.25f, 3.0f, -0.75f, 1.0f};
+    for (size_t k = 0; k < odd.size(); ++k) {
+      for (int position = 0; position < 3; ++position) {
+        CAPTURE(k);
+        CAPTURE(position);
+        quant::TensorStats s;
+        // The odd sample first, between normal ones, or last; and alone.
+        std::vector<std::vector<float>> samples;
+        if (position == 0) samples = {odd[k], normal, normal};
+        if (position == 1) samples = {normal, odd[k], normal};
+        if (position == 2) samples = {normal, normal, odd[k]};
+        for (const auto& v : samples) s.observe(floats(v), 0.1);
+        quant::TensorStats alone;
+        alone.observe(floats(odd[k]), 0.1);
+        alone.observe(floats(odd[k]), 0.1);
+        for (const auto method : {quant::CalibrationMethod::kMinMax, quant::CalibrationMethod::kEntropy,
+                                  quant::CalibrationMethod::kPercentile}) {
+          for (const double average : {0.0, 0.1}) {
+            quant::CalibrationOptions o;
+            o.method = method;
+            o.moving_average = average;
+            for (const quant::TensorStats* stats : {&s, &alone}) {
+              const quant::Range r = quant::calibrated_range(*stats, o);
+              CHECK(std::isfinite(r.min));
+              CHECK(std::isfinite(r.max));
+              CHECK(r.min <= 0);
+              CHECK(r.max >= 0);
+            }
+            // The normal samples' range survives the odd one (huge values widen minmax only).
+            const quant::Range r = quant::calibrated_range(s, o);
+            if (method == quant::CalibrationMethod::kMinMax && average == 0) {
+              CHECK(r.max >= 3.0);
+              CHECK(r.min <= -1.5);
+            }
+          }
+        }
+      }
+    }
+    quant::TensorStats zeros;
+    zeros.observe(floats({0, 0}), 0);
+    zeros.observe(floats({0, 4, -2}), 0);
+    CHECK(zeros.values() == 5);
+    quant::CalibrationOptions p;
+    p.method = quant::CalibrationMethod::kPercentile;
+    p.percentile = 50;  // 3 of the 5 values are zero: the median is in the first bin
+    CHECK(quant::calibrated_range(zeros, p).max < 0.01);
+  }
+
   TEST_CASE("static: a tensor whose readers all saturate is quantized only where they do not") {
     ir::Model m = saturating_readers_model();
     quant::QuantizeOptions o;

@@ -57,6 +57,14 @@ sample(f"{w}/wrong_dtype/s0", array=rng.uniform(-1, 1, (1, 3, 48, 192)))  # floa
 sample(f"{w}/wrong_shape/s0", array=rng.uniform(-1, 1, (3, 48, 192)).astype(np.float32))
 sample(f"{w}/nan_only/s0", array=np.full((1, 3, 48, 192), np.nan, np.float32))
 sample(f"{w}/nan_only/s1", array=np.full((1, 3, 48, 192), np.nan, np.float32))
+# An all-zero first sample (Silero VAD's usual initial state) crashed the histogram; constant,
+# NaN-holding and Inf-holding samples follow it.
+sample(f"{w}/zero_first/s0", array=np.zeros((1, 3, 48, 192), np.float32))
+sample(f"{w}/zero_first/s1")
+sample(f"{w}/zero_first/s2", array=np.full((1, 3, 48, 192), 0.5, np.float32))
+odd = rng.uniform(-1, 1, (1, 3, 48, 192)).astype(np.float32)
+odd[0, 0, 0, :3] = [np.nan, np.inf, -np.inf]
+sample(f"{w}/zero_first/s3", array=odd)
 EOF
 
 Q=("$ONNXTOOL" quantize "$MODEL" -o "$WORK/out.onnx")
@@ -71,6 +79,9 @@ assert n and all(x["scale"] > 0 for x in d["nodes"]), "no Conv entries or a non-
 assert all("sqnr_db" in x and "cosine" in x for x in n)
 assert d["output_cosine"] is not None and d["calibration"]["samples"] == 3
 ' "$WORK/report.json" && ok || bad "the JSON report lacks per-node ranges and errors"
+for method in minmax entropy percentile; do
+  expect "all-zero first sample ($method)" 0 -- "${Q[@]}" --mode static --calib-data "$WORK/zero_first" --calib-method "$method"
+done
 expect "empty calibration folder" 2 -- "${Q[@]}" --mode static --calib-data "$WORK/empty"
 expect "missing calibration folder" 2 -- "${Q[@]}" --mode static --calib-data "$WORK/nonexistent"
 expect "static without --calib-data" 2 -- "${Q[@]}" --mode static

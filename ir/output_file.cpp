@@ -1,0 +1,160 @@
+// Safe, atomic output files.
+#include "ir/output_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "ir/error.h"
+
+namespace onnxtool::ir {
+namespace {
+
+std::string directory_of(const std::string& path) {
+  const auto parent = std::filesystem::path(path).parent_path();
+  return parent.empty() ? std::string(".") : parent.string();
+}
+
+std::string temp_name(const std::string& target, const std::string& suffix) {
+  const std::filesystem::path t(target);
+  return (std::filesystem::path(directory_of(target)) / ("." + t.filename().string() + ".tmp" + suffix)).string();
+}
+
+std::string random_suffix() {
+  static const char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  std::random_device device;
+  std::string s(8, 'x');
+  for (char& c : s) c = kChars[device() % (sizeof kChars - 1)];
+  return s;
+}
+
+void sync_directory(const std::string& path) {
+  const int dfd = ::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return;
+  ::fsync(dfd);
+  ::close(dfd);
+}
+
+}  // namespace
+
+OutputFile::OutputFile(const std::string& path, const std::string& what) : what_(what.empty() ? path : what) {
+  if (path.empty()) throw_usage_error(what_ + ": empty output path");
+  target_ = path;
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    // Replace the file the link names, not the link (an --in-place model reached through one).
+    char resolved[PATH_MAX];
+    if (!::realpath(path.c_str(), resolved))
+      throw_input_error(what_ + ": is a symlink to a missing file (" + std::strerror(errno) + ")");
+    target_ = resolved;
+  }
+  if (::stat(target_.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) throw_input_error(what_ + ": is a directory");
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
+      // Written where it is: replacing /dev/null with a regular file (as root) breaks the system.
+      fd_ = ::open(target_.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+      if (fd_ < 0) throw_input_error(what_ + ": cannot open for writing: " + std::strerror(errno));
+      stream_ = true;
+      return;
+    }
+    if (!S_ISREG(st.st_mode)) throw_input_error(what_ + ": not a regular file, character device or FIFO");
+  } else if (errno != ENOENT) {
+    throw_input_error(what_ + ": " + std::strerror(errno));
+  }
+  const std::string dir = directory_of(target_);
+  // O_TMPFILE: the file has no name until commit() links it, so a killed process leaves nothing.
+  fd_ = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+  if (fd_ >= 0) return;
+  if (errno == ENOENT || errno == ENOTDIR)
+    throw_input_error(what_ + ": the directory " + dir + " does not exist");
+  // The filesystem has no O_TMPFILE (EOPNOTSUPP, EISDIR on old kernels...): a named temporary,
+  // created exclusively (never through a planted symlink) and removed on failure.
+  std::string name = temp_name(target_, "XXXXXX");
+  fd_ = ::mkstemp(name.data());
+  if (fd_ < 0) throw_input_error(what_ + ": cannot create a file there: " + std::strerror(errno));
+  named_temp_ = name;
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd_, 0666 & ~mask);
+}
+
+OutputFile::~OutputFile() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_ && !named_temp_.empty()) ::unlink(named_temp_.c_str());
+}
+
+void OutputFile::write(const void* data, size_t n) {
+  const auto* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t k = ::write(fd_, p, n);
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      throw_input_error(what_ + ": write failed: " + std::strerror(errno));
+    }
+    p += k;
+    n -= static_cast<size_t>(k);
+    written_ += static_cast<uint64_t>(k);
+  }
+}
+
+void OutputFile::pad_to(uint64_t offset) {
+  static const char zeros[4096] = {};
+  while (written_ < offset) write(zeros, static_cast<size_t>(std::min<uint64_t>(sizeof zeros, offset - written_)));
+}
+
+void OutputFile::sync() {
+  // Streams (a pipe, /dev/null) have nothing to flush, and fsync on them fails with EINVAL.
+  if (!stream_ && ::fsync(fd_) != 0) throw_input_error(what_ + ": write failed: " + std::strerror(errno));
+  synced_ = true;
+}
+
+void OutputFile::commit() {
+  if (!synced_) sync();
+  if (stream_) {
+    committed_ = true;
+    return;
+  }
+  if (!named_temp_.empty()) {
+    if (::rename(named_temp_.c_str(), target_.c_str()) != 0)
+      throw_input_error(what_ + ": cannot rename into place: " + std::strerror(errno));
+  } else {
+    // Give the unnamed file a fresh unique name, then rename it over the target: linkat cannot
+    // replace an existing file. The name exists only between these two calls.
+    const std::string proc = "/proc/self/fd/" + std::to_string(fd_);
+    std::string name;
+    int rc = -1;
+    for (int attempt = 0; attempt < 100 && rc != 0; ++attempt) {
+      name = temp_name(target_, random_suffix());
+      rc = ::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW);
+      if (rc != 0 && errno == ENOENT)  // no /proc: AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH
+        rc = ::linkat(fd_, "", AT_FDCWD, name.c_str(), AT_EMPTY_PATH);
+      if (rc != 0 && errno != EEXIST) break;
+    }
+    if (rc != 0) throw_input_error(what_ + ": cannot put the file in place: " + std::strerror(errno));
+    if (::rename(name.c_str(), target_.c_str()) != 0) {
+      const int err = errno;
+      ::unlink(name.c_str());
+      throw_input_error(what_ + ": cannot rename into place: " + std::strerror(err));
+    }
+  }
+  committed_ = true;
+  ::close(fd_);
+  fd_ = -1;
+  sync_directory(target_);
+}
+
+void write_file(const std::string& path, std::string_view bytes, const std::string& what) {
+  OutputFile out(path, what);
+  out.write(bytes);
+  out.commit();
+}
+
+}  // namespace onnxtool::ir

@@ -1,0 +1,63 @@
+// Every file onnxtool writes (models, their external data, tensors, reports) goes through
+// OutputFile: written completely or not at all, never through a name an attacker can plant, and
+// never replacing what is not a regular file.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace onnxtool::ir {
+
+class OutputFile {
+ public:
+  /// Opens `path` for writing; `what` starts every error message (e.g. "--report r.json";
+  /// default: the path). Errors are Error(kInput) naming the path.
+  ///  - A regular file, or a missing one in an existing directory: the bytes go to an unnamed
+  ///    temporary file in the same directory (O_TMPFILE; where the filesystem lacks it, a
+  ///    mkstemp file removed on failure) that replaces the target atomically at commit().
+  ///    Nothing is left behind when the process dies before. A symlink is followed: the file it
+  ///    names is replaced, the link stays.
+  ///  - A character device (/dev/null) or a FIFO: written in place, as a stream; it is never
+  ///    replaced by a regular file.
+  ///  - A directory, a block device, a socket, a dangling symlink: refused.
+  explicit OutputFile(const std::string& path, const std::string& what = "");
+  /// Without commit(): the temporary file disappears and the target is untouched.
+  ~OutputFile();
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  void write(const void* data, size_t n);
+  void write(std::string_view bytes) { write(bytes.data(), bytes.size()); }
+  /// Zero bytes up to `offset`.
+  void pad_to(uint64_t offset);
+  uint64_t written() const { return written_; }
+
+  /// Flushes the bytes to the disk; a full disk or an I/O error is thrown here, before
+  /// anything is put in place.
+  void sync();
+  /// Puts the file in place (after sync()): an atomic rename over the target, then the
+  /// directory is synced. Streams: nothing to do.
+  void commit();
+
+  /// True for a character device or FIFO target (written in place).
+  bool is_stream() const { return stream_; }
+  /// The file written: `path` with a final symlink resolved.
+  const std::string& target() const { return target_; }
+
+ private:
+  std::string what_;
+  std::string target_;
+  std::string named_temp_;  ///< the mkstemp fallback's name; empty for O_TMPFILE and streams
+  int fd_ = -1;
+  bool stream_ = false;
+  bool synced_ = false;
+  bool committed_ = false;
+  uint64_t written_ = 0;
+};
+
+/// Writes `bytes` to `path` through an OutputFile and commits it.
+void write_file(const std::string& path, std::string_view bytes, const std::string& what = "");
+
+}  // namespace onnxtool::ir
