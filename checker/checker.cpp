@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -365,12 +366,15 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
       if (v) available.names.insert(v->name());
   }
 
+  std::unordered_set<std::string> output_names;
   for (const auto& vi : g.outputs) {
     const std::string& name = vi.value->name();
     if (name.empty()) {
       error("graph.empty-name", &ctx, nullptr, -1, "", "a graph output has an empty name");
       continue;
     }
+    if (!output_names.insert(name).second)
+      error("graph.duplicate-output", &ctx, nullptr, -1, name, "graph output '" + name + "' is listed twice");
     if (!available.visible(name))
       error("graph.output-undefined", &ctx, nullptr, -1, name,
             "graph output '" + name + "' is not produced by any node, input or initializer");
@@ -782,6 +786,22 @@ void Checker::run() {
 
 void check_model(ir::Model& model, ir::DiagnosticSink& sink, const CheckOptions& options) {
   Checker(model, sink, options).run();
+}
+
+std::optional<ir::Diagnostic> runner_error(ir::Model& model) {
+  // What a run relies on: every name defined once and defined before use, no cycle, outputs
+  // that exist and are distinct, tensors whose data is one well-formed field.
+  static const std::unordered_set<std::string> kRules{
+      "graph.ssa",          "graph.duplicate-input", "graph.duplicate-initializer", "graph.duplicate-output",
+      "graph.cycle",        "graph.undefined-value", "graph.output-undefined",      "graph.nesting",
+      "tensor.data-fields", "tensor.data-type",      "tensor.dims",                 "tensor.data-size"};
+  ir::DiagnosticSink sink;
+  CheckOptions options;
+  options.infer_shapes = false;
+  check_model(model, sink, options);
+  for (const auto& d : sink.items())
+    if (d.severity == ir::Severity::kError && kRules.count(d.rule)) return d;
+  return std::nullopt;
 }
 
 CheckResult check_file(const std::string& path, const CheckOptions& options) {

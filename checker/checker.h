@@ -1,6 +1,7 @@
 // The ONNX model checker: every rule of the spec over the IR, collected as diagnostics.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,11 @@ CheckResult check_file(const std::string& path, const CheckOptions& options = {}
 
 /// Checks a model in memory (diagnostics are appended to `sink`).
 void check_model(ir::Model& model, ir::DiagnosticSink& sink, const CheckOptions& options = {});
+
+/// The first error, among the rules a run relies on (names defined once and before use, no
+/// cycle, distinct and existing outputs, one well-formed data field per tensor), or nullopt.
+/// `run`, `compare` and `quantize` refuse a model that breaks one, with the rule's message.
+std::optional<ir::Diagnostic> runner_error(ir::Model& model);
 
 /// The newest IR version this checker knows.
 constexpr int64_t kMaxIrVersion = 14;

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <iostream>
 
+#include "checker/checker.h"
 #include "ir/error.h"
 
 namespace onnxtool::cli {
@@ -68,6 +69,12 @@ CLI::Validator number_in(double lo, double hi, bool open_low) {
         return "";
       },
       description);
+}
+
+void refuse_unrunnable(ir::Model& model, const std::string& path) {
+  if (const auto d = checker::runner_error(model))
+    throw_input_error(path + ": invalid model (" + d->rule + " " + (d->node.empty() ? d->tensor : d->node) + ": " +
+                      d->message + "); `onnxtool check` lists every error");
 }
 
 void print_json(const nlohmann::json& doc) { std::cout << doc.dump(2) << "\n"; }

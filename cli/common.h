@@ -10,6 +10,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "ir/graph.h"
+
 namespace onnxtool::cli {
 
 /// Exit codes of DESIGN.md.
@@ -37,6 +39,10 @@ std::vector<int64_t> parse_size_list(const std::string& flag, const std::string&
 CLI::Validator number_in(double lo, double hi, bool open_low = false);
 /// The largest --seed (a uint64), as number_in's bound.
 constexpr double kMaxSeed = 18446744073709551615.0;
+
+/// Refuses (Error kInput, the rule's message) a model that breaks a rule every run relies on
+/// (checker::runner_error): duplicate names, cycles, tensors with two data fields...
+void refuse_unrunnable(ir::Model& model, const std::string& path);
 
 /// "12.3 MB" style.
 std::string human_bytes(uint64_t bytes);

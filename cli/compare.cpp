@@ -118,6 +118,8 @@ int run_compare(const CompareCliOptions& o) {
   if (o.samples > 1 && !o.random) throw_usage_error("--samples needs --random (files give one sample)");
   auto la = ir::load_model(o.a);
   auto lb = ir::load_model(o.b);
+  refuse_unrunnable(la.model, o.a);
+  refuse_unrunnable(lb.model, o.b);
   runner::Session sa(la.model), sb(lb.model);
   check_inputs(sa, sb, o.a, o.b);
   // Outputs correspond by name (every output of A must exist in B).

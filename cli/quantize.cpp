@@ -132,6 +132,7 @@ int run_quantize(const QuantizeCliOptions& o) {
   const auto dirs = o.calib_data.empty() ? std::vector<std::filesystem::path>{} : sample_dirs(o.calib_data, o.calib_samples);
 
   auto loaded = ir::load_model(o.model);
+  refuse_unrunnable(loaded.model, o.model);
   ir::check_output_paths(loaded.info, o.output, "", /*in_place=*/false);
   if (!o.report.empty()) ir::check_not_input(loaded.info, o.report, "--report " + o.report);
   quant::QuantizeReport moved;  // the opset change made before preprocessing, if any

@@ -124,6 +124,7 @@ int run_model(const RunOptions& o) {
   if (o.benchmark < 0) throw_usage_error("--benchmark must be >= 0");
   if (!o.output_dir.empty()) check_output_dir(o.output_dir);
   auto loaded = ir::load_model(o.model);
+  refuse_unrunnable(loaded.model, o.model);
   {
     // Static shapes let the session refuse, before running, a model whose tensors cannot fit in
     // memory. Contradictions are `onnxtool check`'s business, not a reason to refuse a run.

@@ -6,12 +6,78 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
+#include <mutex>
 
 #include "ir/error.h"
 
 namespace onnxtool::ir {
+namespace {
+
+// A file truncated by someone else while it is mapped raises SIGBUS on the next access to a
+// page past its new end. The mapped ranges are kept here so that the handler can name the file
+// and exit like any other input error (exit 2, one line) instead of dying with a signal.
+struct MappedRange {
+  std::atomic<uintptr_t> begin{0};
+  std::atomic<uintptr_t> end{0};
+  char path[512] = {};
+};
+constexpr size_t kMaxRanges = 256;
+MappedRange g_ranges[kMaxRanges];
+std::mutex g_ranges_mutex;
+
+void on_sigbus(int sig, siginfo_t* info, void*) {
+  const auto addr = reinterpret_cast<uintptr_t>(info->si_addr);
+  for (const auto& r : g_ranges) {
+    const uintptr_t b = r.begin.load(), e = r.end.load();
+    if (b == 0 || addr < b || addr >= e) continue;
+    // Only async-signal-safe calls here: write(2) and _exit(2).
+    static const char kPrefix[] = "onnxtool: ";
+    static const char kSuffix[] = ": the file changed (truncated?) while it was being read\n";
+    (void)!::write(2, kPrefix, sizeof kPrefix - 1);
+    (void)!::write(2, r.path, ::strnlen(r.path, sizeof r.path));
+    (void)!::write(2, kSuffix, sizeof kSuffix - 1);
+    ::_exit(2);
+  }
+  // Not one of our mappings: a real fault, reported as the default action would.
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+void register_range(const uint8_t* data, size_t size, const std::string& path) {
+  static std::once_flag installed;
+  std::call_once(installed, [] {
+    struct sigaction sa {};
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGBUS, &sa, nullptr);
+  });
+  std::lock_guard<std::mutex> lock(g_ranges_mutex);
+  for (auto& r : g_ranges) {
+    if (r.begin.load() != 0) continue;
+    ::strncpy(r.path, path.c_str(), sizeof r.path - 1);
+    r.end.store(reinterpret_cast<uintptr_t>(data) + size);
+    r.begin.store(reinterpret_cast<uintptr_t>(data));
+    return;
+  }
+  // More than kMaxRanges files mapped at once: this one is still read, only unnamed on SIGBUS.
+}
+
+void unregister_range(const uint8_t* data) {
+  std::lock_guard<std::mutex> lock(g_ranges_mutex);
+  for (auto& r : g_ranges) {
+    if (r.begin.load() != reinterpret_cast<uintptr_t>(data)) continue;
+    r.begin.store(0);
+    r.end.store(0);
+    return;
+  }
+}
+
+}  // namespace
 
 Bytes Bytes::owned(std::vector<uint8_t> buffer) {
   auto holder = std::make_shared<std::vector<uint8_t>>(std::move(buffer));
@@ -50,13 +116,16 @@ std::shared_ptr<MappedFile> MappedFile::open(const std::string& path) {
     }
     file->data_ = static_cast<const uint8_t*>(p);
     file->mapped_ = true;
+    register_range(file->data_, file->size_, path);
   }
   ::close(fd);
   return file;
 }
 
 MappedFile::~MappedFile() {
-  if (mapped_) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (!mapped_) return;
+  unregister_range(data_);
+  ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
 void MappedFile::advise_random(bool on) const {

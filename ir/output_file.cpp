@@ -97,6 +97,9 @@ void OutputFile::write(const void* data, size_t n) {
     const ssize_t k = ::write(fd_, p, n);
     if (k < 0) {
       if (errno == EINTR) continue;
+      // EFAULT: the bytes come from a mapped input that was truncated meanwhile.
+      if (errno == EFAULT)
+        throw_input_error(what_ + ": write failed: an input file changed (truncated?) while it was being read");
       throw_input_error(what_ + ": write failed: " + std::strerror(errno));
     }
     p += k;

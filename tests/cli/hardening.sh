@@ -75,9 +75,33 @@ onnx.save(m, f"{d}/ext/m.onnx", save_as_external_data=True, location="m.onnx.dat
 g = helper.make_graph([helper.make_node("Relu", ["x"], ["a/b"]), helper.make_node("Neg", ["x"], ["a_b"])],
                       "names", [f("x", [2])], [f("a/b", [2]), f("a_b", [2])])
 onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), f"{d}/names.onnx")
+# Models `check` rejects, which run must refuse too (with the rule's message).
+x = f("x", [2])
+relu = lambda: [helper.make_node("Relu", ["x"], ["y"])]
+ones = lambda name: numpy_helper.from_array(np.ones(2, np.float32), name)
+two_fields = ones("c")
+two_fields.float_data.extend([1, 1])
+bad = {"dup_output": helper.make_graph(relu(), "g", [x], [f("y", [2]), f("y", [2])]),
+       "dup_input": helper.make_graph(relu(), "g", [x, x], [f("y", [2])]),
+       "dup_initializer": helper.make_graph(relu(), "g", [x], [f("y", [2])], [ones("k"), ones("k")]),
+       "initializer_produced": helper.make_graph(relu(), "g", [x], [f("y", [2])], [ones("y")]),
+       "raw_and_typed": helper.make_graph([helper.make_node("Add", ["x", "c"], ["y"])], "g", [x], [f("y", [2])], [two_fields])}
+for name, graph in bad.items():
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), f"{d}/{name}.onnx")
 np.save(f"{d}/x.npy", np.array([1.5, -2.0], np.float32))
 np.save(f"{d}/x64.npy", np.ones((1, 64), np.float32))
 EOF
+
+# --------------------------------------------------------------- models check rejects
+for bad in dup_output:graph.duplicate-output dup_input:graph.duplicate-input \
+  dup_initializer:graph.duplicate-initializer initializer_produced:graph.ssa raw_and_typed:tensor.data-fields; do
+  model=${bad%%:*} rule=${bad#*:}
+  expect "run refuses $model" 2 "$rule" -- run "$WORK/$model.onnx" --input "x=$WORK/x.npy"
+  expect "compare refuses $model" 2 "$rule" -- compare "$WORK/$model.onnx" "$WORK/$model.onnx" --random
+  "$ONNXTOOL" check "$WORK/$model.onnx" >"$WORK/stdout" 2>&1
+  rc=$?
+  [[ $rc -eq 1 ]] && grep -q "error $rule" "$WORK/stdout" && ok || fail "check $model: exit $rc: $(head -c 300 "$WORK/stdout")"
+done
 
 # --------------------------------------------------------------- numeric flags
 M=$WORK/small.onnx
@@ -241,6 +265,25 @@ for delay in 0.05 0.2 0.4 0.8; do
   wait "$pid" 2>/dev/null
   left=$(ls -A "$WORK/killed" | grep -v -e '^out\.onnx$' -e '^out\.onnx\.data$')
   [[ -z $left ]] && ok || fail "kill -9 after ${delay}s left: $left"
+done
+
+# --------------------------------------------------------------- a model truncated while read
+# The model is mapped: a page past its new end raises SIGBUS. Whatever the moment, the outcome
+# is a result (exit 0) or one line naming a file (exit 2), never a signal.
+for i in 1 2 3 4 5 6 7 8 9 10; do
+  cp "$WORK/big.onnx" "$WORK/trunc.onnx"
+  if (( i % 2 )); then
+    "$ONNXTOOL" run "$WORK/trunc.onnx" --random >/dev/null 2>"$WORK/stderr" &
+  else
+    "$ONNXTOOL" convert "$WORK/trunc.onnx" -o "$WORK/trunc_out.onnx" --opset 14 --no-verify >/dev/null 2>"$WORK/stderr" &
+  fi
+  pid=$!
+  sleep "0.0$((i * 4))"
+  truncate -s 1000 "$WORK/trunc.onnx"
+  wait "$pid"
+  rc=$?
+  if [[ $rc -eq 0 ]] || { [[ $rc -eq 2 && $(grep -c '' "$WORK/stderr") -eq 1 ]] && grep -q "trunc" "$WORK/stderr"; }; then ok
+  else fail "a model truncated while read (try $i): exit $rc: $(head -c 300 "$WORK/stderr")"; fi
 done
 
 echo "hardening: $passed passed, $failed failed"
