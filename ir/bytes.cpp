@@ -92,8 +92,13 @@ Bytes Bytes::copy_of(const void* data, size_t size) {
 }
 
 std::shared_ptr<MappedFile> MappedFile::open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO must be refused below, not waited on.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) throw_input_error(path + ": cannot open: " + std::strerror(errno));
+  return adopt(fd, path);
+}
+
+std::shared_ptr<MappedFile> MappedFile::adopt(int fd, const std::string& path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     const int err = errno;

@@ -40,6 +40,8 @@ class MappedFile {
  public:
   /// Maps `path`; throws Error(kInput) naming the path when it cannot.
   static std::shared_ptr<MappedFile> open(const std::string& path);
+  /// Maps an open descriptor (closed here, whatever happens); `path` names it in errors.
+  static std::shared_ptr<MappedFile> adopt(int fd, const std::string& path);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;

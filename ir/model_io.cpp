@@ -582,23 +582,40 @@ class ExternalResolver {
   std::shared_ptr<MappedFile> open(const std::string& location, const std::string& label) {
     auto it = files_.find(location);
     if (it != files_.end()) return it->second;
-    // Every component must be a real directory or file: no symlink may lead outside.
-    std::filesystem::path p(base_);
-    for (const auto& part : std::filesystem::path(location)) {
-      p /= part;
-      struct stat st {};
-      if (::lstat(p.c_str(), &st) != 0)
-        throw_input_error(label + ": external data file '" + location + "' not found");
-      if (S_ISLNK(st.st_mode))
-        throw_input_error(label + ": external data path '" + location + "' goes through a symlink");
+    // Walked with openat and O_NOFOLLOW, component by component, and checked on the descriptor
+    // finally mapped: a symlink swapped in between a check and the open cannot be followed.
+    const auto fail = [&](const std::string& what) { throw_input_error(label + ": external data " + what); };
+    int dir = ::open(base_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) fail("directory '" + base_ + "' cannot be opened: " + std::strerror(errno));
+    const std::filesystem::path relative(location);
+    const std::vector<std::filesystem::path> parts(relative.begin(), relative.end());
+    int fd = -1;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const bool last = i + 1 == parts.size();
+      const int flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? O_NONBLOCK | O_NOCTTY : O_DIRECTORY);
+      const int next = ::openat(dir, parts[i].c_str(), flags);
+      const int err = errno;
+      ::close(dir);
+      dir = -1;
+      if (next < 0) {
+        if (err == ENOENT) fail("file '" + location + "' not found");
+        if (err == ELOOP || (err == ENOTDIR && !last)) fail("path '" + location + "' goes through a symlink or a non-directory");
+        fail("file '" + location + "' cannot be opened: " + std::strerror(err));
+      }
+      if (last) fd = next;
+      else dir = next;
     }
     struct stat st {};
-    ::lstat(p.c_str(), &st);
-    if (!S_ISREG(st.st_mode))
-      throw_input_error(label + ": external data '" + location + "' is not a regular file");
-    if (st.st_nlink > 1)
-      throw_input_error(label + ": external data '" + location + "' has more than one hard link");
-    auto file = MappedFile::open(p.string());
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      fail("'" + location + "' is not a regular file");
+    }
+    if (st.st_nlink > 1) {
+      ::close(fd);
+      fail("'" + location + "' has more than one hard link");
+    }
+    const std::filesystem::path p = std::filesystem::path(base_) / location;
+    auto file = MappedFile::adopt(fd, p.string());
     files_[location] = file;
     return file;
   }

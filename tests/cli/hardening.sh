@@ -267,6 +267,42 @@ for delay in 0.05 0.2 0.4 0.8; do
   [[ -z $left ]] && ok || fail "kill -9 after ${delay}s left: $left"
 done
 
+# --------------------------------------------------------------- external data swapped for a symlink
+# A loop replaces the data file with a symlink to a secret of the same size and back, while
+# the model is converted with its weights inlined: each run either refuses (exit 2, one line)
+# or inlines the real weights; the secret never reaches the output.
+mkdir -p "$WORK/race"
+cp "$WORK/ext/m.onnx" "$WORK/race/m.onnx"
+cp "$WORK/ext/m.onnx.data" "$WORK/race/real.data"
+size=$(stat -c %s "$WORK/race/real.data")
+head -c "$size" /dev/zero | tr '\0' 'S' >"$WORK/secret"
+(
+  cd "$WORK/race" || exit 1
+  end=$((SECONDS + 8))
+  while ((SECONDS < end)); do
+    cp real.data next.data && mv -T next.data m.onnx.data
+    ln -sf "$WORK/secret" next.link && mv -T next.link m.onnx.data
+  done
+  cp real.data m.onnx.data
+) &
+swapper=$!
+leaked=0 refused=0 converted=0 other=0
+for i in $(seq 1 60); do
+  "$ONNXTOOL" convert "$WORK/race/m.onnx" -o "$WORK/race_out.onnx" --inline-external-data >/dev/null 2>"$WORK/stderr"
+  rc=$?
+  if [[ $rc -eq 0 ]]; then
+    if grep -q SSSSSSSS "$WORK/race_out.onnx"; then leaked=$((leaked + 1)); else converted=$((converted + 1)); fi
+  elif [[ $rc -eq 2 && $(grep -c '' "$WORK/stderr") -eq 1 ]]; then
+    refused=$((refused + 1))
+  else
+    other=$((other + 1))
+    echo "race: exit $rc: $(head -c 200 "$WORK/stderr")"
+  fi
+done
+wait "$swapper"
+echo "symlink swap race: $converted converted, $refused refused, $leaked leaked, $other other"
+[[ $leaked -eq 0 && $other -eq 0 && $refused -gt 0 ]] && ok || fail "symlink swap race: $leaked leaked the secret, $other other outcomes, $refused refused"
+
 # --------------------------------------------------------------- a model truncated while read
 # The model is mapped: a page past its new end raises SIGBUS. Whatever the moment, the outcome
 # is a result (exit 0) or one line naming a file (exit 2), never a signal.
