@@ -219,19 +219,26 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
           "subgraphs nested deeper than " + std::to_string(kMaxGraphDepth) + " levels");
     return;
   }
-  // Where each name was defined first, for SSA messages.
-  std::unordered_map<std::string, std::string> defined_by;
-  auto define = [&](const std::string& name, const std::string& what, const ir::Node* n, long index) {
+  // Where each name was defined first, for SSA messages: a graph input or initializer (`what`),
+  // or a node output (`node`). A node's label is built only for a message: building one per
+  // output would cost a string per node on every valid model.
+  struct Definition {
+    const char* what;
+    const ir::Node* node;
+    std::string label() const { return node ? node->describe() + " output" : what; }
+  };
+  std::unordered_map<std::string, Definition> defined_by;
+  auto define = [&](const std::string& name, const Definition& def, long index) {
     if (name.empty()) return;
-    auto [it, fresh] = defined_by.emplace(name, what);
+    auto [it, fresh] = defined_by.emplace(name, def);
     if (!fresh) {
-      error("graph.ssa", &ctx, n, index, name,
-            "'" + name + "' is defined more than once: as " + it->second + " and as " + what);
+      error("graph.ssa", &ctx, def.node, index, name,
+            "'" + name + "' is defined more than once: as " + it->second.label() + " and as " + def.label());
       return;
     }
     if (outer && outer->visible(name))
-      error("graph.shadowing", &ctx, n, index, name,
-            "'" + name + "' (" + what + ") shadows a value of an enclosing graph");
+      error("graph.shadowing", &ctx, def.node, index, name,
+            "'" + name + "' (" + def.label() + ") shadows a value of an enclosing graph");
   };
 
   std::unordered_set<std::string> input_names;
@@ -242,7 +249,7 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
       error("graph.duplicate-input", &ctx, nullptr, -1, name, "graph input '" + name + "' is listed twice");
       continue;
     }
-    define(name, "graph input", nullptr, -1);
+    define(name, {"graph input", nullptr}, -1);
     if (!ctx.in_function && !is_sub) check_value_type(vi.type.value_or(ir::TypeInfo{}), ctx, name, "graph input");
     else if (vi.type && vi.type->kind != ir::TypeInfo::Kind::kUnset)
       check_value_type(*vi.type, ctx, name, "graph input");  // optional in subgraphs
@@ -267,7 +274,7 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
     if (model_.ir_version > 0 && model_.ir_version < 4 && !ctx.in_function)
       error("graph.initializer-not-input", &ctx, nullptr, -1, name,
             std::string(what) + " '" + name + "' is not a graph input (required before IR 4)");
-    define(name, what, nullptr, -1);
+    define(name, {what, nullptr}, -1);
   };
   for (const auto& t : g.initializers()) add_initializer(t->name, "initializer");
   for (const auto& s : g.sparse_initializers) add_initializer(s.name(), "sparse initializer");
@@ -280,7 +287,7 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
   for (size_t i = 0; i < nodes.size(); ++i) {
     for (const ir::Value* v : nodes[i]->outputs()) {
       if (!v) continue;
-      define(v->name(), nodes[i]->describe() + " output", nodes[i].get(), static_cast<long>(i));
+      define(v->name(), {nullptr, nodes[i].get()}, static_cast<long>(i));
       producer.emplace(v->name(), i);
     }
   }

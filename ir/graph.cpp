@@ -183,6 +183,7 @@ std::string Node::describe() const {
 Graph::~Graph() {
   // Nodes of subgraphs may hold uses of our values; they are destroyed with our nodes. Clear
   // the node list first so that no node outlives the values it points to.
+  inserted_.clear();
   nodes_.clear();
 }
 
@@ -236,8 +237,14 @@ void Graph::rename(Value* v, const std::string& new_name) {
 
 void Graph::replace_all_uses(Value* from, Value* to) {
   if (from == to) return;
-  const std::vector<Use> uses = from->uses_;
-  for (const Use& u : uses) u.node->set_input(u.index, to);
+  // All at once, in use order: one set_input per use would search and shift `from`'s use list
+  // each time, quadratic for a value with a hundred thousand readers.
+  std::vector<Use> uses = std::move(from->uses_);
+  from->uses_.clear();
+  for (const Use& u : uses) {
+    u.node->inputs_[u.index] = to;
+    if (to) to->uses_.push_back(u);
+  }
 }
 
 ValueInfo& Graph::add_input(const std::string& value_name, std::optional<TypeInfo> type) {
@@ -311,25 +318,30 @@ void Graph::add_sparse_initializer(SparseTensor tensor) {
 Node* Graph::add_node(std::string op_type, const std::vector<Value*>& node_inputs,
                       const std::vector<std::string>& output_names, std::string domain,
                       std::string node_name, const Node* before) {
+  // Where it goes, first: nothing is linked to a node that is then refused.
+  size_t slot = nodes_.size();
+  if (before) {
+    slot = slot_of(before);
+    if (slot == nodes_.size())
+      throw Error(ErrorKind::kInternal, "add_node: " + before->describe() + " is not a node of graph '" + name + "'");
+  }
   auto node = std::make_unique<Node>();
   node->graph_ = this;
   node->op_type = std::move(op_type);
   node->domain = std::move(domain);
   node->name = std::move(node_name);
+  node->index_ = slot;
   Node* raw = node.get();
   for (Value* v : node_inputs) raw->append_input(v);
-  auto pos = nodes_.end();
-  if (before) {
-    pos = std::find_if(nodes_.begin(), nodes_.end(),
-                       [before](const auto& p) { return p.get() == before; });
-  }
-  nodes_.insert(pos, std::move(node));
+  if (before) inserted_.emplace_back(slot, std::move(node));
+  else nodes_.push_back(std::move(node));
   for (const auto& out : output_names) add_node_output(raw, out);
   return raw;
 }
 
 Node* Graph::append_node(std::unique_ptr<Node> node) {
   node->graph_ = this;
+  node->index_ = nodes_.size();
   nodes_.push_back(std::move(node));
   return nodes_.back().get();
 }
@@ -354,21 +366,89 @@ void Graph::detach_uses(Node* node) {
   // Nodes of its subgraphs may use values of enclosing graphs (outer scope): the subgraphs go
   // with the node, so those uses go too.
   for (Graph* sub : node->subgraphs())
-    for (const auto& n : sub->nodes_) sub->detach_uses(n.get());
+    for (const auto& n : sub->nodes()) sub->detach_uses(n.get());
   for (Value* v : node->outputs_)
     if (v && v->producer_ == node) v->producer_ = nullptr;
 }
 
+void Graph::detach_all(const std::vector<std::unique_ptr<Node>>& gone) {
+  std::unordered_set<const Node*> dead;
+  for (const auto& n : gone) dead.insert(n.get());
+  std::vector<Value*> read;  // values the removed nodes read, each once, in first-read order
+  std::unordered_set<const Value*> listed;
+  for (const auto& n : gone) {
+    for (Value*& v : n->inputs_) {
+      if (v && listed.insert(v).second) read.push_back(v);
+      v = nullptr;
+    }
+    for (Graph* sub : n->subgraphs())
+      for (const auto& sn : sub->nodes()) sub->detach_uses(sn.get());
+    for (Value* v : n->outputs_)
+      if (v && dead.count(v->producer_)) v->producer_ = nullptr;
+  }
+  for (Value* v : read) {
+    auto& uses = v->uses_;
+    uses.erase(std::remove_if(uses.begin(), uses.end(), [&](const Use& u) { return dead.count(u.node) > 0; }),
+               uses.end());
+  }
+}
+
 void Graph::remove_node(Node* node) {
+  const size_t slot = slot_of(node);
+  if (slot == nodes_.size())
+    throw Error(ErrorKind::kInternal, "remove_node: " + node->describe() + " is not a node of graph '" + name + "'");
   detach_uses(node);
-  nodes_.erase(std::find_if(nodes_.begin(), nodes_.end(),
-                            [node](const auto& p) { return p.get() == node; }));
+  // A null slot keeps every other node's position: no shift, the cache stays valid.
+  nodes_[slot].reset();
+  ++removed_slots_;
+}
+
+size_t Graph::slot_of(const Node* node) const {
+  size_t i = node->index_;
+  if (i < nodes_.size() && nodes_[i].get() == node) return i;
+  if (inserted_.empty()) return nodes_.size();
+  compact();  // perhaps inserted since the last compaction
+  i = node->index_;
+  return i < nodes_.size() && nodes_[i].get() == node ? i : nodes_.size();
 }
 
 size_t Graph::node_index(const Node* node) const {
-  for (size_t i = 0; i < nodes_.size(); ++i)
-    if (nodes_[i].get() == node) return i;
-  return nodes_.size();
+  if (edited()) compact();
+  return slot_of(node);
+}
+
+void Graph::compact() const {
+  ++position_rebuilds_;
+  if (inserted_.empty()) {
+    size_t kept = 0;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (!nodes_[i]) continue;
+      nodes_[i]->index_ = kept;
+      if (i != kept) nodes_[kept] = std::move(nodes_[i]);
+      ++kept;
+    }
+    nodes_.resize(kept);
+    removed_slots_ = 0;
+    return;
+  }
+  // Nodes inserted before the same slot keep the order they were added in.
+  std::stable_sort(inserted_.begin(), inserted_.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::unique_ptr<Node>> merged;
+  merged.reserve(nodes_.size() - removed_slots_ + inserted_.size());
+  auto next = inserted_.begin();
+  auto emit = [&merged](std::unique_ptr<Node> n) {
+    n->index_ = merged.size();
+    merged.push_back(std::move(n));
+  };
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    for (; next != inserted_.end() && next->first == i; ++next) emit(std::move(next->second));
+    if (nodes_[i]) emit(std::move(nodes_[i]));
+  }
+  for (; next != inserted_.end(); ++next) emit(std::move(next->second));
+  nodes_ = std::move(merged);
+  inserted_.clear();
+  removed_slots_ = 0;
 }
 
 std::vector<Value*> Graph::implicit_inputs(const Node* node) const {
@@ -378,7 +458,7 @@ std::vector<Value*> Graph::implicit_inputs(const Node* node) const {
   while (!stack.empty()) {
     Graph* g = stack.back();
     stack.pop_back();
-    for (const auto& n : g->nodes_) {
+    for (const auto& n : g->nodes()) {
       for (Value* v : n->inputs_) {
         if (!v) continue;
         // An outer-scope value: defined in this graph or one of its ancestors.
@@ -402,6 +482,7 @@ std::vector<Value*> Graph::implicit_inputs(const Node* node) const {
 }
 
 void Graph::topological_sort() {
+  if (edited()) compact();
   const size_t n = nodes_.size();
   std::unordered_map<const Node*, size_t> index;
   index.reserve(n);
@@ -445,13 +526,21 @@ void Graph::topological_sort() {
   }
   std::vector<std::unique_ptr<Node>> sorted;
   sorted.reserve(n);
-  for (size_t i : order) sorted.push_back(std::move(nodes_[i]));
+  for (size_t i : order) {
+    nodes_[i]->index_ = sorted.size();
+    sorted.push_back(std::move(nodes_[i]));
+  }
   nodes_ = std::move(sorted);
 }
 
 void Graph::prune_values() {
   std::unordered_set<const Value*> referenced;
   for (const auto& vi : value_info) referenced.insert(vi.value);
+  // A value two nodes output (an SSA violation: optimize --force, convert) has one producer; when
+  // that node goes, the other still points at the value. Node outputs are never dropped.
+  for (const auto& n : nodes())
+    for (const Value* v : n->outputs_)
+      if (v) referenced.insert(v);
   for (auto it = values_.begin(); it != values_.end();) {
     const Value* v = it->second.get();
     const bool keep = !v->uses_.empty() || v->producer_ || v->graph_input_ || v->graph_output_ ||
@@ -513,9 +602,15 @@ void visit_graph_tensors(Graph& root, const std::function<void(Tensor&, const st
       if (s.indices) fn(*s.indices, where + " sparse initializer indices");
     }
     for (const auto& n : g.nodes()) {
-      const std::string node_where = n->name.empty() ? where + " " + n->describe()
-                                                     : "node '" + n->name + "'";
-      for (auto& a : n->attributes) visit_attribute_tensors(a, node_where, fn);
+      // The label only for nodes that hold a tensor: most hold none, and a label per node is a
+      // string built for nothing (and a position lookup for unnamed nodes).
+      std::string node_where;
+      for (auto& a : n->attributes) {
+        if (!a.t && a.tensors.empty() && !a.sparse_tensor && a.sparse_tensors.empty()) continue;
+        if (node_where.empty())
+          node_where = n->name.empty() ? where + " " + n->describe() : "node '" + n->name + "'";
+        visit_attribute_tensors(a, node_where, fn);
+      }
     }
   });
 }

@@ -174,12 +174,14 @@ class Node {
   std::vector<Graph*> subgraphs() const;
   /// "domain::op_type" (plain op_type in the default domain).
   std::string qualified_op() const;
-  /// The node's name, or "op_type#index" style description when it has none.
+  /// "node 'name' (Op)", or "node #index (Op)" when it has no name. O(1) amortized: the index
+  /// comes from the graph's position cache.
   std::string describe() const;
 
  private:
   friend class Graph;
   Graph* graph_ = nullptr;
+  size_t index_ = 0;  // slot in the graph's node list, when the graph's positions are valid
   std::vector<Value*> inputs_;
   std::vector<Value*> outputs_;
 };
@@ -247,9 +249,12 @@ class Graph {
   void add_sparse_initializer(SparseTensor tensor);
 
   // --- nodes
-  const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
+  const std::vector<std::unique_ptr<Node>>& nodes() const {
+    if (edited()) compact();
+    return nodes_;
+  }
   /// Creates a node before `before` (at the end when nullptr). Outputs get the given names;
-  /// the names must be new in this graph.
+  /// the names must be new in this graph. O(1) amortized, wherever it goes.
   Node* add_node(std::string op_type, const std::vector<Value*>& node_inputs,
                  const std::vector<std::string>& output_names, std::string domain = "",
                  std::string node_name = "", const Node* before = nullptr);
@@ -257,12 +262,20 @@ class Graph {
   Node* append_node(std::unique_ptr<Node> node);
   /// Adds an output value (named `output_name`, "" for an omitted one) to a node of this graph.
   Value* add_node_output(Node* node, const std::string& output_name);
-  /// Removes a node; its inputs lose the use, its outputs become undefined values.
+  /// Removes a node; its inputs lose the use, its outputs become undefined values. O(1)
+  /// amortized. Throws Error(kInternal) for a node that is not one of this graph's.
   void remove_node(Node* node);
-  /// Removes every node for which `dead` is true (one pass over the node list).
+  /// Removes every node for which `dead` is true: one pass over the node list, and one over the
+  /// use list of each value they read. Prefer it to remove_node in a loop when many nodes go.
   template <class Pred>
   void remove_nodes_if(Pred dead);
+  /// The node's position in nodes() (nodes().size() when it is not a node of this graph).
+  /// O(1) amortized: positions are cached and recomputed once after the list changes.
   size_t node_index(const Node* node) const;
+  /// How many times the whole node list was rebuilt to apply insertions and removals. Per-node
+  /// work (describe(), node_index(), remove_node(), add_node()) must not rebuild it each time;
+  /// tests assert this count stays constant as graphs grow.
+  size_t position_rebuilds() const { return position_rebuilds_; }
 
   /// Reorders nodes topologically, keeping the current order wherever it is already valid.
   /// Uses of outer-scope values inside subgraphs count as inputs of the node holding them.
@@ -278,8 +291,29 @@ class Graph {
  private:
   friend class Node;
   void detach_uses(Node* node);
+  /// detach_uses for many nodes at once: each value they read has its use list filtered once,
+  /// so that removing the readers of a value with many readers is linear, not quadratic.
+  void detach_all(const std::vector<std::unique_ptr<Node>>& gone);
+  /// Slot of a node in nodes_ (null slots of removed nodes included), nodes_.size() if absent.
+  /// A node inserted since the last compact() gets its slot by compacting.
+  size_t slot_of(const Node* node) const;
+  bool edited() const { return removed_slots_ || !inserted_.empty(); }
+  /// Applies pending insertions and drops removed slots, renumbering every node: one walk.
+  void compact() const;
   Graph* parent_;
-  std::vector<std::unique_ptr<Node>> nodes_;
+  // Node positions are cached in Node::index_, so node_index() (hence every "node #i" label) is
+  // O(1), and edits are deferred, so that a pass inserting or removing a node per match stays
+  // linear (a vector insert or erase shifts everything after it: quadratic, minutes on a few
+  // hundred thousand nodes). remove_node leaves a null slot; add_node before a node records the
+  // new node in inserted_ with the slot it goes before. Slots never move until compact(), which
+  // nodes(), node_index() and every whole-graph operation call first, so nothing outside Graph
+  // ever sees a null slot or a pending node. Hence `mutable`: the list a reader sees does not
+  // change, only its representation. Readers never compact concurrently: only edits make a
+  // compaction due, and the runner's threads never edit the graph.
+  mutable std::vector<std::unique_ptr<Node>> nodes_;
+  mutable std::vector<std::pair<size_t, std::unique_ptr<Node>>> inserted_;  // (slot it precedes, node)
+  mutable size_t removed_slots_ = 0;                                         // null slots in nodes_
+  mutable size_t position_rebuilds_ = 0;
   std::vector<std::unique_ptr<Tensor>> initializers_;
   // Lookup only: nothing is ever emitted by iterating this map.
   std::unordered_map<std::string, std::unique_ptr<Value>> values_;
@@ -287,16 +321,19 @@ class Graph {
 
 template <class Pred>
 void Graph::remove_nodes_if(Pred dead) {
-  std::vector<std::unique_ptr<Node>> kept;
+  if (edited()) compact();
+  std::vector<std::unique_ptr<Node>> kept, gone;
   kept.reserve(nodes_.size());
   for (auto& n : nodes_) {
     if (dead(*n)) {
-      detach_uses(n.get());
+      gone.push_back(std::move(n));
     } else {
+      n->index_ = kept.size();
       kept.push_back(std::move(n));
     }
   }
   nodes_ = std::move(kept);
+  if (!gone.empty()) detach_all(gone);
 }
 
 /// OperatorSetIdProto.

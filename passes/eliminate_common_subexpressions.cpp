@@ -2,6 +2,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <unordered_set>
 
 #include "passes/pass_list.h"
 #include "passes/rewrite.h"
@@ -124,6 +125,7 @@ PassStats eliminate_common_subexpressions(ir::Model& model, const PassContext&) 
     }
 
     std::map<std::string, ir::Node*> seen_nodes;
+    std::unordered_set<const ir::Node*> merged;  // removed together at the end: one pass
     std::vector<ir::Node*> order;
     for (const auto& n : g.nodes()) order.push_back(n.get());
     for (ir::Node* n : order) {
@@ -137,9 +139,10 @@ PassStats eliminate_common_subexpressions(ir::Model& model, const PassContext&) 
       if (output) continue;
       for (size_t i = 0; i < n->outputs().size(); ++i)
         if (n->output(i) && it->second->output(i)) g.replace_all_uses(n->output(i), it->second->output(i));
-      g.remove_node(n);
+      merged.insert(n);
       ++stats.removed;
     }
+    if (!merged.empty()) g.remove_nodes_if([&](const ir::Node& n) { return merged.count(&n) > 0; });
     g.prune_values();
   });
   return stats;

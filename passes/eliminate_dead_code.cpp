@@ -13,23 +13,28 @@ namespace {
 /// subgraph nodes count: they are recorded on the outer value).
 int64_t remove_dead_nodes(ir::Graph& g) {
   int64_t removed = 0;
-  // Walk backwards repeatedly: removing a consumer can make its producers dead.
+  // Walk backwards, not counting uses by nodes this walk already found dead: in topological order
+  // readers come after their producers, so a whole dead chain goes in one walk (a walk per node
+  // of the chain would be quadratic). A reader placed before its producer, or inside a dead
+  // node's subgraph, is caught by the next walk; walks repeat until one finds nothing.
   bool again = true;
   while (again) {
-    again = false;
-    std::vector<ir::Node*> dead;
+    std::unordered_set<const ir::Node*> dead;
     for (auto it = g.nodes().rbegin(); it != g.nodes().rend(); ++it) {
-      ir::Node* n = it->get();
+      const ir::Node* n = it->get();
       bool used = false;
-      for (const ir::Value* o : n->outputs())
-        if (o && (o->is_graph_output() || !o->uses().empty())) used = true;
-      if (!used) dead.push_back(n);
+      for (const ir::Value* o : n->outputs()) {
+        if (!o) continue;
+        if (o->is_graph_output()) used = true;
+        for (const ir::Use& u : o->uses())
+          if (!dead.count(u.node)) used = true;
+      }
+      if (!used) dead.insert(n);
     }
-    if (!dead.empty()) {
-      const std::unordered_set<ir::Node*> set(dead.begin(), dead.end());
-      g.remove_nodes_if([&](const ir::Node& n) { return set.count(const_cast<ir::Node*>(&n)) > 0; });
+    again = !dead.empty();
+    if (again) {
+      g.remove_nodes_if([&](const ir::Node& n) { return dead.count(&n) > 0; });
       removed += static_cast<int64_t>(dead.size());
-      again = true;
     }
   }
   return removed;

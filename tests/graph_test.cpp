@@ -522,6 +522,86 @@ TEST_CASE("topological_sort handles a 100,000-node chain and a 100,000-node cycl
   }
 }
 
+TEST_CASE("node positions are cached: per-node describe, node_index, insertion and removal never rescan") {
+  // A loop doing one of these per node must stay linear: a million unnamed nodes are labelled
+  // "node #i" in messages, and passes insert and remove nodes one by one. The graph counts every
+  // walk over its whole node list; the count must not grow with the number of nodes.
+  auto walks_for = [](int length) {
+    auto m = empty_model();
+    Graph& g = *m->graph;
+    Value* v = g.add_input("x", float_type()).value;
+    for (int i = 0; i < length; ++i) v = g.add_node("Relu", {v}, {"v" + std::to_string(i)})->output(0);
+    g.add_output(v, float_type());
+    const size_t start = g.position_rebuilds();
+    std::vector<Node*> nodes;
+    for (const auto& n : g.nodes()) nodes.push_back(n.get());
+    // Labels and positions of every node.
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      REQUIRE(g.node_index(nodes[i]) == i);
+      REQUIRE(nodes[i]->describe() == "node #" + std::to_string(i) + " (Relu)");
+    }
+    // Insert an Identity before every 4th node, remove every 4th original node (uses go with
+    // it), then read positions again: one walk drops the removed slots.
+    std::vector<Node*> inserted;
+    for (size_t i = 0; i < nodes.size(); i += 4)
+      inserted.push_back(g.add_node("Identity", {nodes[i]->input(0)}, {}, "", "", nodes[i]));
+    for (size_t i = 1; i < nodes.size(); i += 4) g.remove_node(nodes[i]);
+    size_t kept = 0;
+    for (const auto& n : g.nodes()) {
+      REQUIRE(g.node_index(n.get()) == kept);
+      ++kept;
+    }
+    CHECK(kept == nodes.size() + (nodes.size() + 3) / 4 - (nodes.size() + 2) / 4);
+    for (size_t j = 0; j < inserted.size(); ++j)  // each right before the node it was inserted before
+      REQUIRE(g.node_index(inserted[j]) + 1 == g.node_index(nodes[4 * j]));
+    const std::vector<Node*> removed = {nodes[1]};
+    CHECK(g.node_index(removed[0]) == g.nodes().size());  // removed: not a node of the graph
+    return g.position_rebuilds() - start;
+  };
+  const size_t small = walks_for(400);
+  const size_t large = walks_for(40000);
+  CHECK(small <= 2);
+  CHECK(large == small);
+}
+
+TEST_CASE("insertions before the same node keep their order; pending nodes can be edited at once") {
+  auto m = empty_model();
+  Graph& g = *m->graph;
+  Value* x = g.add_input("x", float_type()).value;
+  Node* last = g.add_node("Relu", {x}, {"y"}, "", "last");
+  g.add_node("Neg", {x}, {"a"}, "", "a", last);
+  Node* b = g.add_node("Neg", {x}, {"b"}, "", "b", last);
+  g.add_node("Neg", {x}, {"c"}, "", "c", b);  // before a node that is itself pending
+  Node* d = g.add_node("Neg", {x}, {"d"}, "", "d", last);
+  g.add_node("Abs", {x}, {"e"}, "", "e");  // appended
+  g.remove_node(d);  // removed while pending
+  CHECK(node_names(g) == std::vector<std::string>{"a", "c", "b", "last", "e"});
+  CHECK(g.find("d")->producer() == nullptr);
+  check_links(g);
+  auto other = empty_model("other");
+  Node* stranger = other->graph->add_node("Relu", {other->graph->add_input("x", float_type()).value}, {"z"});
+  CHECK_THROWS_AS(g.remove_node(stranger), Error);  // not this graph's: refused, nothing freed
+  CHECK_THROWS_AS(g.add_node("Neg", {x}, {"f"}, "", "f", stranger), Error);
+  CHECK(node_names(g) == std::vector<std::string>{"a", "c", "b", "last", "e"});
+}
+
+TEST_CASE("prune_values keeps a value that a second node still outputs after its producer went") {
+  // Found by fuzz/convert.cpp: two nodes output "v" (an SSA violation convert does not refuse);
+  // removing the first left the value without a producer, prune_values freed it, and the second
+  // node's output pointed at freed memory.
+  auto m = empty_model();
+  Graph& g = *m->graph;
+  Value* x = g.add_input("x", float_type()).value;
+  Node* first = g.add_node("Relu", {x}, {"v"}, "", "first");
+  Node* second = g.add_node("Neg", {x}, {"v"}, "", "second");
+  g.add_output(g.add_node("Abs", {x}, {"y"})->output(0), float_type());
+  g.remove_node(first);
+  g.prune_values();
+  REQUIRE(g.find("v") != nullptr);
+  CHECK(second->output(0) == g.find("v"));
+  CHECK(ir::NameGenerator(*m).fresh("v") != "v");  // reads every node's outputs: no use after free
+}
+
 TEST_CASE("for_each_graph visits every nested subgraph once, parents first") {
   auto m = empty_model();
   Graph& g = *m->graph;
