@@ -363,6 +363,9 @@ class HalfConverter {
   Precision value_precision(const ir::Value& v) const {
     if (v.is_graph_input()) return boundary_.at(v.graph());
     if (v.is_initializer()) return constant_precision(v);
+    // No producer: a value of an invalid model (read but never defined, or output by a second
+    // node after its first producer went). Nothing proves float16 is safe for it.
+    if (!v.producer()) return Precision::kFull;
     const ir::Node& producer = *v.producer();
     if (passes::is_op(&producer, "Constant") && !blocked_.count(&producer))
       return is_convertible_constant(producer) ? constant_precision(v) : Precision::kFull;

@@ -41,6 +41,16 @@ using ir::Value;
                                       std::to_string(target) + ": " + why);
 }
 
+/// Refuses an `axis` attribute outside [-rank, rank) when the rank is known (the model is
+/// invalid: converting it would hide that or index past the input's dims).
+void check_axis(const Node& n, int64_t axis, std::optional<size_t> rank) {
+  if (!rank) return;
+  const auto r = static_cast<int64_t>(*rank);
+  if (axis < -r || axis >= r)
+    throw Error(ErrorKind::kInput, n.describe() + ": axis " + std::to_string(axis) + " is out of range for an input of rank " +
+                                       std::to_string(r));
+}
+
 /// The smallest IR version a model of this default-domain opset needs (from the ONNX releases:
 /// opset 8 came with IR 3, 9 with IR 4, 10 with 5, 11 with 6, 12-14 with 7, 15-18 with 8, 19-20
 /// with 9, 21-22 with 10, 23 and later with 11).
@@ -559,6 +569,7 @@ class Converter {
     if (pads.size() != 2 * axes.size()) no_equivalent(n, 17, "pads does not match axes");
     std::vector<int64_t> full(2 * *r, 0);
     for (size_t i = 0; i < axes.size(); ++i) {
+      check_axis(n, axes[i], r);
       const int64_t a = axes[i] < 0 ? axes[i] + static_cast<int64_t>(*r) : axes[i];
       full[static_cast<size_t>(a)] = pads[i];
       full[static_cast<size_t>(a) + *r] = pads[i + axes.size()];
@@ -656,6 +667,7 @@ class Converter {
   void softmax_up(Graph& g, Node& n) {
     const auto r = rank_of(n.input(0));
     int64_t axis = n.attr_int("axis", 1);
+    check_axis(n, axis, r);
     if (r && axis < 0) axis += static_cast<int64_t>(*r);
     if (r && axis == static_cast<int64_t>(*r) - 1) {
       n.set_attr(Attribute::make_int("axis", -1));
@@ -685,6 +697,7 @@ class Converter {
   void softmax_down(Graph& g, Node& n) {
     const auto r = rank_of(n.input(0));
     int64_t axis = n.attr_int("axis", -1);
+    check_axis(n, axis, r);
     if (axis < 0 && r) axis += static_cast<int64_t>(*r);
     if (axis < 0) {
       // axis -1 of unknown rank: coercing at -1 to 2-D is the same as the last axis (opset 11+).

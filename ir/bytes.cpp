@@ -29,12 +29,20 @@ constexpr size_t kMaxRanges = 256;
 MappedRange g_ranges[kMaxRanges];
 std::mutex g_ranges_mutex;
 
+static_assert(std::atomic<bool>::is_always_lock_free && std::atomic<uintptr_t>::is_always_lock_free,
+              "the SIGBUS handler needs lock-free atomics");
+
 void on_sigbus(int sig, siginfo_t* info, void*) {
   const auto addr = reinterpret_cast<uintptr_t>(info->si_addr);
   for (const auto& r : g_ranges) {
     const uintptr_t b = r.begin.load(), e = r.end.load();
     if (b == 0 || addr < b || addr >= e) continue;
-    // Only async-signal-safe calls here: write(2) and _exit(2).
+    // Only async-signal-safe calls here: write(2), pause(2), _exit(2). Threads reading the same
+    // mapping fault together: the first one writes the line and ends the process; the others
+    // wait for that instead of interleaving their lines with it.
+    static std::atomic<bool> reporting{false};
+    if (reporting.exchange(true))
+      for (;;) ::pause();
     static const char kPrefix[] = "onnxtool: ";
     static const char kSuffix[] = ": the file changed (truncated?) while it was being read\n";
     (void)!::write(2, kPrefix, sizeof kPrefix - 1);

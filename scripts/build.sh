@@ -34,27 +34,10 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 # --- packages
-packages=(protobuf-compiler libprotobuf-dev libcli11-dev nlohmann-json3-dev libeigen3-dev
-          doctest-dev cmake ninja-build g++)
-if command -v dpkg-query >/dev/null 2>&1; then
-  missing=()
-  for p in "${packages[@]}"; do
-    status="$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)"
-    [[ "$status" == "install ok installed" ]] || missing+=("$p")
-  done
-  if [[ ${#missing[@]} -gt 0 ]]; then
-    if [[ "$(id -u)" -ne 0 ]]; then
-      echo "build.sh: missing Debian packages: ${missing[*]} (as root: apt-get install -y ${missing[*]})" >&2
-      exit 1
-    fi
-    echo "build.sh: installing ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  fi
-else
-  echo "build.sh: no dpkg-query (not Debian?); assuming the build dependencies are installed" >&2
-fi
+# shellcheck source=scripts/packages.sh
+source "$root/scripts/packages.sh"
+ensure_packages build.sh required protobuf-compiler libprotobuf-dev libcli11-dev nlohmann-json3-dev \
+  libeigen3-dev doctest-dev cmake ninja-build g++
 
 # --- configure and build
 default_dir="${ONNXTOOL_BUILD_DIR:-build}"

@@ -22,21 +22,9 @@ die() {
 # --- Debian packages the tests read: the ONNX backend suite (libonnx-testdata), python3-onnx
 # and numpy (the second-opinion checker and a few test inputs), python3-skimage (photos and text
 # images) and espeak-ng (speech) for the real inputs, GNU time (benchmarks).
-test_packages=(libonnx-testdata python3-onnx python3-numpy python3-skimage espeak-ng time)
-missing=()
-for p in "${test_packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
-done
-if [[ ${#missing[@]} -gt 0 ]]; then
-  if [[ "$(id -u)" -eq 0 ]]; then
-    echo "fetch_models.sh: installing ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  else
-    echo "fetch_models.sh: not installed: ${missing[*]} (as root: apt-get install -y ${missing[*]}); tests that need them will skip" >&2
-  fi
-fi
+# shellcheck source=scripts/packages.sh
+source "$root/scripts/packages.sh"
+ensure_packages fetch_models.sh optional libonnx-testdata python3-onnx python3-numpy python3-skimage espeak-ng time
 
 # --- the manifest: sha256, file relative to the cache, source
 declare -A want_sha source
