@@ -43,7 +43,10 @@ ensure_packages build.sh required protobuf-compiler libprotobuf-dev libcli11-dev
 default_dir="${ONNXTOOL_BUILD_DIR:-build}"
 if [[ $asan -eq 1 ]]; then
   build_dir="${build_dir:-${default_dir}-asan}"
-  cmake_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DONNXTOOL_SANITIZE=ON -DONNXTOOL_BUILD_TESTS=ON)
+  # -g1 (line tables, no variables) is all the sanitizers' stack traces need, and compiles the
+  # kernel files a third faster than -g.
+  cmake_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O2 -g1 -DNDEBUG"
+              -DONNXTOOL_SANITIZE=ON -DONNXTOOL_BUILD_TESTS=ON)
 else
   build_dir="${build_dir:-$default_dir}"
   cmake_args=(-DCMAKE_BUILD_TYPE=Release -DONNXTOOL_SANITIZE=OFF -DONNXTOOL_BUILD_TESTS=ON)
