@@ -14,7 +14,8 @@
 
 namespace onnxtool::cli {
 
-/// Exit codes of DESIGN.md.
+/// The exit codes (README, "Exit codes"): 0 success, 1 the model failed what was asked, 2 bad
+/// usage, unreadable input or an internal failure.
 constexpr int kExitOk = 0;
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;

@@ -192,11 +192,11 @@ int run_compare(const CompareCliOptions& o) {
   }
 
   bool within = true;
-  for (const auto& n : outputs) within = within && worst[n].diff.within(o.atol);
+  for (const auto& n : outputs) within = within && worst[n].diff.within();
   // The first layer (in A's order) beyond tolerance, and the worst ones by relative error.
   std::string first_bad;
   for (const auto& n : layer_order)
-    if (!layers[n].diff.within(o.atol)) {
+    if (!layers[n].diff.within()) {
       first_bad = n;
       break;
     }

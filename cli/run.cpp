@@ -61,29 +61,13 @@ struct Stats {
 
 Stats stats_of(const runner::Tensor& t) {
   Stats s;
-  auto get = [&t](int64_t i) -> double {
-    switch (t.dtype()) {
-      case ir::DataType::kFloat: return t.data<float>()[i];
-      case ir::DataType::kDouble: return t.data<double>()[i];
-      case ir::DataType::kFloat16: return runner::half_to_float(t.data<uint16_t>()[i]);
-      case ir::DataType::kInt64: return static_cast<double>(t.data<int64_t>()[i]);
-      case ir::DataType::kInt32: return t.data<int32_t>()[i];
-      case ir::DataType::kInt8: return t.data<int8_t>()[i];
-      case ir::DataType::kUInt8:
-      case ir::DataType::kBool: return t.data<uint8_t>()[i];
-      default: return NAN;
-    }
-  };
-  // Types get() cannot read (strings, complex...) report NaN for every element: no statistics.
-  const bool floating = t.dtype() == ir::DataType::kFloat || t.dtype() == ir::DataType::kDouble ||
-                        t.dtype() == ir::DataType::kFloat16;
-  if (t.size() == 0 || (!floating && std::isnan(get(0)))) return s;
+  if (t.size() == 0 || !runner::is_plain_numeric(t.dtype())) return s;
   s.numeric = true;
   s.min = INFINITY;
   s.max = -INFINITY;
   double sum = 0;
   for (int64_t i = 0; i < t.size(); ++i) {
-    const double v = get(i);
+    const double v = runner::element_as_double(t, i);
     s.min = std::min(s.min, v);
     s.max = std::max(s.max, v);
     sum += v;

@@ -59,7 +59,6 @@ std::optional<uint64_t> storage_bytes(DataType type, uint64_t count);
 
 bool is_float_type(DataType type);    ///< any floating-point type, float8/float4 included
 bool is_integer_type(DataType type);  ///< signed or unsigned integers, sub-byte ones included
-bool is_signed_type(DataType type);
 
 /// Product of dims, overflow-checked; nullopt when a dim is negative or the product overflows.
 std::optional<uint64_t> element_count(const int64_t* dims, size_t rank);
@@ -69,5 +68,16 @@ float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);
 float bfloat16_to_float(uint16_t b);
 uint16_t float_to_bfloat16(float f);
+/// A double rounded once (to nearest even) into float16 / bfloat16; overflow gives infinity.
+/// (Through float first would round twice.)
+uint16_t double_to_half(double x);
+uint16_t double_to_bfloat16(double x);
+
+/// The float8 types (E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ): decoding, and encoding rounded to
+/// nearest even, out-of-range values saturating to +-max when `saturate`, else Inf/NaN as the
+/// spec's tables say. float8_to_double and double_to_float8 take float8 types only.
+bool is_float8(DataType type);
+double float8_to_double(DataType type, uint8_t code);
+uint8_t double_to_float8(DataType type, double x, bool saturate);
 
 }  // namespace onnxtool::ir

@@ -6,7 +6,7 @@
 
 namespace onnxtool {
 
-/// What went wrong, which decides the CLI's exit code (DESIGN.md: 1 model failed, 2 bad usage
+/// What went wrong, which decides the CLI's exit code (README, "Exit codes": 1 model failed, 2 bad usage
 /// or unreadable input).
 enum class ErrorKind {
   kUsage,     ///< bad flags or arguments (exit 2)

@@ -52,12 +52,10 @@ std::string attr_text(const Attribute& a) {
         s << "[";
         for (size_t i = 0; i < a.t->dims.size(); ++i) s << (i ? "," : "") << a.t->dims[i];
         s << "]";
-        try {
-          const Bytes raw = a.t->raw_bytes();
+        if (const auto raw = a.t->raw_bytes_if_valid()) {
           uint64_t h = 1469598103934665603ULL;
-          for (size_t i = 0; i < raw.size(); ++i) h = (h ^ raw.data()[i]) * 1099511628211ULL;
+          for (size_t i = 0; i < raw->size(); ++i) h = (h ^ raw->data()[i]) * 1099511628211ULL;
           s << "#" << std::hex << (h & 0xffffff);
-        } catch (...) {
         }
       }
       break;
@@ -105,13 +103,10 @@ std::string tensor_change(const Tensor& a, const Tensor& b) {
     return s.str();
   }
   if (a.type() == DataType::kString) return a.string_data == b.string_data ? "" : "strings changed";
-  Bytes x, y;
-  try {
-    x = a.raw_bytes();
-    y = b.raw_bytes();
-  } catch (...) {
-    return "unreadable data";
-  }
+  const auto xa = a.raw_bytes_if_valid(), ya = b.raw_bytes_if_valid();
+  if (!xa || !ya) return "unreadable data";
+  const Bytes& x = *xa;
+  const Bytes& y = *ya;
   if (x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size()) == 0) return "";
   const int bits = data_type_bits(a.type());
   if (bits <= 0 || bits % 8) return "values changed";

@@ -1120,11 +1120,6 @@ Tensor parse_tensor(const Bytes& data, const std::string& label) {
   return t;
 }
 
-std::string serialize_tensor(const Tensor& tensor) {
-  Encoder enc(nullptr, true);
-  return enc.tensor(tensor).flatten();
-}
-
 void check_not_input(const LoadInfo& input, const std::string& path, const std::string& what) {
   if (same_file(path, input.path)) throw_usage_error(what + ": is the input model " + input.path + "; choose another file");
   for (const auto& f : input.external_files) {

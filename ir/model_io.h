@@ -90,9 +90,6 @@ std::string serialize_model(const Model& model);
 /// Throws Error(kInput) naming `label` when it is malformed or its data does not fit its dims.
 Tensor parse_tensor(const Bytes& data, const std::string& label);
 
-/// Serializes a tensor as a TensorProto (data inline).
-std::string serialize_tensor(const Tensor& tensor);
-
 /// True when both paths name the same existing file (device and inode).
 bool same_file(const std::string& a, const std::string& b);
 

@@ -178,19 +178,12 @@ Bytes Tensor::raw_bytes() const {
   return Bytes::owned(std::move(out));
 }
 
-void Tensor::make_raw() {
-  if (type() == DataType::kString) return;
-  Bytes bytes = raw_bytes();
-  raw_data = bytes;
-  float_data.clear();
-  int32_data.clear();
-  int64_data.clear();
-  double_data.clear();
-  uint64_data.clear();
-  external_data.clear();
-  external_bytes.reset();
-  data_location = 0;
-  explicit_defaults &= ~(1u << 14);
+std::optional<Bytes> Tensor::raw_bytes_if_valid() const {
+  try {
+    return raw_bytes();
+  } catch (const Error&) {
+    return std::nullopt;
+  }
 }
 
 const std::string& SparseTensor::name() const {

@@ -67,13 +67,13 @@ struct Tensor {
   /// for raw_data and external data; a converted copy for typed fields. Throws Error(kInput)
   /// naming the tensor when the data does not fit dims and type. Not for string tensors.
   Bytes raw_bytes() const;
+  /// raw_bytes(), or nullopt where it would throw: for readers that skip a tensor they cannot
+  /// use (passes that only look at small constants, fingerprints, diffs).
+  std::optional<Bytes> raw_bytes_if_valid() const;
 
   /// Checks that the stored data matches dims x element size (typed field counts included);
   /// throws Error(kInput) naming the tensor (with `where` as context) when it does not.
   void validate_data(const std::string& where) const;
-
-  /// Makes raw_data the only storage (moves typed fields and external data inline).
-  void make_raw();
 };
 
 /// A sparse tensor: SparseTensorProto (COO).

@@ -9,16 +9,6 @@ namespace onnxtool::quant {
 
 namespace {
 
-double element(const runner::Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case ir::DataType::kFloat: return t.data<float>()[i];
-    case ir::DataType::kDouble: return t.data<double>()[i];
-    case ir::DataType::kFloat16: return runner::half_to_float(t.data<uint16_t>()[i]);
-    case ir::DataType::kBFloat16: return runner::bfloat16_to_float(t.data<uint16_t>()[i]);
-    default: return 0;
-  }
-}
-
 bool is_float(ir::DataType t) {
   return t == ir::DataType::kFloat || t == ir::DataType::kDouble || t == ir::DataType::kFloat16 ||
          t == ir::DataType::kBFloat16;
@@ -51,7 +41,7 @@ void TensorStats::observe(const runner::Tensor& t, double averaging_constant) {
   double lo = std::numeric_limits<double>::infinity(), hi = -lo, absmax = 0;
   int64_t finite = 0;
   for (int64_t i = 0; i < t.size(); ++i) {
-    const double v = element(t, i);
+    const double v = runner::element_as_double(t, i);
     if (std::isnan(v)) {
       ++nan_;
       continue;
@@ -89,7 +79,7 @@ void TensorStats::observe(const runner::Tensor& t, double averaging_constant) {
   widen(absmax);
   const double per_bin = static_cast<double>(kBins) / limit_;
   for (int64_t i = 0; i < t.size(); ++i) {
-    const double v = element(t, i);
+    const double v = runner::element_as_double(t, i);
     if (!std::isfinite(v)) continue;
     // Compared as a double before the conversion: a magnitude beyond the top bin (possible
     // only when the limit stopped doubling) must not overflow int.

@@ -8,25 +8,6 @@
 
 namespace onnxtool::runner {
 
-double element_as_double(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DataType::kFloat: return t.data<float>()[i];
-    case DataType::kDouble: return t.data<double>()[i];
-    case DataType::kFloat16: return half_to_float(t.data<uint16_t>()[i]);
-    case DataType::kBFloat16: return bfloat16_to_float(t.data<uint16_t>()[i]);
-    case DataType::kInt8: return t.data<int8_t>()[i];
-    case DataType::kUInt8: return t.data<uint8_t>()[i];
-    case DataType::kBool: return t.data<uint8_t>()[i];
-    case DataType::kInt16: return t.data<int16_t>()[i];
-    case DataType::kUInt16: return t.data<uint16_t>()[i];
-    case DataType::kInt32: return t.data<int32_t>()[i];
-    case DataType::kUInt32: return t.data<uint32_t>()[i];
-    case DataType::kInt64: return static_cast<double>(t.data<int64_t>()[i]);
-    case DataType::kUInt64: return static_cast<double>(t.data<uint64_t>()[i]);
-    default: return std::nan("");
-  }
-}
-
 namespace {
 
 bool is_float(DataType t) {

@@ -30,14 +30,13 @@ struct TensorDiff {
   int64_t nonfinite_count = 0;
   /// Elements beyond |a - b| <= atol + rtol * |a|.
   int64_t beyond = 0;
-  bool within(double) const { return problem.empty() && beyond == 0 && nonfinite_count == 0; }
+  /// True when every element is within the tolerance given to compare_tensors and no NaN or
+  /// infinity differs.
+  bool within() const { return problem.empty() && beyond == 0 && nonfinite_count == 0; }
 };
 
 /// Compares b against the reference a. Integer, bool and string tensors compare exactly (any
 /// difference counts as beyond tolerance).
 TensorDiff compare_tensors(const Tensor& a, const Tensor& b, double rtol, double atol);
-
-/// Element i of a numeric tensor as double (NaN for strings).
-double element_as_double(const Tensor& t, int64_t i);
 
 }  // namespace onnxtool::runner

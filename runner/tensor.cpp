@@ -9,6 +9,65 @@
 
 namespace onnxtool::runner {
 
+bool is_plain_numeric(DataType type) {
+  switch (type) {
+    case DataType::kFloat:
+    case DataType::kDouble:
+    case DataType::kFloat16:
+    case DataType::kBFloat16:
+    case DataType::kInt8:
+    case DataType::kUInt8:
+    case DataType::kBool:
+    case DataType::kInt16:
+    case DataType::kUInt16:
+    case DataType::kInt32:
+    case DataType::kUInt32:
+    case DataType::kInt64:
+    case DataType::kUInt64:
+      return true;
+    default:
+      return false;
+  }
+}
+
+double element_as_double(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DataType::kFloat: return t.data<float>()[i];
+    case DataType::kDouble: return t.data<double>()[i];
+    case DataType::kFloat16: return half_to_float(t.data<uint16_t>()[i]);
+    case DataType::kBFloat16: return bfloat16_to_float(t.data<uint16_t>()[i]);
+    case DataType::kInt8: return t.data<int8_t>()[i];
+    case DataType::kUInt8: return t.data<uint8_t>()[i];
+    case DataType::kBool: return t.data<uint8_t>()[i];
+    case DataType::kInt16: return t.data<int16_t>()[i];
+    case DataType::kUInt16: return t.data<uint16_t>()[i];
+    case DataType::kInt32: return t.data<int32_t>()[i];
+    case DataType::kUInt32: return t.data<uint32_t>()[i];
+    case DataType::kInt64: return static_cast<double>(t.data<int64_t>()[i]);
+    case DataType::kUInt64: return static_cast<double>(t.data<uint64_t>()[i]);
+    default: return std::numeric_limits<double>::quiet_NaN();
+  }
+}
+
+void set_element_from_double(Tensor& t, int64_t i, double v) {
+  switch (t.dtype()) {
+    case DataType::kFloat: t.mutable_data<float>()[i] = static_cast<float>(v); break;
+    case DataType::kDouble: t.mutable_data<double>()[i] = v; break;
+    case DataType::kFloat16: t.mutable_data<uint16_t>()[i] = float_to_half(static_cast<float>(v)); break;
+    case DataType::kBFloat16: t.mutable_data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(v)); break;
+    case DataType::kInt8: t.mutable_data<int8_t>()[i] = static_cast<int8_t>(v); break;
+    case DataType::kUInt8: t.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(v); break;
+    case DataType::kBool: t.mutable_data<uint8_t>()[i] = v != 0; break;
+    case DataType::kInt16: t.mutable_data<int16_t>()[i] = static_cast<int16_t>(v); break;
+    case DataType::kUInt16: t.mutable_data<uint16_t>()[i] = static_cast<uint16_t>(v); break;
+    case DataType::kInt32: t.mutable_data<int32_t>()[i] = static_cast<int32_t>(v); break;
+    case DataType::kUInt32: t.mutable_data<uint32_t>()[i] = static_cast<uint32_t>(v); break;
+    case DataType::kInt64: t.mutable_data<int64_t>()[i] = static_cast<int64_t>(v); break;
+    case DataType::kUInt64: t.mutable_data<uint64_t>()[i] = static_cast<uint64_t>(v); break;
+    default: break;
+  }
+}
+
 int64_t shape_size(const std::vector<int64_t>& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {

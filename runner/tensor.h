@@ -67,6 +67,16 @@ class Tensor {
 int64_t shape_size(const std::vector<int64_t>& shape);
 std::string shape_string(const std::vector<int64_t>& shape);
 
+/// True for the element types element_as_double reads: float, double, float16, bfloat16, the
+/// 8- to 64-bit integers and bool.
+bool is_plain_numeric(DataType type);
+/// Element i as double (int64 and uint64 beyond 2^53 round); NaN for types that are not plain
+/// numeric (strings, complex, float8, 4-bit and 2-bit types).
+double element_as_double(const Tensor& t, int64_t i);
+/// Stores v into element i of a plain numeric tensor as static_cast does (floats round, float16
+/// and bfloat16 through float, integers truncate toward zero; bool is v != 0). Other types: no-op.
+void set_element_from_double(Tensor& t, int64_t i, double v);
+
 /// A runtime value: a tensor, a sequence of tensors, or an optional (empty or holding one).
 struct Value {
   enum class Kind { kNone, kTensor, kSequence, kOptional };
@@ -95,10 +105,15 @@ struct Value {
   std::string describe() const;
 };
 
-// The float16 / bfloat16 codecs live with the element types in ir/.
+// The float16 / bfloat16 / float8 codecs live with the element types in ir/.
 using ir::bfloat16_to_float;
+using ir::double_to_bfloat16;
+using ir::double_to_float8;
+using ir::double_to_half;
+using ir::float8_to_double;
 using ir::float_to_bfloat16;
 using ir::float_to_half;
 using ir::half_to_float;
+using ir::is_float8;
 
 }  // namespace onnxtool::runner

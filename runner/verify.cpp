@@ -67,7 +67,7 @@ OutputCheck compare_output(const std::string& name, const Value& a, const Value&
   c.exact = !is_float(a.tensor.dtype());
   const double scale = c.exact ? 1 : std::max(1.0, max_finite_magnitude(a.tensor));
   c.diff = compare_tensors(a.tensor, b.tensor, tol.rtol, tol.atol * scale);
-  c.within = c.diff.within(0);
+  c.within = c.diff.within();
   if (c.within) return c;
   if (!c.diff.problem.empty()) {
     c.why = c.diff.problem + " (" + a.describe() + " became " + b.describe() + ")";

@@ -35,33 +35,16 @@ const QType kUInt16{DataType::kUInt16, 0, 65535, "uint16"};
 const QType kInt16{DataType::kInt16, -32768, 32767, "int16"};
 
 double element(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DataType::kFloat: return t.data<float>()[i];
-    case DataType::kUInt8: return t.data<uint8_t>()[i];
-    case DataType::kInt8: return t.data<int8_t>()[i];
-    case DataType::kUInt16: return t.data<uint16_t>()[i];
-    case DataType::kInt16: return t.data<int16_t>()[i];
-    case DataType::kInt32: return t.data<int32_t>()[i];
-    default: FAIL("unexpected dtype"); return 0;
-  }
+  REQUIRE(runner::is_plain_numeric(t.dtype()));
+  return runner::element_as_double(t, i);
 }
 
 /// A tensor of an integer or float type holding the given values (already in range).
 Tensor make(DataType type, std::vector<int64_t> shape, const std::vector<double>& v) {
   Tensor t(type, std::move(shape));
   REQUIRE(t.size() == static_cast<int64_t>(v.size()));
-  for (int64_t i = 0; i < t.size(); ++i) {
-    const double e = v[static_cast<size_t>(i)];
-    switch (type) {
-      case DataType::kFloat: t.mutable_data<float>()[i] = static_cast<float>(e); break;
-      case DataType::kUInt8: t.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(e); break;
-      case DataType::kInt8: t.mutable_data<int8_t>()[i] = static_cast<int8_t>(e); break;
-      case DataType::kUInt16: t.mutable_data<uint16_t>()[i] = static_cast<uint16_t>(e); break;
-      case DataType::kInt16: t.mutable_data<int16_t>()[i] = static_cast<int16_t>(e); break;
-      case DataType::kInt32: t.mutable_data<int32_t>()[i] = static_cast<int32_t>(e); break;
-      default: FAIL("unexpected dtype");
-    }
-  }
+  REQUIRE(runner::is_plain_numeric(type));
+  for (int64_t i = 0; i < t.size(); ++i) runner::set_element_from_double(t, i, v[static_cast<size_t>(i)]);
   return t;
 }
 

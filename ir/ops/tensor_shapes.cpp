@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "ir/constant.h"
 #include "ir/ops/shape_util.h"
 
 namespace onnxtool::ir {
@@ -92,72 +93,14 @@ std::optional<int64_t> scalar_int(const InferenceContext& ctx, size_t i) {
   return d->value;
 }
 
-float half_to_float(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  uint32_t bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {  // subnormal: normalise
-      exp = 127 - 15 + 1;
-      while (!(mant & 0x400u)) {
-        mant <<= 1;
-        --exp;
-      }
-      mant &= 0x3ffu;
-      bits = sign | (exp << 23) | (mant << 13);
-    }
-  } else if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 /// The values of a small numeric tensor (integer or floating point) as doubles.
 std::optional<std::vector<double>> tensor_numbers(const Tensor& t) {
-  const DataType dt = t.type();
-  if (is_integer_type(dt)) {
+  if (is_integer_type(t.type())) {
     auto ints = shape::tensor_ints(t, 4096);
     if (!ints) return std::nullopt;
     return std::vector<double>(ints->begin(), ints->end());
   }
-  if (dt != DataType::kFloat && dt != DataType::kDouble && dt != DataType::kFloat16 &&
-      dt != DataType::kBFloat16)
-    return std::nullopt;
-  auto n = t.element_count();
-  if (!n || *n > 4096) return std::nullopt;
-  Bytes raw;
-  try {
-    raw = t.raw_bytes();
-  } catch (...) {
-    return std::nullopt;
-  }
-  const size_t width = static_cast<size_t>(data_type_bits(dt) / 8);
-  if (raw.size() < *n * width) return std::nullopt;
-  std::vector<double> out(static_cast<size_t>(*n));
-  for (size_t i = 0; i < out.size(); ++i) {
-    const uint8_t* p = raw.data() + i * width;
-    switch (dt) {
-      case DataType::kFloat: { float v; std::memcpy(&v, p, 4); out[i] = v; break; }
-      case DataType::kDouble: { double v; std::memcpy(&v, p, 8); out[i] = v; break; }
-      case DataType::kFloat16: { uint16_t v; std::memcpy(&v, p, 2); out[i] = half_to_float(v); break; }
-      default: {  // bfloat16: the high half of a float
-        uint16_t v;
-        std::memcpy(&v, p, 2);
-        const uint32_t bits = static_cast<uint32_t>(v) << 16;
-        float f;
-        std::memcpy(&f, &bits, 4);
-        out[i] = f;
-      }
-    }
-  }
-  return out;
+  return read_floats(t, 4096);
 }
 
 /// The values of a numeric input: propagated integers, or a constant of any numeric type.
@@ -1131,12 +1074,9 @@ std::optional<int64_t> count_true(const Tensor& t, int64_t limit) {
     for (size_t i = 0; i < ints->size() && static_cast<int64_t>(i) < limit; ++i) c += (*ints)[i] != 0;
     return c;
   }
-  Bytes raw;
-  try {
-    raw = t.raw_bytes();
-  } catch (...) {
-    return std::nullopt;
-  }
+  const auto bytes = t.raw_bytes_if_valid();
+  if (!bytes) return std::nullopt;
+  const Bytes& raw = *bytes;
   int64_t c = 0;
   for (size_t i = 0; i < raw.size() && static_cast<int64_t>(i) < limit; ++i) c += raw.data()[i] != 0;
   return c;

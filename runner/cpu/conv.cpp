@@ -7,6 +7,7 @@
 #include "runner/cpu/elementwise_util.h"
 #include "runner/cpu/gemm.h"
 #include "runner/cpu/kernels.h"
+#include "runner/cpu/tensor_util.h"
 
 namespace onnxtool::runner::cpu {
 
@@ -240,18 +241,15 @@ std::vector<T>& scratch() {
   return col;
 }
 
-std::vector<float> to_float(const Tensor& t) {
-  std::vector<float> v(static_cast<size_t>(t.size()));
-  for (int64_t i = 0; i < t.size(); ++i)
-    v[static_cast<size_t>(i)] = t.dtype() == DataType::kFloat16 ? half_to_float(t.data<uint16_t>()[i]) : bfloat16_to_float(t.data<uint16_t>()[i]);
-  return v;
-}
-
-void conv(KernelContext& ctx) {
+/// Conv and ConvTranspose around their compute function: the type checks, the output, and the
+/// element types (float and double compute in their own type; float16 and bfloat16 in float,
+/// rounded once at the end). `compute(g, x, w, bias, y, scratch)` takes typed pointers.
+template <class Geometry, class Compute>
+void conv_family(KernelContext& ctx, Geometry geometry, Compute compute) {
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(1);
   if (x.dtype() != w.dtype()) ctx.fail("X and W have different types");
-  const ConvGeometry g = conv_geometry(ctx, x, w);
+  const ConvGeometry g = geometry(ctx, x, w);
   const Tensor* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   if (b && (b->rank() != 1 || b->dim(0) != g.m)) ctx.fail("B must be [" + std::to_string(g.m) + "], got " + b->describe());
   std::vector<int64_t> shape{g.n, g.m};
@@ -260,26 +258,28 @@ void conv(KernelContext& ctx) {
   if (y.size() == 0) return;
   switch (x.dtype()) {
     case DataType::kFloat:
-      conv_compute<float>(g, x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr, y.mutable_data<float>(),
-                          scratch<float>());
+      compute(g, x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr, y.mutable_data<float>(), scratch<float>());
       break;
     case DataType::kDouble:
-      conv_compute<double>(g, x.data<double>(), w.data<double>(), b ? b->data<double>() : nullptr, y.mutable_data<double>(),
-                           scratch<double>());
+      compute(g, x.data<double>(), w.data<double>(), b ? b->data<double>() : nullptr, y.mutable_data<double>(),
+              scratch<double>());
       break;
     case DataType::kFloat16:
     case DataType::kBFloat16: {
-      const auto xf = to_float(x), wf = to_float(w);
-      const auto bf = b ? to_float(*b) : std::vector<float>{};
-      std::vector<float> yf(static_cast<size_t>(y.size()));
-      conv_compute<float>(g, xf.data(), wf.data(), b ? bf.data() : nullptr, yf.data(), scratch<float>());
-      for (int64_t i = 0; i < y.size(); ++i)
-        y.mutable_data<uint16_t>()[i] = x.dtype() == DataType::kFloat16 ? float_to_half(yf[static_cast<size_t>(i)])
-                                                                         : float_to_bfloat16(yf[static_cast<size_t>(i)]);
+      const Tensor xf = widen_to_float(x), wf = widen_to_float(w);
+      const Tensor bf = b ? widen_to_float(*b) : Tensor();
+      Tensor yf(DataType::kFloat, y.shape());
+      compute(g, xf.data<float>(), wf.data<float>(), b ? bf.data<float>() : nullptr, yf.mutable_data<float>(), scratch<float>());
+      ctx.set_output(0, narrow_from_float(yf, x.dtype()));
       break;
     }
-    default: ctx.fail("Conv does not support element type " + type_name(x.dtype()));
+    default: ctx.fail(ctx.node().op_type + " does not support element type " + type_name(x.dtype()));
   }
+}
+
+void conv(KernelContext& ctx) {
+  conv_family(ctx, conv_geometry, [](const ConvGeometry& g, const auto* x, const auto* w, const auto* bias, auto* y,
+                                     auto& col) { conv_compute(g, x, w, bias, y, col); });
 }
 
 // ---------------------------------------------------------------- ConvTranspose
@@ -404,50 +404,11 @@ void conv_transpose_compute(const ConvGeometry& g, const T* x, const T* w, const
 }
 
 void conv_transpose(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  const Tensor& w = ctx.input(1);
-  if (x.dtype() != w.dtype()) ctx.fail("X and W have different types");
-  const ConvGeometry g = conv_transpose_geometry(ctx, x, w);
-  const Tensor* b = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-  if (b && (b->rank() != 1 || b->dim(0) != g.m)) ctx.fail("B must be [" + std::to_string(g.m) + "], got " + b->describe());
-  std::vector<int64_t> shape{g.n, g.m};
-  shape.insert(shape.end(), g.out.begin(), g.out.end());
-  Tensor& y = ctx.output(0, x.dtype(), shape);
-  if (y.size() == 0) return;
-  switch (x.dtype()) {
-    case DataType::kFloat:
-      conv_transpose_compute<float>(g, x.data<float>(), w.data<float>(), b ? b->data<float>() : nullptr, y.mutable_data<float>(),
-                                    scratch<float>());
-      break;
-    case DataType::kDouble:
-      conv_transpose_compute<double>(g, x.data<double>(), w.data<double>(), b ? b->data<double>() : nullptr, y.mutable_data<double>(),
-                                     scratch<double>());
-      break;
-    case DataType::kFloat16:
-    case DataType::kBFloat16: {
-      const auto xf = to_float(x), wf = to_float(w);
-      const auto bf = b ? to_float(*b) : std::vector<float>{};
-      std::vector<float> yf(static_cast<size_t>(y.size()));
-      conv_transpose_compute<float>(g, xf.data(), wf.data(), b ? bf.data() : nullptr, yf.data(), scratch<float>());
-      for (int64_t i = 0; i < y.size(); ++i)
-        y.mutable_data<uint16_t>()[i] = x.dtype() == DataType::kFloat16 ? float_to_half(yf[static_cast<size_t>(i)])
-                                                                         : float_to_bfloat16(yf[static_cast<size_t>(i)]);
-      break;
-    }
-    default: ctx.fail("ConvTranspose does not support element type " + type_name(x.dtype()));
-  }
+  conv_family(ctx, conv_transpose_geometry, [](const ConvGeometry& g, const auto* x, const auto* w, const auto* bias,
+                                               auto* y, auto& col) { conv_transpose_compute(g, x, w, bias, y, col); });
 }
 
 // ---------------------------------------------------------------- integer convolutions
-
-int32_t int_at(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DataType::kUInt8: return t.data<uint8_t>()[i];
-    case DataType::kInt8: return t.data<int8_t>()[i];
-    case DataType::kInt32: return t.data<int32_t>()[i];
-    default: return 0;
-  }
-}
 
 /// Integer convolution with zero points (x: scalar; w: scalar or per output channel), int32
 /// accumulation; computed in double through the float path would lose exactness past 2^24, so

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -22,12 +24,9 @@ namespace onnxtool::runner::cpu {
 /// family has one entry in register.cpp.
 void register_reduce_kernels(KernelRegistry& registry);
 
-/// The float8 types (E4M3FN, E4M3FNUZ, E5M2, E5M2FNUZ): decoding, and encoding rounded to
-/// nearest even, out-of-range values saturating to +-max when `saturate`, else Inf/NaN as the
-/// spec's tables say.
-bool is_float8(DataType type);
-double float8_to_double(DataType type, uint8_t code);
-uint8_t double_to_float8(DataType type, double x, bool saturate);
+/// Converts a tensor to element type `to` by the Cast rules (cast.cpp); shares storage when the
+/// type is unchanged. `saturate` applies to float8 targets.
+Tensor cast_tensor(const KernelContext& ctx, const Tensor& x, DataType to, bool saturate);
 
 // ---------------------------------------------------------------- element types
 
@@ -173,6 +172,18 @@ void visit_or_fail(const KernelContext& ctx, DataType t, F&& f) {
 }
 
 inline std::string type_name(DataType t) { return std::string(ir::data_type_name(t)); }
+
+/// Float to integer: truncation; in the int64/uint64 range the high bits are dropped like a C
+/// conversion through int64; beyond it the value saturates; NaN gives 0.
+template <class D>
+inline D float_to_int(double v) {
+  if (std::isnan(v)) return 0;
+  v = std::trunc(v);
+  if (v >= -9223372036854775808.0 && v < 9223372036854775808.0) return static_cast<D>(static_cast<int64_t>(v));
+  if (v >= 0 && v < 18446744073709551616.0) return static_cast<D>(static_cast<uint64_t>(v));
+  return v < 0 ? std::numeric_limits<D>::lowest() : std::numeric_limits<D>::max();
+}
+
 
 // ---------------------------------------------------------------- parallel ranges
 

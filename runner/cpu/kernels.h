@@ -11,12 +11,9 @@ constexpr int kMaxOpset = 1000;
 
 void register_control_kernels(KernelRegistry& registry);
 void register_elementwise_kernels(KernelRegistry& registry);  // also registers reduce.cpp
+void register_cast_kernels(KernelRegistry& registry);
 void register_tensor_kernels(KernelRegistry& registry);  // also registers indexing.cpp
-void register_linalg_kernels(KernelRegistry& registry);
-void register_nn_kernels(KernelRegistry& registry);
 void register_vision_kernels(KernelRegistry& registry);
-void register_quantize_kernels(KernelRegistry& registry);
-void register_misc_kernels(KernelRegistry& registry);
 void register_matmul_kernels(KernelRegistry& registry);
 void register_conv_kernels(KernelRegistry& registry);
 void register_pooling_kernels(KernelRegistry& registry);

@@ -11,26 +11,6 @@ namespace onnxtool::runner::cpu {
 
 namespace {
 
-double get(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DataType::kFloat: return t.data<float>()[i];
-    case DataType::kDouble: return t.data<double>()[i];
-    case DataType::kFloat16: return half_to_float(t.data<uint16_t>()[i]);
-    case DataType::kBFloat16: return bfloat16_to_float(t.data<uint16_t>()[i]);
-    default: return 0;
-  }
-}
-
-void set(Tensor& t, int64_t i, double v) {
-  switch (t.dtype()) {
-    case DataType::kFloat: t.mutable_data<float>()[i] = static_cast<float>(v); break;
-    case DataType::kDouble: t.mutable_data<double>()[i] = v; break;
-    case DataType::kFloat16: t.mutable_data<uint16_t>()[i] = float_to_half(static_cast<float>(v)); break;
-    case DataType::kBFloat16: t.mutable_data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(v)); break;
-    default: break;
-  }
-}
-
 int64_t target_at(const Tensor& t, int64_t i) {
   return t.dtype() == DataType::kInt32 ? t.data<int32_t>()[i] : t.data<int64_t>()[i];
 }
@@ -57,7 +37,7 @@ void nll(KernelContext& ctx, const Tensor& input, const std::function<double(int
       const int64_t cls = target_at(target, k);
       if (has_ignore && cls == ignore) continue;
       if (cls < 0 || cls >= c) ctx.fail("target " + std::to_string(cls) + " is outside [0, " + std::to_string(c) + ")");
-      const double w = weight ? get(*weight, cls) : 1.0;
+      const double w = weight ? element_as_double(*weight, cls) : 1.0;
       const double v = -logp((b * c + cls) * inner + i) * w;
       loss[static_cast<size_t>(k)] = v;
       weight_sum += w;
@@ -65,16 +45,16 @@ void nll(KernelContext& ctx, const Tensor& input, const std::function<double(int
     }
   if (reduction == "none") {
     Tensor& y = ctx.output(output, input.dtype(), tshape);
-    for (int64_t k = 0; k < n * inner; ++k) set(y, k, loss[static_cast<size_t>(k)]);
+    for (int64_t k = 0; k < n * inner; ++k) set_element_from_double(y, k, loss[static_cast<size_t>(k)]);
     return;
   }
   Tensor& y = ctx.output(output, input.dtype(), {});
-  set(y, 0, reduction == "sum" ? total : (weight_sum == 0 ? 0.0 : total / weight_sum));
+  set_element_from_double(y, 0, reduction == "sum" ? total : (weight_sum == 0 ? 0.0 : total / weight_sum));
 }
 
 void nll_loss(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  nll(ctx, x, [&](int64_t i) { return get(x, i); }, ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr, 0);
+  nll(ctx, x, [&](int64_t i) { return element_as_double(x, i); }, ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr, 0);
 }
 
 void softmax_cross_entropy(KernelContext& ctx) {
@@ -86,19 +66,19 @@ void softmax_cross_entropy(KernelContext& ctx) {
   for (int64_t b = 0; b < n; ++b)
     for (int64_t i = 0; i < inner; ++i) {
       double mx = -INFINITY;
-      for (int64_t k = 0; k < c; ++k) mx = std::max(mx, get(scores, (b * c + k) * inner + i));
+      for (int64_t k = 0; k < c; ++k) mx = std::max(mx, element_as_double(scores, (b * c + k) * inner + i));
       double s = 0;
-      for (int64_t k = 0; k < c; ++k) s += std::exp(get(scores, (b * c + k) * inner + i) - mx);
+      for (int64_t k = 0; k < c; ++k) s += std::exp(element_as_double(scores, (b * c + k) * inner + i) - mx);
       const double lse = mx + std::log(s);
       for (int64_t k = 0; k < c; ++k) {
         const int64_t at = (b * c + k) * inner + i;
-        logp[static_cast<size_t>(at)] = get(scores, at) - lse;
+        logp[static_cast<size_t>(at)] = element_as_double(scores, at) - lse;
       }
     }
   nll(ctx, scores, [&](int64_t i) { return logp[static_cast<size_t>(i)]; }, ctx.input(1), ctx.has_input(2) ? &ctx.input(2) : nullptr, 0);
   if (ctx.output_count() > 1 && ctx.has_output(1)) {
     Tensor& lp = ctx.output(1, scores.dtype(), scores.shape());
-    for (int64_t i = 0; i < scores.size(); ++i) set(lp, i, logp[static_cast<size_t>(i)]);
+    for (int64_t i = 0; i < scores.size(); ++i) set_element_from_double(lp, i, logp[static_cast<size_t>(i)]);
   }
 }
 

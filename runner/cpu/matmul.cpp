@@ -5,6 +5,7 @@
 #include "runner/cpu/elementwise_util.h"
 #include "runner/cpu/gemm.h"
 #include "runner/cpu/kernels.h"
+#include "runner/cpu/tensor_util.h"
 
 namespace onnxtool::runner::cpu {
 
@@ -180,16 +181,6 @@ void gemm_kernel(KernelContext& ctx) {
 }
 
 // ---------------------------------------------------------------- integer products
-
-/// An integer tensor's element as int32 (uint8 / int8 / int32 zero points and data).
-int32_t int_at(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DataType::kUInt8: return t.data<uint8_t>()[i];
-    case DataType::kInt8: return t.data<int8_t>()[i];
-    case DataType::kInt32: return t.data<int32_t>()[i];
-    default: return 0;
-  }
-}
 
 /// A zero point input: absent (0), a scalar, or one value per row (A) / column (B) along `axis`
 /// of length `len`; returns per-index values.

@@ -13,27 +13,6 @@ namespace onnxtool::runner::cpu {
 
 namespace {
 
-/// A float tensor's element i as double, and storing back.
-double get(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DataType::kFloat: return t.data<float>()[i];
-    case DataType::kDouble: return t.data<double>()[i];
-    case DataType::kFloat16: return half_to_float(t.data<uint16_t>()[i]);
-    case DataType::kBFloat16: return bfloat16_to_float(t.data<uint16_t>()[i]);
-    default: return 0;
-  }
-}
-
-void set(Tensor& t, int64_t i, double v) {
-  switch (t.dtype()) {
-    case DataType::kFloat: t.mutable_data<float>()[i] = static_cast<float>(v); break;
-    case DataType::kDouble: t.mutable_data<double>()[i] = v; break;
-    case DataType::kFloat16: t.mutable_data<uint16_t>()[i] = float_to_half(static_cast<float>(v)); break;
-    case DataType::kBFloat16: t.mutable_data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(v)); break;
-    default: break;
-  }
-}
-
 void check_float(const KernelContext& ctx, const Tensor& t, const char* what) {
   const DataType d = t.dtype();
   if (d != DataType::kFloat && d != DataType::kDouble && d != DataType::kFloat16 && d != DataType::kBFloat16)
@@ -67,11 +46,11 @@ void batch_norm(KernelContext& ctx) {
     for (int64_t ch = 0; ch < c; ++ch) {
       double s = 0, s2 = 0;
       for (int64_t b = 0; b < n; ++b)
-        for (int64_t i = 0; i < inner; ++i) s += get(x, (b * c + ch) * inner + i);
+        for (int64_t i = 0; i < inner; ++i) s += element_as_double(x, (b * c + ch) * inner + i);
       const double m = s / count;
       for (int64_t b = 0; b < n; ++b)
         for (int64_t i = 0; i < inner; ++i) {
-          const double d = get(x, (b * c + ch) * inner + i) - m;
+          const double d = element_as_double(x, (b * c + ch) * inner + i) - m;
           s2 += d * d;
         }
       mu[static_cast<size_t>(ch)] = m;
@@ -80,24 +59,24 @@ void batch_norm(KernelContext& ctx) {
     const double momentum = ctx.attr_float("momentum", 0.9f);
     if (ctx.output_count() > 1 && ctx.has_output(1)) {
       Tensor& rm = ctx.output(1, mean.dtype(), {c});
-      for (int64_t ch = 0; ch < c; ++ch) set(rm, ch, get(mean, ch) * momentum + mu[static_cast<size_t>(ch)] * (1 - momentum));
+      for (int64_t ch = 0; ch < c; ++ch) set_element_from_double(rm, ch, element_as_double(mean, ch) * momentum + mu[static_cast<size_t>(ch)] * (1 - momentum));
     }
     if (ctx.output_count() > 2 && ctx.has_output(2)) {
       Tensor& rv = ctx.output(2, var.dtype(), {c});
-      for (int64_t ch = 0; ch < c; ++ch) set(rv, ch, get(var, ch) * momentum + sigma2[static_cast<size_t>(ch)] * (1 - momentum));
+      for (int64_t ch = 0; ch < c; ++ch) set_element_from_double(rv, ch, element_as_double(var, ch) * momentum + sigma2[static_cast<size_t>(ch)] * (1 - momentum));
     }
   } else {
     for (int64_t ch = 0; ch < c; ++ch) {
-      mu[static_cast<size_t>(ch)] = get(mean, ch);
-      sigma2[static_cast<size_t>(ch)] = get(var, ch);
+      mu[static_cast<size_t>(ch)] = element_as_double(mean, ch);
+      sigma2[static_cast<size_t>(ch)] = element_as_double(var, ch);
     }
   }
   Tensor& y = ctx.output(0, x.dtype(), x.shape());
   std::vector<float> a(static_cast<size_t>(c)), b(static_cast<size_t>(c));
   for (int64_t ch = 0; ch < c; ++ch) {
-    const double s = get(scale, ch) / std::sqrt(sigma2[static_cast<size_t>(ch)] + eps);
+    const double s = element_as_double(scale, ch) / std::sqrt(sigma2[static_cast<size_t>(ch)] + eps);
     a[static_cast<size_t>(ch)] = static_cast<float>(s);
-    b[static_cast<size_t>(ch)] = static_cast<float>(get(bias, ch) - mu[static_cast<size_t>(ch)] * s);
+    b[static_cast<size_t>(ch)] = static_cast<float>(element_as_double(bias, ch) - mu[static_cast<size_t>(ch)] * s);
   }
   if (x.dtype() == DataType::kFloat) {
     const float* px = x.data<float>();
@@ -110,9 +89,9 @@ void batch_norm(KernelContext& ctx) {
     });
   } else {
     for (int64_t p = 0; p < n * c; ++p) {
-      const double s = get(scale, p % c) / std::sqrt(sigma2[static_cast<size_t>(p % c)] + eps);
-      const double t = get(bias, p % c) - mu[static_cast<size_t>(p % c)] * s;
-      for (int64_t i = 0; i < inner; ++i) set(y, p * inner + i, get(x, p * inner + i) * s + t);
+      const double s = element_as_double(scale, p % c) / std::sqrt(sigma2[static_cast<size_t>(p % c)] + eps);
+      const double t = element_as_double(bias, p % c) - mu[static_cast<size_t>(p % c)] * s;
+      for (int64_t i = 0; i < inner; ++i) set_element_from_double(y, p * inner + i, element_as_double(x, p * inner + i) * s + t);
     }
   }
 }
@@ -127,17 +106,17 @@ void normalize_rows(const KernelContext& ctx, const Tensor& x, Tensor& y, int64_
     for (int64_t r = r0; r < r1; ++r) {
       double s = 0;
       if (subtract_mean)
-        for (int64_t k = 0; k < len; ++k) s += get(x, r * len + k);
+        for (int64_t k = 0; k < len; ++k) s += element_as_double(x, r * len + k);
       const double m = len && subtract_mean ? s / static_cast<double>(len) : 0;
       double v = 0;
       for (int64_t k = 0; k < len; ++k) {
-        const double d = get(x, r * len + k) - m;
+        const double d = element_as_double(x, r * len + k) - m;
         v += d * d;
       }
       const double inv = 1 / std::sqrt((len ? v / static_cast<double>(len) : 0) + eps);
-      for (int64_t k = 0; k < len; ++k) set(y, r * len + k, (get(x, r * len + k) - m) * inv * scale(r, k) + bias(r, k));
-      if (mean_out) set(*mean_out, r, m);
-      if (inv_std_out) set(*inv_std_out, r, inv);
+      for (int64_t k = 0; k < len; ++k) set_element_from_double(y, r * len + k, (element_as_double(x, r * len + k) - m) * inv * scale(r, k) + bias(r, k));
+      if (mean_out) set_element_from_double(*mean_out, r, m);
+      if (inv_std_out) set_element_from_double(*inv_std_out, r, inv);
     }
   });
   (void)ctx;
@@ -152,7 +131,7 @@ void instance_norm(KernelContext& ctx) {
   const Tensor& bias = per_channel(ctx, 2, c, "B");
   Tensor& y = ctx.output(0, x.dtype(), x.shape());
   normalize_rows(ctx, x, y, x.dim(0) * c, len, ctx.attr_float("epsilon", 1e-5f),
-                 [&](int64_t r, int64_t) { return get(scale, r % c); }, [&](int64_t r, int64_t) { return get(bias, r % c); }, nullptr,
+                 [&](int64_t r, int64_t) { return element_as_double(scale, r % c); }, [&](int64_t r, int64_t) { return element_as_double(bias, r % c); }, nullptr,
                  nullptr);
 }
 
@@ -181,7 +160,7 @@ struct Broadcast {
       off += (k % block[d]) * strides[d];
       k /= block[d];
     }
-    return get(*t, off);
+    return element_as_double(*t, off);
   }
 };
 
@@ -236,7 +215,7 @@ void group_norm(KernelContext& ctx) {
   const int64_t len = per_group * spatial;
   auto param = [&](const Tensor& t, int64_t r, int64_t k) {
     const int64_t g = r % groups;
-    return params == groups ? get(t, g) : get(t, g * per_group + k / spatial);
+    return params == groups ? element_as_double(t, g) : element_as_double(t, g * per_group + k / spatial);
   };
   normalize_rows(ctx, x, y, x.dim(0) * groups, len, ctx.attr_float("epsilon", 1e-5f),
                  [&](int64_t r, int64_t k) { return param(scale, r, k); }, [&](int64_t r, int64_t k) { return param(bias, r, k); }, nullptr,
@@ -257,13 +236,13 @@ void lp_norm(KernelContext& ctx) {
     for (int64_t i = 0; i < inner; ++i) {
       double norm = 0;
       for (int64_t k = 0; k < len; ++k) {
-        const double v = get(x, (o * len + k) * inner + i);
+        const double v = element_as_double(x, (o * len + k) * inner + i);
         norm += p == 1 ? std::fabs(v) : v * v;
       }
       if (p == 2) norm = std::sqrt(norm);
       for (int64_t k = 0; k < len; ++k) {
         const int64_t at = (o * len + k) * inner + i;
-        set(y, at, norm == 0 ? 0 : get(x, at) / norm);
+        set_element_from_double(y, at, norm == 0 ? 0 : element_as_double(x, at) / norm);
       }
     }
 }
@@ -285,11 +264,11 @@ void lrn(KernelContext& ctx) {
       for (int64_t i = 0; i < inner; ++i) {
         double s = 0;
         for (int64_t k = lo; k <= hi; ++k) {
-          const double v = get(x, (b * c + k) * inner + i);
+          const double v = element_as_double(x, (b * c + k) * inner + i);
           s += v * v;
         }
         const int64_t at = p * inner + i;
-        set(y, at, get(x, at) / std::pow(bias + alpha / static_cast<double>(size) * s, beta));
+        set_element_from_double(y, at, element_as_double(x, at) / std::pow(bias + alpha / static_cast<double>(size) * s, beta));
       }
     }
   });
@@ -324,7 +303,7 @@ void mvn(KernelContext& ctx) {
   std::vector<double> sum(static_cast<size_t>(groups), 0), sq(static_cast<size_t>(groups), 0);
   std::vector<int64_t> count(static_cast<size_t>(groups), 0);
   for (int64_t i = 0; i < x.size(); ++i) {
-    const double v = get(x, i);
+    const double v = element_as_double(x, i);
     sum[static_cast<size_t>(key[static_cast<size_t>(i)])] += v;
     sq[static_cast<size_t>(key[static_cast<size_t>(i)])] += v * v;
     count[static_cast<size_t>(key[static_cast<size_t>(i)])]++;
@@ -333,7 +312,7 @@ void mvn(KernelContext& ctx) {
     const auto g = static_cast<size_t>(key[static_cast<size_t>(i)]);
     const double m = sum[g] / static_cast<double>(count[g]);
     const double var = sq[g] / static_cast<double>(count[g]) - m * m;
-    set(y, i, (get(x, i) - m) / (std::sqrt(std::max(var, 0.0)) + 1e-9));
+    set_element_from_double(y, i, (element_as_double(x, i) - m) / (std::sqrt(std::max(var, 0.0)) + 1e-9));
   }
 }
 

@@ -12,22 +12,6 @@ namespace onnxtool::runner::cpu {
 
 namespace {
 
-/// An element of a float, 16-bit float or integer tensor as double.
-double load(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DataType::kFloat: return t.data<float>()[i];
-    case DataType::kDouble: return t.data<double>()[i];
-    case DataType::kFloat16: return half_to_float(t.data<uint16_t>()[i]);
-    case DataType::kBFloat16: return bfloat16_to_float(t.data<uint16_t>()[i]);
-    case DataType::kInt8: return t.data<int8_t>()[i];
-    case DataType::kUInt8: return t.data<uint8_t>()[i];
-    case DataType::kInt16: return t.data<int16_t>()[i];
-    case DataType::kUInt16: return t.data<uint16_t>()[i];
-    case DataType::kInt32: return t.data<int32_t>()[i];
-    default: return 0;
-  }
-}
-
 /// Integer range of a quantized type (nullopt for float8).
 bool int_range(DataType t, double& lo, double& hi) {
   switch (t) {
@@ -54,7 +38,7 @@ std::vector<double> quantized_values(const Tensor& t) {
   } else if (is_float8(t.dtype())) {
     for (int64_t i = 0; i < t.size(); ++i) v[static_cast<size_t>(i)] = float8_to_double(t.dtype(), t.data<uint8_t>()[i]);
   } else {
-    for (int64_t i = 0; i < t.size(); ++i) v[static_cast<size_t>(i)] = load(t, i);
+    for (int64_t i = 0; i < t.size(); ++i) v[static_cast<size_t>(i)] = element_as_double(t, i);
   }
   return v;
 }
@@ -157,29 +141,19 @@ void quantize_linear(KernelContext& ctx) {
   std::vector<double> q(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     const int64_t k = pi(i);
-    const double s = load(scale, k);
+    const double s = element_as_double(scale, k);
     if (integer) {
       // Division in the scale's precision (float32 for float scales), then round half to even.
-      const double v = x.dtype() == DataType::kDouble ? load(x, i) / s : static_cast<double>(static_cast<float>(load(x, i)) / static_cast<float>(s));
+      const double v = x.dtype() == DataType::kDouble ? element_as_double(x, i) / s : static_cast<double>(static_cast<float>(element_as_double(x, i)) / static_cast<float>(s));
       q[static_cast<size_t>(i)] = std::min(hi, std::max(lo, std::nearbyint(v) + zps[static_cast<size_t>(k)]));
     } else {
-      q[static_cast<size_t>(i)] = static_cast<double>(static_cast<float>(load(x, i)) / static_cast<float>(s)) + zps[static_cast<size_t>(k)];
+      q[static_cast<size_t>(i)] = static_cast<double>(static_cast<float>(element_as_double(x, i)) / static_cast<float>(s)) + zps[static_cast<size_t>(k)];
     }
   }
   if (integer) {
     store_quantized(y, q);
   } else {
     for (int64_t i = 0; i < n; ++i) y.mutable_data<uint8_t>()[i] = double_to_float8(out, q[static_cast<size_t>(i)], saturate);
-  }
-}
-
-void store_float(Tensor& y, int64_t i, double v) {
-  switch (y.dtype()) {
-    case DataType::kFloat: y.mutable_data<float>()[i] = static_cast<float>(v); break;
-    case DataType::kDouble: y.mutable_data<double>()[i] = v; break;
-    case DataType::kFloat16: y.mutable_data<uint16_t>()[i] = float_to_half(static_cast<float>(v)); break;
-    case DataType::kBFloat16: y.mutable_data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(v)); break;
-    default: break;
   }
 }
 
@@ -214,8 +188,8 @@ void dequantize_linear(KernelContext& ctx) {
   const std::vector<double> xs = quantized_values(x);
   for (int64_t i = 0; i < n; ++i) {
     const int64_t k = pi(i);
-    const float v = static_cast<float>(xs[static_cast<size_t>(i)] - zps[static_cast<size_t>(k)]) * static_cast<float>(load(scale, k));
-    store_float(y, i, v);
+    const float v = static_cast<float>(xs[static_cast<size_t>(i)] - zps[static_cast<size_t>(k)]) * static_cast<float>(element_as_double(scale, k));
+    set_element_from_double(y, i, v);
   }
 }
 

@@ -41,19 +41,6 @@ Stream stream_for(const KernelContext& ctx) {
   return Stream(0x6f6e6e78746f6f6cULL ^ bits);
 }
 
-void store(Tensor& t, int64_t i, double v) {
-  switch (t.dtype()) {
-    case DataType::kFloat: t.mutable_data<float>()[i] = static_cast<float>(v); break;
-    case DataType::kDouble: t.mutable_data<double>()[i] = v; break;
-    case DataType::kFloat16: t.mutable_data<uint16_t>()[i] = float_to_half(static_cast<float>(v)); break;
-    case DataType::kBFloat16: t.mutable_data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(v)); break;
-    case DataType::kInt32: t.mutable_data<int32_t>()[i] = static_cast<int32_t>(v); break;
-    case DataType::kInt64: t.mutable_data<int64_t>()[i] = static_cast<int64_t>(v); break;
-    case DataType::kBool: t.mutable_data<uint8_t>()[i] = v != 0; break;
-    default: break;
-  }
-}
-
 DataType float_dtype(const KernelContext& ctx, DataType fallback) {
   const auto t = static_cast<DataType>(ctx.attr_int("dtype", static_cast<int64_t>(fallback)));
   if (t != DataType::kFloat && t != DataType::kDouble && t != DataType::kFloat16 && t != DataType::kBFloat16)
@@ -76,7 +63,7 @@ void random_fill(KernelContext& ctx) {
   Stream s = stream_for(ctx);
   const double a = kNormal ? ctx.attr_float("mean", 0) : ctx.attr_float("low", 0);
   const double b = kNormal ? ctx.attr_float("scale", 1) : ctx.attr_float("high", 1);
-  for (int64_t i = 0; i < y.size(); ++i) store(y, i, kNormal ? a + b * s.normal() : a + (b - a) * s.unit());
+  for (int64_t i = 0; i < y.size(); ++i) set_element_from_double(y, i, kNormal ? a + b * s.normal() : a + (b - a) * s.unit());
 }
 
 void bernoulli(KernelContext& ctx) {
@@ -86,7 +73,7 @@ void bernoulli(KernelContext& ctx) {
   Stream s = stream_for(ctx);
   for (int64_t i = 0; i < p.size(); ++i) {
     const double prob = p.dtype() == DataType::kDouble ? p.data<double>()[i] : p.data<float>()[i];
-    store(y, i, s.unit() < prob ? 1 : 0);
+    set_element_from_double(y, i, s.unit() < prob ? 1 : 0);
   }
 }
 
@@ -112,7 +99,7 @@ void multinomial(KernelContext& ctx) {
       const double u = s.unit() * total;
       int64_t k = 0;
       while (k + 1 < classes && cdf[static_cast<size_t>(k)] <= u) ++k;
-      store(y, b * samples + j, static_cast<double>(k));
+      set_element_from_double(y, b * samples + j, static_cast<double>(k));
     }
   }
 }

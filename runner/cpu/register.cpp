@@ -6,12 +6,9 @@ namespace onnxtool::runner {
 void register_cpu_kernels(KernelRegistry& registry) {
   cpu::register_control_kernels(registry);
   cpu::register_elementwise_kernels(registry);
+  cpu::register_cast_kernels(registry);
   cpu::register_tensor_kernels(registry);
-  cpu::register_linalg_kernels(registry);
-  cpu::register_nn_kernels(registry);
   cpu::register_vision_kernels(registry);
-  cpu::register_quantize_kernels(registry);
-  cpu::register_misc_kernels(registry);
   cpu::register_matmul_kernels(registry);
   cpu::register_conv_kernels(registry);
   cpu::register_pooling_kernels(registry);

@@ -109,7 +109,17 @@ inline Tensor pack_sub_byte(const Tensor& codes, DataType type) {
 
 // ---------------------------------------------------------------- shapes and indices
 
-/// Row-major element strides of a shape.
+/// Element i of an 8-bit or int32 integer tensor (data and zero points of the integer kernels)
+/// as int32; 0 for other types.
+inline int32_t int_at(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DataType::kUInt8: return t.data<uint8_t>()[i];
+    case DataType::kInt8: return t.data<int8_t>()[i];
+    case DataType::kInt32: return t.data<int32_t>()[i];
+    default: return 0;
+  }
+}
+
 /// A float16/bfloat16 tensor as float32, for kernels that compute in float32 only.
 inline Tensor widen_to_float(const Tensor& t) {
   Tensor out(DataType::kFloat, t.shape());
@@ -130,6 +140,7 @@ inline Tensor narrow_from_float(const Tensor& t, DataType type) {
   return out;
 }
 
+/// Row-major element strides of a shape.
 inline std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
   std::vector<int64_t> s(shape.size(), 1);
   for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
