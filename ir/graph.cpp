@@ -399,8 +399,13 @@ void Graph::remove_node(Node* node) {
     throw Error(ErrorKind::kInternal, "remove_node: " + node->describe() + " is not a node of graph '" + name + "'");
   detach_uses(node);
   // A null slot keeps every other node's position: no shift, the cache stays valid.
-  nodes_[slot].reset();
+  bury(std::move(nodes_[slot]));
   ++removed_slots_;
+}
+
+void Graph::bury(std::unique_ptr<Node> node) {
+  node->removed_ = true;
+  if (walks_ > 0) graveyard_.push_back(std::move(node));
 }
 
 size_t Graph::slot_of(const Node* node) const {

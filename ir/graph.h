@@ -177,11 +177,15 @@ class Node {
   /// "node 'name' (Op)", or "node #index (Op)" when it has no name. O(1) amortized: the index
   /// comes from the graph's position cache.
   std::string describe() const;
+  /// True once the graph removed it (only seen during Graph::for_each_node, which keeps removed
+  /// nodes alive until the walk ends).
+  bool removed() const { return removed_; }
 
  private:
   friend class Graph;
   Graph* graph_ = nullptr;
   size_t index_ = 0;  // slot in the graph's node list, when the graph's positions are valid
+  bool removed_ = false;
   std::vector<Value*> inputs_;
   std::vector<Value*> outputs_;
 };
@@ -269,6 +273,12 @@ class Graph {
   /// use list of each value they read. Prefer it to remove_node in a loop when many nodes go.
   template <class Pred>
   void remove_nodes_if(Pred dead);
+  /// Calls fn(node) for each node in the order of the list when the walk begins. fn may add and
+  /// remove nodes: a node removed before its turn is skipped (removed nodes stay allocated until
+  /// the outermost walk ends, so the walk never touches freed memory), and added nodes are not
+  /// visited.
+  template <class Fn>
+  void for_each_node(Fn fn);
   /// The node's position in nodes() (nodes().size() when it is not a node of this graph).
   /// O(1) amortized: positions are cached and recomputed once after the list changes.
   size_t node_index(const Node* node) const;
@@ -294,6 +304,8 @@ class Graph {
   /// detach_uses for many nodes at once: each value they read has its use list filtered once,
   /// so that removing the readers of a value with many readers is linear, not quadratic.
   void detach_all(const std::vector<std::unique_ptr<Node>>& gone);
+  /// Frees a removed node, or keeps it until the walk ends when for_each_node is walking.
+  void bury(std::unique_ptr<Node> node);
   /// Slot of a node in nodes_ (null slots of removed nodes included), nodes_.size() if absent.
   /// A node inserted since the last compact() gets its slot by compacting.
   size_t slot_of(const Node* node) const;
@@ -314,6 +326,8 @@ class Graph {
   mutable std::vector<std::pair<size_t, std::unique_ptr<Node>>> inserted_;  // (slot it precedes, node)
   mutable size_t removed_slots_ = 0;                                         // null slots in nodes_
   mutable size_t position_rebuilds_ = 0;
+  size_t walks_ = 0;                              // for_each_node calls under way
+  std::vector<std::unique_ptr<Node>> graveyard_;  // nodes removed during a walk
   std::vector<std::unique_ptr<Tensor>> initializers_;
   // Lookup only: nothing is ever emitted by iterating this map.
   std::unordered_map<std::string, std::unique_ptr<Value>> values_;
@@ -333,7 +347,26 @@ void Graph::remove_nodes_if(Pred dead) {
     }
   }
   nodes_ = std::move(kept);
-  if (!gone.empty()) detach_all(gone);
+  if (gone.empty()) return;
+  detach_all(gone);
+  for (auto& n : gone) bury(std::move(n));
+}
+
+template <class Fn>
+void Graph::for_each_node(Fn fn) {
+  if (edited()) compact();
+  std::vector<Node*> order;
+  order.reserve(nodes_.size());
+  for (const auto& n : nodes_) order.push_back(n.get());
+  struct Walk {
+    Graph& g;
+    explicit Walk(Graph& graph) : g(graph) { ++g.walks_; }
+    ~Walk() {
+      if (--g.walks_ == 0) g.graveyard_.clear();
+    }
+  } walk(*this);
+  for (Node* n : order)
+    if (!n->removed()) fn(n);
 }
 
 /// OperatorSetIdProto.

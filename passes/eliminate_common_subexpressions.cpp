@@ -39,13 +39,10 @@ std::string tensor_key(const ir::Tensor& t) {
     }
     return key;
   }
-  try {
-    const ir::Bytes raw = t.raw_bytes();
-    append_pod(key, raw.size());
-    append_pod(key, fingerprint(raw.data(), raw.size()));
-  } catch (...) {
-    return {};
-  }
+  const auto raw = t.raw_bytes_if_valid();
+  if (!raw) return {};
+  append_pod(key, raw->size());
+  append_pod(key, fingerprint(raw->data(), raw->size()));
   return key;
 }
 
@@ -83,13 +80,10 @@ std::string node_key(const ir::Node& n) {
     if (a->t) {
       // Attribute tensors are small (Constant values): compare them by their bytes.
       if (a->t->type() == ir::DataType::kString) return {};
-      try {
-        const ir::Bytes raw = a->t->raw_bytes();
-        key += tensor_key(*a->t);
-        append_bytes(key, raw.data(), raw.size());
-      } catch (...) {
-        return {};
-      }
+      const auto raw = a->t->raw_bytes_if_valid();
+      if (!raw) return {};
+      key += tensor_key(*a->t);
+      append_bytes(key, raw->data(), raw->size());
     }
     if (!a->tensors.empty() || a->sparse_tensor || !a->sparse_tensors.empty() || a->tp || !a->type_protos.empty())
       return {};  // rare attribute kinds: not compared, never merged
@@ -126,22 +120,20 @@ PassStats eliminate_common_subexpressions(ir::Model& model, const PassContext&) 
 
     std::map<std::string, ir::Node*> seen_nodes;
     std::unordered_set<const ir::Node*> merged;  // removed together at the end: one pass
-    std::vector<ir::Node*> order;
-    for (const auto& n : g.nodes()) order.push_back(n.get());
-    for (ir::Node* n : order) {
+    g.for_each_node([&](ir::Node* n) {
       const std::string key = node_key(*n);
-      if (key.empty()) continue;
+      if (key.empty()) return;
       auto [it, fresh] = seen_nodes.emplace(key, n);
-      if (fresh) continue;
+      if (fresh) return;
       bool output = false;
       for (const ir::Value* o : n->outputs())
         if (o && o->is_graph_output()) output = true;
-      if (output) continue;
+      if (output) return;
       for (size_t i = 0; i < n->outputs().size(); ++i)
         if (n->output(i) && it->second->output(i)) g.replace_all_uses(n->output(i), it->second->output(i));
       merged.insert(n);
       ++stats.removed;
-    }
+    });
     if (!merged.empty()) g.remove_nodes_if([&](const ir::Node& n) { return merged.count(&n) > 0; });
     g.prune_values();
   });

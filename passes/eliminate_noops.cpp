@@ -150,15 +150,11 @@ bool merge_reshapes(const ir::Model& m, ir::Graph& g, ir::Node& n) {
 /// output keeps its name: when it cannot, the node stays.
 PassStats eliminate_noops(ir::Model& model, const PassContext&) {
   PassStats stats;
-  ir::for_each_graph(model, [&](ir::Graph& g) {
-    std::vector<ir::Node*> order;
-    for (const auto& n : g.nodes()) order.push_back(n.get());
-    for (ir::Node* n : order) {
-      if (merge_reshapes(model, g, *n)) ++stats.removed;
-      ir::Value* through = passthrough(model, *n);
-      if (!through) through = squeeze_pair(model, *n);
-      if (through && bypass_node(g, n, through)) ++stats.removed;
-    }
+  for_each_node(model, [&](ir::Graph& g, ir::Node* n) {
+    if (merge_reshapes(model, g, *n)) ++stats.removed;
+    ir::Value* through = passthrough(model, *n);
+    if (!through) through = squeeze_pair(model, *n);
+    if (through && bypass_node(g, n, through)) ++stats.removed;
   });
   return stats;
 }

@@ -251,10 +251,8 @@ PassStats fold_constants(ir::Model& model, const PassContext& context) {
   PassStats stats;
   const int64_t cap = context.options.fold_max_bytes;
   ir::for_each_graph(model, [&](ir::Graph& g) {
-    std::vector<ir::Node*> order;
-    for (const auto& n : g.nodes()) order.push_back(n.get());
-    for (ir::Node* n : order) {
-      if (!is_foldable_op(*n)) continue;
+    g.for_each_node([&](ir::Node* n) {
+      if (!is_foldable_op(*n)) return;
       // A subgraph output that becomes an initializer is legal but trips some runtimes.
       bool too_big = false;
       if (g.parent())
@@ -262,7 +260,7 @@ PassStats fold_constants(ir::Model& model, const PassContext& context) {
           if (o && o->is_graph_output()) too_big = true;
       for (const ir::Value* o : n->outputs())
         if (o && static_bytes(o->type) > cap) too_big = true;
-      if (too_big) continue;
+      if (too_big) return;
       std::vector<runner::Tensor> results;
       if ((n->op_type == "Shape" || n->op_type == "Size") && n->outputs().size() == 1) {
         if (auto t = fold_shape(*n)) results.push_back(*t);
@@ -282,14 +280,14 @@ PassStats fold_constants(ir::Model& model, const PassContext& context) {
           if (!t) constant = false;
           inputs.push_back(t);
         }
-        if (!constant || (n->inputs().empty() && n->op_type != "Constant")) continue;
+        if (!constant || (n->inputs().empty() && n->op_type != "Constant")) return;
         results = evaluate(model, *n, inputs);
-        if (results.empty()) continue;
+        if (results.empty()) return;
       }
       bool fits = true;
       for (const auto& r : results)
         if (static_cast<int64_t>(r.bytes()) > cap) fits = false;
-      if (!fits) continue;
+      if (!fits) return;
       std::vector<ir::Value*> outs(n->outputs().begin(), n->outputs().end());
       g.remove_node(n);
       for (size_t i = 0; i < outs.size() && i < results.size(); ++i) {
@@ -297,7 +295,7 @@ PassStats fold_constants(ir::Model& model, const PassContext& context) {
         g.add_initializer(runner::to_ir(results[i], outs[i]->name()));
       }
       ++stats.folded;
-    }
+    });
     for (const auto& n : g.nodes())
       if (const auto target = reshape_target(model, *n)) {
         runner::Tensor t(ir::DataType::kInt64, {static_cast<int64_t>(target->size())});

@@ -12,31 +12,27 @@ namespace onnxtool::passes {
 /// collapses in one run; fuse_conv_batchnorm, which runs first, only sees it right after the Conv).
 PassStats fuse_conv_add_mul(ir::Model& model, const PassContext&) {
   PassStats stats;
-  ir::for_each_graph(model, [&](ir::Graph& g) {
-    std::vector<ir::Node*> order;
-    for (const auto& n : g.nodes()) order.push_back(n.get());
-    for (ir::Node* op : order) {
-      const bool mul = is_op(op, "Mul");
-      if (is_op(op, "BatchNormalization")) {
-        if (fold_batchnorm_into_producer(model, g, op)) ++stats.fused;
-        continue;
-      }
-      if (!mul && !is_op(op, "Add")) continue;
-      for (size_t side = 0; side < 2; ++side) {
-        ir::Value* y = op->input(side);
-        ir::Node* conv = y ? y->producer() : nullptr;
-        const auto out = conv ? conv_output_channels(model, *conv) : std::nullopt;
-        if (!out || single_consumer(y) != op) continue;
-        const auto c = float_constant(model, op->input(1 - side));
-        const auto w = float_constant(model, conv->input(1));
-        if (!c || !w || c->type != w->type) continue;
-        const auto v = channel_vector(*c, out->weight_rank, 1, out->channels);
-        if (!v) continue;
-        const std::vector<double> ones(v->size(), 1.0), zeros(v->size(), 0.0);
-        if (!fold_channel_affine(model, g, *conv, 1, out->weight_axis, 2, mul ? *v : ones, mul ? zeros : *v)) continue;
-        if (fold_node_into(g, op, y)) ++stats.fused;
-        break;
-      }
+  for_each_node(model, [&](ir::Graph& g, ir::Node* op) {
+    const bool mul = is_op(op, "Mul");
+    if (is_op(op, "BatchNormalization")) {
+      if (fold_batchnorm_into_producer(model, g, op)) ++stats.fused;
+      return;
+    }
+    if (!mul && !is_op(op, "Add")) return;
+    for (size_t side = 0; side < 2; ++side) {
+      ir::Value* y = op->input(side);
+      ir::Node* conv = y ? y->producer() : nullptr;
+      const auto out = conv ? conv_output_channels(model, *conv) : std::nullopt;
+      if (!out || single_consumer(y) != op) continue;
+      const auto c = float_constant(model, op->input(1 - side));
+      const auto w = float_constant(model, conv->input(1));
+      if (!c || !w || c->type != w->type) continue;
+      const auto v = channel_vector(*c, out->weight_rank, 1, out->channels);
+      if (!v) continue;
+      const std::vector<double> ones(v->size(), 1.0), zeros(v->size(), 0.0);
+      if (!fold_channel_affine(model, g, *conv, 1, out->weight_axis, 2, mul ? *v : ones, mul ? zeros : *v)) continue;
+      if (fold_node_into(g, op, y)) ++stats.fused;
+      break;
     }
   });
   return stats;

@@ -12,11 +12,8 @@ namespace onnxtool::passes {
 /// name; the BatchNormalization's output name survives.
 PassStats fuse_conv_batchnorm(ir::Model& model, const PassContext&) {
   PassStats stats;
-  ir::for_each_graph(model, [&](ir::Graph& g) {
-    std::vector<ir::Node*> order;
-    for (const auto& n : g.nodes()) order.push_back(n.get());
-    for (ir::Node* bn : order)
-      if (fold_batchnorm_into_producer(model, g, bn)) ++stats.fused;
+  for_each_node(model, [&](ir::Graph& g, ir::Node* bn) {
+    if (fold_batchnorm_into_producer(model, g, bn)) ++stats.fused;
   });
   return stats;
 }

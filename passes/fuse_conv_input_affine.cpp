@@ -54,55 +54,49 @@ std::optional<InputAffine> input_affine(const ir::Model& m, const ir::Value* x, 
 /// offsets the Conv's input far from zero and costs float16 and int8 their precision.
 PassStats fuse_conv_input_affine(ir::Model& model, const PassContext&) {
   PassStats stats;
-  ir::for_each_graph(model, [&](ir::Graph& g) {
-    std::vector<ir::Node*> order;
-    for (const auto& n : g.nodes()) order.push_back(n.get());
-    for (ir::Node* conv : order) {
-      if (!is_op(conv, "Conv") || conv->inputs().size() < 2) continue;
-      const auto w0 = float_constant(model, conv->input(1));
-      if (!w0 || w0->dims.size() < 3 || w0->dims[0] <= 0) continue;
-      const int64_t group = conv->attr_int("group", 1);
-      const int64_t cin_g = w0->dims[1], cout = w0->dims[0];
-      if (group < 1 || cout % group != 0) continue;
-      const int64_t channels = cin_g * group;
-      if (conv->input(2)) {  // a bias, when there is one, must be a constant the folds can rewrite
-        const auto b = float_constant(model, conv->input(2));
-        if (!b || b->type != w0->type || b->values.size() != static_cast<size_t>(cout)) continue;
-      }
-      int64_t inner = 1;  // kernel elements per (o, c')
-      for (size_t i = 2; i < w0->dims.size(); ++i) inner *= w0->dims[i];
-      // The input channel weight element i reads: its output channel's group, then its column.
-      const auto in_channel = [&](size_t i) {
-        const int64_t o = static_cast<int64_t>(i) / (cin_g * inner), column = (static_cast<int64_t>(i) / inner) % cin_g;
-        return static_cast<size_t>((o / (cout / group)) * cin_g + column);
-      };
-      const std::string base = conv->name.empty() ? "Conv" : conv->name;
-      // Each fold replaces the Conv's weight or bias; the next round reads the new ones.
-      for (;;) {
-        const auto w = float_constant(model, conv->input(1));
-        if (auto mul = input_affine(model, conv->input(0), "Mul", *w, channels)) {
-          std::vector<double> weights = w->values;
-          for (size_t i = 0; i < weights.size(); ++i) weights[i] *= mul->per_channel[in_channel(i)];
-          conv->set_input(1, add_constant(g, base + "_weight_fused", w->type, w->dims, weights));
-          conv->set_input(0, mul->data);
-          g.remove_node(mul->node);
-          std::replace(order.begin(), order.end(), mul->node, static_cast<ir::Node*>(nullptr));
-          ++stats.fused;
-          continue;
-        }
-        auto add = input_affine(model, conv->input(0), "Add", *w, channels);
-        if (!add || !unpadded(*conv)) break;
-        std::vector<double> bias(static_cast<size_t>(cout), 0.0);
-        if (conv->input(2)) bias = float_constant(model, conv->input(2))->values;
-        for (size_t i = 0; i < w->values.size(); ++i)
-          bias[static_cast<size_t>(static_cast<int64_t>(i) / (cin_g * inner))] += w->values[i] * add->per_channel[in_channel(i)];
-        while (conv->inputs().size() < 3) conv->append_input(nullptr);
-        conv->set_input(2, add_constant(g, base + "_bias_fused", w->type, {cout}, bias));
-        conv->set_input(0, add->data);
-        g.remove_node(add->node);
-        std::replace(order.begin(), order.end(), add->node, static_cast<ir::Node*>(nullptr));
+  for_each_node(model, [&](ir::Graph& g, ir::Node* conv) {
+    if (!is_op(conv, "Conv") || conv->inputs().size() < 2) return;
+    const auto w0 = float_constant(model, conv->input(1));
+    if (!w0 || w0->dims.size() < 3 || w0->dims[0] <= 0) return;
+    const int64_t group = conv->attr_int("group", 1);
+    const int64_t cin_g = w0->dims[1], cout = w0->dims[0];
+    if (group < 1 || cout % group != 0) return;
+    const int64_t channels = cin_g * group;
+    if (conv->input(2)) {  // a bias, when there is one, must be a constant the folds can rewrite
+      const auto b = float_constant(model, conv->input(2));
+      if (!b || b->type != w0->type || b->values.size() != static_cast<size_t>(cout)) return;
+    }
+    int64_t inner = 1;  // kernel elements per (o, c')
+    for (size_t i = 2; i < w0->dims.size(); ++i) inner *= w0->dims[i];
+    // The input channel weight element i reads: its output channel's group, then its column.
+    const auto in_channel = [&](size_t i) {
+      const int64_t o = static_cast<int64_t>(i) / (cin_g * inner), column = (static_cast<int64_t>(i) / inner) % cin_g;
+      return static_cast<size_t>((o / (cout / group)) * cin_g + column);
+    };
+    const std::string base = conv->name.empty() ? "Conv" : conv->name;
+    // Each fold replaces the Conv's weight or bias; the next round reads the new ones.
+    for (;;) {
+      const auto w = float_constant(model, conv->input(1));
+      if (auto mul = input_affine(model, conv->input(0), "Mul", *w, channels)) {
+        std::vector<double> weights = w->values;
+        for (size_t i = 0; i < weights.size(); ++i) weights[i] *= mul->per_channel[in_channel(i)];
+        conv->set_input(1, add_constant(g, base + "_weight_fused", w->type, w->dims, weights));
+        conv->set_input(0, mul->data);
+        g.remove_node(mul->node);
         ++stats.fused;
+        continue;
       }
+      auto add = input_affine(model, conv->input(0), "Add", *w, channels);
+      if (!add || !unpadded(*conv)) break;
+      std::vector<double> bias(static_cast<size_t>(cout), 0.0);
+      if (conv->input(2)) bias = float_constant(model, conv->input(2))->values;
+      for (size_t i = 0; i < w->values.size(); ++i)
+        bias[static_cast<size_t>(static_cast<int64_t>(i) / (cin_g * inner))] += w->values[i] * add->per_channel[in_channel(i)];
+      while (conv->inputs().size() < 3) conv->append_input(nullptr);
+      conv->set_input(2, add_constant(g, base + "_bias_fused", w->type, {cout}, bias));
+      conv->set_input(0, add->data);
+      g.remove_node(add->node);
+      ++stats.fused;
     }
   });
   return stats;

@@ -9,22 +9,18 @@ namespace onnxtool::passes {
 /// present (an absent C is created with beta set to 1).
 PassStats fuse_gemm_batchnorm(ir::Model& model, const PassContext&) {
   PassStats stats;
-  ir::for_each_graph(model, [&](ir::Graph& g) {
-    std::vector<ir::Node*> order;
-    for (const auto& n : g.nodes()) order.push_back(n.get());
-    for (ir::Node* bn : order) {
-      if (!is_op(bn, "BatchNormalization")) continue;
-      ir::Value* y = bn->input(0);
-      ir::Node* gemm = y ? y->producer() : nullptr;
-      if (!is_op(gemm, "Gemm") || single_consumer(y) != bn) continue;
-      if (gemm->input(2) && gemm->attr_float("beta", 1.0f) != 1.0f) continue;
-      if (default_opset(model) < 7) continue;  // Gemm-6 needs the broadcast attribute for a [N] C
-      const auto affine = batchnorm_affine(model, *bn);
-      const size_t axis = gemm->attr_int("transB", 0) ? 0 : 1;
-      if (!affine || !fold_channel_affine(model, g, *gemm, 1, axis, 2, affine->scale, affine->shift)) continue;
-      gemm->remove_attr("beta");
-      if (fold_node_into(g, bn, y)) ++stats.fused;
-    }
+  for_each_node(model, [&](ir::Graph& g, ir::Node* bn) {
+    if (!is_op(bn, "BatchNormalization")) return;
+    ir::Value* y = bn->input(0);
+    ir::Node* gemm = y ? y->producer() : nullptr;
+    if (!is_op(gemm, "Gemm") || single_consumer(y) != bn) return;
+    if (gemm->input(2) && gemm->attr_float("beta", 1.0f) != 1.0f) return;
+    if (default_opset(model) < 7) return;  // Gemm-6 needs the broadcast attribute for a [N] C
+    const auto affine = batchnorm_affine(model, *bn);
+    const size_t axis = gemm->attr_int("transB", 0) ? 0 : 1;
+    if (!affine || !fold_channel_affine(model, g, *gemm, 1, axis, 2, affine->scale, affine->shift)) return;
+    gemm->remove_attr("beta");
+    if (fold_node_into(g, bn, y)) ++stats.fused;
   });
   return stats;
 }

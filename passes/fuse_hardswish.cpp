@@ -45,52 +45,47 @@ std::optional<HardSigmoidPart> hard_sigmoid_of(const ir::Model& m, ir::Node* n, 
 PassStats fuse_hardswish(ir::Model& model, const PassContext&) {
   PassStats stats;
   if (default_opset(model) < 14) return stats;
-  ir::for_each_graph(model, [&](ir::Graph& g) {
-    std::vector<ir::Node*> order;
-    for (const auto& n : g.nodes()) order.push_back(n.get());
-    std::vector<const ir::Node*> removed;
-    for (ir::Node* mul : order) {
-      if (std::count(removed.begin(), removed.end(), mul) || !is_op(mul, "Mul") || mul->inputs().size() != 2) continue;
-      // mul = x * s, where s is the hard sigmoid of x (scaled or not).
-      std::vector<ir::Node*> chain;
-      ir::Value* x = nullptr;
-      bool scaled = false;
-      for (int k = 0; k < 2 && !x; ++k) {
-        ir::Value* cand = mul->input(k);
-        ir::Value* s = mul->input(1 - k);
-        ir::Node* sp = s ? s->producer() : nullptr;
-        if (!cand || !sp || single_consumer(s) != mul) continue;
-        if (auto part = hard_sigmoid_of(model, sp, cand)) {  // x * Clip(x + 3, 0, 6), x * HardSigmoid(x)
-          x = cand;
-          chain = part->nodes;
-          scaled = part->scaled;
-          continue;
-        }
-        // x * (Clip(x + 3, 0, 6) / 6): look through the scale.
-        for (ir::Value* in : sp->inputs()) {
-          ir::Node* p = in ? in->producer() : nullptr;
-          if (x || !p || single_consumer(in) != sp || !divides_by_six(model, sp, in)) continue;
-          auto part = hard_sigmoid_of(model, p, cand);
-          if (!part || part->scaled) continue;
-          x = cand;
-          chain = part->nodes;
-          chain.push_back(sp);
-          scaled = true;
-        }
+  for_each_node(model, [&](ir::Graph& g, ir::Node* mul) {
+    if (!is_op(mul, "Mul") || mul->inputs().size() != 2) return;
+    // mul = x * s, where s is the hard sigmoid of x (scaled or not).
+    std::vector<ir::Node*> chain;
+    ir::Value* x = nullptr;
+    bool scaled = false;
+    for (int k = 0; k < 2 && !x; ++k) {
+      ir::Value* cand = mul->input(k);
+      ir::Value* s = mul->input(1 - k);
+      ir::Node* sp = s ? s->producer() : nullptr;
+      if (!cand || !sp || single_consumer(s) != mul) continue;
+      if (auto part = hard_sigmoid_of(model, sp, cand)) {  // x * Clip(x + 3, 0, 6), x * HardSigmoid(x)
+        x = cand;
+        chain = part->nodes;
+        scaled = part->scaled;
+        continue;
       }
-      if (!x) continue;
-      chain.push_back(mul);
-      ir::Node* last = mul;
-      if (!scaled) {  // (x * Clip(x + 3, 0, 6)) / 6
-        ir::Node* d = single_consumer(mul->output(0));
-        if (!divides_by_six(model, d, mul->output(0))) continue;
-        chain.push_back(d);
-        last = d;
+      // x * (Clip(x + 3, 0, 6) / 6): look through the scale.
+      for (ir::Value* in : sp->inputs()) {
+        ir::Node* p = in ? in->producer() : nullptr;
+        if (x || !p || single_consumer(in) != sp || !divides_by_six(model, sp, in)) continue;
+        auto part = hard_sigmoid_of(model, p, cand);
+        if (!part || part->scaled) continue;
+        x = cand;
+        chain = part->nodes;
+        chain.push_back(sp);
+        scaled = true;
       }
-      ir::Node* hswish =
-          g.add_node("HardSwish", {x}, {unique_name(g, last->output(0)->name() + "_hardswish")}, "", mul->name, last);
-      if (replace_chain(g, chain, hswish, removed)) ++stats.fused;
     }
+    if (!x) return;
+    chain.push_back(mul);
+    ir::Node* last = mul;
+    if (!scaled) {  // (x * Clip(x + 3, 0, 6)) / 6
+      ir::Node* d = single_consumer(mul->output(0));
+      if (!divides_by_six(model, d, mul->output(0))) return;
+      chain.push_back(d);
+      last = d;
+    }
+    ir::Node* hswish =
+        g.add_node("HardSwish", {x}, {unique_name(g, last->output(0)->name() + "_hardswish")}, "", mul->name, last);
+    if (replace_chain(g, chain, hswish)) ++stats.fused;
   });
   return stats;
 }

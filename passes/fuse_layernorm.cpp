@@ -34,97 +34,92 @@ int64_t trailing_axis(const ir::Model& m, const ir::Node& r, int64_t rank) {
 PassStats fuse_layernorm(ir::Model& model, const PassContext&) {
   PassStats stats;
   if (default_opset(model) < 17) return stats;
-  ir::for_each_graph(model, [&](ir::Graph& g) {
-    std::vector<ir::Node*> order;
-    for (const auto& n : g.nodes()) order.push_back(n.get());
-    std::vector<const ir::Node*> removed;
-    for (ir::Node* r1 : order) {
-      if (std::count(removed.begin(), removed.end(), r1) || !is_op(r1, "ReduceMean")) continue;
-      ir::Value* x = r1->input(0);
-      if (!x || !x->type.is_tensor() || !x->type.shape) continue;
-      const auto& xdims = x->type.shape->dims;
-      const int64_t rank = static_cast<int64_t>(xdims.size());
-      const int64_t axis = trailing_axis(model, *r1, rank);
-      if (axis < 0) continue;
-      ir::Node* sub = single_consumer(r1->output(0));
-      if (!is_op(sub, "Sub") || sub->input(0) != x || sub->input(1) != r1->output(0)) continue;
-      ir::Value* d = sub->output(0);
-      if (d->is_graph_output() || d->uses().size() != 2) continue;
-      ir::Node* sq = nullptr;
-      ir::Node* div = nullptr;
-      for (const auto& u : d->uses()) {
-        ir::Node* n = u.node;
-        if (is_op(n, "Div") && n->input(0) == d) div = n;
-        else if (is_op(n, "Pow") && n->input(0) == d && scalar_constant(model, n->input(1)) == 2.0) sq = n;
-        else if (is_op(n, "Mul") && n->input(0) == d && n->input(1) == d) sq = n;
-      }
-      if (!sq || !div) continue;
-      ir::Node* r2 = single_consumer(sq->output(0));
-      if (!is_op(r2, "ReduceMean") || trailing_axis(model, *r2, rank) != axis) continue;
-      ir::Node* add_eps = single_consumer(r2->output(0));
-      if (!is_op(add_eps, "Add")) continue;
-      const auto eps = scalar_constant(model, other_input(*add_eps, r2->output(0)));
-      if (!eps) continue;
-      ir::Node* sqrt = single_consumer(add_eps->output(0));
-      if (!is_op(sqrt, "Sqrt") || single_consumer(sqrt->output(0)) != div || div->input(1) != sqrt->output(0)) continue;
+  for_each_node(model, [&](ir::Graph& g, ir::Node* r1) {
+    if (!is_op(r1, "ReduceMean")) return;
+    ir::Value* x = r1->input(0);
+    if (!x || !x->type.is_tensor() || !x->type.shape) return;
+    const auto& xdims = x->type.shape->dims;
+    const int64_t rank = static_cast<int64_t>(xdims.size());
+    const int64_t axis = trailing_axis(model, *r1, rank);
+    if (axis < 0) return;
+    ir::Node* sub = single_consumer(r1->output(0));
+    if (!is_op(sub, "Sub") || sub->input(0) != x || sub->input(1) != r1->output(0)) return;
+    ir::Value* d = sub->output(0);
+    if (d->is_graph_output() || d->uses().size() != 2) return;
+    ir::Node* sq = nullptr;
+    ir::Node* div = nullptr;
+    for (const auto& u : d->uses()) {
+      ir::Node* n = u.node;
+      if (is_op(n, "Div") && n->input(0) == d) div = n;
+      else if (is_op(n, "Pow") && n->input(0) == d && scalar_constant(model, n->input(1)) == 2.0) sq = n;
+      else if (is_op(n, "Mul") && n->input(0) == d && n->input(1) == d) sq = n;
+    }
+    if (!sq || !div) return;
+    ir::Node* r2 = single_consumer(sq->output(0));
+    if (!is_op(r2, "ReduceMean") || trailing_axis(model, *r2, rank) != axis) return;
+    ir::Node* add_eps = single_consumer(r2->output(0));
+    if (!is_op(add_eps, "Add")) return;
+    const auto eps = scalar_constant(model, other_input(*add_eps, r2->output(0)));
+    if (!eps) return;
+    ir::Node* sqrt = single_consumer(add_eps->output(0));
+    if (!is_op(sqrt, "Sqrt") || single_consumer(sqrt->output(0)) != div || div->input(1) != sqrt->output(0)) return;
 
-      // Optional affine tail: * gamma, + beta (constants of the normalized shape).
-      std::vector<int64_t> norm_shape;
-      for (int64_t i = axis; i < rank; ++i)
-        if (xdims[static_cast<size_t>(i)].kind == ir::Dim::Kind::kValue) norm_shape.push_back(xdims[static_cast<size_t>(i)].value);
-      if (norm_shape.size() != static_cast<size_t>(rank - axis)) continue;  // normalized dims must be known
-      auto fits = [&](const ir::Value* v) {
-        const auto c = float_constant(model, v);
-        if (!c || c->type != x->type.data_type()) return false;
-        std::vector<int64_t> dims = c->dims;
-        while (!dims.empty() && dims.front() == 1 && dims.size() > norm_shape.size()) dims.erase(dims.begin());
-        return dims == norm_shape;
-      };
-      std::vector<ir::Node*> chain{r1, sub, sq, r2, add_eps, sqrt, div};
-      ir::Node* last = div;
-      ir::Value* gamma = nullptr;
-      ir::Value* beta = nullptr;
-      if (ir::Node* mul = single_consumer(div->output(0)); is_op(mul, "Mul")) {
-        ir::Value* gv = other_input(*mul, div->output(0));
-        if (gv && fits(gv)) {
-          gamma = gv;
-          chain.push_back(mul);
-          last = mul;
-          if (ir::Node* add = single_consumer(mul->output(0)); is_op(add, "Add")) {
-            ir::Value* bv = other_input(*add, mul->output(0));
-            if (bv && fits(bv)) {
-              beta = bv;
-              chain.push_back(add);
-              last = add;
-            }
+    // Optional affine tail: * gamma, + beta (constants of the normalized shape).
+    std::vector<int64_t> norm_shape;
+    for (int64_t i = axis; i < rank; ++i)
+      if (xdims[static_cast<size_t>(i)].kind == ir::Dim::Kind::kValue) norm_shape.push_back(xdims[static_cast<size_t>(i)].value);
+    if (norm_shape.size() != static_cast<size_t>(rank - axis)) return;  // normalized dims must be known
+    auto fits = [&](const ir::Value* v) {
+      const auto c = float_constant(model, v);
+      if (!c || c->type != x->type.data_type()) return false;
+      std::vector<int64_t> dims = c->dims;
+      while (!dims.empty() && dims.front() == 1 && dims.size() > norm_shape.size()) dims.erase(dims.begin());
+      return dims == norm_shape;
+    };
+    std::vector<ir::Node*> chain{r1, sub, sq, r2, add_eps, sqrt, div};
+    ir::Node* last = div;
+    ir::Value* gamma = nullptr;
+    ir::Value* beta = nullptr;
+    if (ir::Node* mul = single_consumer(div->output(0)); is_op(mul, "Mul")) {
+      ir::Value* gv = other_input(*mul, div->output(0));
+      if (gv && fits(gv)) {
+        gamma = gv;
+        chain.push_back(mul);
+        last = mul;
+        if (ir::Node* add = single_consumer(mul->output(0)); is_op(add, "Add")) {
+          ir::Value* bv = other_input(*add, mul->output(0));
+          if (bv && fits(bv)) {
+            beta = bv;
+            chain.push_back(add);
+            last = add;
           }
         }
       }
-      const ir::DataType type = x->type.data_type();
-      if (type != ir::DataType::kFloat && type != ir::DataType::kDouble && type != ir::DataType::kFloat16 &&
-          type != ir::DataType::kBFloat16)
-        continue;
-      const std::string base = r1->name.empty() ? "layernorm" : r1->name;
-      auto flat = [&](ir::Value* v, double fill) {
-        int64_t n = 1;
-        for (int64_t s : norm_shape) n *= s;
-        if (v) {
-          const auto c = float_constant(model, v);
-          if (c->dims == norm_shape) return v;
-          return add_constant(g, base + "_reshaped", type, norm_shape, c->values);
-        }
-        return add_constant(g, base + (fill == 1 ? "_scale" : "_bias"), type, norm_shape, std::vector<double>(static_cast<size_t>(n), fill));
-      };
-      ir::Value* scale = flat(gamma, 1);
-      ir::Value* bias = beta ? flat(beta, 0) : nullptr;
-      std::vector<ir::Value*> ins{x, scale};
-      if (bias) ins.push_back(bias);
-      ir::Node* ln = g.add_node("LayerNormalization", ins, {unique_name(g, last->output(0)->name() + "_ln")}, "",
-                                r1->name, last);
-      ln->set_attr(ir::Attribute::make_int("axis", axis));
-      ln->set_attr(ir::Attribute::make_float("epsilon", static_cast<float>(*eps)));
-      if (replace_chain(g, chain, ln, removed)) ++stats.fused;
     }
+    const ir::DataType type = x->type.data_type();
+    if (type != ir::DataType::kFloat && type != ir::DataType::kDouble && type != ir::DataType::kFloat16 &&
+        type != ir::DataType::kBFloat16)
+      return;
+    const std::string base = r1->name.empty() ? "layernorm" : r1->name;
+    auto flat = [&](ir::Value* v, double fill) {
+      int64_t n = 1;
+      for (int64_t s : norm_shape) n *= s;
+      if (v) {
+        const auto c = float_constant(model, v);
+        if (c->dims == norm_shape) return v;
+        return add_constant(g, base + "_reshaped", type, norm_shape, c->values);
+      }
+      return add_constant(g, base + (fill == 1 ? "_scale" : "_bias"), type, norm_shape, std::vector<double>(static_cast<size_t>(n), fill));
+    };
+    ir::Value* scale = flat(gamma, 1);
+    ir::Value* bias = beta ? flat(beta, 0) : nullptr;
+    std::vector<ir::Value*> ins{x, scale};
+    if (bias) ins.push_back(bias);
+    ir::Node* ln = g.add_node("LayerNormalization", ins, {unique_name(g, last->output(0)->name() + "_ln")}, "",
+                              r1->name, last);
+    ln->set_attr(ir::Attribute::make_int("axis", axis));
+    ln->set_attr(ir::Attribute::make_float("epsilon", static_cast<float>(*eps)));
+    if (replace_chain(g, chain, ln)) ++stats.fused;
   });
   return stats;
 }

@@ -26,42 +26,38 @@ bool has_rank(const ir::Value* v, size_t rank) {
 PassStats fuse_matmul_add(ir::Model& model, const PassContext&) {
   PassStats stats;
   if (default_opset(model) < 7) return stats;
-  ir::for_each_graph(model, [&](ir::Graph& g) {
-    std::vector<ir::Node*> order;
-    for (const auto& n : g.nodes()) order.push_back(n.get());
-    for (ir::Node* add : order) {
-      if (!is_op(add, "Add")) continue;
-      for (size_t side = 0; side < 2; ++side) {
-        ir::Value* y = add->input(side);
-        ir::Node* mm = y ? y->producer() : nullptr;
-        ir::Value* c = add->input(1 - side);
-        if (!is_op(mm, "MatMul") || single_consumer(y) != add || !c) continue;
-        ir::Value* a = mm->input(0);
-        ir::Value* b = mm->input(1);
-        if (!has_rank(a, 2) || !has_rank(b, 2) || !is_gemm_type(a) || !has_rank(y, 2)) continue;
-        if (!c->type.is_tensor() || !c->type.shape || c->type.shape->rank() > 2 || c->type.elem_type != a->type.elem_type) continue;
-        // C must not widen the output: its dims are 1 or equal to the output's (both known).
-        bool ok = true;
-        const auto& cd = c->type.shape->dims;
-        const auto& yd = y->type.shape->dims;
-        for (size_t i = 0; i < cd.size(); ++i) {
-          const ir::Dim& d = cd[i];
-          const ir::Dim& o = yd[yd.size() - cd.size() + i];
-          if (d.kind != ir::Dim::Kind::kValue) ok = false;
-          else if (d.value != 1 && !(o.kind == ir::Dim::Kind::kValue && o.value == d.value)) ok = false;
-        }
-        if (!ok) continue;
-        const std::string out = unique_name(g, y->name() + "_gemm");
-        ir::Node* gemm = g.add_node("Gemm", {a, b, c}, {out}, "", mm->name, add);
-        gemm->output(0)->type = add->output(0)->type;
-        if (!bypass_node(g, add, gemm->output(0))) {
-          g.remove_node(gemm);
-          continue;
-        }
-        g.remove_node(mm);
-        ++stats.fused;
-        break;
+  for_each_node(model, [&](ir::Graph& g, ir::Node* add) {
+    if (!is_op(add, "Add")) return;
+    for (size_t side = 0; side < 2; ++side) {
+      ir::Value* y = add->input(side);
+      ir::Node* mm = y ? y->producer() : nullptr;
+      ir::Value* c = add->input(1 - side);
+      if (!is_op(mm, "MatMul") || single_consumer(y) != add || !c) continue;
+      ir::Value* a = mm->input(0);
+      ir::Value* b = mm->input(1);
+      if (!has_rank(a, 2) || !has_rank(b, 2) || !is_gemm_type(a) || !has_rank(y, 2)) continue;
+      if (!c->type.is_tensor() || !c->type.shape || c->type.shape->rank() > 2 || c->type.elem_type != a->type.elem_type) continue;
+      // C must not widen the output: its dims are 1 or equal to the output's (both known).
+      bool ok = true;
+      const auto& cd = c->type.shape->dims;
+      const auto& yd = y->type.shape->dims;
+      for (size_t i = 0; i < cd.size(); ++i) {
+        const ir::Dim& d = cd[i];
+        const ir::Dim& o = yd[yd.size() - cd.size() + i];
+        if (d.kind != ir::Dim::Kind::kValue) ok = false;
+        else if (d.value != 1 && !(o.kind == ir::Dim::Kind::kValue && o.value == d.value)) ok = false;
       }
+      if (!ok) continue;
+      const std::string out = unique_name(g, y->name() + "_gemm");
+      ir::Node* gemm = g.add_node("Gemm", {a, b, c}, {out}, "", mm->name, add);
+      gemm->output(0)->type = add->output(0)->type;
+      if (!bypass_node(g, add, gemm->output(0))) {
+        g.remove_node(gemm);
+        continue;
+      }
+      g.remove_node(mm);
+      ++stats.fused;
+      break;
     }
   });
   return stats;

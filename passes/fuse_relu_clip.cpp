@@ -41,38 +41,34 @@ std::optional<Bounds> bounds_of(const ir::Model& m, const ir::Node& n) {
 /// name and output; Clip-11+ bounds become new initializers of the input's type.
 PassStats fuse_relu_clip(ir::Model& model, const PassContext&) {
   PassStats stats;
-  ir::for_each_graph(model, [&](ir::Graph& g) {
-    std::vector<ir::Node*> order;
-    for (const auto& n : g.nodes()) order.push_back(n.get());
-    for (ir::Node* second : order) {
-      const auto b2 = bounds_of(model, *second);
-      if (!b2) continue;
-      ir::Value* mid = second->input(0);
-      ir::Node* first = mid ? mid->producer() : nullptr;
-      const auto b1 = first ? bounds_of(model, *first) : std::nullopt;
-      if (!b1 || single_consumer(mid) != second) continue;
-      const Bounds b{std::max(b1->lo, b2->lo), std::min(b1->hi, b2->hi)};
-      if (is_op(second, "Clip")) {
-        if (default_opset(model) < 11) {
-          second->set_attr(ir::Attribute::make_float("min", static_cast<float>(b.lo)));
-          second->set_attr(ir::Attribute::make_float("max", static_cast<float>(b.hi)));
-        } else {
-          const ir::Value* x = first->input(0);
-          if (!x || !x->type.is_tensor()) continue;
-          const ir::DataType t = x->type.data_type();
-          if (t != ir::DataType::kFloat && t != ir::DataType::kDouble && t != ir::DataType::kFloat16) continue;
-          const std::string base = second->name.empty() ? "clip" : second->name;
-          while (second->inputs().size() < 3) second->append_input(nullptr);
-          if (b.lo > -kInf) second->set_input(1, add_constant(g, base + "_min", t, {}, {b.lo}));
-          if (b.hi < kInf) second->set_input(2, add_constant(g, base + "_max", t, {}, {b.hi}));
-        }
-      } else if (!is_op(first, "Relu")) {
-        continue;  // Clip -> Relu: the merged range needs a Clip; left for a Clip-first rewrite
+  for_each_node(model, [&](ir::Graph& g, ir::Node* second) {
+    const auto b2 = bounds_of(model, *second);
+    if (!b2) return;
+    ir::Value* mid = second->input(0);
+    ir::Node* first = mid ? mid->producer() : nullptr;
+    const auto b1 = first ? bounds_of(model, *first) : std::nullopt;
+    if (!b1 || single_consumer(mid) != second) return;
+    const Bounds b{std::max(b1->lo, b2->lo), std::min(b1->hi, b2->hi)};
+    if (is_op(second, "Clip")) {
+      if (default_opset(model) < 11) {
+        second->set_attr(ir::Attribute::make_float("min", static_cast<float>(b.lo)));
+        second->set_attr(ir::Attribute::make_float("max", static_cast<float>(b.hi)));
+      } else {
+        const ir::Value* x = first->input(0);
+        if (!x || !x->type.is_tensor()) return;
+        const ir::DataType t = x->type.data_type();
+        if (t != ir::DataType::kFloat && t != ir::DataType::kDouble && t != ir::DataType::kFloat16) return;
+        const std::string base = second->name.empty() ? "clip" : second->name;
+        while (second->inputs().size() < 3) second->append_input(nullptr);
+        if (b.lo > -kInf) second->set_input(1, add_constant(g, base + "_min", t, {}, {b.lo}));
+        if (b.hi < kInf) second->set_input(2, add_constant(g, base + "_max", t, {}, {b.hi}));
       }
-      second->set_input(0, first->input(0));
-      g.remove_node(first);
-      ++stats.fused;
+    } else if (!is_op(first, "Relu")) {
+      return;  // Clip -> Relu: the merged range needs a Clip; left for a Clip-first rewrite
     }
+    second->set_input(0, first->input(0));
+    g.remove_node(first);
+    ++stats.fused;
   });
   return stats;
 }

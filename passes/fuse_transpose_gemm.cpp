@@ -8,22 +8,18 @@ namespace onnxtool::passes {
 /// must feed only the Gemm.
 PassStats fuse_transpose_gemm(ir::Model& model, const PassContext&) {
   PassStats stats;
-  ir::for_each_graph(model, [&](ir::Graph& g) {
-    std::vector<ir::Node*> order;
-    for (const auto& n : g.nodes()) order.push_back(n.get());
-    for (ir::Node* gemm : order) {
-      if (!is_op(gemm, "Gemm")) continue;
-      for (size_t i = 0; i < 2; ++i) {
-        ir::Value* in = gemm->input(i);
-        ir::Node* t = in ? in->producer() : nullptr;
-        if (!is_op(t, "Transpose") || single_consumer(in) != gemm) continue;
-        if (t->attr_ints("perm", {1, 0}) != std::vector<int64_t>{1, 0}) continue;
-        const char* flag = i == 0 ? "transA" : "transB";
-        gemm->set_input(i, t->input(0));
-        gemm->set_attr(ir::Attribute::make_int(flag, gemm->attr_int(flag, 0) ? 0 : 1));
-        g.remove_node(t);
-        ++stats.fused;
-      }
+  for_each_node(model, [&](ir::Graph& g, ir::Node* gemm) {
+    if (!is_op(gemm, "Gemm")) return;
+    for (size_t i = 0; i < 2; ++i) {
+      ir::Value* in = gemm->input(i);
+      ir::Node* t = in ? in->producer() : nullptr;
+      if (!is_op(t, "Transpose") || single_consumer(in) != gemm) continue;
+      if (t->attr_ints("perm", {1, 0}) != std::vector<int64_t>{1, 0}) continue;
+      const char* flag = i == 0 ? "transA" : "transB";
+      gemm->set_input(i, t->input(0));
+      gemm->set_attr(ir::Attribute::make_int(flag, gemm->attr_int(flag, 0) ? 0 : 1));
+      g.remove_node(t);
+      ++stats.fused;
     }
   });
   return stats;

@@ -9,35 +9,31 @@ namespace onnxtool::passes {
 /// (a missing perm reverses the dims and needs the rank, which the perm of the other supplies).
 PassStats fuse_transposes(ir::Model& model, const PassContext&) {
   PassStats stats;
-  ir::for_each_graph(model, [&](ir::Graph& g) {
-    std::vector<ir::Node*> order;
-    for (const auto& n : g.nodes()) order.push_back(n.get());
-    for (ir::Node* second : order) {
-      if (!is_op(second, "Transpose")) continue;
-      ir::Value* mid = second->input(0);
-      ir::Node* first = mid ? mid->producer() : nullptr;
-      if (!is_op(first, "Transpose") || single_consumer(mid) != second) continue;
-      const auto p1 = first->attr_ints("perm");
-      const auto p2 = second->attr_ints("perm");
-      if (p1.empty() || p1.size() != p2.size()) continue;
-      std::vector<int64_t> p(p1.size());
-      bool valid = true, identity = true;
-      for (size_t i = 0; i < p2.size(); ++i) {
-        if (p2[i] < 0 || p2[i] >= static_cast<int64_t>(p1.size())) valid = false;
-        else p[i] = p1[static_cast<size_t>(p2[i])];
-        identity = identity && p[i] == static_cast<int64_t>(i);
-      }
-      if (!valid) continue;
-      ir::Value* x = first->input(0);
-      if (identity) {
-        if (!bypass_node(g, second, x)) continue;
-      } else {
-        second->set_input(0, x);
-        second->set_attr(ir::Attribute::make_ints("perm", p));
-      }
-      g.remove_node(first);
-      ++stats.fused;
+  for_each_node(model, [&](ir::Graph& g, ir::Node* second) {
+    if (!is_op(second, "Transpose")) return;
+    ir::Value* mid = second->input(0);
+    ir::Node* first = mid ? mid->producer() : nullptr;
+    if (!is_op(first, "Transpose") || single_consumer(mid) != second) return;
+    const auto p1 = first->attr_ints("perm");
+    const auto p2 = second->attr_ints("perm");
+    if (p1.empty() || p1.size() != p2.size()) return;
+    std::vector<int64_t> p(p1.size());
+    bool valid = true, identity = true;
+    for (size_t i = 0; i < p2.size(); ++i) {
+      if (p2[i] < 0 || p2[i] >= static_cast<int64_t>(p1.size())) valid = false;
+      else p[i] = p1[static_cast<size_t>(p2[i])];
+      identity = identity && p[i] == static_cast<int64_t>(i);
     }
+    if (!valid) return;
+    ir::Value* x = first->input(0);
+    if (identity) {
+      if (!bypass_node(g, second, x)) return;
+    } else {
+      second->set_input(0, x);
+      second->set_attr(ir::Attribute::make_ints("perm", p));
+    }
+    g.remove_node(first);
+    ++stats.fused;
   });
   return stats;
 }

@@ -24,19 +24,14 @@ const ir::Tensor* constant_of(const ir::Model& model, const ir::Value* value) {
   return value->initializer();
 }
 
-bool replace_chain(ir::Graph& graph, const std::vector<ir::Node*>& chain, ir::Node* fused,
-                   std::vector<const ir::Node*>& removed) {
+bool replace_chain(ir::Graph& graph, const std::vector<ir::Node*>& chain, ir::Node* fused) {
   ir::Node* last = chain.back();
   fused->output(0)->type = last->output(0)->type;
   if (!fold_node_into(graph, last, fused->output(0))) {
     graph.remove_node(fused);
     return false;
   }
-  removed.push_back(last);  // fold_node_into removed it
-  for (auto it = chain.rbegin() + 1; it != chain.rend(); ++it) {
-    removed.push_back(*it);
-    graph.remove_node(*it);
-  }
+  for (auto it = chain.rbegin() + 1; it != chain.rend(); ++it) graph.remove_node(*it);
   return true;
 }
 

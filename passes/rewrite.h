@@ -11,6 +11,15 @@
 
 namespace onnxtool::passes {
 
+/// The walk of every pass: fn(graph, node) for each node of each graph of the model (subgraphs
+/// included, parents first), in graph order. fn matches and rewrites; it may add and remove nodes
+/// (ir::Graph::for_each_node: a node removed before its turn is skipped, added nodes are not
+/// visited).
+template <class Fn>
+void for_each_node(ir::Model& model, Fn fn) {
+  ir::for_each_graph(model, [&](ir::Graph& g) { g.for_each_node([&](ir::Node* n) { fn(g, n); }); });
+}
+
 /// Opset of the default domain the model imports (0 when none).
 int64_t default_opset(const ir::Model& model);
 
@@ -33,11 +42,9 @@ bool fold_node_into(ir::Graph& graph, ir::Node* node, ir::Value* replacement);
 /// Replaces a matched chain of single-output nodes (in graph order; the last one gives the result)
 /// by `fused`, a node already added before the last one and computing the same: the last node is
 /// folded into it (fold_node_into: fused's output takes over its name and readers) and the rest
-/// of the chain is removed. Every node gone is appended to `removed`, so that a pass walking a
-/// copy of the node list never visits one again. When the output cannot be handed over, removes
-/// `fused` instead, leaves the chain, and returns false.
-bool replace_chain(ir::Graph& graph, const std::vector<ir::Node*>& chain, ir::Node* fused,
-                   std::vector<const ir::Node*>& removed);
+/// of the chain is removed (for_each_node then skips the removed nodes). When the output cannot
+/// be handed over, removes `fused` instead, leaves the chain, and returns false.
+bool replace_chain(ir::Graph& graph, const std::vector<ir::Node*>& chain, ir::Node* fused);
 
 /// True when the value's only readers are nodes (no graph output) and there is exactly one.
 bool has_single_use(const ir::Value* value);
