@@ -3,82 +3,17 @@
 // (unknown ranks, symbols, old opsets) that must not be.
 #include <doctest/doctest.h>
 
-#include <cctype>
-#include <functional>
-
-#include "ir/shape_inference.h"
+#include "tests/model_builder.h"
 
 namespace onnxtool {
 namespace {
 
 using ir::DataType;
 
-// "N,3,?" -> [N,3,?]; "" -> rank 0.
-ir::Shape parse_shape(const std::string& text) {
-  ir::Shape s;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string d = text.substr(start, end - start);
-    if (d == "?") s.dims.emplace_back();
-    else if (std::isdigit(static_cast<unsigned char>(d[0]))) s.dims.push_back(ir::Dim::of(std::stoll(d)));
-    else s.dims.push_back(ir::Dim::symbol(d));
-    start = end + 1;
-  }
-  return s;
-}
-
-// Attributes are move-only: tests pass makers.
-using AttrMaker = std::function<ir::Attribute()>;
-
-// A one-graph model under construction, inferred with infer().
-struct Net {
-  ir::Model model;
-  ir::Graph* g;
-  ir::DiagnosticSink sink;
-
-  explicit Net(int64_t opset) {
-    model.graph = std::make_unique<ir::Graph>();
-    model.set_opset_version("", opset);
-    g = model.graph.get();
-  }
-  ir::Value* in(const std::string& name, DataType t, const std::string& dims) {
-    return g->add_input(name, ir::TypeInfo::tensor(t, parse_shape(dims))).value;
-  }
-  ir::Value* in_unranked(const std::string& name, DataType t) {
-    return g->add_input(name, ir::TypeInfo::tensor(t)).value;
-  }
-  ir::Value* ints(const std::string& name, const std::vector<int64_t>& v, bool scalar = false) {
-    std::vector<int64_t> dims;
-    if (!scalar) dims.push_back(static_cast<int64_t>(v.size()));
-    return g->add_initializer(ir::make_tensor(name, DataType::kInt64, dims, v.data(), v.size() * 8));
-  }
-  ir::Node* node(const std::string& op, const std::vector<ir::Value*>& inputs,
-                 const std::vector<std::string>& outputs, const std::vector<AttrMaker>& attrs = {}) {
-    ir::Node* n = g->add_node(op, inputs, outputs);
-    for (const auto& a : attrs) n->set_attr(a());
-    return n;
-  }
-  ir::Value* v(const std::string& name) { return g->find(name); }
-  std::string type(const std::string& name) { return g->find(name)->type.to_string(); }
-  void infer() { ir::infer_shapes(model, sink); }
-  std::string rules() const {
-    std::string out;
-    for (const auto& d : sink.items()) out += (out.empty() ? "" : " ") + d.rule;
-    return out;
-  }
-};
-
-AttrMaker attr_int(const std::string& name, int64_t v) {
-  return [=] { return ir::Attribute::make_int(name, v); };
-}
-AttrMaker attr_ints(const std::string& name, std::vector<int64_t> v) {
-  return [=] { return ir::Attribute::make_ints(name, v); };
-}
-AttrMaker attr_string(const std::string& name, std::string v) {
-  return [=] { return ir::Attribute::make_string(name, v); };
-}
+using Net = testing::ShapeNet;
+using testing::attr_int;
+using testing::attr_ints;
+using testing::attr_string;
 
 }  // namespace
 

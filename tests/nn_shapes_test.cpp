@@ -10,6 +10,7 @@
 
 #include "ir/model_io.h"
 #include "ir/shape_inference.h"
+#include "tests/model_builder.h"
 #include "tests/test_data.h"
 
 namespace onnxtool {
@@ -17,84 +18,13 @@ namespace {
 
 using ir::DataType;
 
-// Attributes own subgraphs and cannot be copied: tests pass makers instead.
-using AttrMaker = std::function<ir::Attribute()>;
-
-// "N,3,?" -> [N,3,?]; "" -> rank 0.
-ir::Shape parse_dims(const std::string& text) {
-  ir::Shape s;
-  size_t start = 0;
-  while (start < text.size()) {
-    size_t end = text.find(',', start);
-    if (end == std::string::npos) end = text.size();
-    const std::string d = text.substr(start, end - start);
-    if (d == "?") s.dims.emplace_back();
-    else if (std::isdigit(static_cast<unsigned char>(d[0]))) s.dims.push_back(ir::Dim::of(std::stoll(d)));
-    else s.dims.push_back(ir::Dim::symbol(d));
-    start = end + 1;
-  }
-  return s;
-}
-
-// A one-graph model under construction, inferred with infer().
-struct NnNet {
-  ir::Model model;
-  ir::Graph* g;
-  ir::DiagnosticSink sink;
-
-  explicit NnNet(int64_t opset, int64_t ml_opset = 0) {
-    model.graph = std::make_unique<ir::Graph>();
-    model.set_opset_version("", opset);
-    if (ml_opset > 0) model.set_opset_version("ai.onnx.ml", ml_opset);
-    g = model.graph.get();
-  }
-  ir::Value* in(const std::string& name, DataType t, const std::string& dims) {
-    return g->add_input(name, ir::TypeInfo::tensor(t, parse_dims(dims))).value;
-  }
-  ir::Value* in_unranked(const std::string& name, DataType t) {
-    return g->add_input(name, ir::TypeInfo::tensor(t)).value;
-  }
-  ir::Value* ints(const std::string& name, const std::vector<int64_t>& v) {
-    return g->add_initializer(ir::make_tensor(name, DataType::kInt64, {static_cast<int64_t>(v.size())},
-                                              v.data(), v.size() * 8));
-  }
-  ir::Node* node(const std::string& op, const std::vector<ir::Value*>& inputs,
-                 const std::vector<std::string>& outputs, const std::vector<AttrMaker>& attrs = {},
-                 const std::string& domain = "") {
-    ir::Node* n = g->add_node(op, inputs, outputs, domain);
-    for (const auto& a : attrs) n->set_attr(a());
-    return n;
-  }
-  std::string type(const std::string& name) { return g->find(name)->type.to_string(); }
-  void infer() { ir::infer_shapes(model, sink); }
-  std::string rules() const {
-    std::string out;
-    for (const auto& d : sink.items()) out += (out.empty() ? "" : " ") + d.rule;
-    return out;
-  }
-};
-
-AttrMaker a_int(const std::string& name, int64_t v) {
-  return [=] { return ir::Attribute::make_int(name, v); };
-}
-AttrMaker a_ints(const std::string& name, std::vector<int64_t> v) {
-  return [=] { return ir::Attribute::make_ints(name, v); };
-}
-AttrMaker a_floats(const std::string& name, std::vector<float> v) {
-  return [=] { return ir::Attribute::make_floats(name, v); };
-}
-AttrMaker a_str(const std::string& name, const std::string& v) {
-  return [=] { return ir::Attribute::make_string(name, v); };
-}
-AttrMaker a_strs(const std::string& name, std::vector<std::string> v) {
-  return [=] {
-    ir::Attribute a;
-    a.name = name;
-    a.type = static_cast<int32_t>(ir::AttrType::kStrings);
-    a.strings = v;
-    return a;
-  };
-}
+using NnNet = testing::ShapeNet;
+using testing::Attr;
+using testing::attr_floats;
+using testing::attr_int;
+using testing::attr_ints;
+using testing::attr_string;
+using testing::attr_strings;
 
 }  // namespace
 
@@ -154,7 +84,7 @@ TEST_SUITE("nn_shapes") {
   TEST_CASE("Gemm: transposes, C broadcast, mismatches") {
     NnNet n(13);
     n.node("Gemm", {n.in("a", DataType::kFloat, "K,M"), n.in("b", DataType::kFloat, "N,K"), n.in("c", DataType::kFloat, "1,N")},
-           {"y"}, {a_int("transA", 1), a_int("transB", 1)});
+           {"y"}, {attr_int("transA", 1), attr_int("transB", 1)});
     n.node("Gemm", {n.in("a2", DataType::kFloat, "M,4"), n.in("b2", DataType::kFloat, "4,?"), n.in("c2", DataType::kFloat, "7")},
            {"y2"});
     n.infer();
@@ -177,13 +107,13 @@ TEST_SUITE("nn_shapes") {
   TEST_CASE("Conv keeps symbols where the size is unchanged and derives them for strides") {
     NnNet n(11);
     auto* x = n.in("x", DataType::kFloat, "N,3,H,W");
-    n.node("Conv", {x, n.in("w", DataType::kFloat, "16,3,3,3")}, {"same"}, {a_ints("pads", {1, 1, 1, 1})});
+    n.node("Conv", {x, n.in("w", DataType::kFloat, "16,3,3,3")}, {"same"}, {attr_ints("pads", {1, 1, 1, 1})});
     n.node("Conv", {x, n.in("w2", DataType::kFloat, "8,3,3,3")}, {"down"},
-           {a_ints("pads", {1, 1, 1, 1}), a_ints("strides", {2, 2})});
+           {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})});
     n.node("Conv", {x, n.in("w3", DataType::kFloat, "8,1,3,3")}, {"auto"},
-           {a_str("auto_pad", "SAME_UPPER"), a_ints("strides", {2, 2}), a_int("group", 3)});
+           {attr_string("auto_pad", "SAME_UPPER"), attr_ints("strides", {2, 2}), attr_int("group", 3)});
     n.node("Conv", {n.in("s", DataType::kFloat, "1,3,224,224"), n.in("w4", DataType::kFloat, "8,3,7,7")}, {"static"},
-           {a_ints("pads", {3, 3, 3, 3}), a_ints("strides", {2, 2})});
+           {attr_ints("pads", {3, 3, 3, 3}), attr_ints("strides", {2, 2})});
     n.infer();
     CHECK(n.rules() == "");
     CHECK(n.type("same") == "float[N,16,H,W]");
@@ -197,12 +127,12 @@ TEST_SUITE("nn_shapes") {
     auto* x = n.in("x", DataType::kFloat, "N,1,H,W");
     auto* w = n.in("w", DataType::kFloat, "1,1,3,3");
     auto* up = n.in("up", DataType::kFloat, "1,1,2,2");
-    const std::vector<AttrMaker> down = {a_ints("pads", {1, 1, 1, 1}), a_ints("strides", {2, 2})};
+    const std::vector<Attr> down = {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})};
     n.node("Conv", {x, w}, {"d1"}, down);
     n.node("Conv", {n.g->find("d1"), w}, {"d2"}, down);
-    n.node("ConvTranspose", {n.g->find("d2"), up}, {"u1"}, {a_ints("strides", {2, 2})});
-    n.node("ConvTranspose", {n.g->find("u1"), up}, {"u2"}, {a_ints("strides", {2, 2})});
-    n.node("AveragePool", {n.g->find("d2"), }, {"p"}, {a_ints("kernel_shape", {2, 2}), a_ints("strides", {2, 2})});
+    n.node("ConvTranspose", {n.g->find("d2"), up}, {"u1"}, {attr_ints("strides", {2, 2})});
+    n.node("ConvTranspose", {n.g->find("u1"), up}, {"u2"}, {attr_ints("strides", {2, 2})});
+    n.node("AveragePool", {n.g->find("d2"), }, {"p"}, {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})});
     n.infer();
     CHECK(n.rules() == "");
     CHECK(n.type("d2") == "float[N,1,floor((H+3)/4),floor((W+3)/4)]");
@@ -218,7 +148,7 @@ TEST_SUITE("nn_shapes") {
 
     NnNet ks(11);
     ks.node("Conv", {ks.in("x", DataType::kFloat, "1,3,8,8"), ks.in_unranked("w", DataType::kFloat)}, {"y"},
-            {a_ints("kernel_shape", {3, 3, 3})});
+            {attr_ints("kernel_shape", {3, 3, 3})});
     ks.infer();
     CHECK(ks.rules() == "shape.conv");
 
@@ -229,13 +159,13 @@ TEST_SUITE("nn_shapes") {
 
     NnNet grouped(11);
     grouped.node("Conv", {grouped.in("x", DataType::kFloat, "1,6,8,8"), grouped.in("w", DataType::kFloat, "4,3,3,3")},
-                 {"y"}, {a_int("group", 3)});
+                 {"y"}, {attr_int("group", 3)});
     grouped.infer();
     CHECK(grouped.rules() == "shape.conv");
 
     NnNet sym(11);
     sym.node("Conv", {sym.in("x", DataType::kFloat, "N,C,H,W"), sym.in("w", DataType::kFloat, "M,?,3,3")}, {"y"},
-             {a_int("group", 2)});
+             {attr_int("group", 2)});
     sym.node("Conv", {sym.in_unranked("u", DataType::kFloat), sym.in("w2", DataType::kFloat, "4,3,3,3")}, {"z"});
     sym.infer();
     CHECK(sym.rules() == "");
@@ -252,9 +182,9 @@ TEST_SUITE("nn_shapes") {
     NnNet n(11);
     auto* x = n.in("x", DataType::kFloat, "N,4,H,5");
     auto* w = n.in("w", DataType::kFloat, "4,2,3,3");
-    n.node("ConvTranspose", {x, w}, {"plain"}, {a_ints("strides", {2, 2}), a_ints("output_padding", {1, 1})});
-    n.node("ConvTranspose", {x, w}, {"same"}, {a_ints("strides", {2, 2}), a_str("auto_pad", "SAME_LOWER"), a_int("group", 2)});
-    n.node("ConvTranspose", {x, w}, {"given"}, {a_ints("strides", {3, 2}), a_ints("output_shape", {10, 8})});
+    n.node("ConvTranspose", {x, w}, {"plain"}, {attr_ints("strides", {2, 2}), attr_ints("output_padding", {1, 1})});
+    n.node("ConvTranspose", {x, w}, {"same"}, {attr_ints("strides", {2, 2}), attr_string("auto_pad", "SAME_LOWER"), attr_int("group", 2)});
+    n.node("ConvTranspose", {x, w}, {"given"}, {attr_ints("strides", {3, 2}), attr_ints("output_shape", {10, 8})});
     n.infer();
     CHECK(n.rules() == "");
     CHECK(n.type("plain") == "float[N,2,2*H+2,12]");
@@ -270,12 +200,12 @@ TEST_SUITE("nn_shapes") {
   TEST_CASE("Pooling: ceil mode, dilations, indices, global pools") {
     NnNet n(12);
     auto* x = n.in("x", DataType::kFloat, "N,C,H,W");
-    n.node("MaxPool", {x}, {"p", "idx"}, {a_ints("kernel_shape", {3, 3}), a_ints("strides", {2, 2}), a_int("ceil_mode", 1)});
+    n.node("MaxPool", {x}, {"p", "idx"}, {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_int("ceil_mode", 1)});
     n.node("MaxPool", {n.in("s", DataType::kFloat, "1,1,5,5")}, {"c"},
-           {a_ints("kernel_shape", {2, 2}), a_ints("strides", {2, 2}), a_ints("pads", {1, 1, 1, 1}), a_int("ceil_mode", 1)});
-    n.node("AveragePool", {x}, {"a"}, {a_ints("kernel_shape", {2, 2}), a_ints("strides", {2, 2})});
+           {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1}), attr_int("ceil_mode", 1)});
+    n.node("AveragePool", {x}, {"a"}, {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})});
     n.node("GlobalAveragePool", {x}, {"g"});
-    n.node("LpPool", {n.in_unranked("u", DataType::kFloat)}, {"lp"}, {a_ints("kernel_shape", {2})});
+    n.node("LpPool", {n.in_unranked("u", DataType::kFloat)}, {"lp"}, {attr_ints("kernel_shape", {2})});
     n.infer();
     CHECK(n.rules() == "");
     CHECK(n.type("p") == "float[N,C,floor(H/2),floor(W/2)]");
@@ -286,7 +216,7 @@ TEST_SUITE("nn_shapes") {
     CHECK(n.type("lp") == "float[?,?,?]");
 
     NnNet bad(12);
-    bad.node("MaxPool", {bad.in("x", DataType::kFloat, "1,1,8,8")}, {"y"}, {a_ints("kernel_shape", {2, 2, 2})});
+    bad.node("MaxPool", {bad.in("x", DataType::kFloat, "1,1,8,8")}, {"y"}, {attr_ints("kernel_shape", {2, 2, 2})});
     bad.infer();
     CHECK(bad.rules() == "shape.pool");
   }
@@ -295,8 +225,8 @@ TEST_SUITE("nn_shapes") {
     NnNet n(11);
     auto* x = n.in("x", DataType::kFloat, "N,C,H,4");
     auto* i = n.in("i", DataType::kInt64, "N,C,H,4");
-    n.node("MaxUnpool", {x, i}, {"y"}, {a_ints("kernel_shape", {2, 2}), a_ints("strides", {2, 2})});
-    n.node("MaxUnpool", {x, i, n.ints("os", {1, 2, 9, 9})}, {"z"}, {a_ints("kernel_shape", {2, 2}), a_ints("strides", {2, 2})});
+    n.node("MaxUnpool", {x, i}, {"y"}, {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})});
+    n.node("MaxUnpool", {x, i, n.ints("os", {1, 2, 9, 9})}, {"z"}, {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})});
     n.infer();
     CHECK(n.rules() == "");
     CHECK(n.type("y") == "float[N,C,2*H,8]");
@@ -307,8 +237,8 @@ TEST_SUITE("nn_shapes") {
     NnNet n(17);
     auto* x = n.in("x", DataType::kFloat16, "N,3,H,W");
     auto* c = n.in("c", DataType::kFloat, "3");
-    n.node("BatchNormalization", {x, c, c, c, c}, {"y", "rm", "rv"}, {a_int("training_mode", 1)});
-    n.node("LayerNormalization", {x, n.in("sc", DataType::kFloat16, "W")}, {"ln", "mean", "inv"}, {a_int("axis", -2)});
+    n.node("BatchNormalization", {x, c, c, c, c}, {"y", "rm", "rv"}, {attr_int("training_mode", 1)});
+    n.node("LayerNormalization", {x, n.in("sc", DataType::kFloat16, "W")}, {"ln", "mean", "inv"}, {attr_int("axis", -2)});
     n.node("InstanceNormalization", {x, c, c}, {"in"});
     n.infer();
     CHECK(n.rules() == "");
@@ -330,13 +260,13 @@ TEST_SUITE("nn_shapes") {
     NnNet bad(15);
     auto* bx = bad.in("x", DataType::kFloat, "2,3,4");
     auto* bc = bad.in("c", DataType::kFloat, "4");
-    bad.node("BatchNormalization", {bx, bc, bc, bc, bc}, {"y", "rm"}, {a_int("training_mode", 1)});
+    bad.node("BatchNormalization", {bx, bc, bc, bc, bc}, {"y", "rm"}, {attr_int("training_mode", 1)});
     bad.infer();
     CHECK(bad.rules() == "shape.channels");
 
     NnNet axis(17);
     axis.node("LayerNormalization", {axis.in("x", DataType::kFloat, "2,3"), axis.in("s", DataType::kFloat, "3")}, {"y"},
-              {a_int("axis", 2)});
+              {attr_int("axis", 2)});
     axis.infer();
     CHECK(axis.rules() == "shape.axis");
   }
@@ -345,11 +275,11 @@ TEST_SUITE("nn_shapes") {
     NnNet n(12);
     auto* a = n.in("a", DataType::kFloat, "B,I,J");
     auto* b = n.in("b", DataType::kFloat, "B,J,K");
-    n.node("Einsum", {a, b}, {"mm"}, {a_str("equation", "bij, bjk -> bik")});
-    n.node("Einsum", {a, b}, {"implicit"}, {a_str("equation", "bij,bjk")});
-    n.node("Einsum", {n.in("e", DataType::kFloat, "2,7,5,5")}, {"diag"}, {a_str("equation", "...ii->...i")});
-    n.node("Einsum", {n.in("v", DataType::kFloat, "5"), n.in("w", DataType::kFloat, "5")}, {"dot"}, {a_str("equation", "i,i")});
-    n.node("Einsum", {n.in_unranked("u", DataType::kFloat)}, {"unk"}, {a_str("equation", "...i->...")});
+    n.node("Einsum", {a, b}, {"mm"}, {attr_string("equation", "bij, bjk -> bik")});
+    n.node("Einsum", {a, b}, {"implicit"}, {attr_string("equation", "bij,bjk")});
+    n.node("Einsum", {n.in("e", DataType::kFloat, "2,7,5,5")}, {"diag"}, {attr_string("equation", "...ii->...i")});
+    n.node("Einsum", {n.in("v", DataType::kFloat, "5"), n.in("w", DataType::kFloat, "5")}, {"dot"}, {attr_string("equation", "i,i")});
+    n.node("Einsum", {n.in_unranked("u", DataType::kFloat)}, {"unk"}, {attr_string("equation", "...i->...")});
     n.infer();
     CHECK(n.rules() == "");
     CHECK(n.type("mm") == "float[B,I,K]");
@@ -360,12 +290,12 @@ TEST_SUITE("nn_shapes") {
 
     NnNet bad(12);
     bad.node("Einsum", {bad.in("a", DataType::kFloat, "2,3"), bad.in("b", DataType::kFloat, "4,5")}, {"y"},
-             {a_str("equation", "ij,jk->ik")});
+             {attr_string("equation", "ij,jk->ik")});
     bad.infer();
     CHECK(bad.rules() == "shape.broadcast");
 
     NnNet rank(12);
-    rank.node("Einsum", {rank.in("a", DataType::kFloat, "2,3,4")}, {"y"}, {a_str("equation", "ij->ji")});
+    rank.node("Einsum", {rank.in("a", DataType::kFloat, "2,3,4")}, {"y"}, {attr_string("equation", "ij->ji")});
     rank.infer();
     CHECK(rank.rules() == "shape.rank");
   }
@@ -374,10 +304,10 @@ TEST_SUITE("nn_shapes") {
     NnNet n(14);
     auto* x = n.in("x", DataType::kFloat, "S,B,10");
     n.node("LSTM", {x, n.in("w", DataType::kFloat, "2,32,10"), n.in("r", DataType::kFloat, "2,32,8")}, {"y", "yh", "yc"},
-           {a_int("hidden_size", 8), a_str("direction", "bidirectional")});
+           {attr_int("hidden_size", 8), attr_string("direction", "bidirectional")});
     n.node("GRU", {n.in("xb", DataType::kFloat, "B,S,10"), n.in("gw", DataType::kFloat, "1,24,10"),
                    n.in("gr", DataType::kFloat, "1,24,8")},
-           {"", "gh"}, {a_int("hidden_size", 8), a_int("layout", 1)});
+           {"", "gh"}, {attr_int("hidden_size", 8), attr_int("layout", 1)});
     n.infer();
     CHECK(n.rules() == "");
     CHECK(n.type("y") == "float[S,2,B,8]");
@@ -388,7 +318,7 @@ TEST_SUITE("nn_shapes") {
     NnNet bad(14);
     bad.node("RNN", {bad.in("x", DataType::kFloat, "S,B,10"), bad.in("w", DataType::kFloat, "1,8,12"),
                      bad.in("r", DataType::kFloat, "1,8,8")},
-             {"y"}, {a_int("hidden_size", 8)});
+             {"y"}, {attr_int("hidden_size", 8)});
     bad.infer();
     CHECK(bad.rules() == "shape.rnn");
   }
@@ -403,7 +333,7 @@ TEST_SUITE("nn_shapes") {
     n.node("Attention", {q, k, v, n.in("m", DataType::kBool, "S,?"), pk, pv}, {"y", "key", "value", "qk"});
     n.node("Attention", {n.in("q3", DataType::kFloat, "B,S,512"), n.in("k3", DataType::kFloat, "B,L,128"),
                          n.in("v3", DataType::kFloat, "B,L,64")},
-           {"y3"}, {a_int("q_num_heads", 8), a_int("kv_num_heads", 2)});
+           {"y3"}, {attr_int("q_num_heads", 8), attr_int("kv_num_heads", 2)});
     n.infer();
     CHECK(n.rules() == "");
     CHECK(n.type("y") == "float[B,8,S,32]");
@@ -425,10 +355,10 @@ TEST_SUITE("nn_shapes") {
     n.node("Col2Im", {n.in("c", DataType::kFloat, "N,12,L"), n.ints("img", {5, 5}), n.ints("blk", {2, 2})}, {"im"});
     n.node("GridSample", {n.in("x", DataType::kFloat, "N,3,D,H,W"), n.in("grid", DataType::kFloat, "N,4,5,6,3")}, {"gs"});
     n.node("CenterCropPad", {n.in("ccp", DataType::kFloat, "N,20,10,3"), n.ints("sz", {16, 16})}, {"cc"},
-           {a_ints("axes", {1, 2})});
+           {attr_ints("axes", {1, 2})});
     n.node("RotaryEmbedding", {n.in("r", DataType::kFloat, "B,S,64"), n.in("cos", DataType::kFloat, "S,16"),
                                n.in("sin", DataType::kFloat, "S,16")},
-           {"rot"}, {a_int("num_heads", 2)});
+           {"rot"}, {attr_int("num_heads", 2)});
     n.node("RMSNormalization", {n.in("rx", DataType::kFloat16, "B,S,64"), n.in("rs", DataType::kFloat, "64")}, {"rms"});
     n.infer();
     CHECK(n.rules() == "");
@@ -443,17 +373,17 @@ TEST_SUITE("nn_shapes") {
     NnNet n(17, 3);
     auto* x = n.in("x", DataType::kFloat, "N,4");
     n.node("LinearClassifier", {x}, {"label", "scores"},
-           {a_strs("classlabels_strings", {"a", "b", "c"}), a_floats("coefficients", std::vector<float>(12, 1.f))},
+           {attr_strings("classlabels_strings", {"a", "b", "c"}), attr_floats("coefficients", std::vector<float>(12, 1.f))},
            "ai.onnx.ml");
-    n.node("TreeEnsembleClassifier", {x}, {"tl", "tp"}, {a_ints("classlabels_int64s", {0, 1})}, "ai.onnx.ml");
-    n.node("TreeEnsembleRegressor", {x}, {"tr"}, {a_int("n_targets", 3)}, "ai.onnx.ml");
-    n.node("ZipMap", {n.g->find("tp")}, {"zm"}, {a_ints("classlabels_int64s", {0, 1})}, "ai.onnx.ml");
-    n.node("OneHotEncoder", {n.in("cat", DataType::kString, "N,1")}, {"oh"}, {a_strs("cats_strings", {"x", "y", "z"})},
+    n.node("TreeEnsembleClassifier", {x}, {"tl", "tp"}, {attr_ints("classlabels_int64s", {0, 1})}, "ai.onnx.ml");
+    n.node("TreeEnsembleRegressor", {x}, {"tr"}, {attr_int("n_targets", 3)}, "ai.onnx.ml");
+    n.node("ZipMap", {n.g->find("tp")}, {"zm"}, {attr_ints("classlabels_int64s", {0, 1})}, "ai.onnx.ml");
+    n.node("OneHotEncoder", {n.in("cat", DataType::kString, "N,1")}, {"oh"}, {attr_strings("cats_strings", {"x", "y", "z"})},
            "ai.onnx.ml");
     n.node("LabelEncoder", {n.in("le", DataType::kString, "N")}, {"lo"},
-           {a_strs("keys_strings", {"a"}), a_ints("values_int64s", {1})}, "ai.onnx.ml");
+           {attr_strings("keys_strings", {"a"}), attr_ints("values_int64s", {1})}, "ai.onnx.ml");
     n.node("Scaler", {n.in("si", DataType::kInt64, "N,4")}, {"so"}, {}, "ai.onnx.ml");
-    n.node("FeatureVectorizer", {x, n.in("x2", DataType::kFloat, "N,2")}, {"fv"}, {a_ints("inputdimensions", {4, 2})},
+    n.node("FeatureVectorizer", {x, n.in("x2", DataType::kFloat, "N,2")}, {"fv"}, {attr_ints("inputdimensions", {4, 2})},
            "ai.onnx.ml");
     n.node("SVMRegressor", {x}, {"svr"}, {}, "ai.onnx.ml");
     n.node("ArrayFeatureExtractor", {x, n.ints("idx", {0, 2})}, {"afe"}, {}, "ai.onnx.ml");

@@ -136,45 +136,10 @@ std::vector<std::vector<double>> reference(const RecCase& c) {
   return {y, yh, yc};
 }
 
-/// Runs a one-node model like run_node, adding an `activations` strings attribute (the harness's
-/// Attr has no strings kind); checks that one and three threads agree.
-std::vector<Tensor> run_with_activations(const NodeCase& c, const std::vector<std::string>& names) {
-  auto run = [&](int threads) {
-    ir::Model m;
-    m.ir_version = 9;
-    m.set_opset_version("", c.opset);
-    m.graph = std::make_unique<ir::Graph>();
-    ir::Graph& g = *m.graph;
-    std::vector<ir::Value*> ins;
-    std::map<std::string, Value> feeds;
-    for (size_t i = 0; i < c.inputs.size(); ++i) {
-      if (!c.inputs[i].valid()) {
-        ins.push_back(nullptr);
-        continue;
-      }
-      const std::string name = "in" + std::to_string(i);
-      ins.push_back(g.add_input(name, ir::TypeInfo::tensor(c.inputs[i].dtype())).value);
-      feeds[name] = Value::of(c.inputs[i]);
-    }
-    std::vector<std::string> outs;
-    for (size_t i = 0; i < c.outputs; ++i) outs.push_back("out" + std::to_string(i));
-    ir::Node* n = g.add_node(c.op, ins, outs, "", "n0");
-    for (const auto& a : c.attrs) n->set_attr(a.make());
-    ir::Attribute acts;
-    acts.name = "activations";
-    acts.type = static_cast<int32_t>(ir::AttrType::kStrings);
-    acts.strings = names;
-    n->set_attr(std::move(acts));
-    for (size_t i = 0; i < c.outputs; ++i) g.add_output(n->output(i), std::nullopt);
-    runner::Session s(m, runner::SessionOptions{threads});
-    std::vector<Tensor> out;
-    for (auto& v : s.run(feeds)) out.push_back(v.tensor);
-    return out;
-  };
-  auto one = run(1), many = run(3);
-  for (size_t i = 0; i < one.size(); ++i)
-    CHECK((one[i].bytes() == many[i].bytes() && std::memcmp(one[i].raw(), many[i].raw(), one[i].bytes()) == 0));
-  return one;
+/// run_checked with an `activations` strings attribute added.
+std::vector<Tensor> run_with_activations(NodeCase c, const std::vector<std::string>& names) {
+  c.attrs.push_back(attr_strings("activations", names));
+  return run_checked(c);
 }
 
 const char* op_name(Kind k) { return k == Kind::kLstm ? "LSTM" : k == Kind::kGru ? "GRU" : "RNN"; }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/shape_inference.h"
+#include "tests/model_builder.h"
 
 namespace onnxtool {
 namespace {
@@ -26,29 +27,10 @@ Shape dims(std::vector<Dim> d) {
 Dim n(int64_t v) { return Dim::of(v); }
 Dim sym(const std::string& name) { return Dim::symbol(name); }
 
-/// A one-graph model at a given opset, built node by node.
-struct Builder {
-  ir::Model model;
-  ir::Graph* g;
-
-  explicit Builder(int64_t opset = 21) {
-    model.ir_version = 9;
-    model.set_opset_version("", opset);
-    model.graph = std::make_unique<ir::Graph>();
-    model.graph->name = "main";
-    g = model.graph.get();
-  }
-  ir::Value* input(const std::string& name, DataType t, std::optional<Shape> s) {
-    return g->add_input(name, TypeInfo::tensor(t, std::move(s))).value;
-  }
-  ir::Value* ints(const std::string& name, const std::vector<int64_t>& v, bool scalar = false) {
-    std::vector<int64_t> shape;
-    if (!scalar) shape.push_back(static_cast<int64_t>(v.size()));
-    return g->add_initializer(ir::make_tensor(name, DataType::kInt64, shape, v.data(), v.size() * 8));
-  }
-  ir::Value* floats(const std::string& name, const std::vector<float>& v) {
-    return g->add_initializer(ir::make_tensor(name, DataType::kFloat, {static_cast<int64_t>(v.size())}, v.data(), v.size() * 4));
-  }
+/// A one-graph model at a given opset; nodes have one output and take ir::Attributes.
+struct Builder : testing::ShapeNet {
+  explicit Builder(int64_t opset = 21) : ShapeNet(opset) {}
+  ir::Value* input(const std::string& name, DataType t, std::optional<Shape> s) { return in(name, t, std::move(s)); }
   template <class... Attrs>
   ir::Node* node(const std::string& op, const std::vector<ir::Value*>& in, const std::string& out,
                  Attrs... attrs) {
@@ -59,8 +41,7 @@ struct Builder {
   ir::Value* out(ir::Node* nd, size_t i = 0) { return nd->output(i); }
   /// Runs inference; returns the diagnostics' rule ids.
   std::vector<std::string> infer() {
-    ir::DiagnosticSink sink;
-    ir::infer_shapes(model, sink);
+    ShapeNet::infer();
     std::vector<std::string> rules;
     for (const auto& d : sink.items()) rules.push_back(d.rule);
     return rules;

@@ -7,36 +7,12 @@
 # (exit 1 naming it, no file), exclusive flags; the input is never touched.
 #
 # Environment: ONNXTOOL, ONNXTOOL_SOURCE_DIR, ONNXTOOL_CACHE_DIR, ONNXTOOL_BACKEND_DATA.
-set -u
-: "${ONNXTOOL:?set ONNXTOOL to the onnxtool binary}"
-SOURCE_DIR=${ONNXTOOL_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-source "$SOURCE_DIR/tests/skip_lib.sh"
-CACHE_DIR=${ONNXTOOL_CACHE_DIR:-$SOURCE_DIR/.cache}
-BACKEND=${ONNXTOOL_BACKEND_DATA:-/usr/share/libonnx-testdata/data}
-PYTHON=/usr/bin/python3
-MODEL=$CACHE_DIR/models/ch_PP-OCRv4_rec_infer.onnx
-if [[ ! -f $MODEL ]] || ! "$PYTHON" -c 'import onnx, numpy' 2>/dev/null || ! command -v node >/dev/null; then
-  skip_all "$MODEL, node or python3-onnx missing (testdata/fetch_models.sh)"
-fi
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/onnxtool_convert.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); }
-bad() { failed=$((failed + 1)); echo "FAIL: $*"; }
-# expect LABEL RC FILE_SHOULD_EXIST(0|1) -- CMD...: exit code, one stderr line when failing, output file or not.
-expect() {
-  local label=$1 rc=$2 exists=$3
-  shift 4
-  rm -f "$WORK/out.onnx"
-  "$@" >"$WORK/stdout" 2>"$WORK/stderr"
-  local got=$?
-  [[ $got -eq $rc ]] || { bad "$label: exit $got, expected $rc ($(head -c 300 "$WORK/stderr"))"; return; }
-  if [[ $rc -ne 0 && $(wc -l <"$WORK/stderr") -ne 1 ]]; then bad "$label: stderr is not one line"; return; fi
-  if [[ $exists -eq 1 && ! -f $WORK/out.onnx ]]; then bad "$label: no output file"; return; fi
-  if [[ $exists -eq 0 && -f $WORK/out.onnx ]]; then bad "$label: an output file was left"; return; fi
-  ok
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+MODEL=$MODELS/ch_PP-OCRv4_rec_infer.onnx
+needs_file "$MODEL"
+needs_python onnx numpy
+command -v node >/dev/null || skip_all "node"
+make_work convert
 
 before=$(sha256sum "$MODEL")
 # Under AddressSanitizer every onnxtool process starts and ends slowly: a fifth of the backend
@@ -47,7 +23,7 @@ if ldd "$ONNXTOOL" 2>/dev/null | grep -q libasan; then export CONVERT_CASE_STRID
 if judged $?; then
   ok
 else
-  bad "conversions against onnxruntime:"
+  fail "conversions against onnxruntime:"
   grep -E "^FAIL|Traceback|Error" "$WORK/ort.log" | head -20
 fi
 grep -E "^(real models|backend suite|  )" "$WORK/ort.log"
@@ -57,32 +33,33 @@ grep -E "^(real models|backend suite|  )" "$WORK/ort.log"
 DET=$CACHE_DIR/models/ch_PP-OCRv4_det_infer.onnx
 "$ONNXTOOL" convert "$DET" -o "$WORK/det17.onnx" --opset 17 >/dev/null 2>&1
 "$ONNXTOOL" convert "$WORK/det17.onnx" -o "$WORK/det11.onnx" --opset 11 >/dev/null 2>&1
-"$ONNXTOOL" diff "$DET" "$WORK/det11.onnx" >"$WORK/diff" 2>&1 && ok || bad "diff of the 11 -> 17 -> 11 round trip: $(head -3 "$WORK/diff")"
+"$ONNXTOOL" diff "$DET" "$WORK/det11.onnx" >"$WORK/diff" 2>&1 && ok || fail "diff of the 11 -> 17 -> 11 round trip: $(head -3 "$WORK/diff")"
 "$ONNXTOOL" convert "$MODEL" -o "$WORK/up.onnx" --opset 21 >/dev/null 2>&1
 # Up, then compare in onnxtool's own runner too.
 "$ONNXTOOL" compare "$MODEL" "$WORK/up.onnx" --random --seed 3 --shape x=1,3,48,320 --rtol 1e-5 >"$WORK/cmp" 2>&1 &&
-  ok || bad "compare 9 vs 21 in onnxtool: $(tail -3 "$WORK/cmp")"
+  ok || fail "compare 9 vs 21 in onnxtool: $(tail -3 "$WORK/cmp")"
 
-expect "opset 6" 2 0 -- "$ONNXTOOL" convert "$MODEL" -o "$WORK/out.onnx" --opset 6
-expect "opset 29" 2 0 -- "$ONNXTOOL" convert "$MODEL" -o "$WORK/out.onnx" --opset 29
-expect "already at opset 9" 0 0 -- "$ONNXTOOL" convert "$MODEL" -o "$WORK/out.onnx" --opset 9
-grep -q "already at opset 9" "$WORK/stderr" && ok || bad "no note for a model already at the target"
-expect "no equivalent at opset 7" 1 0 -- "$ONNXTOOL" convert "$MODEL" -o "$WORK/out.onnx" --opset 7
-grep -qE "node .*no equivalent at opset 7" "$WORK/stderr" && ok || bad "the refusal does not name the node: $(cat "$WORK/stderr")"
+C=(convert "$MODEL" -o "$OUT/m.onnx")
+expect_tool "opset 6" 2 "" -- "${C[@]}" --opset 6
+expect_tool "opset 29" 2 "" -- "${C[@]}" --opset 29
+expect_tool "already at opset 9" 0 "already at opset 9" -- "${C[@]}" --opset 9
+[[ -z $(ls -A "$OUT") ]] && ok || fail "a file was written for a model already at the target"
+expect_tool "no equivalent at opset 7" 1 "" -- "${C[@]}" --opset 7
+grep -qE "node .*no equivalent at opset 7" "$WORK/stderr" && ok || fail "the refusal does not name the node: $(cat "$WORK/stderr")"
 SCAN=$BACKEND/node/test_scan_sum/model.onnx
 if [[ -f $SCAN ]]; then
-  expect "Scan-8 up" 1 0 -- "$ONNXTOOL" convert "$SCAN" -o "$WORK/out.onnx" --opset 13
-  grep -q "Scan" "$WORK/stderr" && ok || bad "the Scan refusal does not say why"
+  expect_tool "Scan-8 up" 1 "" -- convert "$SCAN" -o "$OUT/m.onnx" --opset 13
+  grep -q "Scan" "$WORK/stderr" && ok || fail "the Scan refusal does not say why"
 else
   missing_data "$SCAN"
 fi
-expect "--to-fp16 with --to-fp32" 2 0 -- "$ONNXTOOL" convert "$MODEL" -o "$WORK/out.onnx" --to-fp16 --to-fp32
-expect "--keep-io-types alone" 2 0 -- "$ONNXTOOL" convert "$MODEL" -o "$WORK/out.onnx" --keep-io-types
-expect "opset 13" 0 1 -- "$ONNXTOOL" convert "$MODEL" -o "$WORK/out.onnx" --opset 13
+expect_tool "--to-fp16 with --to-fp32" 2 "" -- "${C[@]}" --to-fp16 --to-fp32
+expect_tool "--keep-io-types alone" 2 "" -- "${C[@]}" --keep-io-types
+expect_tool "opset 13" 0 "" -- "${C[@]}" --opset 13
+[[ -f $OUT/m.onnx ]] && ok || fail "opset 13: no output file"
 "$ONNXTOOL" convert "$MODEL" -o "$WORK/j.onnx" --opset 13 --json >"$WORK/j.json" 2>&1
 "$PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["opset"]["from"] == 9 and d["opset"]["to"] == 13' "$WORK/j.json" &&
-  ok || bad "--json does not report the opset change: $(head -c 300 "$WORK/j.json")"
+  ok || fail "--json does not report the opset change: $(head -c 300 "$WORK/j.json")"
 
-[[ $(sha256sum "$MODEL") == "$before" ]] && ok || bad "the input model changed"
-echo "$passed passed, $failed failed"
-finish "$failed"
+[[ $(sha256sum "$MODEL") == "$before" ]] && ok || fail "the input model changed"
+finish

@@ -6,19 +6,11 @@
 #
 # Environment: ONNXTOOL (the binary; onnxtool_differential is beside it), ONNXTOOL_SOURCE_DIR,
 # ONNXTOOL_CACHE_DIR.
-set -u
-: "${ONNXTOOL:?set ONNXTOOL to the onnxtool binary}"
-SOURCE_DIR=${ONNXTOOL_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-source "$SOURCE_DIR/tests/skip_lib.sh"
-CACHE_DIR=${ONNXTOOL_CACHE_DIR:-$SOURCE_DIR/.cache}
-export ONNXTOOL_CACHE_DIR=$CACHE_DIR
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 DIFFERENTIAL=$(dirname "$ONNXTOOL")/onnxtool_differential
 [[ -x $DIFFERENTIAL ]] || { echo "FAIL: $DIFFERENTIAL is not built"; exit 1; }
-command -v node >/dev/null 2>&1 || skip_all "node"
-[[ -f $CACHE_DIR/ort/node_modules/onnxruntime-node/package.json ]] || skip_all "onnxruntime-node in $CACHE_DIR/ort"
+needs_ort
 
-failed=0
-ORT=(--ort "$SOURCE_DIR/tests/ort/ort_run.js")
-"$DIFFERENTIAL" --seeds 1-2000 "${ORT[@]}" || failed=$((failed + 1))
-"$DIFFERENTIAL" --models "$SOURCE_DIR"/testdata/regressions/*.onnx "${ORT[@]}" || failed=$((failed + 1))
-finish "$failed"
+"$DIFFERENTIAL" --seeds 1-2000 --ort "$ORT_RUN" && ok || fail "seeds 1-2000"
+"$DIFFERENTIAL" --models "$SOURCE_DIR"/testdata/regressions/*.onnx --ort "$ORT_RUN" && ok || fail "testdata/regressions"
+finish

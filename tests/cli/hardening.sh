@@ -6,55 +6,12 @@
 # fails, and the input's bytes (hashed before and after) untouched.
 #
 # Environment: ONNXTOOL (the binary).
-set -u
-: "${ONNXTOOL:?set ONNXTOOL to the onnxtool binary}"
-SOURCE_DIR=${ONNXTOOL_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-source "$SOURCE_DIR/tests/skip_lib.sh"
-PYTHON=/usr/bin/python3  # Debian's python3 with python3-onnx and numpy
-"$PYTHON" -c 'import onnx, numpy' 2>/dev/null || skip_all "python3-onnx and python3-numpy"
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/onnxtool_hardening.XXXXXX")
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+needs_python onnx numpy
+make_work hardening
 MOUNTED=""
-cleanup() {
-  [[ -n $MOUNTED ]] && umount "$MOUNTED" 2>/dev/null
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-
-passed=0
-failed=0
-ok() { passed=$((passed + 1)); }
-fail() {
-  failed=$((failed + 1))
-  echo "FAIL: $*"
-}
-
-# expect LABEL CODE NEEDLE -- ARGS...: onnxtool ARGS exits CODE; a failure prints one stderr line
-# containing NEEDLE; success prints NEEDLE on stdout (an empty NEEDLE matches anything).
-expect() {
-  local label=$1 code=$2 needle=$3
-  shift 4
-  timeout 60 "$ONNXTOOL" "$@" >"$WORK/stdout" 2>"$WORK/stderr"
-  local rc=$?
-  if [[ $rc -ne $code ]]; then
-    fail "$label: exit $rc, expected $code: $(head -c 400 "$WORK/stderr")"
-  elif [[ $code -ne 0 && $(grep -c '' "$WORK/stderr") -ne 1 ]]; then
-    fail "$label: not one stderr line: $(head -c 400 "$WORK/stderr")"
-  elif ! grep -qF -- "$needle" "$WORK/stdout" "$WORK/stderr"; then
-    fail "$label: output lacks '$needle': $(head -c 300 "$WORK/stdout") $(head -c 300 "$WORK/stderr")"
-  else
-    ok
-  fi
-}
-
-# A fingerprint of a directory's files: names, types, link targets and contents.
-tree_hash() {
-  (
-    cd "$1" || exit 1
-    find . -printf '%p %y %l\n' | LC_ALL=C sort
-    find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
-  ) | sha256sum | cut -d' ' -f1
-}
+at_exit '[[ -n $MOUNTED ]] && umount "$MOUNTED" 2>/dev/null'
+EXPECT_TIMEOUT=60
 
 # Models: a small one; one whose weights are external data (ext/m.onnx + ext/m.onnx.data); a
 # model with two outputs named "a/b" and "a_b".
@@ -96,8 +53,8 @@ EOF
 for bad in dup_output:graph.duplicate-output dup_input:graph.duplicate-input \
   dup_initializer:graph.duplicate-initializer initializer_produced:graph.ssa raw_and_typed:tensor.data-fields; do
   model=${bad%%:*} rule=${bad#*:}
-  expect "run refuses $model" 2 "$rule" -- run "$WORK/$model.onnx" --input "x=$WORK/x.npy"
-  expect "compare refuses $model" 2 "$rule" -- compare "$WORK/$model.onnx" "$WORK/$model.onnx" --random
+  expect_tool "run refuses $model" 2 "$rule" -- run "$WORK/$model.onnx" --input "x=$WORK/x.npy"
+  expect_tool "compare refuses $model" 2 "$rule" -- compare "$WORK/$model.onnx" "$WORK/$model.onnx" --random
   "$ONNXTOOL" check "$WORK/$model.onnx" >"$WORK/stdout" 2>&1
   rc=$?
   [[ $rc -eq 1 ]] && grep -q "error $rule" "$WORK/stdout" && ok || fail "check $model: exit $rc: $(head -c 300 "$WORK/stdout")"
@@ -105,17 +62,17 @@ done
 
 # --------------------------------------------------------------- numeric flags
 M=$WORK/small.onnx
-expect "optimize --rtol nan" 2 "--rtol: 'nan' is not a finite number" -- optimize "$M" -o "$WORK/o.onnx" --rtol nan
-expect "optimize --atol inf" 2 "--atol: 'inf' is not a finite number" -- optimize "$M" -o "$WORK/o.onnx" --atol inf
-expect "optimize --rtol -1" 2 "--rtol: '-1' is outside" -- optimize "$M" -o "$WORK/o.onnx" --rtol -1
-expect "compare --rtol nan" 2 "--rtol: 'nan' is not a finite number" -- compare "$M" "$M" --random --rtol nan
-expect "convert --size-threshold -1" 2 "--size-threshold: '-1' is outside" -- convert "$M" -o "$WORK/o.onnx" --external-data --size-threshold -1
-expect "quantize --moving-average -5" 2 "--moving-average: '-5' is outside" -- quantize "$M" -o "$WORK/o.onnx" --mode dynamic --moving-average -5
-expect "quantize --calib-samples -1" 2 "--calib-samples: '-1' is outside" -- quantize "$M" -o "$WORK/o.onnx" --mode dynamic --calib-samples -1
-expect "quantize --percentile 0" 2 "--percentile: '0' is outside" -- quantize "$M" -o "$WORK/o.onnx" --mode dynamic --percentile 0
-expect "quantize --accuracy-target nan" 2 "--accuracy-target: 'nan'" -- quantize "$M" -o "$WORK/o.onnx" --mode dynamic --accuracy-target nan
-expect "run --seed -1" 2 "--seed: '-1' is outside" -- run "$M" --random --seed -1
-expect "run --threads 5000" 2 "--threads: '5000' is outside" -- run "$M" --random --threads 5000
+expect_tool "optimize --rtol nan" 2 "--rtol: 'nan' is not a finite number" -- optimize "$M" -o "$WORK/o.onnx" --rtol nan
+expect_tool "optimize --atol inf" 2 "--atol: 'inf' is not a finite number" -- optimize "$M" -o "$WORK/o.onnx" --atol inf
+expect_tool "optimize --rtol -1" 2 "--rtol: '-1' is outside" -- optimize "$M" -o "$WORK/o.onnx" --rtol -1
+expect_tool "compare --rtol nan" 2 "--rtol: 'nan' is not a finite number" -- compare "$M" "$M" --random --rtol nan
+expect_tool "convert --size-threshold -1" 2 "--size-threshold: '-1' is outside" -- convert "$M" -o "$WORK/o.onnx" --external-data --size-threshold -1
+expect_tool "quantize --moving-average -5" 2 "--moving-average: '-5' is outside" -- quantize "$M" -o "$WORK/o.onnx" --mode dynamic --moving-average -5
+expect_tool "quantize --calib-samples -1" 2 "--calib-samples: '-1' is outside" -- quantize "$M" -o "$WORK/o.onnx" --mode dynamic --calib-samples -1
+expect_tool "quantize --percentile 0" 2 "--percentile: '0' is outside" -- quantize "$M" -o "$WORK/o.onnx" --mode dynamic --percentile 0
+expect_tool "quantize --accuracy-target nan" 2 "--accuracy-target: 'nan'" -- quantize "$M" -o "$WORK/o.onnx" --mode dynamic --accuracy-target nan
+expect_tool "run --seed -1" 2 "--seed: '-1' is outside" -- run "$M" --random --seed -1
+expect_tool "run --threads 5000" 2 "--threads: '5000' is outside" -- run "$M" --random --threads 5000
 [[ ! -e $WORK/o.onnx ]] && ok || fail "a refused flag left $WORK/o.onnx"
 
 # --------------------------------------------------------------- stdout that cannot be written
@@ -126,44 +83,44 @@ rc=$?
 
 # --------------------------------------------------------------- outputs that are not regular files
 mknod "$WORK/null" c 1 3
-expect "-o a character device" 0 "wrote" -- convert "$M" -o "$WORK/null"
+expect_tool "-o a character device" 0 "wrote" -- convert "$M" -o "$WORK/null"
 [[ -c $WORK/null ]] && ok || fail "-o a character device: the device node was replaced: $(ls -l "$WORK/null")"
-expect "optimize -o a character device" 0 "wrote" -- optimize "$M" -o "$WORK/null"
+expect_tool "optimize -o a character device" 0 "wrote" -- optimize "$M" -o "$WORK/null"
 [[ -c $WORK/null ]] && ok || fail "optimize -o a character device: replaced"
-expect "an external-data model to a character device" 2 "no external data file can go beside it" -- \
+expect_tool "an external-data model to a character device" 2 "no external data file can go beside it" -- \
   convert "$WORK/ext/m.onnx" -o "$WORK/null"
 mkfifo "$WORK/fifo"
 cat "$WORK/fifo" >"$WORK/from_fifo" &
 reader=$!
-expect "-o a FIFO" 0 "wrote" -- convert "$M" -o "$WORK/fifo"
+expect_tool "-o a FIFO" 0 "wrote" -- convert "$M" -o "$WORK/fifo"
 wait "$reader"
 "$ONNXTOOL" convert "$M" -o "$WORK/regular.onnx" >/dev/null
 cmp -s "$WORK/from_fifo" "$WORK/regular.onnx" && [[ -p $WORK/fifo ]] && ok || fail "-o a FIFO: other bytes, or the FIFO was replaced"
 mkdir "$WORK/dir_out"
-expect "-o a directory with --external-data" 2 "is a directory" -- convert "$WORK/ext/m.onnx" -o "$WORK/dir_out" --external-data
+expect_tool "-o a directory with --external-data" 2 "is a directory" -- convert "$WORK/ext/m.onnx" -o "$WORK/dir_out" --external-data
 [[ ! -e $WORK/dir_out.data && -z $(ls -A "$WORK/dir_out") ]] && ok || fail "-o DIR --external-data left files: $(ls -a "$WORK" "$WORK/dir_out")"
 
 # --------------------------------------------------------------- outputs that are the input's files
 ext_before=$(tree_hash "$WORK/ext")
-expect "optimize -o the input's data file" 2 "is the input's external data file" -- \
+expect_tool "optimize -o the input's data file" 2 "is the input's external data file" -- \
   optimize "$WORK/ext/m.onnx" -o "$WORK/ext/m.onnx.data"
 cp "$WORK/ext/m.onnx" "$WORK/ext_m_copy.onnx"
 ln -s m.onnx.data "$WORK/ext/alias.data"
-expect "optimize whose OUT.data is the input's data file (through a link)" 2 "would replace the input's external data file" -- \
+expect_tool "optimize whose OUT.data is the input's data file (through a link)" 2 "would replace the input's external data file" -- \
   optimize "$WORK/ext/m.onnx" -o "$WORK/ext/alias"
 mkdir -p "$WORK/ext2"
 ln -s ../ext/m.onnx.data "$WORK/ext2/m.onnx.data"
-expect "quantize whose OUT.data is the input's data file (through a link)" 2 "would replace the input's external data file" -- \
+expect_tool "quantize whose OUT.data is the input's data file (through a link)" 2 "would replace the input's external data file" -- \
   quantize "$WORK/ext/m.onnx" -o "$WORK/ext2/m.onnx" --mode dynamic
 ln -s m.onnx "$WORK/ext/model_link.onnx"
-expect "quantize -o the input through a symlink" 2 "is the input model itself" -- \
+expect_tool "quantize -o the input through a symlink" 2 "is the input model itself" -- \
   quantize "$WORK/ext/m.onnx" -o "$WORK/ext/model_link.onnx" --mode dynamic
-expect "quantize --report the input's data file" 2 "--report" -- \
+expect_tool "quantize --report the input's data file" 2 "--report" -- \
   quantize "$WORK/ext/m.onnx" -o "$WORK/q.onnx" --mode dynamic --report "$WORK/ext/m.onnx.data"
 rm "$WORK/ext/alias.data" "$WORK/ext/model_link.onnx" "$WORK/ext2/m.onnx.data"
 mkdir -p "$WORK/runin"
 cp "$M" "$WORK/runin/y.npy"  # a model whose output y would be written over it
-expect "run --output-dir over the input" 2 "is the input model" -- \
+expect_tool "run --output-dir over the input" 2 "is the input model" -- \
   run "$WORK/runin/y.npy" --input "x=$WORK/x64.npy" --output-dir "$WORK/runin"
 cmp -s "$M" "$WORK/runin/y.npy" && ok || fail "run --output-dir replaced the input model"
 [[ $(tree_hash "$WORK/ext") == "$ext_before" ]] && ok || fail "the input's files changed"
@@ -171,42 +128,42 @@ rm -f "$WORK/ext_m_copy.onnx"
 
 # --------------------------------------------------------------- convert's data file and --in-place
 mkdir -p "$WORK/cv"
-expect "--data-file equal to the output's own name" 2 "would be the model file itself" -- \
+expect_tool "--data-file equal to the output's own name" 2 "would be the model file itself" -- \
   convert "$M" -o "$WORK/cv/x.onnx" --external-data --size-threshold 0 --data-file x.onnx
 [[ -z $(ls -A "$WORK/cv") ]] && ok || fail "--data-file = output left files: $(ls -A "$WORK/cv")"
 mkdir -p "$WORK/outside"
 ln -s "$WORK/outside" "$WORK/cv/linkdir"
-expect "--data-file through a symlinked directory leading outside" 2 "outside the model's directory" -- \
+expect_tool "--data-file through a symlinked directory leading outside" 2 "outside the model's directory" -- \
   convert "$M" -o "$WORK/cv/x.onnx" --external-data --size-threshold 0 --data-file linkdir/x.data
 [[ -z $(ls -A "$WORK/outside") ]] && ok || fail "--data-file linkdir/x wrote outside: $(ls -A "$WORK/outside")"
 cp "$M" "$WORK/cv/real.onnx"
 ln -s real.onnx "$WORK/cv/link.onnx"
-expect "--in-place through a symlink" 0 "wrote" -- convert "$WORK/cv/link.onnx" -o "$WORK/cv/link.onnx" --in-place --opset 17
+expect_tool "--in-place through a symlink" 0 "wrote" -- convert "$WORK/cv/link.onnx" -o "$WORK/cv/link.onnx" --in-place --opset 17
 if [[ -L $WORK/cv/link.onnx ]] && "$PYTHON" -c '
 import onnx, sys
 m = onnx.load(sys.argv[1])
 assert [o.version for o in m.opset_import if o.domain in ("", "ai.onnx")] == [17], m.opset_import
 ' "$WORK/cv/real.onnx"; then ok; else fail "--in-place through a symlink: the link was replaced or the file not converted"; fi
-expect "--in-place with --data-file equal to the model" 2 "external data file would" -- \
+expect_tool "--in-place with --data-file equal to the model" 2 "external data file would" -- \
   convert "$WORK/cv/real.onnx" -o "$WORK/cv/real.onnx" --in-place --external-data --size-threshold 0 --data-file real.onnx
 
 # --------------------------------------------------------------- planted temporary names
 echo "precious" >"$WORK/victim"
 ln -s "$WORK/victim" "$WORK/report.json.tmp"
-expect "--report with a planted .tmp symlink" 0 "quantized" -- \
+expect_tool "--report with a planted .tmp symlink" 0 "quantized" -- \
   quantize "$M" -o "$WORK/q.onnx" --mode dynamic --report "$WORK/report.json"
 [[ $(cat "$WORK/victim") == precious ]] && "$PYTHON" -c 'import json,sys; json.load(open(sys.argv[1]))' "$WORK/report.json" && ok ||
   fail "--report followed a planted .tmp symlink"
 mkdir -p "$WORK/outs"
 ln -s "$WORK/victim" "$WORK/outs/y.npy.tmp"
-expect "run --output-dir with a planted .tmp symlink" 0 "y:" -- run "$M" --input "x=$WORK/x64.npy" --output-dir "$WORK/outs"
+expect_tool "run --output-dir with a planted .tmp symlink" 0 "y:" -- run "$M" --input "x=$WORK/x64.npy" --output-dir "$WORK/outs"
 [[ $(cat "$WORK/victim") == precious && -f $WORK/outs/y.npy ]] && ok || fail "run --output-dir followed a planted .tmp symlink"
 for f in "$WORK"/.*.tmp* "$WORK"/outs/.*.tmp*; do
   [[ -e $f ]] && fail "a temporary file was left: $f"
 done
 
 # --------------------------------------------------------------- output names that sanitize alike
-expect "outputs a/b and a_b" 0 "" -- run "$WORK/names.onnx" --input "x=$WORK/x.npy" --output-dir "$WORK/names" --json
+expect_tool "outputs a/b and a_b" 0 "" -- run "$WORK/names.onnx" --input "x=$WORK/x.npy" --output-dir "$WORK/names" --json
 if "$PYTHON" -c '
 import json, sys, numpy as np
 d = json.load(open(sys.argv[1]))
@@ -217,12 +174,12 @@ assert np.array_equal(np.load(files["a/b"]), [1.5, 0]) and np.array_equal(np.loa
 
 # --------------------------------------------------------------- tensor files that are not files
 mkfifo "$WORK/x_fifo.npy"
-expect "a FIFO as --input" 2 "not a regular file" -- run "$M" --input "x=$WORK/x_fifo.npy"
+expect_tool "a FIFO as --input" 2 "not a regular file" -- run "$M" --input "x=$WORK/x_fifo.npy"
 ln -s /dev/zero "$WORK/zero.pb"
-expect "/dev/zero as a .pb --input" 2 "not a regular file" -- run "$M" --input "x=$WORK/zero.pb"
+expect_tool "/dev/zero as a .pb --input" 2 "not a regular file" -- run "$M" --input "x=$WORK/zero.pb"
 mkdir -p "$WORK/calib/s0"
 mkfifo "$WORK/calib/s0/x.npy"
-expect "a FIFO as calibration data" 2 "not a regular file" -- quantize "$M" -o "$WORK/q2.onnx" --mode static --calib-data "$WORK/calib"
+expect_tool "a FIFO as calibration data" 2 "not a regular file" -- quantize "$M" -o "$WORK/q2.onnx" --mode static --calib-data "$WORK/calib"
 
 # A 96 MB model, for the full disk and the killed process.
 "$PYTHON" - "$WORK" <<'EOF'
@@ -242,15 +199,15 @@ EOF
 mkdir -p "$WORK/full"
 if mount -t tmpfs -o size=64k tmpfs "$WORK/full" 2>/dev/null; then
   MOUNTED=$WORK/full
-  expect "a model on a full disk" 2 "No space left on device" -- convert "$WORK/big.onnx" -o "$WORK/full/m.onnx"
+  expect_tool "a model on a full disk" 2 "No space left on device" -- convert "$WORK/big.onnx" -o "$WORK/full/m.onnx"
   cat /dev/zero >"$WORK/full/filler" 2>/dev/null
-  expect "--report on a full disk" 2 "No space left on device" -- \
+  expect_tool "--report on a full disk" 2 "No space left on device" -- \
     quantize "$M" -o "$WORK/q3.onnx" --mode dynamic --report "$WORK/full/report.json"
   [[ -z $(ls -A "$WORK/full" | grep -v '^filler$') ]] && ok || fail "a full disk kept partial files: $(ls -A "$WORK/full")"
   umount "$WORK/full" && MOUNTED=""
 else
   # No mount here (an unprivileged container): /dev/full fails every write the same way.
-  expect "--report on a full device" 2 "No space left on device" -- \
+  expect_tool "--report on a full device" 2 "No space left on device" -- \
     quantize "$M" -o "$WORK/q3.onnx" --mode dynamic --report /dev/full
 fi
 
@@ -322,5 +279,4 @@ for i in 1 2 3 4 5 6 7 8 9 10; do
   else fail "a model truncated while read (try $i): exit $rc: $(head -c 300 "$WORK/stderr")"; fi
 done
 
-echo "hardening: $passed passed, $failed failed"
-finish "$failed"
+finish

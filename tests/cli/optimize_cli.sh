@@ -6,47 +6,8 @@
 # the bytes do not depend on the thread count.
 #
 # Environment: ONNXTOOL (the binary), ONNXTOOL_CACHE_DIR (real models under models/).
-set -u
-
-: "${ONNXTOOL:?set ONNXTOOL to the onnxtool binary}"
-SOURCE_DIR=${ONNXTOOL_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-source "$SOURCE_DIR/tests/skip_lib.sh"
-CACHE_DIR=${ONNXTOOL_CACHE_DIR:-$SOURCE_DIR/.cache}
-PYTHON=/usr/bin/python3  # Debian's python3 with python3-onnx
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/onnxtool_optimize.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-
-passed=0
-failed=0
-fail() {
-  failed=$((failed + 1))
-  echo "FAIL: $*"
-}
-ok() { passed=$((passed + 1)); }
-
-# expect_failure LABEL CODES NEEDLE -- ARGS...: onnxtool ARGS exits with one of CODES ("1 2"),
-# prints one stderr line containing NEEDLE, and leaves $WORK/out empty.
-expect_failure() {
-  local label=$1 codes=$2 needle=$3
-  shift 4
-  rm -rf "$WORK/out" && mkdir -p "$WORK/out"
-  "$ONNXTOOL" "$@" >"$WORK/stdout" 2>"$WORK/stderr"
-  local rc=$?
-  local lines
-  lines=$(grep -c '' "$WORK/stderr")
-  if [[ " $codes " != *" $rc "* ]]; then
-    fail "$label: exit $rc, expected one of $codes: $(head -c 400 "$WORK/stderr")"
-  elif [[ $lines -ne 1 ]]; then
-    fail "$label: $lines stderr lines: $(head -c 400 "$WORK/stderr")"
-  elif ! grep -qF -- "$needle" "$WORK/stderr"; then
-    fail "$label: stderr lacks '$needle': $(cat "$WORK/stderr")"
-  elif [[ -n $(ls -A "$WORK/out") ]]; then
-    fail "$label: output written: $(ls -A "$WORK/out")"
-  else
-    ok
-  fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+make_work optimize
 
 # --- the pass list
 n=$("$ONNXTOOL" optimize --list-passes | grep -c '')
@@ -54,13 +15,13 @@ if [[ $n -ge 15 ]]; then ok; else fail "--list-passes lists $n passes"; fi
 if "$ONNXTOOL" optimize --list-passes --json | "$PYTHON" -c 'import json,sys; d=json.load(sys.stdin); assert all(p["doc"] for p in d["passes"])'; then ok; else fail "--list-passes --json"; fi
 
 TINY=$SOURCE_DIR/testdata/tiny_cnn.onnx
-expect_failure "unknown pass" "2" "fuse_conv_batchnorm" -- optimize "$TINY" -o "$WORK/out/o.onnx" --passes fold_constants,no_such_pass
-expect_failure "unknown skipped pass" "2" "no_such_pass" -- optimize "$TINY" -o "$WORK/out/o.onnx" --skip no_such_pass
-expect_failure "contradicting input shape" "2" "image" -- optimize "$TINY" -o "$WORK/out/o.onnx" --input-shape image=1,3,16,16
-expect_failure "input shape of a missing input" "2" "nope" -- optimize "$TINY" -o "$WORK/out/o.onnx" --input-shape nope=1
-expect_failure "malformed input shape" "2" "--input-shape" -- optimize "$TINY" -o "$WORK/out/o.onnx" --input-shape image=1,x
-expect_failure "output is the input" "2" "input model itself" -- optimize "$TINY" -o "$TINY"
-expect_failure "missing model" "2" "missing.onnx" -- optimize "$WORK/missing.onnx" -o "$WORK/out/o.onnx"
+expect_tool "unknown pass" "2" "fuse_conv_batchnorm" -- optimize "$TINY" -o "$OUT/o.onnx" --passes fold_constants,no_such_pass
+expect_tool "unknown skipped pass" "2" "no_such_pass" -- optimize "$TINY" -o "$OUT/o.onnx" --skip no_such_pass
+expect_tool "contradicting input shape" "2" "image" -- optimize "$TINY" -o "$OUT/o.onnx" --input-shape image=1,3,16,16
+expect_tool "input shape of a missing input" "2" "nope" -- optimize "$TINY" -o "$OUT/o.onnx" --input-shape nope=1
+expect_tool "malformed input shape" "2" "--input-shape" -- optimize "$TINY" -o "$OUT/o.onnx" --input-shape image=1,x
+expect_tool "output is the input" "2" "input model itself" -- optimize "$TINY" -o "$TINY"
+expect_tool "missing model" "2" "missing.onnx" -- optimize "$WORK/missing.onnx" -o "$OUT/o.onnx"
 
 # --- models made with Debian's python3-onnx: cyclic, invalid, unsorted
 if "$PYTHON" -c 'import onnx' 2>/dev/null; then
@@ -84,8 +45,8 @@ save([helper.make_node("Relu", ["x"], ["y"], name="R", bogus=3)], "invalid")
 # unsorted but acyclic: y = Neg(t); t = Relu(x)
 save([helper.make_node("Neg", ["t"], ["y"], name="N"), helper.make_node("Relu", ["x"], ["t"], name="R")], "unsorted")
 EOF
-  expect_failure "cyclic graph" "1 2" "cycle" -- optimize "$WORK/cyclic.onnx" -o "$WORK/out/o.onnx" --force
-  expect_failure "invalid model" "1" "--force" -- optimize "$WORK/invalid.onnx" -o "$WORK/out/o.onnx"
+  expect_tool "cyclic graph" "1 2" "cycle" -- optimize "$WORK/cyclic.onnx" -o "$OUT/o.onnx" --force
+  expect_tool "invalid model" "1" "--force" -- optimize "$WORK/invalid.onnx" -o "$OUT/o.onnx"
   if "$ONNXTOOL" optimize "$WORK/invalid.onnx" -o "$WORK/forced.onnx" --force >/dev/null 2>&1; then ok; else fail "--force on an invalid model"; fi
   if "$ONNXTOOL" optimize "$WORK/unsorted.onnx" -o "$WORK/sorted.onnx" >/dev/null 2>&1 &&
      "$ONNXTOOL" check "$WORK/sorted.onnx" >/dev/null 2>&1; then ok; else fail "an unsorted model is sorted, and passes check"; fi
@@ -97,7 +58,7 @@ fi
 # float operations): exit 1, nothing written.
 CLS=$CACHE_DIR/models/ch_ppocr_mobile_v2.0_cls_infer.onnx
 if [[ -f $CLS ]]; then
-  expect_failure "--verify beyond tolerance" "1" "beyond tolerance" -- optimize "$CLS" -o "$WORK/out/o.onnx" --verify --rtol 0 --atol 0 --input-shape x=1,3,48,192
+  expect_tool "--verify beyond tolerance" "1" "beyond tolerance" -- optimize "$CLS" -o "$OUT/o.onnx" --verify --rtol 0 --atol 0 --input-shape x=1,3,48,192
   # --input-shape stores the inferred shapes as value_info.
   "$ONNXTOOL" optimize "$CLS" -o "$WORK/fixed.onnx" --input-shape x=1,3,48,192 >/dev/null 2>&1
   if "$PYTHON" -c 'import onnx,sys; m=onnx.load(sys.argv[1]); assert len(m.graph.value_info) > 10' "$WORK/fixed.onnx"; then ok; else fail "--input-shape: no value_info stored"; fi
@@ -155,5 +116,4 @@ EOF2
   fi
 done
 
-echo "$passed passed, $failed failed"
-finish "$failed"
+finish

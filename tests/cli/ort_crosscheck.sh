@@ -24,29 +24,15 @@
 # Environment: ONNXTOOL (the binary), ONNXTOOL_SOURCE_DIR, ONNXTOOL_CACHE_DIR (models/, ort/,
 # real_inputs/). CROSSCHECK_MANIFEST: another manifest.tsv to check instead (lines
 # MODEL<TAB>SET<TAB>NAME=FILE..., MODEL absolute or under models/, FILEs beside the manifest).
-set -u
-
-: "${ONNXTOOL:?set ONNXTOOL to the onnxtool binary}"
-SOURCE_DIR=${ONNXTOOL_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-source "$SOURCE_DIR/tests/skip_lib.sh"
-CACHE_DIR=${ONNXTOOL_CACHE_DIR:-$SOURCE_DIR/.cache}
-export ONNXTOOL_CACHE_DIR=$CACHE_DIR
-PYTHON=/usr/bin/python3  # Debian's, with python3-numpy and python3-skimage
-ORT_RUN=$SOURCE_DIR/tests/ort/ort_run.js
-MODELS=$CACHE_DIR/models
-
-command -v node >/dev/null 2>&1 || skip_all "node is not installed (apt-get install nodejs)"
-[[ -f $CACHE_DIR/ort/node_modules/onnxruntime-node/package.json ]] ||
-  skip_all "onnxruntime-node is not installed in $CACHE_DIR/ort (run testdata/fetch_models.sh)"
-[[ -x $PYTHON ]] && "$PYTHON" -c 'import numpy' 2>/dev/null ||
-  skip_all "$PYTHON with numpy is not available (apt-get install python3-numpy)"
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+needs_ort
+needs_python numpy
 
 if [[ -n ${CROSSCHECK_MANIFEST:-} ]]; then
   MANIFEST=$CROSSCHECK_MANIFEST
 else
   [[ -d $MODELS ]] || skip_all "no real models in $MODELS (run testdata/fetch_models.sh)"
-  "$PYTHON" -c 'import skimage, scipy' 2>/dev/null ||
-    skip_all "python3-skimage is not installed (run testdata/fetch_models.sh as root)"
+  needs_python skimage scipy
   command -v espeak-ng >/dev/null 2>&1 || skip_all "espeak-ng is not installed (run testdata/fetch_models.sh as root)"
   inputs_dir=$("$PYTHON" "$SOURCE_DIR/tests/make_real_inputs.py" "$CACHE_DIR") || {
     echo "FAIL: tests/make_real_inputs.py could not write the real inputs"
@@ -57,8 +43,7 @@ fi
 [[ -f $MANIFEST ]] || { echo "FAIL: no manifest $MANIFEST"; exit 1; }
 INPUTS_DIR=$(dirname "$MANIFEST")
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/onnxtool_ort_crosscheck.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+make_work ort_crosscheck
 
 # compare OURS_DIR ORT_DIR: one line of per-output errors; exit 1 on a mismatch.
 compare() {
@@ -115,8 +100,6 @@ sys.exit(0 if ok else 1)
 EOF
 }
 
-passed=0
-failed=0
 skipped=0
 n=0
 while IFS=$'\t' read -r model set files; do
@@ -140,24 +123,21 @@ while IFS=$'\t' read -r model set files; do
   theirs=$WORK/$n/ort
   mkdir -p "$ours" "$theirs"
   if ! "$ONNXTOOL" run "$model" "${args[@]}" --output-dir "$ours" >/dev/null 2>"$WORK/err"; then
-    echo "FAIL $label: onnxtool run failed: $(head -n 1 "$WORK/err")"
-    failed=$((failed + 1))
+    fail "$label: onnxtool run failed: $(head -n 1 "$WORK/err")"
     continue
   fi
   if ! node "$ORT_RUN" "$model" "${args[@]}" --output-dir "$theirs" >/dev/null 2>"$WORK/err"; then
-    echo "FAIL $label: onnxruntime failed: $(head -n 1 "$WORK/err")"
-    failed=$((failed + 1))
+    fail "$label: onnxruntime failed: $(head -n 1 "$WORK/err")"
     continue
   fi
   if line=$(compare "$ours" "$theirs"); then
     echo "PASS $label: $line"
-    passed=$((passed + 1))
+    ok
   else
-    echo "FAIL $label: $line"
-    failed=$((failed + 1))
+    fail "$label: $line"
   fi
 done <"$MANIFEST"
 
-echo "ort_crosscheck: $passed passed, $failed failed, $skipped skipped (rtol 1e-3, atol 1e-5 x max(1, max|ort|))"
-[[ $n -gt 0 ]] || { echo "FAIL: $MANIFEST lists no model"; failed=$((failed + 1)); }
-finish "$failed"
+echo "$skipped model(s) missing; rtol 1e-3, atol 1e-5 x max(1, max|ort|)"
+[[ $n -gt 0 ]] || fail "$MANIFEST lists no model"
+finish

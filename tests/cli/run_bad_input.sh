@@ -4,24 +4,14 @@
 # object dtype, big-endian, data shorter than the shape, Fortran order); a .pb of the wrong type;
 # a nonexistent file; an --output-dir that is a file; and models or --shape requests whose
 # tensors cannot fit in the machine's memory (refused before running). Each case must exit 1 or
-# 2 (DESIGN.md: 1 the model failed, 2 bad usage or unreadable input; never a signal), print
+# 2 (README, "Exit codes": 1 the model failed, 2 bad usage or unreadable input; never a signal), print
 # exactly one line on stderr naming the input or file at fault, and write no output file.
 #
 # Environment: ONNXTOOL (the binary). Needs Debian's python3 with python3-onnx and numpy to
 # write the models and files (else skipped: exit 77).
-set -u
-
-: "${ONNXTOOL:?set ONNXTOOL to the onnxtool binary}"
-SOURCE_DIR=${ONNXTOOL_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-source "$SOURCE_DIR/tests/skip_lib.sh"
-PYTHON=/usr/bin/python3
-
-if ! [[ -x $PYTHON ]] || ! "$PYTHON" -c 'import onnx, numpy' 2>/dev/null; then
-  skip_all "$PYTHON with python3-onnx and numpy is not available"
-fi
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/onnxtool_run_bad_input.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+needs_python onnx numpy
+make_work run_bad_input
 D=$WORK/files
 mkdir -p "$D"
 
@@ -97,13 +87,6 @@ with open(os.path.join(d, "a_file"), "w") as f:
     f.write("not a directory\n")
 EOF
 
-passed=0
-failed=0
-fail() {
-  failed=$((failed + 1))
-  echo "FAIL: $*"
-}
-
 # Every path under the work directory but the captured stdout/stderr, with sizes.
 listing() { find "$WORK" -not -name stdout -not -name stderr -printf '%p %s\n' | LC_ALL=C sort; }
 
@@ -117,32 +100,19 @@ expect_failure() {
   local before
   before=$(listing)
   "$ONNXTOOL" run "$@" "${extra[@]}" >"$WORK/stdout" 2>"$WORK/stderr"
-  local rc=$? ok=1
-  if [[ $rc -ne 1 && $rc -ne 2 ]]; then
-    fail "$label: exit code $rc, expected 1 or 2: $(head -c 400 "$WORK/stderr")"
-    ok=0
-  fi
-  local n
-  n=$(grep -c '' "$WORK/stderr")
-  if [[ $n -ne 1 ]]; then
-    fail "$label: $n lines on stderr, expected 1: $(head -c 400 "$WORK/stderr")"
-    ok=0
-  fi
-  if ! grep -qF -- "$needle" "$WORK/stderr"; then
-    fail "$label: stderr does not name '$needle': $(head -c 400 "$WORK/stderr")"
-    ok=0
-  fi
+  local rc=$? good=1
+  judge_exit "$label" "1 2" "$rc" "$WORK/stderr" "$needle" || good=0
   if [[ -e $out ]]; then
     fail "$label: the output directory was created: $(ls -A "$out" | tr '\n' ' ')"
-    ok=0
+    good=0
   fi
   # Nothing else appeared or vanished either (temporary files included).
   if [[ $(listing) != "$before" ]]; then
     fail "$label: files appeared or vanished under the work directory"
-    ok=0
+    good=0
   fi
-  if [[ $ok -eq 1 ]]; then
-    passed=$((passed + 1))
+  if [[ $good -eq 1 ]]; then
+    ok
     echo "ok   $label (exit $rc): $(cat "$WORK/stderr")"
   fi
 }
@@ -153,7 +123,7 @@ G=$D/good.npy
 # The good run works (so that the failures below are about the input).
 if "$ONNXTOOL" run "$ADD" --input x="$G" --input y="$G" --output-dir "$WORK/good_out" >/dev/null 2>"$WORK/stderr" &&
    [[ -f $WORK/good_out/z.npy ]]; then
-  passed=$((passed + 1))
+  ok
   echo "ok   good inputs run"
 else
   fail "good inputs: $(head -c 400 "$WORK/stderr")"
@@ -200,5 +170,4 @@ else
 fi
 expect_failure threads_absurd "--threads" "$ADD" --input x="$G" --input y="$G" --threads 1000000
 
-echo "run_bad_input: $passed passed, $failed failed"
-finish "$failed"
+finish

@@ -7,44 +7,9 @@
 # guide keeps where float16 departs beyond tolerance ((x + 1000) - 1000) in float32.
 #
 # Environment: ONNXTOOL (the binary).
-set -u
-
-: "${ONNXTOOL:?set ONNXTOOL to the onnxtool binary}"
-SOURCE_DIR=${ONNXTOOL_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-source "$SOURCE_DIR/tests/skip_lib.sh"
-PYTHON=/usr/bin/python3  # Debian's python3 with python3-onnx
-
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/onnxtool_verify.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT
-
-passed=0
-failed=0
-fail() {
-  failed=$((failed + 1))
-  echo "FAIL: $*"
-}
-ok() { passed=$((passed + 1)); }
-
-# expect LABEL CODE NEEDLE -- ARGS...: onnxtool ARGS exits CODE; with a non-zero code, one stderr
-# line containing NEEDLE and nothing in $WORK/out; with 0, NEEDLE on stdout.
-expect() {
-  local label=$1 code=$2 needle=$3
-  shift 4
-  rm -rf "$WORK/out" && mkdir -p "$WORK/out"
-  "$ONNXTOOL" "$@" >"$WORK/stdout" 2>"$WORK/stderr"
-  local rc=$?
-  if [[ $rc -ne $code ]]; then
-    fail "$label: exit $rc, expected $code: $(head -c 400 "$WORK/stderr")"
-  elif [[ $code -ne 0 && $(grep -c '' "$WORK/stderr") -ne 1 ]]; then
-    fail "$label: not one stderr line: $(head -c 400 "$WORK/stderr")"
-  elif [[ $code -ne 0 && -n $(ls -A "$WORK/out") ]]; then
-    fail "$label: output written: $(ls -A "$WORK/out")"
-  elif ! grep -qF -- "$needle" "$WORK/stdout" "$WORK/stderr"; then
-    fail "$label: output lacks '$needle': $(head -c 400 "$WORK/stdout") $(head -c 400 "$WORK/stderr")"
-  else
-    ok
-  fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+needs_python onnx numpy
+make_work verify
 
 "$PYTHON" - "$WORK" <<'EOF2'
 import sys
@@ -91,8 +56,8 @@ np.save(f"{d}/index.npy", np.array([0, 3, 1], np.int64))
 EOF2
 
 # --- optimize
-expect "optimize verifies by default" 0 "verified 1 output(s) on random (seed 0)" -- \
-  optimize "$WORK/convbn.onnx" -o "$WORK/out/o.onnx"
+expect_tool "optimize verifies by default" 0 "verified 1 output(s) on random (seed 0)" -- \
+  optimize "$WORK/convbn.onnx" -o "$OUT/o.onnx"
 "$ONNXTOOL" optimize "$WORK/convbn.onnx" -o "$WORK/j.onnx" --json >"$WORK/j.json" 2>&1
 if "$PYTHON" -c '
 import json, sys
@@ -101,26 +66,26 @@ assert v["ok"] and v["tolerance"]["policy"] == "rewrite" and v["tolerance"]["rto
 assert v["outputs"][0]["name"] == "y" and v["outputs"][0]["within"] and not v["outputs"][0]["exact"], v
 assert "x=float[1,3,8,8]" in v["inputs"], v
 ' "$WORK/j.json"; then ok; else fail "optimize --json verification: $(cat "$WORK/j.json")"; fi
-expect "beyond tolerance names the output and the first diverging pass" 1 \
-  "output 'y': max abs error" -- optimize "$WORK/convbn.onnx" -o "$WORK/out/o.onnx" --rtol 0 --atol 0
+expect_tool "beyond tolerance names the output and the first diverging pass" 1 \
+  "output 'y': max abs error" -- optimize "$WORK/convbn.onnx" -o "$OUT/o.onnx" --rtol 0 --atol 0
 if grep -qF "first diverging pass: fuse_conv_batchnorm" "$WORK/stderr"; then ok; else fail "no diverging pass: $(cat "$WORK/stderr")"; fi
-expect "--no-verify writes" 0 "not verified (--no-verify)" -- \
-  optimize "$WORK/convbn.onnx" -o "$WORK/out/o.onnx" --rtol 0 --atol 0 --no-verify
-expect "an original that cannot run on random inputs" 1 "cannot verify: the original model does not run on random inputs" -- \
-  optimize "$WORK/gather.onnx" -o "$WORK/out/o.onnx"
-expect "... verifies on given inputs" 0 "verified 1 output(s) on files" -- \
-  optimize "$WORK/gather.onnx" -o "$WORK/out/o.onnx" --input "i=$WORK/index.npy"
-expect "... or writes with --no-verify" 0 "not verified" -- optimize "$WORK/gather.onnx" -o "$WORK/out/o.onnx" --no-verify
+expect_tool "--no-verify writes" 0 "not verified (--no-verify)" -- \
+  optimize "$WORK/convbn.onnx" -o "$OUT/o.onnx" --rtol 0 --atol 0 --no-verify
+expect_tool "an original that cannot run on random inputs" 1 "cannot verify: the original model does not run on random inputs" -- \
+  optimize "$WORK/gather.onnx" -o "$OUT/o.onnx"
+expect_tool "... verifies on given inputs" 0 "verified 1 output(s) on files" -- \
+  optimize "$WORK/gather.onnx" -o "$OUT/o.onnx" --input "i=$WORK/index.npy"
+expect_tool "... or writes with --no-verify" 0 "not verified" -- optimize "$WORK/gather.onnx" -o "$OUT/o.onnx" --no-verify
 
 # --- convert
-expect "convert --opset verifies" 0 "verified 1 output(s)" -- convert "$WORK/convbn.onnx" -o "$WORK/out/c.onnx" --opset 9
-expect "convert without rewrites does not run the model" 0 "wrote" -- convert "$WORK/gather.onnx" -o "$WORK/out/c.onnx"
+expect_tool "convert --opset verifies" 0 "verified 1 output(s)" -- convert "$WORK/convbn.onnx" -o "$OUT/c.onnx" --opset 9
+expect_tool "convert without rewrites does not run the model" 0 "wrote" -- convert "$WORK/gather.onnx" -o "$OUT/c.onnx"
 if ! grep -q "verified" "$WORK/stdout"; then ok; else fail "a lossless re-save ran verification"; fi
 
 # --- float16 range guard
-expect "fp16: range guard keeps the overflowing values in float32" 0 "kept in float32 for range" -- \
-  convert "$WORK/range.onnx" -o "$WORK/out/h.onnx" --to-fp16 --keep-io-types --input "x=$WORK/ones.npy"
-cp "$WORK/out/h.onnx" "$WORK/guarded.onnx"
+expect_tool "fp16: range guard keeps the overflowing values in float32" 0 "kept in float32 for range" -- \
+  convert "$WORK/range.onnx" -o "$OUT/h.onnx" --to-fp16 --keep-io-types --input "x=$WORK/ones.npy"
+cp "$OUT/h.onnx" "$WORK/guarded.onnx"
 "$ONNXTOOL" convert "$WORK/range.onnx" -o "$WORK/unguarded.onnx" --to-fp16 --keep-io-types --no-verify >/dev/null 2>&1
 "$ONNXTOOL" run "$WORK/guarded.onnx" --input "x=$WORK/ones.npy" --output-dir "$WORK/g" >/dev/null 2>&1
 "$ONNXTOOL" run "$WORK/unguarded.onnx" --input "x=$WORK/ones.npy" --output-dir "$WORK/u" >/dev/null 2>&1
@@ -138,8 +103,8 @@ assert len(d["precision"]["range_blocked"]) >= 2 and d["verification"]["toleranc
 ' "$WORK/h.json"; then ok; else fail "fp16 --json range_blocked: $(cat "$WORK/h.json")"; fi
 
 # --- float16 accuracy guide
-expect "fp16: where float16 departs beyond tolerance stays float32" 0 "kept in float32 for accuracy" -- \
-  convert "$WORK/offset.onnx" -o "$WORK/out/a.onnx" --to-fp16 --keep-io-types
+expect_tool "fp16: where float16 departs beyond tolerance stays float32" 0 "kept in float32 for accuracy" -- \
+  convert "$WORK/offset.onnx" -o "$OUT/a.onnx" --to-fp16 --keep-io-types
 if grep -qF "node 'add_offset' (Add)" "$WORK/stdout" && grep -qF "node 'sub_offset' (Sub)" "$WORK/stdout"; then ok
 else fail "fp16 accuracy guide: Add and Sub not named: $(cat "$WORK/stdout")"; fi
 "$ONNXTOOL" convert "$WORK/offset.onnx" -o "$WORK/a.onnx" --to-fp16 --json >"$WORK/a.json" 2>&1
@@ -161,5 +126,4 @@ assert np.abs(u - x * x).max() > 0.05, np.abs(u - x * x).max()  # the guide is n
 ' "$WORK/a.json" "$WORK/ga/y.npy" "$WORK/ua/y.npy" "$WORK/x16.npy"; then ok
 else fail "fp16 accuracy guide: $(cat "$WORK/a.json")"; fi
 
-echo "verify: $passed passed, $failed failed"
-finish "$failed"
+finish
