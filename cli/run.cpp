@@ -32,28 +32,6 @@ struct RunOptions {
   bool json = false;
 };
 
-std::pair<std::string, std::string> split_assignment(const std::string& s, const char* flag) {
-  const auto eq = s.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw_usage_error(std::string(flag) + " expects NAME=VALUE, got '" + s + "'");
-  return {s.substr(0, eq), s.substr(eq + 1)};
-}
-
-std::vector<int64_t> parse_dims(const std::string& name, const std::string& text) {
-  std::vector<int64_t> dims;
-  size_t i = 0;
-  while (i <= text.size()) {
-    size_t j = text.find(',', i);
-    if (j == std::string::npos) j = text.size();
-    const std::string part = text.substr(i, j - i);
-    if (part.empty() || part.size() > 12 || part.find_first_not_of("0123456789") != std::string::npos)
-      throw_usage_error("--shape " + name + ": '" + text + "' is not a list of sizes like 1,3,224,224");
-    dims.push_back(std::stoll(part));
-    i = j + 1;
-  }
-  return dims;
-}
-
 struct Stats {
   double min = 0, max = 0, mean = 0;
   bool numeric = false;
@@ -118,13 +96,13 @@ int run_model(const RunOptions& o) {
   runner::Session session(loaded.model, runner::SessionOptions{o.threads});
 
   runner::FeedOptions feed;
-  for (const auto& s : o.inputs) feed.files.push_back(split_assignment(s, "--input"));
+  for (const auto& s : o.inputs) feed.files.push_back(parse_assignment(s, "--input"));
   feed.dir = o.inputs_dir;
   feed.random = o.random;
   feed.seed = o.seed;
   for (const auto& s : o.shapes) {
-    auto [name, text] = split_assignment(s, "--shape");
-    feed.shapes[name] = parse_dims(name, text);
+    auto [name, text] = parse_assignment(s, "--shape");
+    feed.shapes[name] = parse_size_list("--shape", name, text);
   }
   auto feeds = runner::load_feeds(session, feed);
 
