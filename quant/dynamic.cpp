@@ -7,6 +7,7 @@
 #include "passes/pass.h"
 #include "passes/rewrite.h"
 #include "quant/accuracy.h"
+#include "quant/op_rules.h"
 #include "quant/quantize.h"
 #include "quant/weights.h"
 
@@ -273,7 +274,12 @@ class DynamicQuantizer {
 }  // namespace
 
 const std::vector<std::string>& dynamic_op_types() {
-  static const std::vector<std::string> ops = {"MatMul", "Gemm", "Conv", "LSTM", "GRU", "RNN"};
+  static const std::vector<std::string> ops = [] {
+    std::vector<std::string> v;
+    for (const OpRule& r : op_rules())
+      if (r.dynamic) v.emplace_back(r.op_type);
+    return v;
+  }();
   return ops;
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ir/op_schema.h"
+#include "quant/op_rules.h"
 #include "runner/kernel.h"
 
 namespace onnxtool {
@@ -57,6 +58,29 @@ TEST_SUITE("kernel_coverage") {
     for (const auto& [op, versions] : missing) FAIL_CHECK("no kernel for " << op << " version(s)" << versions);
     for (const auto& [key, used] : reason_used) CHECK_MESSAGE(used, key << ": a no-kernel reason for an unknown op");
     MESSAGE(checked << " operator versions have kernels; " << no_kernel_reasons().size() << " ops have none, with reasons");
+  }
+
+  TEST_CASE("every quantizer rule names an operator, its weight axis, and an integer kernel that exists") {
+    const auto& schemas = ir::SchemaRegistry::instance();
+    const auto& kernels = runner::KernelRegistry::instance();
+    for (const quant::OpRule& r : quant::op_rules()) {
+      const std::string op(r.op_type);
+      CAPTURE(op);
+      CHECK(schemas.versions("", op) != nullptr);
+      CHECK((r.static_qdq || r.dynamic));
+      if (r.weight_input >= 0) {
+        CHECK(static_cast<bool>(r.weight_axis));
+        CHECK(static_cast<bool>(r.macs));
+      } else {
+        CHECK(r.bias_input < 0);  // a bias is quantized with the weight's scale
+        CHECK(r.integer_kernel.empty());
+      }
+      // A standard integer kernel must run in onnxtool's runner (calibration, --verify and compare
+      // judge the quantized model there); a contrib one is written by no quantizer mode today.
+      const std::string kernel(r.integer_kernel);
+      if (!kernel.empty() && kernel.find("::") == std::string::npos)
+        CHECK_MESSAGE(static_cast<bool>(kernels.find("", kernel, 21)), kernel << " has no kernel");
+    }
   }
 }
 
