@@ -32,28 +32,6 @@ struct RunOptions {
   bool json = false;
 };
 
-struct Stats {
-  double min = 0, max = 0, mean = 0;
-  bool numeric = false;
-};
-
-Stats stats_of(const runner::Tensor& t) {
-  Stats s;
-  if (t.size() == 0 || !runner::is_plain_numeric(t.dtype())) return s;
-  s.numeric = true;
-  s.min = INFINITY;
-  s.max = -INFINITY;
-  double sum = 0;
-  for (int64_t i = 0; i < t.size(); ++i) {
-    const double v = runner::element_as_double(t, i);
-    s.min = std::min(s.min, v);
-    s.max = std::max(s.max, v);
-    sum += v;
-  }
-  s.mean = sum / static_cast<double>(t.size());
-  return s;
-}
-
 // --output-dir must be a directory or a path where one can be made; checked before running so
 // that a bad path costs no run and leaves nothing behind.
 void check_output_dir(const std::string& dir) {
@@ -166,7 +144,7 @@ int run_model(const RunOptions& o) {
   for (size_t i = 0; i < results.size(); ++i) {
     std::cout << names[i] << ": " << results[i].describe();
     if (results[i].is_tensor()) {
-      const Stats s = stats_of(results[i].tensor);
+      const runner::TensorStats s = runner::tensor_stats(results[i].tensor);
       if (s.numeric) std::cout << "  min " << s.min << "  max " << s.max << "  mean " << s.mean;
     }
     if (!files[i].empty()) std::cout << "  -> " << files[i];
