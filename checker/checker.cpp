@@ -68,7 +68,7 @@ std::string strip_spaces(std::string s) {
 
 class Checker {
  public:
-  Checker(ir::Model& model, ir::DiagnosticSink& sink, const CheckOptions& options)
+  Checker(const ir::Model& model, ir::DiagnosticSink& sink, const CheckOptions& options)
       : model_(model), sink_(sink), options_(options), registry_(ir::SchemaRegistry::instance()) {}
 
   void run();
@@ -130,8 +130,15 @@ class Checker {
   void check_functions();
   std::optional<int64_t> opset_of(const std::string& domain, const GraphCtx& ctx) const;
   const ir::Function* local_function(const ir::Node& n) const;
+  /// A value's type after inference: the inferred one, else its own.
+  const ir::TypeInfo& type_of(const ir::Value* v) const {
+    const auto it = inferred_.find(v);
+    return it != inferred_.end() ? it->second : v->type;
+  }
 
-  ir::Model& model_;
+  const ir::Model& model_;
+  // Types as shape inference inferred them (the model keeps its own).
+  ir::TypeTable inferred_;
   ir::DiagnosticSink& sink_;
   const CheckOptions& options_;
   const ir::SchemaRegistry& registry_;
@@ -667,7 +674,7 @@ void Checker::check_type_constraints(ir::Graph& g, const GraphCtx& ctx) {
         if (k >= formals.size() && f.option != ir::ParamOption::kVariadic) break;
         const ir::Value* v = values[k];
         if (!v) continue;
-        const std::string ts = type_string(v->type);
+        const std::string ts = type_string(type_of(v));
         if (ts.empty()) continue;
         const ir::TypeConstraint* c = schema->constraint(f.type);
         if (!c) {
@@ -801,7 +808,7 @@ void Checker::check_sparse(const ir::SparseTensor& s, const std::string& where) 
 }
 
 void Checker::check_tensors() {
-  ir::for_each_tensor(model_, [this](ir::Tensor& t, const std::string& where) {
+  ir::for_each_tensor(model_, [this](const ir::Tensor& t, const std::string& where) {
     if (t.data_type == 0 || !ir::is_valid_data_type(t.data_type))
       report("tensor.data-type")
           .tensor(t.name)
@@ -877,18 +884,18 @@ void Checker::run() {
   if (model_.graph) check_graph(*model_.graph, GraphCtx{"main", &model_.opset_import, false, 0}, nullptr);
   check_functions();
   if (options_.infer_shapes) {
-    ir::infer_shapes(model_, sink_);
+    inferred_ = ir::infer_types(model_, sink_);
     for (auto& [g, ctx] : graphs_) check_type_constraints(*g, ctx);
   }
 }
 
 }  // namespace
 
-void check_model(ir::Model& model, ir::DiagnosticSink& sink, const CheckOptions& options) {
+void check_model(const ir::Model& model, ir::DiagnosticSink& sink, const CheckOptions& options) {
   Checker(model, sink, options).run();
 }
 
-std::optional<ir::Diagnostic> runner_error(ir::Model& model) {
+std::optional<ir::Diagnostic> runner_error(const ir::Model& model) {
   // What a run relies on: every name defined once and defined before use, no cycle, outputs
   // that exist and are distinct, tensors whose data is one well-formed field.
   static const std::unordered_set<std::string> kRules{

@@ -184,7 +184,7 @@ VersionReport convert_opset(ir::Model& model, int64_t target) {
   if (target < kMinConvertOpset || target > kMaxConvertOpset)
     throw_usage_error("--opset " + std::to_string(target) + " is outside the supported range " +
                       std::to_string(kMinConvertOpset) + "-" + std::to_string(kMaxConvertOpset));
-  const int64_t from = passes::default_opset(model);
+  const int64_t from = model.onnx_opset();
   if (from == 0) throw_usage_error("the model does not import the default ONNX domain; nothing to convert");
   if (from < kMinConvertOpset)
     throw_usage_error("the model is at opset " + std::to_string(from) + "; conversion starts at opset " +
@@ -218,6 +218,10 @@ VersionReport convert_opset(ir::Model& model, int64_t target) {
   // Whatever the adapters missed shows up as a new checker error: the conversion fails on it.
   ir::DiagnosticSink after;
   checker::check_model(model, after);
+  // The values the adapters added or retyped get their inferred types (the checker leaves the
+  // model as it is; its inference already reported any contradiction above).
+  ir::DiagnosticSink reinferred;
+  ir::infer_shapes(model, reinferred);
   for (const auto& d : after.items()) {
     if (d.severity != ir::Severity::kError) continue;
     if (before.count(d.rule + "|" + d.graph + "|" + d.node + "|" + d.op_type)) continue;

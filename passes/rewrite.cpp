@@ -10,12 +10,6 @@
 
 namespace onnxtool::passes {
 
-int64_t default_opset(const ir::Model& model) {
-  for (const auto& o : model.opset_import)
-    if (o.domain.empty() || o.domain == "ai.onnx") return o.version;
-  return 0;
-}
-
 const ir::Tensor* constant_of(const ir::Model& model, const ir::Value* value) {
   if (!value || !value->is_initializer()) return nullptr;
   // From IR version 4 on, an initializer that is also a graph input is a default the caller may
@@ -210,8 +204,8 @@ std::optional<std::vector<double>> channel_vector(const FloatConstant& c, size_t
 std::optional<ChannelAffine> batchnorm_affine(const ir::Model& model, const ir::Node& bn) {
   if (!is_op(&bn, "BatchNormalization") || bn.inputs().size() < 5) return std::nullopt;
   if (bn.attr_int("training_mode", 0) != 0) return std::nullopt;
-  if (default_opset(model) < 7 && bn.attr_int("is_test", 0) == 0) return std::nullopt;
-  if (default_opset(model) < 9 && bn.attr_int("spatial", 1) != 1) return std::nullopt;
+  if (model.onnx_opset() < 7 && bn.attr_int("is_test", 0) == 0) return std::nullopt;
+  if (model.onnx_opset() < 9 && bn.attr_int("spatial", 1) != 1) return std::nullopt;
   for (size_t i = 1; i < bn.outputs().size(); ++i)
     if (bn.output(i) && (bn.output(i)->is_graph_output() || !bn.output(i)->uses().empty())) return std::nullopt;
   std::vector<std::optional<FloatConstant>> p;

@@ -234,7 +234,7 @@ class DynamicQuantizer {
     bool any = false;
     ParamOptions po;
     po.reduce_range = o_.reduce_range;
-    const bool per_axis = o_.per_channel && passes::default_opset(model_) >= 13;
+    const bool per_axis = o_.per_channel && model_.onnx_opset() >= 13;
     for (size_t index : {size_t{1}, size_t{2}}) {
       const auto w = passes::float_constant(model_, n->input(index));
       if (!w || w->type != ir::DataType::kFloat || w->dims.size() != 3) continue;

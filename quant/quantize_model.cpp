@@ -20,7 +20,7 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
     // QuantizeLinear: a decomposed hard-swish (Add, Clip, Mul, Div) would cost four float ops and
     // three extra roundings where HardSwish (opset 14) costs one op and none. The quantizer
     // itself needs only opset 10, or 13 per channel.
-    if (options.mode == Mode::kStatic && passes::default_opset(model) < kStaticPreprocessOpset) {
+    if (options.mode == Mode::kStatic && model.onnx_opset() < kStaticPreprocessOpset) {
       ir::Model copy = copy_model(model);
       try {
         ensure_opset(copy, kStaticPreprocessOpset, moved);

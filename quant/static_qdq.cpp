@@ -70,7 +70,7 @@ class StaticQuantizer {
     act_.symmetric = o.symmetric_activations;
     act_.reduce_range = false;
     wt_.reduce_range = o.reduce_range;
-    per_axis_ = passes::default_opset(model) >= 13;
+    per_axis_ = model.onnx_opset() >= 13;
   }
 
   void run() {
@@ -303,7 +303,7 @@ const std::vector<std::string>& static_op_types() {
 }
 
 void ensure_opset(ir::Model& model, int64_t minimum, QuantizeReport& report) {
-  const int64_t from = passes::default_opset(model);
+  const int64_t from = model.onnx_opset();
   if (from >= minimum) return;
   convert::convert_opset(model, minimum);
   report.opset_from = from;

@@ -15,8 +15,8 @@ void register_elementwise_shapes(SchemaRegistry& registry);
 void register_nn_shapes(SchemaRegistry& registry);
 void register_ml_shapes(SchemaRegistry& registry);
 
-// A later registration of an op replaces an earlier one: nn must stay after vision (both
-// register CenterCropPad, Col2Im and GridSample, and nn's are the ones in use).
+// Each op's shape function is registered by exactly one family (a later registration would
+// replace an earlier one).
 void register_shape_functions(SchemaRegistry& registry) {
   register_control_shapes(registry);
   register_tensor_shapes(registry);
