@@ -91,17 +91,11 @@ std::optional<FloatConstant> float_constant(const ir::Model& model, const ir::Va
 
 ir::Value* add_constant(ir::Graph& graph, const std::string& base, ir::DataType type, std::vector<int64_t> dims,
                         const std::vector<double>& values) {
+  if (type != ir::DataType::kFloat && type != ir::DataType::kDouble && type != ir::DataType::kFloat16 &&
+      type != ir::DataType::kBFloat16)
+    throw Error(ErrorKind::kInternal, "add_constant: not a floating-point type (integers: add_int64_constant)");
   runner::Tensor t(type, std::move(dims));
-  for (int64_t i = 0; i < t.size(); ++i) {
-    const double v = values[static_cast<size_t>(i)];
-    switch (type) {
-      case ir::DataType::kFloat: t.mutable_data<float>()[i] = static_cast<float>(v); break;
-      case ir::DataType::kDouble: t.mutable_data<double>()[i] = v; break;
-      case ir::DataType::kFloat16: t.mutable_data<uint16_t>()[i] = runner::float_to_half(static_cast<float>(v)); break;
-      case ir::DataType::kBFloat16: t.mutable_data<uint16_t>()[i] = runner::float_to_bfloat16(static_cast<float>(v)); break;
-      default: throw Error(ErrorKind::kInternal, "add_constant: not a floating-point type (integers: add_int64_constant)");
-    }
-  }
+  for (int64_t i = 0; i < t.size(); ++i) runner::set_element_from_double(t, i, values[static_cast<size_t>(i)]);
   return graph.add_initializer(runner::to_ir(t, unique_name(graph, base)));
 }
 
