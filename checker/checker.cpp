@@ -68,7 +68,7 @@ std::string strip_spaces(std::string s) {
 
 class Checker {
  public:
-  Checker(ir::Model& model, ir::DiagnosticSink& sink, const CheckOptions& options)
+  Checker(const ir::Model& model, ir::DiagnosticSink& sink, const CheckOptions& options)
       : model_(model), sink_(sink), options_(options), registry_(ir::SchemaRegistry::instance()) {}
 
   void run();
@@ -81,25 +81,40 @@ class Checker {
     int depth;
   };
 
-  void add(std::string rule, Severity sev, const GraphCtx* g, const ir::Node* n, long index,
-           std::string tensor, std::string message) {
-    Diagnostic d;
-    d.rule = std::move(rule);
-    d.severity = sev;
-    if (g) d.graph = g->path;
-    if (n) {
-      d.node = n->name;
-      d.op_type = n->op_type;
+  /// A diagnostic under construction, its place named part by part:
+  /// report("node.input-count").in(ctx).at(&n, index).tensor(name).error(message).
+  class Report {
+   public:
+    Report(ir::DiagnosticSink& sink, std::string rule) : sink_(sink) { d_.rule = std::move(rule); }
+    Report& in(const GraphCtx& g) {
+      d_.graph = g.path;
+      return *this;
     }
-    d.node_index = index;
-    d.tensor = std::move(tensor);
-    d.message = std::move(message);
-    sink_.add(std::move(d));
-  }
-  void error(std::string rule, const GraphCtx* g, const ir::Node* n, long index, std::string tensor,
-             std::string message) {
-    add(std::move(rule), Severity::kError, g, n, index, std::move(tensor), std::move(message));
-  }
+    /// The node (may be null) and its index in its graph.
+    Report& at(const ir::Node* n, long index) {
+      if (n) {
+        d_.node = n->name;
+        d_.op_type = n->op_type;
+      }
+      d_.node_index = index;
+      return *this;
+    }
+    Report& tensor(std::string name) {
+      d_.tensor = std::move(name);
+      return *this;
+    }
+    void emit(Severity severity, std::string message) {
+      d_.severity = severity;
+      d_.message = std::move(message);
+      sink_.add(std::move(d_));
+    }
+    void error(std::string message) { emit(Severity::kError, std::move(message)); }
+
+   private:
+    ir::DiagnosticSink& sink_;
+    Diagnostic d_;
+  };
+  Report report(std::string rule) { return Report(sink_, std::move(rule)); }
 
   void check_model_fields();
   void check_opsets(const std::vector<ir::OpsetId>& opsets, const std::string& where);
@@ -115,8 +130,15 @@ class Checker {
   void check_functions();
   std::optional<int64_t> opset_of(const std::string& domain, const GraphCtx& ctx) const;
   const ir::Function* local_function(const ir::Node& n) const;
+  /// A value's type after inference: the inferred one, else its own.
+  const ir::TypeInfo& type_of(const ir::Value* v) const {
+    const auto it = inferred_.find(v);
+    return it != inferred_.end() ? it->second : v->type;
+  }
 
-  ir::Model& model_;
+  const ir::Model& model_;
+  // Types as shape inference inferred them (the model keeps its own).
+  ir::TypeTable inferred_;
   ir::DiagnosticSink& sink_;
   const CheckOptions& options_;
   const ir::SchemaRegistry& registry_;
@@ -145,68 +167,75 @@ void Checker::check_opsets(const std::vector<ir::OpsetId>& opsets, const std::st
     const std::string d(ir::canonical_domain(o.domain));
     const std::string shown = d.empty() ? "ai.onnx" : d;
     if (!seen.insert(d).second)
-      error("model.opset-duplicate", nullptr, nullptr, -1, "",
-            where + "imports domain '" + shown + "' more than once");
+      report("model.opset-duplicate").error(where + "imports domain '" + shown + "' more than once");
     if (registry_.has_domain(d)) {
       const int max = registry_.max_version(d);
       if (o.version < 1 || o.version > max)
-        error("model.opset-version", nullptr, nullptr, -1, "",
-              where + "imports " + shown + " opset " + std::to_string(o.version) +
-                  "; supported versions are 1 to " + std::to_string(max));
+        report("model.opset-version")
+            .error(where + "imports " + shown + " opset " + std::to_string(o.version) +
+                   "; supported versions are 1 to " + std::to_string(max));
     }
   }
 }
 
 void Checker::check_model_fields() {
   if (model_.ir_version <= 0) {
-    error("model.ir-version", nullptr, nullptr, -1, "",
-          model_.ir_version == 0 ? std::string("ir_version is missing or zero")
-                                 : "ir_version " + std::to_string(model_.ir_version) + " is negative");
+    report("model.ir-version")
+        .error(model_.ir_version == 0 ? std::string("ir_version is missing or zero")
+                                      : "ir_version " + std::to_string(model_.ir_version) + " is negative");
   } else if (model_.ir_version > kMaxIrVersion) {
-    error("model.ir-version", nullptr, nullptr, -1, "",
-          "IR version " + std::to_string(model_.ir_version) + " is newer than the newest known (" +
-              std::to_string(kMaxIrVersion) + ")");
+    report("model.ir-version")
+        .error("IR version " + std::to_string(model_.ir_version) + " is newer than the newest known (" +
+               std::to_string(kMaxIrVersion) + ")");
   }
   // From IR 3 a model names the operator sets it uses; nodes of a domain it does not import are
   // reported per node (model.domain-not-imported).
   if (model_.opset_import.empty() && model_.ir_version >= 3)
-    error("model.opset-missing", nullptr, nullptr, -1, "",
-          "the model imports no operator set (opset_import is required from IR version 3)");
+    report("model.opset-missing")
+        .error("the model imports no operator set (opset_import is required from IR version 3)");
   check_opsets(model_.opset_import, "the model ");
   std::set<std::string> keys;
   for (const auto& kv : model_.metadata_props)
     if (!keys.insert(kv.key).second)
-      add("model.metadata-duplicate", Severity::kWarning, nullptr, nullptr, -1, "",
-          "metadata key '" + kv.key + "' appears more than once");
+      report("model.metadata-duplicate")
+          .emit(Severity::kWarning, "metadata key '" + kv.key + "' appears more than once");
   if (!model_.functions.empty() && model_.ir_version > 0 && model_.ir_version < 8)
-    error("model.ir-feature", nullptr, nullptr, -1, "",
-          "model-local functions need IR version 8, the model has " + std::to_string(model_.ir_version));
+    report("model.ir-feature")
+        .error("model-local functions need IR version 8, the model has " + std::to_string(model_.ir_version));
 }
 
 void Checker::check_value_type(const ir::TypeInfo& t, const GraphCtx& ctx, const std::string& name,
                                const char* role) {
   using K = ir::TypeInfo::Kind;
   if (t.kind == K::kUnset) {
-    error("value.type-missing", &ctx, nullptr, -1, name, std::string(role) + " '" + name + "' has no type");
+    report("value.type-missing").in(ctx).tensor(name).error(std::string(role) + " '" + name + "' has no type");
     return;
   }
   const ir::TypeInfo* cur = &t;
   while (cur) {
     if ((cur->kind == K::kTensor || cur->kind == K::kSparseTensor || cur->kind == K::kMap) &&
         cur->elem_type != 0 && !ir::is_valid_data_type(cur->elem_type))
-      error("value.elem-type", &ctx, nullptr, -1, name,
-            std::string(role) + " '" + name + "' has invalid element type " + std::to_string(cur->elem_type));
+      report("value.elem-type")
+          .in(ctx)
+          .tensor(name)
+          .error(std::string(role) + " '" + name + "' has invalid element type " + std::to_string(cur->elem_type));
     if ((cur->kind == K::kTensor || cur->kind == K::kSparseTensor) && cur->elem_type == 0)
-      error("value.elem-type", &ctx, nullptr, -1, name,
-            std::string(role) + " '" + name + "' has a tensor type without element type");
+      report("value.elem-type")
+          .in(ctx)
+          .tensor(name)
+          .error(std::string(role) + " '" + name + "' has a tensor type without element type");
     if ((cur->kind == K::kSequence || cur->kind == K::kOptional || cur->kind == K::kMap) && !cur->elem)
-      error("value.elem-type", &ctx, nullptr, -1, name,
-            std::string(role) + " '" + name + "' has a " + cur->to_string() + " type without element type");
+      report("value.elem-type")
+          .in(ctx)
+          .tensor(name)
+          .error(std::string(role) + " '" + name + "' has a " + cur->to_string() + " type without element type");
     if (cur->shape)
       for (const auto& d : cur->shape->dims)
         if (d.is_static() && d.value < 0)
-          error("value.negative-dim", &ctx, nullptr, -1, name,
-                std::string(role) + " '" + name + "' has a negative dimension " + std::to_string(d.value));
+          report("value.negative-dim")
+              .in(ctx)
+              .tensor(name)
+              .error(std::string(role) + " '" + name + "' has a negative dimension " + std::to_string(d.value));
     cur = cur->elem ? cur->elem.get() : nullptr;
   }
 }
@@ -215,8 +244,7 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
   graphs_.emplace_back(&g, ctx);
   const bool is_sub = outer != nullptr;
   if (ctx.depth > kMaxGraphDepth) {
-    error("graph.nesting", &ctx, nullptr, -1, "",
-          "subgraphs nested deeper than " + std::to_string(kMaxGraphDepth) + " levels");
+    report("graph.nesting").in(ctx).error("subgraphs nested deeper than " + std::to_string(kMaxGraphDepth) + " levels");
     return;
   }
   // Where each name was defined first, for SSA messages: a graph input or initializer (`what`),
@@ -232,21 +260,27 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
     if (name.empty()) return;
     auto [it, fresh] = defined_by.emplace(name, def);
     if (!fresh) {
-      error("graph.ssa", &ctx, def.node, index, name,
-            "'" + name + "' is defined more than once: as " + it->second.label() + " and as " + def.label());
+      report("graph.ssa")
+          .in(ctx)
+          .at(def.node, index)
+          .tensor(name)
+          .error("'" + name + "' is defined more than once: as " + it->second.label() + " and as " + def.label());
       return;
     }
     if (outer && outer->visible(name))
-      error("graph.shadowing", &ctx, def.node, index, name,
-            "'" + name + "' (" + def.label() + ") shadows a value of an enclosing graph");
+      report("graph.shadowing")
+          .in(ctx)
+          .at(def.node, index)
+          .tensor(name)
+          .error("'" + name + "' (" + def.label() + ") shadows a value of an enclosing graph");
   };
 
   std::unordered_set<std::string> input_names;
   for (const auto& vi : g.inputs) {
     const std::string& name = vi.value->name();
-    if (name.empty()) error("graph.empty-name", &ctx, nullptr, -1, "", "a graph input has an empty name");
+    if (name.empty()) report("graph.empty-name").in(ctx).error("a graph input has an empty name");
     if (!input_names.insert(name).second) {
-      error("graph.duplicate-input", &ctx, nullptr, -1, name, "graph input '" + name + "' is listed twice");
+      report("graph.duplicate-input").in(ctx).tensor(name).error("graph input '" + name + "' is listed twice");
       continue;
     }
     define(name, {"graph input", nullptr}, -1);
@@ -257,29 +291,37 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
   std::unordered_set<std::string> init_names;
   auto add_initializer = [&](const std::string& name, const char* what) {
     if (name.empty()) {
-      error("graph.empty-name", &ctx, nullptr, -1, "", std::string(what[0] == 'i' ? "an " : "a ") + what + " has an empty name");
+      report("graph.empty-name")
+          .in(ctx)
+          .error(std::string(what[0] == 'i' ? "an " : "a ") + what + " has an empty name");
       return;
     }
     if (!init_names.insert(name).second) {
-      error("graph.duplicate-initializer", &ctx, nullptr, -1, name,
-            std::string(what) + " '" + name + "' is listed twice");
+      report("graph.duplicate-initializer")
+          .in(ctx)
+          .tensor(name)
+          .error(std::string(what) + " '" + name + "' is listed twice");
       return;
     }
     if (input_names.count(name)) {
       if (is_sub && model_.ir_version >= 4)
-        error("graph.initializer-input", &ctx, nullptr, -1, name,
-              "'" + name + "' is both an input and an initializer of a subgraph (not allowed from IR 4)");
+        report("graph.initializer-input")
+            .in(ctx)
+            .tensor(name)
+            .error("'" + name + "' is both an input and an initializer of a subgraph (not allowed from IR 4)");
       return;
     }
     if (model_.ir_version > 0 && model_.ir_version < 4 && !ctx.in_function)
-      error("graph.initializer-not-input", &ctx, nullptr, -1, name,
-            std::string(what) + " '" + name + "' is not a graph input (required before IR 4)");
+      report("graph.initializer-not-input")
+          .in(ctx)
+          .tensor(name)
+          .error(std::string(what) + " '" + name + "' is not a graph input (required before IR 4)");
     define(name, {what, nullptr}, -1);
   };
   for (const auto& t : g.initializers()) add_initializer(t->name, "initializer");
   for (const auto& s : g.sparse_initializers) add_initializer(s.name(), "sparse initializer");
   if (!g.sparse_initializers.empty() && model_.ir_version > 0 && model_.ir_version < 6)
-    error("model.ir-feature", &ctx, nullptr, -1, "", "sparse initializers need IR version 6");
+    report("model.ir-feature").in(ctx).error("sparse initializers need IR version 6");
 
   // Node outputs, in order; note which node produces each name for order messages.
   const auto& nodes = g.nodes();
@@ -332,7 +374,7 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
       in_cycle[i] = true;
       if (listed < 5) names += (listed++ ? ", " : "") + nodes[i]->describe();
     }
-    error("graph.cycle", &ctx, nullptr, -1, "", "the graph has a cycle through " + names);
+    report("graph.cycle").in(ctx).error("the graph has a cycle through " + names);
   }
 
   // Order and definedness: walk the nodes with the names available so far.
@@ -348,12 +390,18 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
       auto it = producer.find(name);
       if (it != producer.end()) {
         if (!in_cycle[i])
-          error("graph.topological-order", &ctx, &n, index, name,
-                n.describe() + " uses '" + name + "' before " + nodes[it->second]->describe() +
-                    " (node #" + std::to_string(it->second) + ") produces it");
+          report("graph.topological-order")
+              .in(ctx)
+              .at(&n, index)
+              .tensor(name)
+              .error(n.describe() + " uses '" + name + "' before " + nodes[it->second]->describe() + " (node #" +
+                     std::to_string(it->second) + ") produces it");
       } else {
-        error("graph.undefined-value", &ctx, &n, index, name,
-              n.describe() + " uses '" + name + "', which is not defined in scope");
+        report("graph.undefined-value")
+            .in(ctx)
+            .at(&n, index)
+            .tensor(name)
+            .error(n.describe() + " uses '" + name + "', which is not defined in scope");
       }
     }
     check_node(n, index, ctx);
@@ -377,14 +425,16 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
   for (const auto& vi : g.outputs) {
     const std::string& name = vi.value->name();
     if (name.empty()) {
-      error("graph.empty-name", &ctx, nullptr, -1, "", "a graph output has an empty name");
+      report("graph.empty-name").in(ctx).error("a graph output has an empty name");
       continue;
     }
     if (!output_names.insert(name).second)
-      error("graph.duplicate-output", &ctx, nullptr, -1, name, "graph output '" + name + "' is listed twice");
+      report("graph.duplicate-output").in(ctx).tensor(name).error("graph output '" + name + "' is listed twice");
     if (!available.visible(name))
-      error("graph.output-undefined", &ctx, nullptr, -1, name,
-            "graph output '" + name + "' is not produced by any node, input or initializer");
+      report("graph.output-undefined")
+          .in(ctx)
+          .tensor(name)
+          .error("graph output '" + name + "' is not produced by any node, input or initializer");
     if (!ctx.in_function && !is_sub) check_value_type(vi.type.value_or(ir::TypeInfo{}), ctx, name, "graph output");
     else if (vi.type && vi.type->kind != ir::TypeInfo::Kind::kUnset)
       check_value_type(*vi.type, ctx, name, "graph output");  // optional in subgraphs
@@ -397,7 +447,7 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
 
 void Checker::check_node(ir::Node& n, long index, const GraphCtx& ctx) {
   if (n.op_type.empty()) {
-    error("node.op-type-empty", &ctx, &n, index, "", n.describe() + " has no op_type");
+    report("node.op-type-empty").in(ctx).at(&n, index).error(n.describe() + " has no op_type");
     return;
   }
   const std::string domain(ir::canonical_domain(n.domain));
@@ -405,19 +455,26 @@ void Checker::check_node(ir::Node& n, long index, const GraphCtx& ctx) {
   auto version = opset_of(domain, ctx);
   if (local_function(n)) {
     if (!version)
-      error("model.domain-not-imported", &ctx, &n, index, "",
-            n.describe() + " calls a function of domain '" + shown_domain + "', which is not imported");
+      report("model.domain-not-imported")
+          .in(ctx)
+          .at(&n, index)
+          .error(n.describe() + " calls a function of domain '" + shown_domain + "', which is not imported");
     check_attributes(n, index, ctx, nullptr);
     return;
   }
   if (!version) {
-    error("model.domain-not-imported", &ctx, &n, index, "",
-          n.describe() + " uses domain '" + shown_domain + "', which the model does not import");
+    report("model.domain-not-imported")
+        .in(ctx)
+        .at(&n, index)
+        .error(n.describe() + " uses domain '" + shown_domain + "', which the model does not import");
     return;
   }
   if (!registry_.has_domain(domain)) {
-    add("node.custom-domain", options_.strict ? Severity::kError : Severity::kWarning, &ctx, &n, index, "",
-        n.describe() + " is in custom domain '" + domain + "' and cannot be checked");
+    report("node.custom-domain")
+        .in(ctx)
+        .at(&n, index)
+        .emit(options_.strict ? Severity::kError : Severity::kWarning,
+              n.describe() + " is in custom domain '" + domain + "' and cannot be checked");
     check_attributes(n, index, ctx, nullptr);
     return;
   }
@@ -432,7 +489,7 @@ void Checker::check_node(ir::Node& n, long index, const GraphCtx& ctx) {
       else
         why = "is deprecated at " + shown_domain + " opset " + std::to_string(*version);
     }
-    error("node.unknown-op", &ctx, &n, index, "", n.describe() + ": " + n.op_type + " " + why);
+    report("node.unknown-op").in(ctx).at(&n, index).error(n.describe() + ": " + n.op_type + " " + why);
     return;
   }
 
@@ -440,35 +497,47 @@ void Checker::check_node(ir::Node& n, long index, const GraphCtx& ctx) {
   const int n_out = static_cast<int>(n.outputs().size());
   const std::string opv = n.op_type + "-" + std::to_string(schema->since_version);
   if (n_in > schema->max_inputs)
-    error("node.input-count", &ctx, &n, index, "",
-          n.describe() + " has " + std::to_string(n_in) + " inputs; " + opv + " takes at most " +
-              std::to_string(schema->max_inputs));
+    report("node.input-count")
+        .in(ctx)
+        .at(&n, index)
+        .error(n.describe() + " has " + std::to_string(n_in) + " inputs; " + opv + " takes at most " +
+               std::to_string(schema->max_inputs));
   if (n_in < schema->min_inputs)
-    error("node.input-count", &ctx, &n, index, "",
-          n.describe() + " has " + std::to_string(n_in) + " inputs; " + opv + " needs at least " +
-              std::to_string(schema->min_inputs));
+    report("node.input-count")
+        .in(ctx)
+        .at(&n, index)
+        .error(n.describe() + " has " + std::to_string(n_in) + " inputs; " + opv + " needs at least " +
+               std::to_string(schema->min_inputs));
   for (int i = 0; i < n_in && !schema->inputs.empty(); ++i) {
     const size_t f = std::min(static_cast<size_t>(i), schema->inputs.size() - 1);
     const ir::FormalParam& formal = schema->inputs[f];
     if (static_cast<size_t>(i) >= schema->inputs.size() && formal.option != ir::ParamOption::kVariadic) break;
     if (!n.input(static_cast<size_t>(i)) && formal.option == ir::ParamOption::kSingle)
-      error("node.input-missing", &ctx, &n, index, "",
-            n.describe() + ": required input '" + formal.name + "' (#" + std::to_string(i) + ") is empty");
+      report("node.input-missing")
+          .in(ctx)
+          .at(&n, index)
+          .error(n.describe() + ": required input '" + formal.name + "' (#" + std::to_string(i) + ") is empty");
   }
   for (int i = 0; i < n_out && i < static_cast<int>(schema->outputs.size()); ++i) {
     const ir::FormalParam& formal = schema->outputs[static_cast<size_t>(i)];
     if (!n.output(static_cast<size_t>(i)) && formal.option == ir::ParamOption::kSingle)
-      error("node.output-missing", &ctx, &n, index, "",
-            n.describe() + ": required output '" + formal.name + "' (#" + std::to_string(i) + ") is empty");
+      report("node.output-missing")
+          .in(ctx)
+          .at(&n, index)
+          .error(n.describe() + ": required output '" + formal.name + "' (#" + std::to_string(i) + ") is empty");
   }
   if (n_out > schema->max_outputs)
-    error("node.output-count", &ctx, &n, index, "",
-          n.describe() + " has " + std::to_string(n_out) + " outputs; " + opv + " has at most " +
-              std::to_string(schema->max_outputs));
+    report("node.output-count")
+        .in(ctx)
+        .at(&n, index)
+        .error(n.describe() + " has " + std::to_string(n_out) + " outputs; " + opv + " has at most " +
+               std::to_string(schema->max_outputs));
   if (n_out < schema->min_outputs)
-    error("node.output-count", &ctx, &n, index, "",
-          n.describe() + " has " + std::to_string(n_out) + " outputs; " + opv + " needs at least " +
-              std::to_string(schema->min_outputs));
+    report("node.output-count")
+        .in(ctx)
+        .at(&n, index)
+        .error(n.describe() + " has " + std::to_string(n_out) + " outputs; " + opv + " needs at least " +
+               std::to_string(schema->min_outputs));
   check_attributes(n, index, ctx, schema);
 }
 
@@ -522,54 +591,70 @@ void Checker::check_attributes(ir::Node& n, long index, const GraphCtx& ctx, con
   std::set<std::string> names;
   for (const auto& a : n.attributes) {
     if (a.name.empty()) {
-      error("node.attribute-name", &ctx, &n, index, "", n.describe() + " has an attribute without a name");
+      report("node.attribute-name").in(ctx).at(&n, index).error(n.describe() + " has an attribute without a name");
       continue;
     }
     if (!names.insert(a.name).second)
-      error("node.attribute-duplicate", &ctx, &n, index, "",
-            n.describe() + ": attribute '" + a.name + "' is given twice");
+      report("node.attribute-duplicate")
+          .in(ctx)
+          .at(&n, index)
+          .error(n.describe() + ": attribute '" + a.name + "' is given twice");
     if (!a.ref_attr_name.empty()) {
       if (!ctx.in_function)
-        error("node.attribute-ref", &ctx, &n, index, "",
-              n.describe() + ": attribute '" + a.name + "' refers to a function attribute outside a function");
+        report("node.attribute-ref")
+            .in(ctx)
+            .at(&n, index)
+            .error(n.describe() + ": attribute '" + a.name + "' refers to a function attribute outside a function");
       continue;
     }
     const int fields = value_field_count(a);
     if (fields > 1 || (a.attr_type() != ir::AttrType::kUndefined && fields == 1 &&
                        inferred_attr_type(a) != a.attr_type() && !is_list(a.attr_type())))
-      error("node.attribute-value", &ctx, &n, index, "",
-            n.describe() + ": attribute '" + a.name + "' must hold exactly one value, of its type " +
-                std::string(ir::attr_type_name(a.attr_type())));
+      report("node.attribute-value")
+          .in(ctx)
+          .at(&n, index)
+          .error(n.describe() + ": attribute '" + a.name + "' must hold exactly one value, of its type " +
+                 std::string(ir::attr_type_name(a.attr_type())));
     ir::AttrType type = a.attr_type();
     if (type == ir::AttrType::kUndefined) {
       type = inferred_attr_type(a);
       if (model_.ir_version >= 2)
-        error("node.attribute-type", &ctx, &n, index, "",
-              n.describe() + ": attribute '" + a.name + "' has no type (required from IR version 2)");
+        report("node.attribute-type")
+            .in(ctx)
+            .at(&n, index)
+            .error(n.describe() + ": attribute '" + a.name + "' has no type (required from IR version 2)");
     } else if (static_cast<int32_t>(type) > 14) {
-      error("node.attribute-type", &ctx, &n, index, "",
-            n.describe() + ": attribute '" + a.name + "' has an invalid type");
+      report("node.attribute-type")
+          .in(ctx)
+          .at(&n, index)
+          .error(n.describe() + ": attribute '" + a.name + "' has an invalid type");
       continue;
     }
     if (!schema) continue;
     const ir::AttributeSpec* spec = schema->attribute(a.name);
     if (!spec) {
-      error("node.attribute-unknown", &ctx, &n, index, "",
-            n.describe() + ": " + n.op_type + "-" + std::to_string(schema->since_version) +
-                " has no attribute '" + a.name + "'");
+      report("node.attribute-unknown")
+          .in(ctx)
+          .at(&n, index)
+          .error(n.describe() + ": " + n.op_type + "-" + std::to_string(schema->since_version) + " has no attribute '" +
+                 a.name + "'");
       continue;
     }
     if (spec->type != ir::AttrType::kUndefined && type != spec->type)
-      error("node.attribute-type", &ctx, &n, index, "",
-            n.describe() + ": attribute '" + a.name + "' should be " +
-                std::string(ir::attr_type_name(spec->type)) + ", is " + std::string(ir::attr_type_name(type)));
+      report("node.attribute-type")
+          .in(ctx)
+          .at(&n, index)
+          .error(n.describe() + ": attribute '" + a.name + "' should be " +
+                 std::string(ir::attr_type_name(spec->type)) + ", is " + std::string(ir::attr_type_name(type)));
   }
   if (!schema) return;
   for (const auto& spec : schema->attributes)
     if (spec.required && !names.count(spec.name))
-      error("node.attribute-missing", &ctx, &n, index, "",
-            n.describe() + ": required attribute '" + spec.name + "' of " + n.op_type + "-" +
-                std::to_string(schema->since_version) + " is missing");
+      report("node.attribute-missing")
+          .in(ctx)
+          .at(&n, index)
+          .error(n.describe() + ": required attribute '" + spec.name + "' of " + n.op_type + "-" +
+                 std::to_string(schema->since_version) + " is missing");
 }
 
 void Checker::check_type_constraints(ir::Graph& g, const GraphCtx& ctx) {
@@ -589,31 +674,40 @@ void Checker::check_type_constraints(ir::Graph& g, const GraphCtx& ctx) {
         if (k >= formals.size() && f.option != ir::ParamOption::kVariadic) break;
         const ir::Value* v = values[k];
         if (!v) continue;
-        const std::string ts = type_string(v->type);
+        const std::string ts = type_string(type_of(v));
         if (ts.empty()) continue;
         const ir::TypeConstraint* c = schema->constraint(f.type);
         if (!c) {
           // A fixed type string such as "tensor(int64)".
           if (!f.type.empty() && strip_spaces(f.type) != ts)
-            error("node.type-constraint", &ctx, &n, static_cast<long>(i), v->name(),
-                  n.describe() + ": " + role + " '" + f.name + "' must be " + f.type + ", is " + ts);
+            report("node.type-constraint")
+                .in(ctx)
+                .at(&n, static_cast<long>(i))
+                .tensor(v->name())
+                .error(n.describe() + ": " + role + " '" + f.name + "' must be " + f.type + ", is " + ts);
           continue;
         }
         bool allowed = false;
         for (const auto& a : c->allowed) allowed = allowed || strip_spaces(a) == ts;
         if (!allowed) {
-          error("node.type-constraint", &ctx, &n, static_cast<long>(i), v->name(),
-                n.describe() + ": " + role + " '" + f.name + "' has type " + ts + ", not allowed for " +
-                    c->name + " of " + n.op_type + "-" + std::to_string(schema->since_version));
+          report("node.type-constraint")
+              .in(ctx)
+              .at(&n, static_cast<long>(i))
+              .tensor(v->name())
+              .error(n.describe() + ": " + role + " '" + f.name + "' has type " + ts + ", not allowed for " + c->name +
+                     " of " + n.op_type + "-" + std::to_string(schema->since_version));
           continue;
         }
         const bool heterogeneous = f.option == ir::ParamOption::kVariadic && !f.homogeneous;
         if (heterogeneous) continue;
         auto [it, fresh] = bound.emplace(c->name, ts);
         if (!fresh && it->second != ts)
-          error("node.type-constraint", &ctx, &n, static_cast<long>(i), v->name(),
-                n.describe() + ": " + role + " '" + f.name + "' is " + ts + " but " + c->name +
-                    " is already bound to " + it->second);
+          report("node.type-constraint")
+              .in(ctx)
+              .at(&n, static_cast<long>(i))
+              .tensor(v->name())
+              .error(n.describe() + ": " + role + " '" + f.name + "' is " + ts + " but " + c->name +
+                     " is already bound to " + it->second);
       }
     };
     check(schema->inputs, n.inputs(), "input");
@@ -641,9 +735,12 @@ void Checker::check_quant_scales(ir::Graph& g, const GraphCtx& ctx) {
       float f;
       std::memcpy(&f, raw.data() + k * 4, 4);
       if (!(f > 0) || !std::isfinite(f)) {
-        error("tensor.quant-scale", &ctx, &n, static_cast<long>(i), scale->name(),
-              n.describe() + ": scale '" + scale->name() + "' has a value " + std::to_string(f) +
-                  " that is not positive and finite");
+        report("tensor.quant-scale")
+            .in(ctx)
+            .at(&n, static_cast<long>(i))
+            .tensor(scale->name())
+            .error(n.describe() + ": scale '" + scale->name() + "' has a value " + std::to_string(f) +
+                   " that is not positive and finite");
         break;
       }
     }
@@ -653,7 +750,7 @@ void Checker::check_quant_scales(ir::Graph& g, const GraphCtx& ctx) {
 void Checker::check_sparse(const ir::SparseTensor& s, const std::string& where) {
   const std::string name = s.name();
   auto fail = [&](const std::string& m) {
-    error("tensor.sparse", nullptr, nullptr, -1, name, where + ": sparse tensor '" + name + "' " + m);
+    report("tensor.sparse").tensor(name).error(where + ": sparse tensor '" + name + "' " + m);
   };
   if (!s.values) return fail("has no values");
   for (int64_t d : s.dims)
@@ -711,21 +808,25 @@ void Checker::check_sparse(const ir::SparseTensor& s, const std::string& where) 
 }
 
 void Checker::check_tensors() {
-  ir::for_each_tensor(model_, [this](ir::Tensor& t, const std::string& where) {
+  ir::for_each_tensor(model_, [this](const ir::Tensor& t, const std::string& where) {
     if (t.data_type == 0 || !ir::is_valid_data_type(t.data_type))
-      error("tensor.data-type", nullptr, nullptr, -1, t.name,
-            where + ": tensor '" + t.name + "' has " +
-                (t.data_type == 0 ? std::string("no data type") : "invalid data type " + std::to_string(t.data_type)));
+      report("tensor.data-type")
+          .tensor(t.name)
+          .error(where + ": tensor '" + t.name + "' has " +
+                 (t.data_type == 0 ? std::string("no data type") : "invalid data type " + std::to_string(t.data_type)));
     const int stores = static_cast<int>(t.raw_data.has_value()) + !t.float_data.empty() + !t.int32_data.empty() +
                        !t.string_data.empty() + !t.int64_data.empty() + !t.double_data.empty() +
                        !t.uint64_data.empty() + (t.is_external() ? 1 : 0);
     if (stores > 1)
-      error("tensor.data-fields", nullptr, nullptr, -1, t.name,
-            where + ": tensor '" + t.name + "' holds its data in more than one field (raw_data, typed fields, external)");
+      report("tensor.data-fields")
+          .tensor(t.name)
+          .error(where + ": tensor '" + t.name +
+                 "' holds its data in more than one field (raw_data, typed fields, external)");
     for (int64_t d : t.dims)
       if (d < 0) {
-        error("tensor.dims", nullptr, nullptr, -1, t.name,
-              where + ": tensor '" + t.name + "' has a negative dimension " + std::to_string(d));
+        report("tensor.dims")
+            .tensor(t.name)
+            .error(where + ": tensor '" + t.name + "' has a negative dimension " + std::to_string(d));
         break;
       }
   });
@@ -746,9 +847,9 @@ void Checker::check_functions() {
   std::set<std::tuple<std::string, std::string, std::string>> seen;
   for (auto& f : model_.functions) {
     const std::string id = (f.domain.empty() ? "" : f.domain + "::") + f.name;
-    if (f.name.empty()) error("function.name", nullptr, nullptr, -1, "", "a model-local function has no name");
+    if (f.name.empty()) report("function.name").error("a model-local function has no name");
     if (!seen.emplace(std::string(ir::canonical_domain(f.domain)), f.name, f.overload).second)
-      error("function.duplicate", nullptr, nullptr, -1, "", "function '" + id + "' is defined twice");
+      report("function.duplicate").error("function '" + id + "' is defined twice");
     const auto& opsets = f.opset_import.empty() ? model_.opset_import : f.opset_import;
     check_opsets(f.opset_import, "function '" + id + "' ");
     GraphCtx ctx{"function " + id, &opsets, true, 0};
@@ -773,8 +874,7 @@ void Checker::check_functions() {
         if (visited.insert(c).second) stack.push_back(c);
       }
     }
-    if (recursive)
-      error("function.recursion", nullptr, nullptr, -1, "", "function '" + f.name + "' calls itself (recursion)");
+    if (recursive) report("function.recursion").error("function '" + f.name + "' calls itself (recursion)");
   }
 }
 
@@ -784,18 +884,18 @@ void Checker::run() {
   if (model_.graph) check_graph(*model_.graph, GraphCtx{"main", &model_.opset_import, false, 0}, nullptr);
   check_functions();
   if (options_.infer_shapes) {
-    ir::infer_shapes(model_, sink_);
+    inferred_ = ir::infer_types(model_, sink_);
     for (auto& [g, ctx] : graphs_) check_type_constraints(*g, ctx);
   }
 }
 
 }  // namespace
 
-void check_model(ir::Model& model, ir::DiagnosticSink& sink, const CheckOptions& options) {
+void check_model(const ir::Model& model, ir::DiagnosticSink& sink, const CheckOptions& options) {
   Checker(model, sink, options).run();
 }
 
-std::optional<ir::Diagnostic> runner_error(ir::Model& model) {
+std::optional<ir::Diagnostic> runner_error(const ir::Model& model) {
   // What a run relies on: every name defined once and defined before use, no cycle, outputs
   // that exist and are distinct, tensors whose data is one well-formed field.
   static const std::unordered_set<std::string> kRules{

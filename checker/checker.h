@@ -29,13 +29,14 @@ struct CheckResult {
 /// only a file that is not an ONNX model at all throws Error(kInput).
 CheckResult check_file(const std::string& path, const CheckOptions& options = {});
 
-/// Checks a model in memory (diagnostics are appended to `sink`).
-void check_model(ir::Model& model, ir::DiagnosticSink& sink, const CheckOptions& options = {});
+/// Checks a model in memory, leaving it unchanged (inferred types go to a side table);
+/// diagnostics are appended to `sink`.
+void check_model(const ir::Model& model, ir::DiagnosticSink& sink, const CheckOptions& options = {});
 
 /// The first error, among the rules a run relies on (names defined once and before use, no
 /// cycle, distinct and existing outputs, one well-formed data field per tensor), or nullopt.
 /// `run`, `compare` and `quantize` refuse a model that breaks one, with the rule's message.
-std::optional<ir::Diagnostic> runner_error(ir::Model& model);
+std::optional<ir::Diagnostic> runner_error(const ir::Model& model);
 
 /// The newest IR version this checker knows.
 constexpr int64_t kMaxIrVersion = 14;

@@ -71,10 +71,13 @@ CLI::Validator number_in(double lo, double hi, bool open_low) {
       description);
 }
 
+std::string describe(const ir::Diagnostic& d) {
+  return d.rule + " " + (d.node.empty() ? d.tensor : d.node) + ": " + d.message;
+}
+
 void refuse_unrunnable(ir::Model& model, const std::string& path) {
   if (const auto d = checker::runner_error(model))
-    throw_input_error(path + ": invalid model (" + d->rule + " " + (d->node.empty() ? d->tensor : d->node) + ": " +
-                      d->message + "); `onnxtool check` lists every error");
+    throw_input_error(path + ": invalid model (" + describe(*d) + "); `onnxtool check` lists every error");
 }
 
 void print_json(const nlohmann::json& doc) { std::cout << doc.dump(2) << "\n"; }

@@ -10,6 +10,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "ir/diagnostic.h"
 #include "ir/graph.h"
 
 namespace onnxtool::cli {
@@ -40,6 +41,9 @@ std::vector<int64_t> parse_size_list(const std::string& flag, const std::string&
 CLI::Validator number_in(double lo, double hi, bool open_low = false);
 /// The largest --seed (a uint64), as number_in's bound.
 constexpr double kMaxSeed = 18446744073709551615.0;
+
+/// "rule node: message" (the tensor when no node): a diagnostic in one line, for refusals.
+std::string describe(const ir::Diagnostic& d);
 
 /// Refuses (Error kInput, the rule's message) a model that breaks a rule every run relies on
 /// (checker::runner_error): duplicate names, cycles, tensors with two data fields...

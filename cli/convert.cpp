@@ -1,19 +1,13 @@
 // `onnxtool convert MODEL -o OUT`: lossless re-save, external data out and in.
-#include <chrono>
-#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
 
 #include "cli/common.h"
 #include "cli/verify.h"
-#include "convert/fp16_guided.h"
-#include "convert/precision.h"
-#include "convert/version_converter.h"
+#include "convert/convert_model.h"
 #include "ir/error.h"
 #include "ir/model_io.h"
-#include "ir/shape_inference.h"
-#include "runner/verify.h"
 
 namespace onnxtool::cli {
 namespace {
@@ -53,85 +47,47 @@ int run_convert(const ConvertOptions& o) {
   auto loaded = ir::load_model(o.model);
   ir::check_output_paths(loaded.info, o.output, o.data_file, o.in_place);
 
-  // Opset and precision conversions change what runs: the original runs first (the same object
-  // is then converted in place), the result is compared with it before anything is written.
-  const auto start = std::chrono::steady_clock::now();
-  std::optional<runner::Reference> reference;
-  const bool rewrites = o.opset || o.to_fp16 || o.to_fp32;
-  if (rewrites && !o.check.no_verify) {
+  convert::ConvertRequest request;
+  request.opset = o.opset;
+  request.precision = o.to_fp16   ? convert::Precision::kFloat16
+                      : o.to_fp32 ? convert::Precision::kFloat32
+                                  : convert::Precision::kKeep;
+  request.fp16.keep_io_types = o.keep_io_types;
+  request.fp16.block_ops = o.block_ops;
+  request.preprocess = !o.no_preprocess;
+  request.infer_shapes = o.infer_shapes;
+  if (request.rewrites() && !o.check.no_verify) {
     std::map<std::string, std::vector<int64_t>> shapes;
     for (const auto& s : o.input_shapes) {
       auto [name, text] = parse_assignment(s, "--input-shape");
       shapes[name] = parse_size_list("--input-shape", name, text);
     }
-    reference.emplace(loaded.model, verify_inputs(o.check, shapes));
+    request.verify = verify_inputs(o.check, shapes);
   }
-  auto verify_time = std::chrono::steady_clock::now() - start;
+  request.tolerance = tolerance(o.check, convert::default_tolerance(request));
+  const runner::Tolerance& tol = request.tolerance;
 
-  if (o.opset) {
-    const auto from = loaded.model.opset_version("");
-    if (from && *from == o.opset && !o.to_fp16 && !o.to_fp32) {
-      // Nothing to do: say so, and leave no file behind that a user could mistake for a conversion.
-      std::cerr << "onnxtool convert: note: " << o.model << " is already at opset " << o.opset << "; nothing written\n";
-      return kExitOk;
-    }
+  convert::ConvertResult c = convert::convert_model(loaded.model, request, [&o] { return ir::load_model(o.model).model; });
+  if (c.unchanged) {
+    // Nothing to do: say so, and leave no file behind that a user could mistake for a conversion.
+    std::cerr << "onnxtool convert: note: " << o.model << " is already at opset " << o.opset << "; nothing written\n";
+    return kExitOk;
   }
-  // Everything before the precision change; run again on a fresh load for each float16 round.
-  const auto prepare = [&o](ir::Model& model) {
-    convert::VersionReport v;
-    if (o.opset) v = convert::convert_opset(model, o.opset);
-    if (o.to_fp16 && !o.no_preprocess) convert::preprocess_for_fp16(model);
-    return v;
-  };
-  const convert::VersionReport version = prepare(loaded.model);
-  // The model written: loaded.model, or the float16 model of the last verified round.
-  ir::Model* result = &loaded.model;
-  std::optional<convert::GuidedFp16> guided;
-  convert::PrecisionReport precision;
-  runner::VerifyResult verified;
-  const runner::Tolerance tol =
-      tolerance(o.check, o.to_fp16 || o.to_fp32 ? runner::kFp16Tolerance : runner::kRewriteTolerance);
-  if (o.to_fp16) {
-    convert::Fp16Options f;
-    f.keep_io_types = o.keep_io_types;
-    f.block_ops = o.block_ops;
-    if (reference) {
-      // Guided: what reaches float16's limits on the verification inputs (an STFT power
-      // spectrum of 6e5), then where float16 departs beyond tolerance, stays float32.
-      const auto guided_start = std::chrono::steady_clock::now();
-      guided.emplace(convert::to_fp16_guided(
-          loaded.model,
-          [&] {
-            ir::Model fresh = ir::load_model(o.model).model;
-            prepare(fresh);
-            return fresh;
-          },
-          f, *reference, tol));
-      verify_time += std::chrono::steady_clock::now() - guided_start;
-      result = &guided->model;
-      precision = guided->report;
-      verified = guided->verified;
-    } else {
-      precision = convert::to_fp16(loaded.model, f);
-    }
-  } else if (o.to_fp32) {
-    precision = convert::to_fp32(loaded.model);
-  }
-
-  if (reference) {
-    const auto check_start = std::chrono::steady_clock::now();
-    if (!guided) verified = reference->check(loaded.model, tol);
-    verify_time += std::chrono::steady_clock::now() - check_start;
-    if (!verified.ok())
-      throw Error(ErrorKind::kFailed, "verification failed: " + verified.first_failure() +
-                                          (!o.to_fp16 ? ""
-                                           : guided && !guided->accuracy_values.empty()
-                                               ? "; " + std::to_string(guided->accuracy_values.size()) +
-                                                     " values kept in float32 for accuracy did not suffice; keep more (--block-ops)"
-                                               : std::string("; keep more in float32 (--block-ops)")) +
-                                          "; nothing written (--no-verify writes it anyway)");
-  }
-  const double verify_seconds = std::chrono::duration<double>(verify_time).count();
+  const std::optional<convert::GuidedFp16>& guided = c.guided;
+  if (!c.verified.ok())
+    throw Error(ErrorKind::kFailed, "verification failed: " + c.verified.first_failure() +
+                                        (!o.to_fp16 ? ""
+                                         : guided && !guided->accuracy_values.empty()
+                                             ? "; " + std::to_string(guided->accuracy_values.size()) +
+                                                   " values kept in float32 for accuracy did not suffice; keep more (--block-ops)"
+                                             : std::string("; keep more in float32 (--block-ops)")) +
+                                        "; nothing written (--no-verify writes it anyway)");
+  if (c.inference_errors && !o.json)
+    std::cerr << "onnxtool convert: note: shape inference found " << c.inference_errors
+              << " contradiction(s); run `onnxtool check " << o.model << "` for details\n";
+  const convert::VersionReport& version = c.version;
+  const convert::PrecisionReport& precision = c.precision;
+  const size_t inferred = c.inferred;
 
   ir::SaveOptions save;
   save.size_threshold = o.size_threshold;
@@ -139,18 +95,7 @@ int run_convert(const ConvertOptions& o) {
   if (o.external_data) save.external = ir::ExternalData::kExternalize;
   if (o.inline_external) save.external = ir::ExternalData::kInline;
 
-  size_t inferred = 0;
-  if (o.infer_shapes) {
-    // Contradictions do not stop the conversion: `onnxtool check` reports them.
-    ir::DiagnosticSink sink;
-    ir::infer_shapes(*result, sink);
-    inferred = ir::store_inferred_value_info(*result);
-    if (sink.error_count() && !o.json)
-      std::cerr << "onnxtool convert: note: shape inference found " << sink.error_count()
-                << " contradiction(s); run `onnxtool check " << o.model << "` for details\n";
-  }
-
-  const ir::SaveReport r = ir::save_model(*result, o.output, save);
+  const ir::SaveReport r = ir::save_model(c.output(loaded.model), o.output, save);
   if (o.json) {
     print_json({{"output", o.output},
                 {"model_bytes", r.model_bytes},
@@ -176,7 +121,7 @@ int run_convert(const ConvertOptions& o) {
                                                    {"accuracy_values", guided ? guided->accuracy_values : std::vector<std::string>{}},
                                                    {"accuracy_rounds", guided ? guided->rounds : 0}}
                                   : nlohmann::json(nullptr)},
-                {"verification", reference ? verify_json(*reference, verified, tol, verify_seconds) : nlohmann::json(nullptr)}});
+                {"verification", c.reference ? verify_json(*c.reference, c.verified, tol, c.verify_seconds) : nlohmann::json(nullptr)}});
   } else {
     std::cout << "wrote " << o.output << " (" << human_bytes(r.model_bytes) << ")";
     if (!r.data_path.empty())
@@ -202,8 +147,8 @@ int run_convert(const ConvertOptions& o) {
       for (const auto& n : precision.accuracy_blocked) std::cout << " " << n;
       std::cout << "\n";
     }
-    if (reference) std::cout << verify_summary(*reference, verified, tol, verify_seconds) << "\n";
-    else if (rewrites) std::cout << "not verified (--no-verify)\n";
+    if (c.reference) std::cout << verify_summary(*c.reference, c.verified, tol, c.verify_seconds) << "\n";
+    else if (request.rewrites()) std::cout << "not verified (--no-verify)\n";
     if (o.infer_shapes) std::cout << "added " << inferred << " inferred value_info entries\n";
     if (r.auto_external)
       std::cout << "note: the model passed 2 GB, so its weights were saved as external data\n";

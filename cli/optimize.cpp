@@ -1,15 +1,11 @@
 // `onnxtool optimize MODEL -o OUT`: graph passes, verified numerically on the runner before writing.
-#include <chrono>
 #include <iostream>
-#include <optional>
 
-#include "checker/checker.h"
 #include "cli/common.h"
 #include "cli/verify.h"
 #include "ir/error.h"
 #include "ir/model_io.h"
-#include "passes/pass.h"
-#include "runner/verify.h"
+#include "passes/verified.h"
 
 namespace onnxtool::cli {
 namespace {
@@ -28,26 +24,6 @@ struct OptimizeCliOptions {
   bool json = false;
 };
 
-/// Re-runs the pipeline on a fresh copy of the original, checking after every pass that changed
-/// something: the first pass whose result is beyond tolerance (empty when none alone is, as when
-/// the divergence needs a later pass too).
-std::string first_diverging_pass(const std::string& model_path, passes::OptimizeOptions options,
-                                 const runner::Reference& reference, const runner::Tolerance& tolerance) {
-  auto copy = ir::load_model(model_path);
-  ir::for_each_graph(copy.model, [](ir::Graph& g) { g.topological_sort(); });
-  std::string first;
-  options.after_pass = [&](const std::string& pass, ir::Model& m) {
-    if (!first.empty()) return;
-    try {
-      if (!reference.check(m, tolerance).ok()) first = pass;
-    } catch (const Error&) {
-      first = pass;  // the intermediate model no longer runs
-    }
-  };
-  passes::optimize(copy.model, options);
-  return first;
-}
-
 int list_passes(bool json) {
   if (json) {
     nlohmann::json passes = nlohmann::json::array();
@@ -65,56 +41,35 @@ int run_optimize(const OptimizeCliOptions& o) {
   if (o.output.empty()) throw_usage_error("-o OUT is required");
   if (ir::same_file(o.model, o.output)) throw_usage_error(o.output + ": is the input model itself; choose another output");
 
-  passes::OptimizeOptions options;
-  options.only = o.passes;
-  options.skip = o.skip;
-  options.fixed_point = o.fixed_point;
+  passes::VerifiedOptimizeOptions options;
+  options.optimize.only = o.passes;
+  options.optimize.skip = o.skip;
+  options.optimize.fixed_point = o.fixed_point;
   for (const auto& s : o.input_shapes) {
     auto [name, text] = parse_assignment(s, "--input-shape");
-    options.input_shapes[name] = parse_size_list("--input-shape", name, text);
+    options.optimize.input_shapes[name] = parse_size_list("--input-shape", name, text);
   }
-  // Unknown pass names are usage errors before any work.
-  for (const auto* list : {&options.only, &options.skip})
-    for (const auto& n : *list)
-      if (!passes::find_pass(n)) throw_usage_error("unknown pass '" + n + "' (passes: " + passes::pass_names() + ")");
+  passes::check_pass_names(options.optimize);  // a usage error before any work
+  options.require_valid = !o.force;
+  if (!o.check.no_verify) options.verify = verify_inputs(o.check, options.optimize.input_shapes);
+  options.tolerance = tolerance(o.check, runner::kRewriteTolerance);
 
   auto loaded = ir::load_model(o.model);
   ir::check_output_paths(loaded.info, o.output, "", /*in_place=*/false);
-  // An unsorted but acyclic graph is sorted, not refused (sorting names the nodes of a cycle).
-  ir::for_each_graph(loaded.model, [](ir::Graph& g) { g.topological_sort(); });
-  if (!o.force) {
-    ir::DiagnosticSink sink;
-    checker::CheckOptions check;
-    checker::check_model(loaded.model, sink, check);
-    for (const auto& d : sink.items())
-      if (d.severity == ir::Severity::kError)
-        throw Error(ErrorKind::kFailed, o.model + ": invalid model (" + d.rule + " " +
-                                            (d.node.empty() ? d.tensor : d.node) + ": " + d.message +
-                                            "); run `onnxtool check` for all errors, or pass --force");
-  }
   const uint64_t bytes_before = loaded.info.file_size;
-  // The original runs first, on the model as loaded: the same object is then optimized in place.
-  const auto start = std::chrono::steady_clock::now();
-  std::optional<runner::Reference> reference;
-  if (!o.check.no_verify) reference.emplace(loaded.model, verify_inputs(o.check, options.input_shapes));
-  auto verify_time = std::chrono::steady_clock::now() - start;
-
-  const passes::OptimizeReport report = passes::optimize(loaded.model, options);
-
-  runner::VerifyResult verified;
-  const runner::Tolerance tol = tolerance(o.check, runner::kRewriteTolerance);
-  if (reference) {
-    const auto check_start = std::chrono::steady_clock::now();
-    verified = reference->check(loaded.model, tol);
-    verify_time += std::chrono::steady_clock::now() - check_start;
-    if (!verified.ok()) {
-      const std::string pass = first_diverging_pass(o.model, options, *reference, tol);
-      throw Error(ErrorKind::kFailed, "verification failed: " + verified.first_failure() +
-                                          (pass.empty() ? "" : "; first diverging pass: " + pass + " (--skip " + pass + ")") +
-                                          "; nothing written (--no-verify writes it anyway)");
-    }
+  const passes::VerifiedOptimizeReport r =
+      passes::optimize_verified(loaded.model, options, [&o] { return ir::load_model(o.model).model; });
+  if (r.invalid)
+    throw Error(ErrorKind::kFailed, o.model + ": invalid model (" + describe(*r.invalid) +
+                                        "); run `onnxtool check` for all errors, or pass --force");
+  if (!r.verified.ok()) {
+    const std::string& pass = r.first_diverging_pass;
+    throw Error(ErrorKind::kFailed, "verification failed: " + r.verified.first_failure() +
+                                        (pass.empty() ? "" : "; first diverging pass: " + pass + " (--skip " + pass + ")") +
+                                        "; nothing written (--no-verify writes it anyway)");
   }
-  const double verify_seconds = std::chrono::duration<double>(verify_time).count();
+  const passes::OptimizeReport& report = r.report;
+  const runner::Tolerance& tol = options.tolerance;
   const ir::SaveReport saved = ir::save_model(loaded.model, o.output);
 
   if (o.json) {
@@ -128,7 +83,7 @@ int run_optimize(const OptimizeCliOptions& o) {
                 {"nodes", {{"before", report.before.nodes}, {"after", report.after.nodes}}},
                 {"initializers", {{"before", report.before.initializers}, {"after", report.after.initializers}}},
                 {"file_bytes", {{"before", bytes_before}, {"after", saved.model_bytes + saved.data_bytes}}},
-                {"verification", reference ? verify_json(*reference, verified, tol, verify_seconds) : nlohmann::json(nullptr)}});
+                {"verification", r.reference ? verify_json(*r.reference, r.verified, tol, r.verify_seconds) : nlohmann::json(nullptr)}});
     return kExitOk;
   }
   for (const auto& p : report.passes)
@@ -137,7 +92,7 @@ int run_optimize(const OptimizeCliOptions& o) {
   std::cout << "nodes " << report.before.nodes << " -> " << report.after.nodes << ", initializers "
             << report.before.initializers << " -> " << report.after.initializers << ", file "
             << human_bytes(bytes_before) << " -> " << human_bytes(saved.model_bytes + saved.data_bytes) << "\n";
-  if (reference) std::cout << verify_summary(*reference, verified, tol, verify_seconds) << "\n";
+  if (r.reference) std::cout << verify_summary(*r.reference, r.verified, tol, r.verify_seconds) << "\n";
   else std::cout << "not verified (--no-verify)\n";
   std::cout << "wrote " << o.output << "\n";
   return kExitOk;

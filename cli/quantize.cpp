@@ -10,12 +10,7 @@
 #include "ir/error.h"
 #include "ir/model_io.h"
 #include "ir/output_file.h"
-#include "passes/pass.h"
-#include "passes/rewrite.h"
-#include "quant/accuracy.h"
 #include "quant/quantize.h"
-#include "runner/feeds.h"
-#include "runner/session.h"
 
 namespace onnxtool::cli {
 namespace {
@@ -135,54 +130,16 @@ int run_quantize(const QuantizeCliOptions& o) {
   refuse_unrunnable(loaded.model, o.model);
   ir::check_output_paths(loaded.info, o.output, "", /*in_place=*/false);
   if (!o.report.empty()) ir::check_not_input(loaded.info, o.report, "--report " + o.report);
-  quant::QuantizeReport moved;  // the opset change made before preprocessing, if any
-  if (!o.no_preprocess) {
-    // Static QDQ keeps the ops it does not quantize in float between DequantizeLinear and
-    // QuantizeLinear: a decomposed hard-swish (Add, Clip, Mul, Div) would cost four float ops and
-    // three extra roundings where HardSwish (opset 14) costs one op and none.
-    // Best effort: a model the converter cannot move keeps its opset and its decomposed
-    // hard-swishes (the quantizer itself needs only opset 10, or 13 per channel).
-    if (q.mode == quant::Mode::kStatic && passes::default_opset(loaded.model) < quant::kStaticPreprocessOpset) {
-      ir::Model copy = quant::copy_model(loaded.model);
-      try {
-        quant::ensure_opset(copy, quant::kStaticPreprocessOpset, moved);
-        loaded.model = std::move(copy);
-      } catch (const Error&) {
-        moved = quant::QuantizeReport{};
-      }
-    }
-    passes::OptimizeOptions pre;
-    passes::optimize(loaded.model, pre);
-  }
-  // Samples are checked against the model's inputs by a session of its own copy (the quantizers
-  // rewrite the model while they read samples).
-  ir::Model probe_model = quant::copy_model(loaded.model);
-  runner::Session probe(probe_model);
-  size_t next = 0;
+  std::vector<std::string> samples;
+  for (const auto& d : dirs) samples.push_back(d.string());
   const bool bar = isatty(STDERR_FILENO) && !o.json;
-  quant::SampleSource source = [&](std::map<std::string, runner::Value>& feeds) {
-    if (next >= dirs.size()) return false;
-    runner::FeedOptions f;
-    f.dir = dirs[next].string();
-    try {
-      feeds = runner::load_feeds(probe, f);
-    } catch (const Error& e) {
-      throw Error(e.kind(), "--calib-data sample " + dirs[next].filename().string() + ": " + e.what());
-    }
-    ++next;
-    if (bar) std::cerr << "\rreading samples " << next << "/" << dirs.size() << std::flush;
-    return true;
-  };
-  quant::QuantizeReport report;
-  if (q.mode == quant::Mode::kDynamic)
-    report = quant::quantize_dynamic(loaded.model, q, dirs.empty() ? quant::SampleSource{} : source);
-  else
-    report = quant::quantize_static(loaded.model, q, source);
-  if (moved.opset_to) {
-    report.opset_from = moved.opset_from;
-    report.opset_to = std::max(report.opset_to, moved.opset_to);
-  }
-  if (bar && next) std::cerr << "\n";
+  size_t read = 0;
+  const quant::QuantizeReport report =
+      quant::quantize_model(loaded.model, q, !o.no_preprocess, samples, [&](size_t n, size_t total) {
+        read = n;
+        if (bar) std::cerr << "\rreading samples " << n << "/" << total << std::flush;
+      });
+  if (bar && read) std::cerr << "\n";
   if (report.quantized_nodes == 0) throw Error(ErrorKind::kFailed, o.model + ": no node was quantized (no " +
                                                                      std::string(q.mode == quant::Mode::kStatic ? "supported op with calibrated float inputs" : "MatMul, Gemm or Conv with a constant float weight") + ")");
   nlohmann::json nodes = nlohmann::json::array();

@@ -32,50 +32,6 @@ struct RunOptions {
   bool json = false;
 };
 
-std::pair<std::string, std::string> split_assignment(const std::string& s, const char* flag) {
-  const auto eq = s.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw_usage_error(std::string(flag) + " expects NAME=VALUE, got '" + s + "'");
-  return {s.substr(0, eq), s.substr(eq + 1)};
-}
-
-std::vector<int64_t> parse_dims(const std::string& name, const std::string& text) {
-  std::vector<int64_t> dims;
-  size_t i = 0;
-  while (i <= text.size()) {
-    size_t j = text.find(',', i);
-    if (j == std::string::npos) j = text.size();
-    const std::string part = text.substr(i, j - i);
-    if (part.empty() || part.size() > 12 || part.find_first_not_of("0123456789") != std::string::npos)
-      throw_usage_error("--shape " + name + ": '" + text + "' is not a list of sizes like 1,3,224,224");
-    dims.push_back(std::stoll(part));
-    i = j + 1;
-  }
-  return dims;
-}
-
-struct Stats {
-  double min = 0, max = 0, mean = 0;
-  bool numeric = false;
-};
-
-Stats stats_of(const runner::Tensor& t) {
-  Stats s;
-  if (t.size() == 0 || !runner::is_plain_numeric(t.dtype())) return s;
-  s.numeric = true;
-  s.min = INFINITY;
-  s.max = -INFINITY;
-  double sum = 0;
-  for (int64_t i = 0; i < t.size(); ++i) {
-    const double v = runner::element_as_double(t, i);
-    s.min = std::min(s.min, v);
-    s.max = std::max(s.max, v);
-    sum += v;
-  }
-  s.mean = sum / static_cast<double>(t.size());
-  return s;
-}
-
 // --output-dir must be a directory or a path where one can be made; checked before running so
 // that a bad path costs no run and leaves nothing behind.
 void check_output_dir(const std::string& dir) {
@@ -118,13 +74,13 @@ int run_model(const RunOptions& o) {
   runner::Session session(loaded.model, runner::SessionOptions{o.threads});
 
   runner::FeedOptions feed;
-  for (const auto& s : o.inputs) feed.files.push_back(split_assignment(s, "--input"));
+  for (const auto& s : o.inputs) feed.files.push_back(parse_assignment(s, "--input"));
   feed.dir = o.inputs_dir;
   feed.random = o.random;
   feed.seed = o.seed;
   for (const auto& s : o.shapes) {
-    auto [name, text] = split_assignment(s, "--shape");
-    feed.shapes[name] = parse_dims(name, text);
+    auto [name, text] = parse_assignment(s, "--shape");
+    feed.shapes[name] = parse_size_list("--shape", name, text);
   }
   auto feeds = runner::load_feeds(session, feed);
 
@@ -188,7 +144,7 @@ int run_model(const RunOptions& o) {
   for (size_t i = 0; i < results.size(); ++i) {
     std::cout << names[i] << ": " << results[i].describe();
     if (results[i].is_tensor()) {
-      const Stats s = stats_of(results[i].tensor);
+      const runner::TensorStats s = runner::tensor_stats(results[i].tensor);
       if (s.numeric) std::cout << "  min " << s.min << "  max " << s.max << "  mean " << s.mean;
     }
     if (!files[i].empty()) std::cout << "  -> " << files[i];

@@ -631,6 +631,11 @@ void for_each_tensor(Model& model, const std::function<void(Tensor&, const std::
   }
 }
 
+void for_each_tensor(const Model& model, const std::function<void(const Tensor&, const std::string&)>& fn) {
+  // The walk itself only reads; the tensors reach `fn` as const.
+  for_each_tensor(const_cast<Model&>(model), [&fn](Tensor& t, const std::string& where) { fn(t, where); });
+}
+
 // ---------------------------------------------------------------- NameGenerator
 
 NameGenerator::NameGenerator(Model& model) {

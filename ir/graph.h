@@ -413,6 +413,8 @@ class Model {
 
   /// The imported version of a domain ("" and "ai.onnx" are the same), or nullopt.
   std::optional<int64_t> opset_version(std::string_view op_domain) const;
+  /// The imported version of the default ONNX domain, 0 when the model does not import it.
+  int64_t onnx_opset() const { return opset_version("").value_or(0); }
   /// Sets (adds or replaces) the imported version of a domain.
   void set_opset_version(const std::string& op_domain, int64_t version);
 };
@@ -446,6 +448,7 @@ void for_each_graph(Model& model, Fn fn) {
 /// tensors' values and indices, tensor attributes, in every graph, subgraph and function.
 /// `where` describes the place ("graph 'main'", "node 'c1' attribute 'value'").
 void for_each_tensor(Model& model, const std::function<void(Tensor&, const std::string&)>& fn);
+void for_each_tensor(const Model& model, const std::function<void(const Tensor&, const std::string&)>& fn);
 
 /// Makes fresh value and node names that collide with no name anywhere in a model (all graphs,
 /// subgraphs and function bodies). Deterministic: the same model and requests give the same names.

@@ -109,6 +109,10 @@ void SchemaRegistry::set_shape_fn(std::string_view domain, std::string_view op_t
     if (op != d->second.end()) {
       for (auto& schema : op->second) {
         if (schema.since_version >= from_version && schema.since_version <= to_version) {
+          // Two registrations of one version would leave one of them dead code.
+          if (schema.infer)
+            throw Error(ErrorKind::kInternal, "set_shape_fn: " + std::string(op_type) + "-" +
+                                                  std::to_string(schema.since_version) + " is registered twice");
           schema.infer = fn;
           ++updated;
         }

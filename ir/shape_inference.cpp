@@ -1,5 +1,6 @@
 // The shape inference driver: walks graphs in node order, runs each node's shape function and
-// merges the result into Value::type, reporting contradictions as diagnostics.
+// merges the result into Value::type (or into a side table, leaving the model as it is),
+// reporting contradictions as diagnostics.
 #include "ir/shape_inference.h"
 
 #include <functional>
@@ -11,9 +12,17 @@ namespace onnxtool::ir {
 
 class ShapeInferencer {
  public:
-  ShapeInferencer(Model& model, DiagnosticSink& sink, const ShapeInferenceOptions& options,
-                  const SchemaRegistry& registry)
-      : model_(model), sink_(sink), options_(options), registry_(registry) {}
+  /// With `table`, inferred types go there and the model's values keep theirs.
+  ShapeInferencer(const Model& model, DiagnosticSink& sink, const ShapeInferenceOptions& options,
+                  const SchemaRegistry& registry, TypeTable* table)
+      : model_(model), sink_(sink), options_(options), registry_(registry), table_(table) {}
+
+  /// The type of `v` as inference knows it: the table's, else the value's own.
+  const TypeInfo& type_of(const Value* v) const {
+    if (table_)
+      if (auto it = table_->find(v); it != table_->end()) return it->second;
+    return v->type;
+  }
 
   void run_model();
   void run_graph(Graph& g, const std::string& path, const std::vector<OpsetId>& opsets);
@@ -32,11 +41,16 @@ class ShapeInferencer {
   bool merge_type(TypeInfo& existing, const TypeInfo& inferred, std::string& conflict);
   void report(const std::string& rule, const std::string& message, const Node* n, long index,
               const std::string& path, const std::string& tensor);
+  void set_type(Value* v, TypeInfo type) {
+    if (table_) (*table_)[v] = std::move(type);
+    else v->type = std::move(type);
+  }
 
-  Model& model_;
+  const Model& model_;
   DiagnosticSink& sink_;
   const ShapeInferenceOptions& options_;
   const SchemaRegistry& registry_;
+  TypeTable* table_;
   std::unordered_map<const Value*, DimValues> values_;
   // The graph being inferred and its path, for subgraph naming.
   std::vector<std::pair<const Graph*, std::string>> stack_;
@@ -47,8 +61,9 @@ class ShapeInferencer {
 
 const TypeInfo* InferenceContext::input_type(size_t i) const {
   const Value* v = node_.input(i);
-  if (!v || v->type.kind == TypeInfo::Kind::kUnset) return nullptr;
-  return &v->type;
+  if (!v) return nullptr;
+  const TypeInfo& t = owner_.type_of(v);
+  return t.kind == TypeInfo::Kind::kUnset ? nullptr : &t;
 }
 
 std::optional<DataType> InferenceContext::input_elem_type(size_t i) const {
@@ -256,14 +271,14 @@ bool ShapeInferencer::merge_type(TypeInfo& existing, const TypeInfo& inferred, s
 void ShapeInferencer::merge_into(Value* v, const TypeInfo& inferred, const Node& n, size_t index,
                                  const std::string& path) {
   std::string conflict;
-  TypeInfo merged = v->type;
+  TypeInfo merged = type_of(v);
   if (!merge_type(merged, inferred, conflict)) {
     if (options_.check_declared)
       report("shape.declared-mismatch", "output '" + v->name() + "': " + conflict, &n,
              static_cast<long>(index), path, v->name());
     return;
   }
-  v->type = std::move(merged);
+  set_type(v, std::move(merged));
 }
 
 void ShapeInferencer::generic(InferenceContext& ctx, const OpSchema& schema) {
@@ -337,16 +352,16 @@ std::vector<TypeInfo> ShapeInferencer::run_subgraph(Graph& g, const std::vector<
     if (!inputs[i]) continue;
     Value* v = g.inputs[i].value;
     std::string conflict;
-    TypeInfo merged = v->type;
+    TypeInfo merged = type_of(v);
     if (!merge_type(merged, *inputs[i], conflict))
       throw ShapeError{"shape.subgraph-input", "subgraph '" + g.name + "' input '" + v->name() +
                                                    "': " + conflict};
-    v->type = std::move(merged);
+    set_type(v, std::move(merged));
   }
   const std::vector<OpsetId>& opsets = opset_stack_.empty() ? model_.opset_import : *opset_stack_.back();
   run_graph(g, path, opsets);
   std::vector<TypeInfo> out;
-  for (const auto& o : g.outputs) out.push_back(o.value->type);
+  for (const auto& o : g.outputs) out.push_back(type_of(o.value));
   return out;
 }
 
@@ -359,8 +374,15 @@ void ShapeInferencer::run_model() {
 }
 
 void infer_shapes(Model& model, DiagnosticSink& sink, const ShapeInferenceOptions& options) {
-  ShapeInferencer inferencer(model, sink, options, SchemaRegistry::instance());
+  ShapeInferencer inferencer(model, sink, options, SchemaRegistry::instance(), nullptr);
   inferencer.run_model();
+}
+
+TypeTable infer_types(const Model& model, DiagnosticSink& sink, const ShapeInferenceOptions& options) {
+  TypeTable table;
+  ShapeInferencer inferencer(model, sink, options, SchemaRegistry::instance(), &table);
+  inferencer.run_model();
+  return table;
 }
 
 size_t store_inferred_value_info(Model& model) {

@@ -101,6 +101,13 @@ struct ShapeInferenceOptions {
 /// diagnostics in `sink` (rule ids "shape.*"); nothing throws for a bad model.
 void infer_shapes(Model& model, DiagnosticSink& sink, const ShapeInferenceOptions& options = {});
 
+/// Inferred types by value, for a caller that must leave the model as it is (the checker).
+using TypeTable = std::unordered_map<const Value*, TypeInfo>;
+
+/// infer_shapes without writing to the model: the merged type of every value inference
+/// touched goes into the returned table (a value absent from it keeps its own type).
+TypeTable infer_types(const Model& model, DiagnosticSink& sink, const ShapeInferenceOptions& options = {});
+
 /// Writes every inferred type of a node output that has none declared as a value_info entry
 /// (what onnx.shape_inference.infer_shapes does). Returns how many entries were added.
 size_t store_inferred_value_info(Model& model);

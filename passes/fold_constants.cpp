@@ -152,7 +152,7 @@ std::optional<runner::Tensor> fold_shape_pick(const ir::Model& model, const ir::
       picked.push_back((*dims)[static_cast<size_t>(i)]);
     }
   } else if (is_op(&n, "Slice")) {
-    const bool attrs = default_opset(model) < 10;  // Slice-1 takes starts/ends/axes as attributes
+    const bool attrs = model.onnx_opset() < 10;  // Slice-1 takes starts/ends/axes as attributes
     const auto starts = ints_input_or_attr(model, n, 1, attrs ? "starts" : "");
     const auto ends = ints_input_or_attr(model, n, 2, attrs ? "ends" : "");
     if (!starts || !ends || starts->size() != 1 || ends->size() != 1) return std::nullopt;
@@ -222,7 +222,7 @@ std::optional<std::vector<int64_t>> reshape_target(const ir::Model& model, const
     if (is_op(pick, "Gather") && pick->attr_int("axis", 0) == 0) {
       index = ints_input_or_attr(model, *pick, 1, "");
     } else if (is_op(pick, "Slice")) {
-      const bool attrs = default_opset(model) < 10;
+      const bool attrs = model.onnx_opset() < 10;
       const auto starts = ints_input_or_attr(model, *pick, 1, attrs ? "starts" : "");
       const auto ends = ints_input_or_attr(model, *pick, 2, attrs ? "ends" : "");
       // starts is checked first so that starts + 1 cannot overflow.

@@ -12,7 +12,7 @@ namespace onnxtool::passes {
 /// pattern. The last Mul's output name survives.
 PassStats fuse_gelu(ir::Model& model, const PassContext&) {
   PassStats stats;
-  if (default_opset(model) < 20) return stats;
+  if (model.onnx_opset() < 20) return stats;
   for_each_node(model, [&](ir::Graph& g, ir::Node* erf) {
     if (!is_op(erf, "Erf")) return;
     ir::Node* pre = erf->input(0) ? erf->input(0)->producer() : nullptr;

@@ -15,7 +15,7 @@ PassStats fuse_gemm_batchnorm(ir::Model& model, const PassContext&) {
     ir::Node* gemm = y ? y->producer() : nullptr;
     if (!is_op(gemm, "Gemm") || single_consumer(y) != bn) return;
     if (gemm->input(2) && gemm->attr_float("beta", 1.0f) != 1.0f) return;
-    if (default_opset(model) < 7) return;  // Gemm-6 needs the broadcast attribute for a [N] C
+    if (model.onnx_opset() < 7) return;  // Gemm-6 needs the broadcast attribute for a [N] C
     const auto affine = batchnorm_affine(model, *bn);
     const size_t axis = gemm->attr_int("transB", 0) ? 0 : 1;
     if (!affine || !fold_channel_affine(model, g, *gemm, 1, axis, 2, affine->scale, affine->shift)) return;

@@ -44,7 +44,7 @@ std::optional<HardSigmoidPart> hard_sigmoid_of(const ir::Model& m, ir::Node* n, 
 /// readers). The last node's output name survives.
 PassStats fuse_hardswish(ir::Model& model, const PassContext&) {
   PassStats stats;
-  if (default_opset(model) < 14) return stats;
+  if (model.onnx_opset() < 14) return stats;
   for_each_node(model, [&](ir::Graph& g, ir::Node* mul) {
     if (!is_op(mul, "Mul") || mul->inputs().size() != 2) return;
     // mul = x * s, where s is the hard sigmoid of x (scaled or not).

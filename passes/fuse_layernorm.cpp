@@ -33,7 +33,7 @@ int64_t trailing_axis(const ir::Model& m, const ir::Node& r, int64_t rank) {
 /// output name survives.
 PassStats fuse_layernorm(ir::Model& model, const PassContext&) {
   PassStats stats;
-  if (default_opset(model) < 17) return stats;
+  if (model.onnx_opset() < 17) return stats;
   for_each_node(model, [&](ir::Graph& g, ir::Node* r1) {
     if (!is_op(r1, "ReduceMean")) return;
     ir::Value* x = r1->input(0);

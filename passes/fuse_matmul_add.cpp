@@ -25,7 +25,7 @@ bool has_rank(const ir::Value* v, size_t rank) {
 /// only the Add. Needs opset 7 (Gemm's broadcasting C). The Add's output name survives.
 PassStats fuse_matmul_add(ir::Model& model, const PassContext&) {
   PassStats stats;
-  if (default_opset(model) < 7) return stats;
+  if (model.onnx_opset() < 7) return stats;
   for_each_node(model, [&](ir::Graph& g, ir::Node* add) {
     if (!is_op(add, "Add")) return;
     for (size_t side = 0; side < 2; ++side) {

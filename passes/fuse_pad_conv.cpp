@@ -27,7 +27,7 @@ PassStats fuse_pad_conv(ir::Model& model, const PassContext&) {
     } else if (pad->attr_float("value", 0.0f) != 0.0f) {
       return;
     }
-    const auto pads = ints_input_or_attr(model, *pad, 1, default_opset(model) >= 11 ? "" : "pads");
+    const auto pads = ints_input_or_attr(model, *pad, 1, model.onnx_opset() >= 11 ? "" : "pads");
     if (!pads || pads->size() % 2 || pads->size() < 6) return;
     const size_t rank = pads->size() / 2, spatial = rank - 2;
     bool ok = (*pads)[0] == 0 && (*pads)[1] == 0 && (*pads)[rank] == 0 && (*pads)[rank + 1] == 0;

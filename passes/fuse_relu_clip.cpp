@@ -20,7 +20,7 @@ std::optional<Bounds> bounds_of(const ir::Model& m, const ir::Node& n) {
   if (is_op(&n, "Relu")) return Bounds{0, kInf};
   if (!is_op(&n, "Clip")) return std::nullopt;
   Bounds b;
-  if (default_opset(m) < 11) {
+  if (m.onnx_opset() < 11) {
     b.lo = n.attr_float("min", -std::numeric_limits<float>::max());
     b.hi = n.attr_float("max", std::numeric_limits<float>::max());
     return b;
@@ -50,7 +50,7 @@ PassStats fuse_relu_clip(ir::Model& model, const PassContext&) {
     if (!b1 || single_consumer(mid) != second) return;
     const Bounds b{std::max(b1->lo, b2->lo), std::min(b1->hi, b2->hi)};
     if (is_op(second, "Clip")) {
-      if (default_opset(model) < 11) {
+      if (model.onnx_opset() < 11) {
         second->set_attr(ir::Attribute::make_float("min", static_cast<float>(b.lo)));
         second->set_attr(ir::Attribute::make_float("max", static_cast<float>(b.hi)));
       } else {

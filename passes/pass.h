@@ -81,6 +81,9 @@ struct OptimizeReport {
   int rounds = 0;
 };
 
+/// Throws Error(kUsage) naming the first pass of options.only or options.skip that does not exist.
+void check_pass_names(const OptimizeOptions& options);
+
 /// Runs the selected passes over the model (every graph, subgraphs included). Throws Error(kUsage)
 /// for an unknown pass name or an input shape that names no input or contradicts the model, and
 /// Error(kFailed) for a cyclic graph.

@@ -88,12 +88,15 @@ void apply_input_shapes(ir::Model& model, const OptimizeOptions& options) {
 
 }  // namespace
 
+void check_pass_names(const OptimizeOptions& options) {
+  for (const auto* list : {&options.only, &options.skip})
+    for (const auto& n : *list)
+      if (!find_pass(n)) throw_usage_error("unknown pass '" + n + "' (passes: " + pass_names() + ")");
+}
+
 OptimizeReport optimize(ir::Model& model, const OptimizeOptions& options) {
   if (!model.graph) throw_usage_error("the model has no graph");
-  for (const auto& n : options.only)
-    if (!find_pass(n)) throw_usage_error("unknown pass '" + n + "' (passes: " + pass_names() + ")");
-  for (const auto& n : options.skip)
-    if (!find_pass(n)) throw_usage_error("unknown pass '" + n + "' (passes: " + pass_names() + ")");
+  check_pass_names(options);
   apply_input_shapes(model, options);
 
   std::vector<const Pass*> selected;

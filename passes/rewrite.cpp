@@ -10,12 +10,6 @@
 
 namespace onnxtool::passes {
 
-int64_t default_opset(const ir::Model& model) {
-  for (const auto& o : model.opset_import)
-    if (o.domain.empty() || o.domain == "ai.onnx") return o.version;
-  return 0;
-}
-
 const ir::Tensor* constant_of(const ir::Model& model, const ir::Value* value) {
   if (!value || !value->is_initializer()) return nullptr;
   // From IR version 4 on, an initializer that is also a graph input is a default the caller may
@@ -97,17 +91,11 @@ std::optional<FloatConstant> float_constant(const ir::Model& model, const ir::Va
 
 ir::Value* add_constant(ir::Graph& graph, const std::string& base, ir::DataType type, std::vector<int64_t> dims,
                         const std::vector<double>& values) {
+  if (type != ir::DataType::kFloat && type != ir::DataType::kDouble && type != ir::DataType::kFloat16 &&
+      type != ir::DataType::kBFloat16)
+    throw Error(ErrorKind::kInternal, "add_constant: not a floating-point type (integers: add_int64_constant)");
   runner::Tensor t(type, std::move(dims));
-  for (int64_t i = 0; i < t.size(); ++i) {
-    const double v = values[static_cast<size_t>(i)];
-    switch (type) {
-      case ir::DataType::kFloat: t.mutable_data<float>()[i] = static_cast<float>(v); break;
-      case ir::DataType::kDouble: t.mutable_data<double>()[i] = v; break;
-      case ir::DataType::kFloat16: t.mutable_data<uint16_t>()[i] = runner::float_to_half(static_cast<float>(v)); break;
-      case ir::DataType::kBFloat16: t.mutable_data<uint16_t>()[i] = runner::float_to_bfloat16(static_cast<float>(v)); break;
-      default: throw Error(ErrorKind::kInternal, "add_constant: not a floating-point type (integers: add_int64_constant)");
-    }
-  }
+  for (int64_t i = 0; i < t.size(); ++i) runner::set_element_from_double(t, i, values[static_cast<size_t>(i)]);
   return graph.add_initializer(runner::to_ir(t, unique_name(graph, base)));
 }
 
@@ -210,8 +198,8 @@ std::optional<std::vector<double>> channel_vector(const FloatConstant& c, size_t
 std::optional<ChannelAffine> batchnorm_affine(const ir::Model& model, const ir::Node& bn) {
   if (!is_op(&bn, "BatchNormalization") || bn.inputs().size() < 5) return std::nullopt;
   if (bn.attr_int("training_mode", 0) != 0) return std::nullopt;
-  if (default_opset(model) < 7 && bn.attr_int("is_test", 0) == 0) return std::nullopt;
-  if (default_opset(model) < 9 && bn.attr_int("spatial", 1) != 1) return std::nullopt;
+  if (model.onnx_opset() < 7 && bn.attr_int("is_test", 0) == 0) return std::nullopt;
+  if (model.onnx_opset() < 9 && bn.attr_int("spatial", 1) != 1) return std::nullopt;
   for (size_t i = 1; i < bn.outputs().size(); ++i)
     if (bn.output(i) && (bn.output(i)->is_graph_output() || !bn.output(i)->uses().empty())) return std::nullopt;
   std::vector<std::optional<FloatConstant>> p;

@@ -20,9 +20,6 @@ void for_each_node(ir::Model& model, Fn fn) {
   ir::for_each_graph(model, [&](ir::Graph& g) { g.for_each_node([&](ir::Node* n) { fn(g, n); }); });
 }
 
-/// Opset of the default domain the model imports (0 when none).
-int64_t default_opset(const ir::Model& model);
-
 /// The tensor a value always holds: a non-overridable initializer (an initializer that is not
 /// also a graph input, or any initializer below IR version 4), or nullptr.
 const ir::Tensor* constant_of(const ir::Model& model, const ir::Value* value);

@@ -10,6 +10,7 @@
 #include "ir/model_io.h"
 #include "ir/shape_inference.h"
 #include "passes/rewrite.h"
+#include "quant/op_rules.h"
 #include "runner/session.h"
 
 namespace onnxtool::quant {
@@ -62,25 +63,15 @@ struct ErrorSums {
   }
 };
 
-/// Multiply-accumulates per output element of a Conv, ConvTranspose, Gemm or MatMul whose weight
-/// is a constant (0 for anything else): the reduction length.
+/// Multiply-accumulates per output element of an op with a constant weight (quant/op_rules.h; 0
+/// for anything else): the reduction length.
 double reduction_size(const ir::Model& model, const ir::Node& node) {
-  const std::string& op = node.op_type;
-  if (!node.domain.empty() || node.inputs().size() < 2 || !node.input(1)) return 0;
-  const ir::Tensor* w = passes::constant_of(model, node.input(1));  // its dims; the values stay encoded
+  const OpRule* rule = op_rule(node);
+  if (!rule || rule->weight_input < 0 || !node.domain.empty()) return 0;
+  const ir::Value* weight = node.input(static_cast<size_t>(rule->weight_input));
+  const ir::Tensor* w = weight ? passes::constant_of(model, weight) : nullptr;  // its dims; the values stay encoded
   if (!w || w->dims.empty()) return 0;
-  const auto& d = w->dims;
-  auto kernel = [&] {
-    double k = 1;
-    for (size_t i = 2; i < d.size(); ++i) k *= static_cast<double>(d[i]);
-    return k;
-  };
-  if (op == "Conv" && d.size() >= 2) return static_cast<double>(d[1]) * kernel();
-  if (op == "ConvTranspose" && d.size() >= 2)
-    return static_cast<double>(d[0]) / static_cast<double>(std::max<int64_t>(1, node.attr_int("group", 1))) * kernel();
-  if (op == "Gemm" && d.size() == 2) return static_cast<double>(node.attr_int("transB", 0) ? d[1] : d[0]);
-  if (op == "MatMul" && d.size() >= 2) return static_cast<double>(d[d.size() - 2]);
-  return 0;
+  return rule->macs(node, w->dims);
 }
 
 }  // namespace

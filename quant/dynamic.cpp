@@ -7,6 +7,7 @@
 #include "passes/pass.h"
 #include "passes/rewrite.h"
 #include "quant/accuracy.h"
+#include "quant/op_rules.h"
 #include "quant/quantize.h"
 #include "quant/weights.h"
 
@@ -233,7 +234,7 @@ class DynamicQuantizer {
     bool any = false;
     ParamOptions po;
     po.reduce_range = o_.reduce_range;
-    const bool per_axis = o_.per_channel && passes::default_opset(model_) >= 13;
+    const bool per_axis = o_.per_channel && model_.onnx_opset() >= 13;
     for (size_t index : {size_t{1}, size_t{2}}) {
       const auto w = passes::float_constant(model_, n->input(index));
       if (!w || w->type != ir::DataType::kFloat || w->dims.size() != 3) continue;
@@ -273,7 +274,12 @@ class DynamicQuantizer {
 }  // namespace
 
 const std::vector<std::string>& dynamic_op_types() {
-  static const std::vector<std::string> ops = {"MatMul", "Gemm", "Conv", "LSTM", "GRU", "RNN"};
+  static const std::vector<std::string> ops = [] {
+    std::vector<std::string> v;
+    for (const OpRule& r : op_rules())
+      if (r.dynamic) v.emplace_back(r.op_type);
+    return v;
+  }();
   return ops;
 }
 

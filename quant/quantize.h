@@ -135,6 +135,17 @@ constexpr int64_t kStaticPreprocessOpset = 14;
 /// the change in the report. Throws what convert_opset throws.
 void ensure_opset(ir::Model& model, int64_t minimum, QuantizeReport& report);
 
+/// Reports progress while samples are read: (samples read so far, samples in all).
+using SampleProgress = std::function<void(size_t read, size_t total)>;
+
+/// What `onnxtool quantize` runs. With `preprocess`, static quantization first moves a model
+/// older than kStaticPreprocessOpset there (best effort: a model the converter cannot move keeps
+/// its opset), then the optimize pipeline runs. Then quantize_dynamic or quantize_static with
+/// the samples of `sample_dirs` (one folder per sample, read by runner::load_feeds, checked
+/// against the model's inputs); dynamic mode needs none. The report counts the opset change.
+QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, bool preprocess,
+                              const std::vector<std::string>& sample_dirs, const SampleProgress& progress = {});
+
 /// Node-selection helper shared by the modes: true when `node` is to be quantized.
 bool selected(const ir::Node& node, const QuantizeOptions& options, const std::vector<std::string>& supported);
 

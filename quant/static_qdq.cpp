@@ -12,6 +12,7 @@
 #include "passes/pass.h"
 #include "passes/rewrite.h"
 #include "quant/accuracy.h"
+#include "quant/op_rules.h"
 #include "quant/quantize.h"
 #include "quant/weights.h"
 #include "runner/session.h"
@@ -24,13 +25,16 @@ bool is_float_tensor(const ir::Value* v) {
   return v && v->type.is_tensor() && v->type.data_type() == ir::DataType::kFloat;
 }
 
-/// The weight input and its per-channel axis for the ops that have one (-1: none).
+/// The table row of an op static quantization handles (quant/op_rules.h), or nullptr.
+const OpRule* static_rule(const ir::Node& n) {
+  const OpRule* r = op_rule(n);
+  return r && r->static_qdq ? r : nullptr;
+}
+
+/// The per-channel axis of the node's weight (-1: the op has no weight).
 int64_t weight_axis(const ir::Node& n) {
-  if (n.op_type == "Conv") return 0;
-  if (n.op_type == "ConvTranspose") return 1;
-  if (n.op_type == "Gemm") return n.attr_int("transB", 0) ? 0 : 1;
-  if (n.op_type == "MatMul") return 1;
-  return -1;
+  const OpRule* r = static_rule(n);
+  return r && r->weight_input >= 0 ? r->weight_axis(n) : -1;
 }
 
 bool has_weight(const ir::Node& n) { return weight_axis(n) >= 0; }
@@ -38,7 +42,10 @@ bool has_weight(const ir::Node& n) { return weight_axis(n) >= 0; }
 /// Ops that a runtime turns into one integer kernel when their output is quantized too
 /// (QLinearConv, QLinearMatMul, and Gemm's integer forms). ConvTranspose has no such standard op:
 /// onnxruntime runs it in float between DequantizeLinear and QuantizeLinear.
-bool has_integer_kernel(const ir::Node& n) { return has_weight(n) && n.op_type != "ConvTranspose"; }
+bool has_integer_kernel(const ir::Node& n) {
+  const OpRule* r = static_rule(n);
+  return r && r->weight_input >= 0 && !r->integer_kernel.empty();
+}
 
 /// The input interval outside which a node's output stays constant, for the activations that
 /// saturate; nullopt for the others.
@@ -63,7 +70,7 @@ class StaticQuantizer {
     act_.symmetric = o.symmetric_activations;
     act_.reduce_range = false;
     wt_.reduce_range = o.reduce_range;
-    per_axis_ = passes::default_opset(model) >= 13;
+    per_axis_ = model.onnx_opset() >= 13;
   }
 
   void run() {
@@ -235,7 +242,7 @@ class StaticQuantizer {
       ir::Value* wd = dq_weight(n, 1, weight_axis(*n), &w);
       if (!wd) return;
       n->set_input(1, wd);
-      if (n->input(2) && (n->op_type == "Conv" || n->op_type == "ConvTranspose" || n->op_type == "Gemm")) {
+      if (n->input(2) && static_rule(*n)->bias_input == 2) {
         const auto xp = act_params_.find(n->input(0));
         if (xp != act_params_.end())
           if (ir::Value* bd = dq_bias(n, 2, xp->second, w)) n->set_input(2, bd);
@@ -286,14 +293,17 @@ class StaticQuantizer {
 }  // namespace
 
 const std::vector<std::string>& static_op_types() {
-  static const std::vector<std::string> ops = {"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "Mul", "Concat",
-                                               "MaxPool", "AveragePool", "GlobalAveragePool", "Resize", "Reshape",
-                                               "Transpose", "Squeeze", "Unsqueeze", "Flatten"};
+  static const std::vector<std::string> ops = [] {
+    std::vector<std::string> v;
+    for (const OpRule& r : op_rules())
+      if (r.static_qdq) v.emplace_back(r.op_type);
+    return v;
+  }();
   return ops;
 }
 
 void ensure_opset(ir::Model& model, int64_t minimum, QuantizeReport& report) {
-  const int64_t from = passes::default_opset(model);
+  const int64_t from = model.onnx_opset();
   if (from >= minimum) return;
   convert::convert_opset(model, minimum);
   report.opset_from = from;

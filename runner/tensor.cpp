@@ -49,6 +49,23 @@ double element_as_double(const Tensor& t, int64_t i) {
   }
 }
 
+TensorStats tensor_stats(const Tensor& t) {
+  TensorStats s;
+  if (t.size() == 0 || !is_plain_numeric(t.dtype())) return s;
+  s.numeric = true;
+  s.min = std::numeric_limits<double>::infinity();
+  s.max = -s.min;
+  double sum = 0;
+  for (int64_t i = 0; i < t.size(); ++i) {
+    const double v = element_as_double(t, i);
+    s.min = std::min(s.min, v);
+    s.max = std::max(s.max, v);
+    sum += v;
+  }
+  s.mean = sum / static_cast<double>(t.size());
+  return s;
+}
+
 void set_element_from_double(Tensor& t, int64_t i, double v) {
   switch (t.dtype()) {
     case DataType::kFloat: t.mutable_data<float>()[i] = static_cast<float>(v); break;

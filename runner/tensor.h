@@ -77,6 +77,13 @@ double element_as_double(const Tensor& t, int64_t i);
 /// and bfloat16 through float, integers truncate toward zero; bool is v != 0). Other types: no-op.
 void set_element_from_double(Tensor& t, int64_t i, double v);
 
+/// Minimum, maximum and mean of a plain numeric tensor (NaN propagates into all three).
+struct TensorStats {
+  bool numeric = false;  ///< false for an empty or not plain numeric tensor: no statistics
+  double min = 0, max = 0, mean = 0;
+};
+TensorStats tensor_stats(const Tensor& t);
+
 /// A runtime value: a tensor, a sequence of tensors, or an optional (empty or holding one).
 struct Value {
   enum class Kind { kNone, kTensor, kSequence, kOptional };

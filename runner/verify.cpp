@@ -31,16 +31,7 @@ Value owned(const Value& v) {
 /// inputs changed precision.
 Tensor cast_float(const Tensor& t, DataType to) {
   Tensor out(to, t.shape());
-  for (int64_t i = 0; i < t.size(); ++i) {
-    const double v = element_as_double(t, i);
-    switch (to) {
-      case DataType::kFloat: out.mutable_data<float>()[i] = static_cast<float>(v); break;
-      case DataType::kDouble: out.mutable_data<double>()[i] = v; break;
-      case DataType::kFloat16: out.mutable_data<uint16_t>()[i] = float_to_half(static_cast<float>(v)); break;
-      case DataType::kBFloat16: out.mutable_data<uint16_t>()[i] = float_to_bfloat16(static_cast<float>(v)); break;
-      default: break;
-    }
-  }
+  for (int64_t i = 0; i < t.size(); ++i) set_element_from_double(out, i, element_as_double(t, i));
   return out;
 }
 

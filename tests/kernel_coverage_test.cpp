@@ -1,13 +1,19 @@
 // Walks the op schema registry: every version of every operator of the default domain (and the
 // preview training domain) that is not deprecated must have a CPU kernel and a shape function,
 // or an explicit reason here why not. A new schema without a kernel, or a reason that became
-// stale because a kernel was added, fails the test.
+// stale because a kernel was added, fails the test. Likewise every version boundary the opset
+// converter crosses needs an adapter row, a change its generic rule handles, or a stated reason.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 
+#include "convert/opset_adapters.h"
+#include "convert/version_converter.h"
 #include "ir/op_schema.h"
+#include "quant/op_rules.h"
 #include "runner/kernel.h"
 
 namespace onnxtool {
@@ -22,6 +28,71 @@ const std::map<std::string, std::string>& no_kernel_reasons() {
       {"Upsample@1", "version 1 is experimental (attributes width_scale/height_scale); versions 7-9 run"},
   };
   return reasons;
+}
+
+/// Version boundaries ("Op@b") whose change neither has an adapter in convert/opset_adapters.cpp
+/// nor is one the generic rule of convert/version_converter.cpp handles (see
+/// unhandled_change()), with why the converter needs no adapter for it.
+const std::map<std::string, std::string>& no_adapter_reasons() {
+  static const std::map<std::string, std::string> reasons = {
+      {"AveragePool@19", "dilations added without a default: going down refuses it when set"},
+      {"Constant@11", "sparse_value added: going down refuses it (no dense equivalent is written)"},
+      {"Erf@13", "integer types dropped, bfloat16 added: an integer Erf going up fails the checker comparison"},
+      {"LpPool@18", "dilations added without a default: going down refuses it when set"},
+      {"MaxPool@8", "optional Indices output added: a node using it going down fails the checker comparison"},
+      {"MaxPool@10", "dilations added without a default: going down refuses it when set"},
+      {"Resize@18", "axes added without a default: going down refuses it when set"},
+  };
+  return reasons;
+}
+
+/// The types a formal parameter may bind to.
+std::set<std::string> allowed_types(const ir::OpSchema& s, const ir::FormalParam& p) {
+  if (const ir::TypeConstraint* c = s.constraint(p.type)) return {c->allowed.begin(), c->allowed.end()};
+  return {p.type};  // a fixed type string
+}
+
+/// The first change of parameters from `prev` to `now` the generic rule does not cover: one
+/// removed, or of another kind (single, optional, variadic), or needing more values, or whose
+/// types narrowed; one added that is not optional (or any added output). "" when none. Fewer
+/// values needed, like more types allowed, is a widening the checker comparison guards.
+std::string unhandled_param_change(const ir::OpSchema& prev, const std::vector<ir::FormalParam>& before,
+                                   const ir::OpSchema& now, const std::vector<ir::FormalParam>& after,
+                                   const std::string& what, bool may_add_optional) {
+  if (after.size() < before.size()) return what + "s removed";
+  for (size_t i = 0; i < after.size(); ++i) {
+    const std::string name = what + " " + after[i].name;
+    if (i >= before.size()) {
+      if (!may_add_optional || after[i].option != ir::ParamOption::kOptional) return name + " added";
+      continue;
+    }
+    if (after[i].option != before[i].option || after[i].min_arity > before[i].min_arity)
+      return name + " changed its arity";
+    const auto old_types = allowed_types(prev, before[i]), new_types = allowed_types(now, after[i]);
+    if (!std::includes(new_types.begin(), new_types.end(), old_types.begin(), old_types.end()))
+      return name + " lost types";
+  }
+  return "";
+}
+
+/// What version `now` of an op changed from version `prev` that convert/version_converter.cpp's
+/// cross_up/cross_down do not handle without an adapter, "" when nothing: they handle attributes
+/// added with a default (dropped going down when at it), optional inputs added at the end
+/// (refused going down when given) and widened types (the checker comparison refuses a type the
+/// target does not allow).
+std::string unhandled_change(const ir::OpSchema& prev, const ir::OpSchema& now) {
+  for (const ir::AttributeSpec& a : prev.attributes) {
+    const ir::AttributeSpec* spec = now.attribute(a.name);
+    if (!spec) return "attribute " + a.name + " removed";
+    if (spec->type != a.type || spec->default_value != a.default_value || spec->required != a.required)
+      return "attribute " + a.name + " changed its type, default or requiredness";
+  }
+  for (const ir::AttributeSpec& a : now.attributes)
+    if (!prev.attribute(a.name) && (a.required || a.default_value.empty()))
+      return "attribute " + a.name + " added without a default";
+  std::string change = unhandled_param_change(prev, prev.inputs, now, now.inputs, "input", true);
+  if (change.empty()) change = unhandled_param_change(prev, prev.outputs, now, now.outputs, "output", false);
+  return change;
 }
 
 }  // namespace
@@ -57,6 +128,85 @@ TEST_SUITE("kernel_coverage") {
     for (const auto& [op, versions] : missing) FAIL_CHECK("no kernel for " << op << " version(s)" << versions);
     for (const auto& [key, used] : reason_used) CHECK_MESSAGE(used, key << ": a no-kernel reason for an unknown op");
     MESSAGE(checked << " operator versions have kernels; " << no_kernel_reasons().size() << " ops have none, with reasons");
+  }
+
+  TEST_CASE("every quantizer rule names an operator, its weight axis, and an integer kernel that exists") {
+    const auto& schemas = ir::SchemaRegistry::instance();
+    const auto& kernels = runner::KernelRegistry::instance();
+    for (const quant::OpRule& r : quant::op_rules()) {
+      const std::string op(r.op_type);
+      CAPTURE(op);
+      CHECK(schemas.versions("", op) != nullptr);
+      CHECK((r.static_qdq || r.dynamic));
+      if (r.weight_input >= 0) {
+        CHECK(static_cast<bool>(r.weight_axis));
+        CHECK(static_cast<bool>(r.macs));
+      } else {
+        CHECK(r.bias_input < 0);  // a bias is quantized with the weight's scale
+        CHECK(r.integer_kernel.empty());
+      }
+      // A standard integer kernel must run in onnxtool's runner (calibration, --verify and compare
+      // judge the quantized model there); a contrib one is written by no quantizer mode today.
+      const std::string kernel(r.integer_kernel);
+      if (!kernel.empty() && kernel.find("::") == std::string::npos)
+        CHECK_MESSAGE(static_cast<bool>(kernels.find("", kernel, 21)), kernel << " has no kernel");
+    }
+  }
+
+  TEST_CASE("every operator version boundary the opset converter crosses has an adapter, or needs none") {
+    const auto& schemas = ir::SchemaRegistry::instance();
+    std::map<std::string, bool> reason_used;
+    for (const auto& [key, reason] : no_adapter_reasons()) reason_used[key] = false;
+    int adapted = 0, begin_or_end = 0, generic = 0, stated = 0;
+    const ir::OpSchema* prev = nullptr;  // the op's version before `s`, when there is one
+    for (const ir::OpSchema* s : schemas.all()) {
+      if (!s->domain.empty()) continue;
+      if (prev && prev->name != s->name) prev = nullptr;
+      const ir::OpSchema* older = prev;
+      prev = s;
+      if (s->since_version <= convert::kMinConvertOpset || s->since_version > convert::kMaxConvertOpset) continue;
+      const std::string key = s->name + "@" + std::to_string(s->since_version);
+      CAPTURE(key);
+      const bool has_row = convert::find_opset_adapter(s->name, s->since_version) != nullptr;
+      // Introduced (or brought back) here, or deprecated here: the converter refuses the node on
+      // the side where the op does not exist, naming the opset.
+      const bool op_begins_or_ends = !older || older->deprecated || s->deprecated;
+      const std::string change = op_begins_or_ends ? "" : unhandled_change(*older, *s);
+      if (no_adapter_reasons().count(key)) {
+        reason_used[key] = true;
+        CHECK_MESSAGE(!has_row, "remove the no-adapter reason: the boundary has an adapter now");
+        CHECK_MESSAGE(!change.empty(), "remove the no-adapter reason: the generic rule handles the change");
+        ++stated;
+      } else if (has_row) {
+        ++adapted;
+      } else if (op_begins_or_ends) {
+        ++begin_or_end;
+      } else {
+        CHECK_MESSAGE(change.empty(), change << ": add a row to convert/opset_adapters.cpp or a no-adapter reason");
+        ++generic;
+      }
+    }
+    for (const auto& [key, used] : reason_used)
+      CHECK_MESSAGE(used, key << ": a no-adapter reason for an unknown boundary");
+
+    std::set<std::string> rows;
+    for (const convert::OpsetAdapter& row : convert::opset_adapters()) {
+      const std::string key = std::string(row.op) + "@" + std::to_string(row.boundary);
+      CAPTURE(key);
+      CHECK_MESSAGE(rows.insert(key).second, "two rows for one boundary: the converter would only use the first");
+      CHECK((row.up || row.down));
+      CHECK(!row.doc.empty());
+      CHECK(row.boundary > convert::kMinConvertOpset);
+      CHECK(row.boundary <= convert::kMaxConvertOpset);
+      const auto* versions = schemas.versions("", row.op);
+      const bool begins = versions && std::any_of(versions->begin(), versions->end(), [&](const ir::OpSchema& v) {
+        return v.since_version == row.boundary;
+      });
+      CHECK_MESSAGE(begins, "no version of the operator begins at the row's boundary");
+    }
+    MESSAGE(adapted << " boundaries have adapters (" << rows.size() << " rows); " << begin_or_end
+                    << " begin or deprecate an op and " << generic << " need none by the schemas; " << stated
+                    << " need none for a stated reason");
   }
 }
 

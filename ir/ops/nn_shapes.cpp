@@ -1,4 +1,4 @@
-// Shape functions of neural-network ops: matrix products, convolutions and pooling,
+// Shape functions of neural-network ops: matrix products and Det, convolutions and pooling,
 // normalizations, Einsum, recurrent layers, attention and image sampling.
 #include <algorithm>
 #include <map>
@@ -106,6 +106,19 @@ void infer_gemm(InferenceContext& ctx) {
   }
   Shape out;
   out.dims = {m, n};
+  propagate_type(ctx, 0, 0, std::move(out));
+}
+
+void infer_det(InferenceContext& ctx) {
+  const Shape* in = ctx.input_shape(0);
+  if (!in) {
+    propagate_type(ctx, 0, 0, std::nullopt);
+    return;
+  }
+  if (in->rank() < 2) ctx.fail("shape.rank", "Det needs rank >= 2, got " + in->to_string());
+  shape::merge(ctx, in->dims[in->rank() - 2], in->dims[in->rank() - 1], "shape.det", "Det needs square matrices");
+  Shape out = *in;
+  out.dims.resize(in->rank() - 2);
   propagate_type(ctx, 0, 0, std::move(out));
 }
 
@@ -944,6 +957,7 @@ void register_nn_shapes(SchemaRegistry& r) {
   r.set_shape_fn("", "MatMulInteger", 10, kLast, infer_matmul_integer);
   r.set_shape_fn("", "QLinearMatMul", 10, kLast, infer_qlinear_matmul);
   r.set_shape_fn("", "Gemm", 1, kLast, infer_gemm);
+  r.set_shape_fn("", "Det", 1, kLast, infer_det);
 
   r.set_shape_fn("", "Conv", 1, kLast, infer_conv);
   r.set_shape_fn("", "ConvInteger", 10, kLast, infer_conv_integer);

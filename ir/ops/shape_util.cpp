@@ -1,4 +1,5 @@
-// Shape helpers: broadcasting, dim merging and arithmetic.
+// Shape helpers: broadcasting, dim merging and arithmetic, and small helpers several op
+// families share.
 #include "ir/ops/shape_util.h"
 
 #include <algorithm>
@@ -127,6 +128,87 @@ void propagate_type(InferenceContext& ctx, size_t in, size_t out, std::optional<
 std::optional<std::vector<int64_t>> tensor_ints(const Tensor& t, size_t max_elements) {
   if (!is_integer_type(t.type())) return std::nullopt;  // bool is no shape or index
   return read_ints(t, max_elements);
+}
+
+// ---------------------------------------------------------------- helpers of several families
+
+bool same_dim(const Dim& a, const Dim& b) {
+  if (a.is_static() && b.is_static()) return a.value == b.value;
+  return a.kind == Dim::Kind::kParam && b.kind == Dim::Kind::kParam && a.param == b.param;
+}
+
+Shape shape_of_dims(std::vector<Dim> dims) {
+  Shape s;
+  s.dims = std::move(dims);
+  return s;
+}
+
+Shape vector_shape(Dim length) { return shape_of_dims({std::move(length)}); }
+
+int64_t rank_of(const Shape& s) { return static_cast<int64_t>(s.rank()); }
+
+int64_t checked_mul(const InferenceContext& ctx, int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) ctx.fail("shape.overflow", "dimension product overflows int64");
+  return r;
+}
+
+std::optional<int64_t> vector_length(const InferenceContext& ctx, size_t i) {
+  if (!ctx.has_input(i)) return std::nullopt;
+  if (const DimValues* v = ctx.input_values(i)) return static_cast<int64_t>(v->size());
+  const Shape* s = ctx.input_shape(i);
+  if (!s) return std::nullopt;
+  if (s->rank() == 0) return 1;
+  if (s->rank() == 1 && s->dims[0].is_static()) return s->dims[0].value;
+  return std::nullopt;
+}
+
+std::optional<Dim> scalar_dim(const InferenceContext& ctx, size_t i) {
+  if (!ctx.has_input(i)) return std::nullopt;
+  const DimValues* v = ctx.input_values(i);
+  if (!v || v->size() != 1) return std::nullopt;
+  return (*v)[0];
+}
+
+std::optional<int64_t> scalar_int(const InferenceContext& ctx, size_t i) {
+  auto d = scalar_dim(ctx, i);
+  if (!d || !d->is_static()) return std::nullopt;
+  return d->value;
+}
+
+std::vector<int64_t> normalize_axes(const InferenceContext& ctx, const std::vector<int64_t>& axes,
+                                    int64_t rank, const std::string& what) {
+  std::vector<int64_t> out;
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  for (int64_t a : axes) {
+    const int64_t n = normalize_axis(ctx, a, rank, what);
+    if (seen[static_cast<size_t>(n)])
+      ctx.fail("shape.axis", what + " repeats axis " + std::to_string(a));
+    seen[static_cast<size_t>(n)] = true;
+    out.push_back(n);
+  }
+  return out;
+}
+
+std::vector<int64_t> all_axes(int64_t rank) {
+  std::vector<int64_t> out(static_cast<size_t>(rank));
+  for (int64_t i = 0; i < rank; ++i) out[static_cast<size_t>(i)] = i;
+  return out;
+}
+
+DataType dtype_attr(const InferenceContext& ctx, const char* name, DataType fallback) {
+  const int64_t v = ctx.attr_int(name, static_cast<int64_t>(fallback));
+  if (!is_valid_data_type(static_cast<int32_t>(v)))
+    ctx.fail("shape.attribute", std::string(name) + " " + std::to_string(v) + " is not a data type");
+  return static_cast<DataType>(v);
+}
+
+Dim divide_dim(const InferenceContext& ctx, const Dim& d, int64_t factor, const std::string& what) {
+  if (factor == 1) return d;
+  if (!d.is_static()) return shape::affine_dim(ctx, d, 1, 0, factor);
+  if (d.value % factor != 0)
+    ctx.fail("shape.blocksize", what + " " + std::to_string(d.value) + " is not a multiple of " + std::to_string(factor));
+  return Dim::of(d.value / factor);
 }
 
 // ---------------------------------------------------------------- symbolic dim arithmetic

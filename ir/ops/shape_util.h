@@ -61,4 +61,41 @@ Dim affine_dim(const InferenceContext& ctx, const Dim& d, int64_t mul, int64_t a
 /// involved, unknown when either is unknown (unless the other is a static 0).
 Dim sum_dims(const InferenceContext& ctx, const Dim& a, const Dim& b);
 
+// ---------------------------------------------------------------- helpers of several families
+
+/// Whether two dims are known to be equal: the same static size or the same symbol.
+bool same_dim(const Dim& a, const Dim& b);
+
+/// A shape of the given dims.
+Shape shape_of_dims(std::vector<Dim> dims);
+/// A 1-D shape of the given length.
+Shape vector_shape(Dim length);
+/// A shape's rank as int64.
+int64_t rank_of(const Shape& s);
+
+/// a * b, failing with shape.overflow when it overflows int64.
+int64_t checked_mul(const InferenceContext& ctx, int64_t a, int64_t b);
+
+/// Number of elements of a 0-D/1-D input: from its values, else from its static shape.
+std::optional<int64_t> vector_length(const InferenceContext& ctx, size_t i);
+
+/// The single value of a scalar (or one-element) integer input, as a dim.
+std::optional<Dim> scalar_dim(const InferenceContext& ctx, size_t i);
+/// The same as a number, when static.
+std::optional<int64_t> scalar_int(const InferenceContext& ctx, size_t i);
+
+/// Normalises a list of axes against `rank`; repeated axes fail with shape.axis.
+std::vector<int64_t> normalize_axes(const InferenceContext& ctx, const std::vector<int64_t>& axes,
+                                    int64_t rank, const std::string& what = "axes");
+/// 0, 1, ..., rank-1.
+std::vector<int64_t> all_axes(int64_t rank);
+
+/// The data type in attribute `name` (`fallback` when absent); fails with shape.attribute when
+/// the value is not a data type.
+DataType dtype_attr(const InferenceContext& ctx, const char* name, DataType fallback);
+
+/// Divides a dim by a factor it must be a multiple of: exact for static dims (failing when not
+/// divisible), a derived symbol for symbolic ones.
+Dim divide_dim(const InferenceContext& ctx, const Dim& d, int64_t factor, const std::string& what);
+
 }  // namespace onnxtool::ir::shape

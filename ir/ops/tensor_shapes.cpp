@@ -1,6 +1,7 @@
 // Shape functions of tensor manipulation and shape computation ops (Shape, Reshape, Slice,
-// Gather, Concat, Pad, Resize, ...), of sequences, optionals, strings, random and signal ops,
-// with the propagation of the values of small integer tensors that shape computations need.
+// Gather, Concat, Pad, Resize, ...), with the propagation of the values of small integer
+// tensors that shape computations need. The other families have their own
+// ir/ops/<family>_shapes.cpp (random, string, sequence, signal, vision, ...).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -14,12 +15,23 @@
 namespace onnxtool::ir {
 namespace {
 
+using shape::all_axes;
+using shape::checked_mul;
+using shape::divide_dim;
+using shape::dtype_attr;
+using shape::normalize_axes;
 using shape::normalize_axis;
 using shape::propagate_type;
 using shape::propagate_type_and_shape;
+using shape::rank_of;
+using shape::same_dim;
+using shape::scalar_dim;
+using shape::scalar_int;
+using shape::shape_of_dims;
 using shape::unknown_shape;
+using shape::vector_length;
+using shape::vector_shape;
 
-constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
 // Slice ends at or beyond this are read as "to the end" even when the dim is symbolic: exporters
 // write INT32_MAX or INT64_MAX for an open end, and no real dim reaches 2^31 - 1.
@@ -29,32 +41,11 @@ constexpr size_t kMaxValues = 64;
 
 // ------------------------------------------------------------------ small helpers
 
-bool same_dim(const Dim& a, const Dim& b) {
-  if (a.is_static() && b.is_static()) return a.value == b.value;
-  return a.kind == Dim::Kind::kParam && b.kind == Dim::Kind::kParam && a.param == b.param;
-}
-
 DimValues to_values(const std::vector<int64_t>& ints) {
   DimValues out;
   out.reserve(ints.size());
   for (int64_t v : ints) out.push_back(Dim::of(v));
   return out;
-}
-
-Shape shape_of_dims(std::vector<Dim> dims) {
-  Shape s;
-  s.dims = std::move(dims);
-  return s;
-}
-
-Shape vector_shape(Dim length) { return shape_of_dims({std::move(length)}); }
-
-int64_t rank_of(const Shape& s) { return static_cast<int64_t>(s.rank()); }
-
-int64_t checked_mul(const InferenceContext& ctx, int64_t a, int64_t b) {
-  int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) ctx.fail("shape.overflow", "dimension product overflows int64");
-  return r;
 }
 
 /// a * b: a number when both are static, a derived symbol ("3*h") for a symbol times a positive
@@ -66,31 +57,6 @@ Dim multiply_dim(const InferenceContext& ctx, const Dim& a, const Dim& b) {
   if (a.is_static() && a.value >= 1) return shape::affine_dim(ctx, b, a.value, 0, 1);
   if (b.is_static() && b.value >= 1) return shape::affine_dim(ctx, a, b.value, 0, 1);
   return Dim{};
-}
-
-/// Number of elements of a 0-D/1-D input: from its values, else from its static shape.
-std::optional<int64_t> vector_length(const InferenceContext& ctx, size_t i) {
-  if (!ctx.has_input(i)) return std::nullopt;
-  if (const DimValues* v = ctx.input_values(i)) return static_cast<int64_t>(v->size());
-  const Shape* s = ctx.input_shape(i);
-  if (!s) return std::nullopt;
-  if (s->rank() == 0) return 1;
-  if (s->rank() == 1 && s->dims[0].is_static()) return s->dims[0].value;
-  return std::nullopt;
-}
-
-/// The single value of a scalar (or one-element) integer input, as a dim.
-std::optional<Dim> scalar_dim(const InferenceContext& ctx, size_t i) {
-  if (!ctx.has_input(i)) return std::nullopt;
-  const DimValues* v = ctx.input_values(i);
-  if (!v || v->size() != 1) return std::nullopt;
-  return (*v)[0];
-}
-
-std::optional<int64_t> scalar_int(const InferenceContext& ctx, size_t i) {
-  auto d = scalar_dim(ctx, i);
-  if (!d || !d->is_static()) return std::nullopt;
-  return d->value;
 }
 
 /// The values of a small numeric tensor (integer or floating point) as doubles.
@@ -109,77 +75,6 @@ std::optional<std::vector<double>> input_numbers(const InferenceContext& ctx, si
   if (auto ints = ctx.input_ints(i)) return std::vector<double>(ints->begin(), ints->end());
   if (const Tensor* t = ctx.input_tensor(i)) return tensor_numbers(*t);
   return std::nullopt;
-}
-
-/// Normalises a list of axes against `rank`; repeated axes fail with shape.axis.
-std::vector<int64_t> normalize_axes(const InferenceContext& ctx, const std::vector<int64_t>& axes,
-                                    int64_t rank, const std::string& what = "axes") {
-  std::vector<int64_t> out;
-  std::vector<bool> seen(static_cast<size_t>(rank), false);
-  for (int64_t a : axes) {
-    const int64_t n = normalize_axis(ctx, a, rank, what);
-    if (seen[static_cast<size_t>(n)])
-      ctx.fail("shape.axis", what + " repeats axis " + std::to_string(a));
-    seen[static_cast<size_t>(n)] = true;
-    out.push_back(n);
-  }
-  return out;
-}
-
-std::vector<int64_t> all_axes(int64_t rank) {
-  std::vector<int64_t> out(static_cast<size_t>(rank));
-  for (int64_t i = 0; i < rank; ++i) out[static_cast<size_t>(i)] = i;
-  return out;
-}
-
-DataType dtype_attr(const InferenceContext& ctx, const char* name, DataType fallback) {
-  const int64_t v = ctx.attr_int(name, static_cast<int64_t>(fallback));
-  if (!is_valid_data_type(static_cast<int32_t>(v)))
-    ctx.fail("shape.attribute", std::string(name) + " " + std::to_string(v) + " is not a data type");
-  return static_cast<DataType>(v);
-}
-
-TypeInfo sequence_of(TypeInfo elem) {
-  TypeInfo t;
-  t.kind = TypeInfo::Kind::kSequence;
-  t.elem = Box<TypeInfo>(std::move(elem));
-  return t;
-}
-
-TypeInfo optional_of(TypeInfo elem) {
-  TypeInfo t;
-  t.kind = TypeInfo::Kind::kOptional;
-  t.elem = Box<TypeInfo>(std::move(elem));
-  return t;
-}
-
-/// The tensor type covering both: one element type, dims that agree kept, others unknown, an
-/// unknown rank when ranks differ. kUnset operands are ignored.
-TypeInfo union_tensor(const InferenceContext& ctx, const TypeInfo& a, const TypeInfo& b) {
-  if (a.kind == TypeInfo::Kind::kUnset) return b;
-  if (b.kind == TypeInfo::Kind::kUnset) return a;
-  if (a.kind != b.kind)
-    ctx.fail("shape.input-type", "sequence elements of different kinds: " + a.to_string() + " and " + b.to_string());
-  if (a.kind != TypeInfo::Kind::kTensor) return a;
-  if (a.elem_type && b.elem_type && a.elem_type != b.elem_type)
-    ctx.fail("shape.input-type", "sequence elements of different types: " + a.to_string() + " and " + b.to_string());
-  TypeInfo out = a;
-  if (!out.elem_type) out.elem_type = b.elem_type;
-  if (!a.shape || !b.shape || a.shape->rank() != b.shape->rank()) {
-    out.shape.reset();
-    return out;
-  }
-  for (size_t i = 0; i < a.shape->rank(); ++i)
-    if (!same_dim(a.shape->dims[i], b.shape->dims[i])) out.shape->dims[i] = Dim{};
-  return out;
-}
-
-/// A sequence input's element type, or nullptr.
-const TypeInfo* sequence_elem(const InferenceContext& ctx, size_t i) {
-  const TypeInfo* t = ctx.input_type(i);
-  if (!t || t->kind != TypeInfo::Kind::kSequence || !t->elem || t->elem->kind == TypeInfo::Kind::kUnset)
-    return nullptr;
-  return t->elem.get();
 }
 
 
@@ -1123,16 +1018,6 @@ const Shape* rank4_input(const InferenceContext& ctx, const char* op) {
   return in;
 }
 
-// Divides a dim by a factor it must be a multiple of: exact for static dims (failing when not
-// divisible), a derived symbol for symbolic ones.
-Dim divide_dim(const InferenceContext& ctx, const Dim& d, int64_t factor, const std::string& what) {
-  if (factor == 1) return d;
-  if (!d.is_static()) return shape::affine_dim(ctx, d, 1, 0, factor);
-  if (d.value % factor != 0)
-    ctx.fail("shape.blocksize", what + " " + std::to_string(d.value) + " is not a multiple of " + std::to_string(factor));
-  return Dim::of(d.value / factor);
-}
-
 void infer_depth_to_space(InferenceContext& ctx) {
   const int64_t b = block_size(ctx);
   const Shape* in = rank4_input(ctx, "DepthToSpace");
@@ -1310,477 +1195,6 @@ void infer_resize(InferenceContext& ctx) {
   propagate_type(ctx, 0, 0, std::move(out));
 }
 
-// CenterCropPad: the dims at `axes` become the shape input's values.
-void infer_center_crop_pad(InferenceContext& ctx) {
-  const Shape* in = ctx.input_shape(0);
-  if (!in) {
-    propagate_type(ctx, 0, 0, std::nullopt);
-    return;
-  }
-  const int64_t r = rank_of(*in);
-  auto attr_axes = ctx.attr_ints("axes");
-  const std::vector<int64_t> axes = attr_axes ? normalize_axes(ctx, *attr_axes, r) : all_axes(r);
-  Shape out = *in;
-  const DimValues* v = ctx.input_values(1);
-  if (v && v->size() != axes.size())
-    ctx.fail("shape.rank", "CenterCropPad shape has " + std::to_string(v->size()) + " entries for " +
-                               std::to_string(axes.size()) + " axes");
-  for (size_t k = 0; k < axes.size(); ++k) out.dims[static_cast<size_t>(axes[k])] = v ? (*v)[k] : Dim{};
-  propagate_type(ctx, 0, 0, std::move(out));
-}
-
-// Col2Im: [N, C * prod(block_shape), L] -> [N, C, image_shape...].
-void infer_col2im(InferenceContext& ctx) {
-  const Shape* in = ctx.input_shape(0);
-  if (in && in->rank() != 3) ctx.fail("shape.rank", "Col2Im needs a rank-3 input, got " + in->to_string());
-  const DimValues* image = ctx.input_values(1);
-  auto image_len = vector_length(ctx, 1);
-  auto block = ctx.input_ints(2);
-  if (image && block && image->size() != block->size())
-    ctx.fail("shape.rank", "Col2Im image_shape and block_shape have different lengths");
-  if (!image_len) {
-    propagate_type(ctx, 0, 0, std::nullopt);
-    return;
-  }
-  Shape out = unknown_shape(2 + static_cast<size_t>(*image_len));
-  if (in) {
-    out.dims[0] = in->dims[0];
-    if (block) {
-      int64_t prod = 1;
-      for (int64_t b : *block) {
-        if (b < 1) ctx.fail("shape.attribute", "Col2Im block_shape has the non-positive value " + std::to_string(b));
-        prod = checked_mul(ctx, prod, b);
-      }
-      out.dims[1] = divide_dim(ctx, in->dims[1], prod, "Col2Im input channels");
-    }
-  }
-  if (image)
-    for (size_t i = 0; i < image->size(); ++i) out.dims[2 + i] = (*image)[i];
-  propagate_type(ctx, 0, 0, std::move(out));
-}
-
-// GridSample: [N, C, D1..Dn] sampled at grid [N, D1'..Dn', n] -> [N, C, D1'..Dn'].
-void infer_grid_sample(InferenceContext& ctx) {
-  const Shape* x = ctx.input_shape(0);
-  const Shape* grid = ctx.input_shape(1);
-  if (x && grid && x->rank() != grid->rank())
-    ctx.fail("shape.rank", "GridSample input " + x->to_string() + " and grid " + grid->to_string() + " differ in rank");
-  if (ctx.opset() < 20) {
-    if (x && x->rank() != 4) ctx.fail("shape.rank", "GridSample-16 needs a rank-4 input, got " + x->to_string());
-    if (grid && grid->rank() != 4) ctx.fail("shape.rank", "GridSample-16 needs a rank-4 grid, got " + grid->to_string());
-  }
-  if (!x && !grid) {
-    propagate_type(ctx, 0, 0, std::nullopt);
-    return;
-  }
-  const size_t r = x ? x->rank() : grid->rank();
-  if (r < 3) ctx.fail("shape.rank", "GridSample needs rank >= 3");
-  Shape out = unknown_shape(r);
-  if (x) {
-    out.dims[0] = x->dims[0];
-    out.dims[1] = x->dims[1];
-  }
-  if (grid) {
-    const Dim& last = grid->dims[r - 1];
-    if (last.is_static() && last.value != static_cast<int64_t>(r - 2))
-      ctx.fail("shape.rank", "GridSample grid's last dim is " + std::to_string(last.value) + ", needs " + std::to_string(r - 2));
-    out.dims[0] = shape::merge(ctx, out.dims[0], grid->dims[0], "shape.rank", "GridSample batch of input and grid");
-    for (size_t i = 2; i < r; ++i) out.dims[i] = grid->dims[i - 1];
-  }
-  for (Dim& d : out.dims) d.denotation.clear();
-  propagate_type(ctx, 0, 0, std::move(out));
-}
-
-void infer_det(InferenceContext& ctx) {
-  const Shape* in = ctx.input_shape(0);
-  if (!in) {
-    propagate_type(ctx, 0, 0, std::nullopt);
-    return;
-  }
-  if (in->rank() < 2) ctx.fail("shape.rank", "Det needs rank >= 2, got " + in->to_string());
-  shape::merge(ctx, in->dims[in->rank() - 2], in->dims[in->rank() - 1], "shape.det", "Det needs square matrices");
-  Shape out = *in;
-  out.dims.resize(in->rank() - 2);
-  propagate_type(ctx, 0, 0, std::move(out));
-}
-
-void infer_non_max_suppression(InferenceContext& ctx) {
-  ctx.set_output_tensor(0, DataType::kInt64, shape_of_dims({Dim{}, Dim::of(3)}));
-}
-
-// RoiAlign: [num_rois, C, output_height, output_width].
-void infer_roi_align(InferenceContext& ctx) {
-  const Shape* x = ctx.input_shape(0);
-  const Shape* rois = ctx.input_shape(1);
-  const Shape* idx = ctx.input_shape(2);
-  if (x && x->rank() != 4) ctx.fail("shape.rank", "RoiAlign needs a rank-4 input, got " + x->to_string());
-  if (rois && rois->rank() != 2) ctx.fail("shape.rank", "RoiAlign rois must be rank 2, got " + rois->to_string());
-  if (idx && idx->rank() != 1) ctx.fail("shape.rank", "RoiAlign batch_indices must be rank 1, got " + idx->to_string());
-  Dim n;
-  if (rois) n = rois->dims[0];
-  if (idx) n = shape::merge(ctx, n, idx->dims[0], "shape.rank", "RoiAlign rois and batch_indices counts");
-  propagate_type(ctx, 0, 0, shape_of_dims({n, x ? x->dims[1] : Dim{}, Dim::of(ctx.attr_int("output_height", 1)),
-                                           Dim::of(ctx.attr_int("output_width", 1))}));
-}
-
-void infer_max_roi_pool(InferenceContext& ctx) {
-  const Shape* x = ctx.input_shape(0);
-  const Shape* rois = ctx.input_shape(1);
-  auto pooled = ctx.attr_ints("pooled_shape");
-  if (x && x->rank() != 4) ctx.fail("shape.rank", "MaxRoiPool needs a rank-4 input, got " + x->to_string());
-  if (pooled && pooled->size() != 2) ctx.fail("shape.attribute", "pooled_shape must have 2 entries");
-  propagate_type(ctx, 0, 0, shape_of_dims({rois && rois->rank() == 2 ? rois->dims[0] : Dim{}, x ? x->dims[1] : Dim{},
-                                           pooled ? Dim::of((*pooled)[0]) : Dim{}, pooled ? Dim::of((*pooled)[1]) : Dim{}}));
-}
-
-void infer_multinomial(InferenceContext& ctx) {
-  const Shape* in = ctx.input_shape(0);
-  if (in && in->rank() != 2) ctx.fail("shape.rank", "Multinomial needs a rank-2 input, got " + in->to_string());
-  ctx.set_output_tensor(0, dtype_attr(ctx, "dtype", DataType::kInt32),
-                        shape_of_dims({in ? in->dims[0] : Dim{}, Dim::of(ctx.attr_int("sample_size", 1))}));
-}
-
-// RandomNormal/RandomUniform: `shape` attribute and `dtype` (float by default).
-void infer_random(InferenceContext& ctx) {
-  auto s = ctx.attr_ints("shape");
-  ctx.set_output_tensor(0, dtype_attr(ctx, "dtype", DataType::kFloat), s ? std::optional<Shape>(shape::from_ints(*s)) : std::nullopt);
-}
-
-// RandomNormalLike/RandomUniformLike/Bernoulli: the input's shape, `dtype` or the input's type.
-void infer_random_like(InferenceContext& ctx) {
-  const Shape* in = ctx.input_shape(0);
-  const DataType et = ctx.has_attr("dtype") ? dtype_attr(ctx, "dtype", DataType::kFloat)
-                                            : ctx.input_elem_type(0).value_or(DataType::kUndefined);
-  ctx.set_output_tensor(0, et, in ? std::optional<Shape>(*in) : std::nullopt);
-}
-
-void infer_image_decoder(InferenceContext& ctx) {
-  const std::string format = ctx.attr_string("pixel_format", "RGB");
-  Dim channels;
-  if (format == "RGB" || format == "BGR") channels = Dim::of(3);
-  else if (format == "Grayscale") channels = Dim::of(1);
-  else ctx.fail("shape.attribute", "pixel_format '" + format + "' is not RGB, BGR or Grayscale");
-  ctx.set_output_tensor(0, DataType::kUInt8, shape_of_dims({Dim{}, Dim{}, channels}));
-}
-
-// StringNormalizer: [C] or [1, C]; removing stopwords makes C data-dependent.
-void infer_string_normalizer(InferenceContext& ctx) {
-  const Shape* in = ctx.input_shape(0);
-  if (!in) {
-    ctx.set_output_tensor(0, DataType::kString, std::nullopt);
-    return;
-  }
-  if (in->rank() != 1 && in->rank() != 2)
-    ctx.fail("shape.rank", "StringNormalizer takes [C] or [1, C], got " + in->to_string());
-  Shape out = *in;
-  const Attribute* stop = ctx.node().attr("stopwords");
-  if (stop && !stop->strings.empty()) out.dims.back() = Dim{};
-  ctx.set_output_tensor(0, DataType::kString, std::move(out));
-}
-
-// TfIdfVectorizer: [C] -> [max(ngram_indexes)+1], [N, C] -> [N, max(ngram_indexes)+1].
-void infer_tfidf_vectorizer(InferenceContext& ctx) {
-  const Shape* in = ctx.input_shape(0);
-  auto idx = ctx.attr_ints("ngram_indexes");
-  Dim width;
-  if (idx) {
-    int64_t m = -1;
-    for (int64_t i : *idx) {
-      if (i < 0) ctx.fail("shape.attribute", "ngram_indexes has the negative value " + std::to_string(i));
-      m = std::max(m, i);
-    }
-    if (m < kInt64Max) width = Dim::of(m + 1);
-  }
-  if (!in) {
-    ctx.set_output_tensor(0, DataType::kFloat, std::nullopt);
-    return;
-  }
-  if (in->rank() == 1) ctx.set_output_tensor(0, DataType::kFloat, vector_shape(width));
-  else if (in->rank() == 2) ctx.set_output_tensor(0, DataType::kFloat, shape_of_dims({in->dims[0], width}));
-  else ctx.fail("shape.rank", "TfIdfVectorizer takes a rank-1 or rank-2 input, got " + in->to_string());
-}
-
-void infer_regex_full_match(InferenceContext& ctx) {
-  const Shape* in = ctx.input_shape(0);
-  ctx.set_output_tensor(0, DataType::kBool, in ? std::optional<Shape>(*in) : std::nullopt);
-}
-
-void infer_string_concat(InferenceContext& ctx) {
-  const Shape* a = ctx.input_shape(0);
-  const Shape* b = ctx.input_shape(1);
-  ctx.set_output_tensor(0, DataType::kString, a && b ? std::optional<Shape>(shape::broadcast(ctx, {a, b})) : std::nullopt);
-}
-
-// StringSplit: Y = X's shape plus one data-dependent dim, Z (counts) = X's shape.
-void infer_string_split(InferenceContext& ctx) {
-  const Shape* in = ctx.input_shape(0);
-  std::optional<Shape> y, z;
-  if (in) {
-    z = *in;
-    y = *in;
-    y->dims.push_back(Dim{});
-  }
-  ctx.set_output_tensor(0, DataType::kString, y);
-  ctx.set_output_tensor(1, DataType::kInt64, z);
-}
-
-// ------------------------------------------------------------------ optionals and sequences
-
-void infer_optional(InferenceContext& ctx) {
-  if (ctx.has_input(0)) {
-    if (const TypeInfo* t = ctx.input_type(0)) ctx.set_output(0, optional_of(*t));
-    return;
-  }
-  const Attribute* a = ctx.node().attr("type");
-  if (!a || !a->tp)
-    ctx.fail("shape.attribute", "Optional without an input needs the 'type' attribute");
-  ctx.set_output(0, optional_of(*a->tp));
-}
-
-void infer_optional_has_element(InferenceContext& ctx) {
-  ctx.set_output_tensor(0, DataType::kBool, Shape{});
-}
-
-// OptionalGetElement-15: optional input; -18: also accepts a tensor or sequence as is.
-void infer_optional_get_element(InferenceContext& ctx) {
-  const TypeInfo* t = ctx.input_type(0);
-  if (!t) return;
-  if (t->kind == TypeInfo::Kind::kOptional) {
-    if (t->elem) ctx.set_output(0, *t->elem);
-  } else {
-    ctx.set_output(0, *t);
-  }
-}
-
-void infer_sequence_construct(InferenceContext& ctx) {
-  TypeInfo elem;
-  for (size_t i = 0; i < ctx.input_count(); ++i)
-    if (const TypeInfo* t = ctx.input_type(i)) elem = union_tensor(ctx, elem, *t);
-  if (elem.kind != TypeInfo::Kind::kUnset) ctx.set_output(0, sequence_of(std::move(elem)));
-}
-
-void infer_sequence_empty(InferenceContext& ctx) {
-  ctx.set_output(0, sequence_of(TypeInfo::tensor(dtype_attr(ctx, "dtype", DataType::kFloat))));
-}
-
-void infer_sequence_at(InferenceContext& ctx) {
-  if (const TypeInfo* e = sequence_elem(ctx, 0)) ctx.set_output(0, *e);
-}
-
-void infer_sequence_insert(InferenceContext& ctx) {
-  const TypeInfo* seq = ctx.input_type(0);
-  const TypeInfo* t = ctx.input_type(1);
-  TypeInfo elem;
-  if (seq && seq->kind == TypeInfo::Kind::kSequence && seq->elem) elem = *seq->elem;
-  if (t) {
-    // An element type without shape (SequenceEmpty) says nothing about the shapes: keep the
-    // inserted tensor's type then only when the sequence has no element type at all.
-    elem = elem.kind == TypeInfo::Kind::kUnset ? *t : union_tensor(ctx, elem, *t);
-  }
-  if (elem.kind != TypeInfo::Kind::kUnset) ctx.set_output(0, sequence_of(std::move(elem)));
-}
-
-void infer_sequence_erase(InferenceContext& ctx) { propagate_type_and_shape(ctx, 0, 0); }
-
-void infer_sequence_length(InferenceContext& ctx) {
-  ctx.set_output_tensor(0, DataType::kInt64, Shape{});
-}
-
-// SplitToSequence: a sequence of parts of the input along `axis`.
-void infer_split_to_sequence(InferenceContext& ctx) {
-  const Shape* in = ctx.input_shape(0);
-  const DataType et = ctx.input_elem_type(0).value_or(DataType::kUndefined);
-  if (!in) {
-    ctx.set_output(0, sequence_of(TypeInfo::tensor(et)));
-    return;
-  }
-  const int64_t axis = normalize_axis(ctx, ctx.attr_int("axis", 0), rank_of(*in));
-  Shape part = *in;
-  Dim& d = part.dims[static_cast<size_t>(axis)];
-  if (!ctx.has_input(1)) {
-    if (ctx.attr_int("keepdims", 1) == 0) part.dims.erase(part.dims.begin() + axis);
-    else d = Dim::of(1);
-  } else {
-    const Shape* ss = ctx.input_shape(1);
-    auto split = ctx.input_ints(1);
-    if (split && ss && ss->rank() == 0) {
-      const int64_t s = (*split)[0];
-      if (s < 1) ctx.fail("shape.split", "split must be positive, is " + std::to_string(s));
-      d = d.is_static() && d.value % s == 0 ? Dim::of(s) : Dim{};
-    } else if (split && !split->empty()) {
-      int64_t sum = 0;
-      for (int64_t s : *split) {
-        if (s < 0) ctx.fail("shape.split", "split has the negative size " + std::to_string(s));
-        if (__builtin_add_overflow(sum, s, &sum)) ctx.fail("shape.overflow", "split sizes overflow int64");
-      }
-      if (d.is_static() && sum != d.value)
-        ctx.fail("shape.split", "split sizes add up to " + std::to_string(sum) + ", the axis has " + std::to_string(d.value));
-      const bool equal = std::all_of(split->begin(), split->end(), [&](int64_t s) { return s == (*split)[0]; });
-      d = equal ? Dim::of((*split)[0]) : Dim{};
-    } else {
-      d = Dim{};
-    }
-  }
-  ctx.set_output(0, sequence_of(TypeInfo::tensor(et, std::move(part))));
-}
-
-// ConcatFromSequence: the elements' shape with the `axis` dim data-dependent (new_axis=1 inserts it).
-void infer_concat_from_sequence(InferenceContext& ctx) {
-  const TypeInfo* e = sequence_elem(ctx, 0);
-  if (!e) return;
-  const DataType et = e->data_type();
-  if (!e->shape) {
-    ctx.set_output_tensor(0, et, std::nullopt);
-    return;
-  }
-  const bool new_axis = ctx.attr_int("new_axis", 0) != 0;
-  const int64_t r = rank_of(*e->shape);
-  const int64_t axis = normalize_axis(ctx, ctx.attr_int("axis", 0), new_axis ? r + 1 : r);
-  Shape out = *e->shape;
-  if (new_axis) out.dims.insert(out.dims.begin() + axis, Dim{});
-  else out.dims[static_cast<size_t>(axis)] = Dim{};
-  ctx.set_output_tensor(0, et, std::move(out));
-}
-
-// SequenceMap: the body runs on one element of every sequence input (tensors as they are).
-void infer_sequence_map(InferenceContext& ctx) {
-  Graph* body = ctx.attr_graph("body");
-  if (!body) ctx.fail("node.attribute-missing", "SequenceMap needs a body");
-  if (body->inputs.size() != ctx.input_count())
-    ctx.fail("graph.subgraph-arity", "SequenceMap body has " + std::to_string(body->inputs.size()) +
-                                         " inputs, the node gives " + std::to_string(ctx.input_count()));
-  if (body->outputs.size() != ctx.output_count())
-    ctx.fail("graph.subgraph-arity", "SequenceMap body has " + std::to_string(body->outputs.size()) +
-                                         " outputs, the node has " + std::to_string(ctx.output_count()));
-  std::vector<std::optional<TypeInfo>> in;
-  for (size_t i = 0; i < ctx.input_count(); ++i) {
-    const TypeInfo* t = ctx.input_type(i);
-    if (!t) in.emplace_back();
-    else if (t->kind == TypeInfo::Kind::kSequence) in.emplace_back(t->elem ? std::optional<TypeInfo>(*t->elem) : std::nullopt);
-    else in.emplace_back(*t);
-  }
-  auto out = ctx.infer_subgraph(*body, in);
-  for (size_t o = 0; o < out.size() && o < ctx.output_count(); ++o)
-    if (out[o].kind != TypeInfo::Kind::kUnset) ctx.set_output(o, sequence_of(out[o]));
-}
-
-// ------------------------------------------------------------------ signal processing
-
-// HannWindow/HammingWindow/BlackmanWindow: [size] of output_datatype.
-void infer_window(InferenceContext& ctx) {
-  Dim n;
-  if (auto s = scalar_dim(ctx, 0)) n = s->kind == Dim::Kind::kParam ? Dim::symbol(s->param) : s->is_static() ? Dim::of(s->value) : Dim{};
-  ctx.set_output_tensor(0, dtype_attr(ctx, "output_datatype", DataType::kFloat), vector_shape(n));
-}
-
-// DFT-17: axis attribute (default 1); DFT-20: axis input (default -2). The last dim holds the
-// real and imaginary parts.
-void infer_dft(InferenceContext& ctx) {
-  const Shape* in = ctx.input_shape(0);
-  if (!in) {
-    propagate_type(ctx, 0, 0, std::nullopt);
-    return;
-  }
-  const int64_t r = rank_of(*in);
-  if (r < 2) ctx.fail("shape.rank", "DFT needs rank >= 2, got " + in->to_string());
-  const Dim& last = in->dims[static_cast<size_t>(r - 1)];
-  if (last.is_static() && last.value != 1 && last.value != 2)
-    ctx.fail("shape.rank", "DFT input's last dim must be 1 (real) or 2 (complex), is " + std::to_string(last.value));
-  std::optional<int64_t> axis;
-  if (ctx.opset() < 20) axis = ctx.attr_int("axis", 1);
-  else if (ctx.has_input(2)) axis = scalar_int(ctx, 2);
-  else axis = -2;
-  const bool inverse = ctx.attr_int("inverse", 0) != 0;
-  const bool onesided = ctx.attr_int("onesided", 0) != 0;
-  Shape out = *in;
-  out.dims[static_cast<size_t>(r - 1)] = Dim::of(onesided && inverse ? 1 : 2);
-  if (!axis) {
-    for (int64_t i = 0; i < r - 1; ++i) out.dims[static_cast<size_t>(i)] = Dim{};
-    propagate_type(ctx, 0, 0, std::move(out));
-    return;
-  }
-  int64_t a = *axis;
-  if (a < 0) a += r;
-  if (a < 0 || a >= r - 1)
-    ctx.fail("shape.axis", "DFT axis " + std::to_string(*axis) + " is out of range for rank " + std::to_string(r));
-  const Dim& dim = in->dims[static_cast<size_t>(a)];
-  Dim length;
-  if (ctx.has_input(1)) {
-    if (auto l = scalar_dim(ctx, 1)) length = *l;
-  } else if (onesided && inverse) {
-    length = dim.is_static() ? Dim::of(2 * (dim.value - 1)) : Dim{};
-  } else {
-    length = dim;
-  }
-  if (length.is_static() && length.value < 1)
-    ctx.fail("shape.attribute", "DFT length must be positive, is " + std::to_string(length.value));
-  Dim& o = out.dims[static_cast<size_t>(a)];
-  if (onesided && !inverse) o = length.is_static() ? Dim::of(length.value / 2 + 1) : Dim{};
-  else o = length.kind == Dim::Kind::kParam ? Dim::symbol(length.param) : length.is_static() ? Dim::of(length.value) : Dim{};
-  propagate_type(ctx, 0, 0, std::move(out));
-}
-
-// STFT: [batch, frames, bins, 2] with frames = (length - frame_length) / frame_step + 1.
-void infer_stft(InferenceContext& ctx) {
-  const Shape* sig = ctx.input_shape(0);
-  if (sig && sig->rank() != 3) ctx.fail("shape.rank", "STFT signal must be [batch, length, 1 or 2], got " + sig->to_string());
-  auto step = scalar_int(ctx, 1);
-  if (step && *step < 1) ctx.fail("shape.attribute", "STFT frame_step must be positive, is " + std::to_string(*step));
-  std::optional<int64_t> frame;
-  if (ctx.has_input(3)) {
-    frame = scalar_int(ctx, 3);
-  } else if (const Shape* w = ctx.input_shape(2)) {
-    if (w->rank() != 1) ctx.fail("shape.rank", "STFT window must be rank 1, got " + w->to_string());
-    if (w->dims[0].is_static()) frame = w->dims[0].value;
-  }
-  if (frame && ctx.has_input(3))
-    if (const Shape* w = ctx.input_shape(2))
-      if (w->rank() == 1 && w->dims[0].is_static() && w->dims[0].value != *frame)
-        ctx.fail("shape.stft", "STFT window length " + std::to_string(w->dims[0].value) + " differs from frame_length " + std::to_string(*frame));
-  if (frame && *frame < 1) ctx.fail("shape.attribute", "STFT frame_length must be positive, is " + std::to_string(*frame));
-  const bool onesided = ctx.attr_int("onesided", 1) != 0;
-  Dim frames, bins;
-  if (sig && frame && step && sig->dims[1].is_static()) {
-    const int64_t len = sig->dims[1].value;
-    if (len < *frame)
-      ctx.fail("shape.stft", "STFT signal of length " + std::to_string(len) + " is shorter than a frame (" + std::to_string(*frame) + ")");
-    frames = Dim::of((len - *frame) / *step + 1);
-  }
-  if (frame) bins = Dim::of(onesided ? *frame / 2 + 1 : *frame);
-  propagate_type(ctx, 0, 0, shape_of_dims({sig ? sig->dims[0] : Dim{}, frames, bins, Dim::of(2)}));
-}
-
-void infer_mel_weight_matrix(InferenceContext& ctx) {
-  Dim rows, cols;
-  if (auto d = scalar_int(ctx, 1)) rows = Dim::of(*d / 2 + 1);
-  if (auto m = scalar_dim(ctx, 0)) cols = m->is_static() ? Dim::of(m->value) : m->kind == Dim::Kind::kParam ? Dim::symbol(m->param) : Dim{};
-  ctx.set_output_tensor(0, dtype_attr(ctx, "output_datatype", DataType::kFloat), shape_of_dims({rows, cols}));
-}
-
-// AffineGrid: theta [N, 2, 3] with size (N, C, H, W) -> [N, H, W, 2]; [N, 3, 4] with
-// (N, C, D, H, W) -> [N, D, H, W, 3].
-void infer_affine_grid(InferenceContext& ctx) {
-  const Shape* theta = ctx.input_shape(0);
-  if (theta && theta->rank() != 3) ctx.fail("shape.rank", "AffineGrid theta must be rank 3, got " + theta->to_string());
-  const DimValues* size = ctx.input_values(1);
-  auto len = vector_length(ctx, 1);
-  if (len && *len != 4 && *len != 5) ctx.fail("shape.rank", "AffineGrid size must have 4 or 5 entries, has " + std::to_string(*len));
-  if (!len) {
-    propagate_type(ctx, 0, 0, std::nullopt);
-    return;
-  }
-  const size_t spatial = static_cast<size_t>(*len) - 2;
-  Shape out = unknown_shape(spatial + 2);
-  out.dims[spatial + 1] = Dim::of(static_cast<int64_t>(spatial));
-  if (theta) out.dims[0] = theta->dims[0];
-  if (size) {
-    out.dims[0] = shape::merge(ctx, out.dims[0], (*size)[0], "shape.rank", "AffineGrid batch of theta and size");
-    for (size_t i = 0; i < spatial; ++i) out.dims[1 + i] = (*size)[2 + i];
-  }
-  for (Dim& d : out.dims) d.denotation.clear();
-  propagate_type(ctx, 0, 0, std::move(out));
-}
-
 }  // namespace
 
 void register_tensor_shapes(SchemaRegistry& r) {
@@ -1820,48 +1234,6 @@ void register_tensor_shapes(SchemaRegistry& r) {
   r.set_shape_fn("", "ReverseSequence", 1, kLast, infer_same_shape);
   r.set_shape_fn("", "Upsample", 1, kLast, infer_upsample);
   r.set_shape_fn("", "Resize", 1, kLast, infer_resize);
-  r.set_shape_fn("", "CenterCropPad", 1, kLast, infer_center_crop_pad);
-  r.set_shape_fn("", "Col2Im", 1, kLast, infer_col2im);
-  r.set_shape_fn("", "GridSample", 1, kLast, infer_grid_sample);
-  r.set_shape_fn("", "Det", 1, kLast, infer_det);
-  r.set_shape_fn("", "NonMaxSuppression", 1, kLast, infer_non_max_suppression);
-  r.set_shape_fn("", "RoiAlign", 1, kLast, infer_roi_align);
-  r.set_shape_fn("", "MaxRoiPool", 1, kLast, infer_max_roi_pool);
-  // Random generators.
-  r.set_shape_fn("", "Multinomial", 1, kLast, infer_multinomial);
-  r.set_shape_fn("", "RandomNormal", 1, kLast, infer_random);
-  r.set_shape_fn("", "RandomUniform", 1, kLast, infer_random);
-  r.set_shape_fn("", "RandomNormalLike", 1, kLast, infer_random_like);
-  r.set_shape_fn("", "RandomUniformLike", 1, kLast, infer_random_like);
-  r.set_shape_fn("", "Bernoulli", 1, kLast, infer_random_like);
-  // Images and strings.
-  r.set_shape_fn("", "ImageDecoder", 1, kLast, infer_image_decoder);
-  r.set_shape_fn("", "StringNormalizer", 1, kLast, infer_string_normalizer);
-  r.set_shape_fn("", "TfIdfVectorizer", 1, kLast, infer_tfidf_vectorizer);
-  r.set_shape_fn("", "RegexFullMatch", 1, kLast, infer_regex_full_match);
-  r.set_shape_fn("", "StringConcat", 1, kLast, infer_string_concat);
-  r.set_shape_fn("", "StringSplit", 1, kLast, infer_string_split);
-  // Optionals and sequences.
-  r.set_shape_fn("", "Optional", 1, kLast, infer_optional);
-  r.set_shape_fn("", "OptionalHasElement", 1, kLast, infer_optional_has_element);
-  r.set_shape_fn("", "OptionalGetElement", 1, kLast, infer_optional_get_element);
-  r.set_shape_fn("", "SequenceConstruct", 1, kLast, infer_sequence_construct);
-  r.set_shape_fn("", "SequenceEmpty", 1, kLast, infer_sequence_empty);
-  r.set_shape_fn("", "SequenceAt", 1, kLast, infer_sequence_at);
-  r.set_shape_fn("", "SequenceInsert", 1, kLast, infer_sequence_insert);
-  r.set_shape_fn("", "SequenceErase", 1, kLast, infer_sequence_erase);
-  r.set_shape_fn("", "SequenceLength", 1, kLast, infer_sequence_length);
-  r.set_shape_fn("", "SplitToSequence", 1, kLast, infer_split_to_sequence);
-  r.set_shape_fn("", "ConcatFromSequence", 1, kLast, infer_concat_from_sequence);
-  r.set_shape_fn("", "SequenceMap", 1, kLast, infer_sequence_map);
-  // Signal processing.
-  r.set_shape_fn("", "HannWindow", 1, kLast, infer_window);
-  r.set_shape_fn("", "HammingWindow", 1, kLast, infer_window);
-  r.set_shape_fn("", "BlackmanWindow", 1, kLast, infer_window);
-  r.set_shape_fn("", "DFT", 1, kLast, infer_dft);
-  r.set_shape_fn("", "STFT", 1, kLast, infer_stft);
-  r.set_shape_fn("", "MelWeightMatrix", 1, kLast, infer_mel_weight_matrix);
-  r.set_shape_fn("", "AffineGrid", 1, kLast, infer_affine_grid);
 }
 
 }  // namespace onnxtool::ir

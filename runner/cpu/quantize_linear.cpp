@@ -89,17 +89,7 @@ void store_quantized(Tensor& y, const std::vector<double>& q) {
     y = pack_sub_byte(codes, t);
     return;
   }
-  for (int64_t i = 0; i < y.size(); ++i) {
-    const double v = q[static_cast<size_t>(i)];
-    switch (t) {
-      case DataType::kUInt8: y.mutable_data<uint8_t>()[i] = static_cast<uint8_t>(v); break;
-      case DataType::kInt8: y.mutable_data<int8_t>()[i] = static_cast<int8_t>(v); break;
-      case DataType::kUInt16: y.mutable_data<uint16_t>()[i] = static_cast<uint16_t>(v); break;
-      case DataType::kInt16: y.mutable_data<int16_t>()[i] = static_cast<int16_t>(v); break;
-      case DataType::kInt32: y.mutable_data<int32_t>()[i] = static_cast<int32_t>(v); break;
-      default: break;
-    }
-  }
+  for (int64_t i = 0; i < y.size(); ++i) set_element_from_double(y, i, q[static_cast<size_t>(i)]);
 }
 
 void quantize_linear(KernelContext& ctx) {

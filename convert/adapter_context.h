@@ -1,0 +1,68 @@
+// What the opset adapters (convert/opset_adapters.cpp) work with, shared with the version walk
+// in convert/version_converter.cpp: the conversion's model, opsets and report, reading constant
+// inputs, adding initializers named after the node, and moving a node's inputs. Internal to
+// convert/.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "convert/version_converter.h"
+#include "ir/constant.h"
+#include "ir/graph.h"
+
+namespace onnxtool::convert {
+
+/// Raised by an adapter when the node has no equivalent at the target.
+[[noreturn]] void no_equivalent(const ir::Node& n, int64_t target, const std::string& why);
+
+std::optional<size_t> rank_of(const ir::Value* v);
+std::optional<int64_t> dim_of(const ir::Value* v, size_t axis);
+ir::DataType elem_type(const ir::Value* v);
+/// The stem of the names given to what is added for a node: its name, else its first output's.
+std::string base(const ir::Node& n);
+/// The node after `n` in its graph (nullptr when last): where a node added after `n` goes.
+const ir::Node* next_node(const ir::Graph& g, const ir::Node& n);
+
+/// Sets input `index` (appending empty inputs before it as needed).
+void put_input(ir::Node& n, size_t index, ir::Value* v);
+/// Drops trailing omitted inputs.
+void trim_inputs(ir::Node& n);
+
+/// One conversion from opset `from` to `to`; adapters count what they add in report().
+class AdapterContext {
+ public:
+  AdapterContext(ir::Model& model, int64_t from, int64_t to, VersionReport& report)
+      : model_(model), from_(from), to_(to), report_(report) {}
+
+  int64_t from() const { return from_; }
+  int64_t to() const { return to_; }
+  VersionReport& report() { return report_; }
+
+  /// The values of a constant input (a non-overridable initializer or a Constant node's output)
+  /// in their own kind: integers as int64, floats as double, never one through the other.
+  std::optional<ir::TypedValues> const_values(const ir::Value* v) const;
+  /// A constant input the older version needs as an ints attribute; fails naming the input
+  /// otherwise.
+  std::vector<int64_t> required_ints(const ir::Node& n, size_t index, const std::string& what) const;
+  /// A constant input the older version needs as a float attribute; fails naming the input
+  /// otherwise (the older versions that take such attributes are defined for float types only).
+  std::vector<double> required_floats(const ir::Node& n, size_t index, const std::string& what) const;
+
+  ir::Value* add_ints(ir::Graph& g, const ir::Node& n, const std::string& what, const std::vector<int64_t>& v,
+                      bool scalar = false);
+  ir::Value* add_scalar(ir::Graph& g, const ir::Node& n, const std::string& what, ir::DataType type, double v);
+  ir::Value* add_floats(ir::Graph& g, const ir::Node& n, const std::string& what, const std::vector<double>& v);
+
+  /// Normalizes negative axes for opsets below 11, which do not accept them.
+  int64_t non_negative_axis(const ir::Node& n, int64_t axis, std::optional<size_t> rank) const;
+
+ private:
+  ir::Model& model_;
+  int64_t from_, to_;
+  VersionReport& report_;
+};
+
+}  // namespace onnxtool::convert

@@ -1,0 +1,84 @@
+// convert_model: the order of a conversion's steps and where verification fits between them.
+#include "convert/convert_model.h"
+
+#include <chrono>
+
+#include "ir/diagnostic.h"
+#include "ir/shape_inference.h"
+
+namespace onnxtool::convert {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+}  // namespace
+
+runner::Tolerance default_tolerance(const ConvertRequest& request) {
+  return request.precision == Precision::kKeep ? runner::kRewriteTolerance : runner::kFp16Tolerance;
+}
+
+ConvertResult convert_model(ir::Model& model, const ConvertRequest& request, const std::function<ir::Model()>& reload) {
+  ConvertResult r;
+  // The original runs first (the same object is then converted in place).
+  const auto start = Clock::now();
+  if (request.rewrites() && request.verify) r.reference.emplace(model, *request.verify);
+  r.verify_seconds = seconds_since(start);
+
+  if (request.opset && request.precision == Precision::kKeep) {
+    const auto from = model.opset_version("");
+    if (from && *from == request.opset) {
+      r.unchanged = true;
+      return r;
+    }
+  }
+  // Everything before the precision change; run again on a fresh load for each float16 round.
+  const auto prepare = [&request](ir::Model& m) {
+    VersionReport v;
+    if (request.opset) v = convert_opset(m, request.opset);
+    if (request.precision == Precision::kFloat16 && request.preprocess) preprocess_for_fp16(m);
+    return v;
+  };
+  r.version = prepare(model);
+  if (request.precision == Precision::kFloat16) {
+    if (r.reference) {
+      // Guided: what reaches float16's limits on the verification inputs (an STFT power
+      // spectrum of 6e5), then where float16 departs beyond tolerance, stays float32.
+      const auto guided_start = Clock::now();
+      r.guided.emplace(to_fp16_guided(
+          model,
+          [&] {
+            ir::Model fresh = reload();
+            prepare(fresh);
+            return fresh;
+          },
+          request.fp16, *r.reference, request.tolerance));
+      r.verify_seconds += seconds_since(guided_start);
+      r.precision = r.guided->report;
+      r.verified = r.guided->verified;
+    } else {
+      r.precision = to_fp16(model, request.fp16);
+    }
+  } else if (request.precision == Precision::kFloat32) {
+    r.precision = to_fp32(model);
+  }
+
+  if (r.reference && !r.guided) {
+    const auto check_start = Clock::now();
+    r.verified = r.reference->check(model, request.tolerance);
+    r.verify_seconds += seconds_since(check_start);
+  }
+  if (!r.verified.ok()) return r;
+
+  if (request.infer_shapes) {
+    // Contradictions do not stop the conversion: `check` reports them.
+    ir::DiagnosticSink sink;
+    ir::infer_shapes(r.output(model), sink);
+    r.inferred = ir::store_inferred_value_info(r.output(model));
+    r.inference_errors = sink.error_count();
+  }
+  return r;
+}
+
+}  // namespace onnxtool::convert

@@ -1,0 +1,57 @@
+// One conversion as `onnxtool convert` runs it: the opset change, the precision change (float16
+// guided by runs of the model when verified), the check of the result against the original,
+// and optionally the inferred shapes stored in the model.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+#include "convert/fp16_guided.h"
+#include "convert/precision.h"
+#include "convert/version_converter.h"
+#include "ir/graph.h"
+#include "runner/verify.h"
+
+namespace onnxtool::convert {
+
+enum class Precision { kKeep, kFloat16, kFloat32 };
+
+struct ConvertRequest {
+  int64_t opset = 0;  ///< target opset of the default domain; 0 keeps it
+  Precision precision = Precision::kKeep;
+  Fp16Options fp16;        ///< with Precision::kFloat16
+  bool preprocess = true;  ///< with Precision::kFloat16: preprocess_for_fp16 first
+  /// The inputs to verify an opset or precision change on; none: not verified.
+  std::optional<runner::VerifyInputs> verify;
+  runner::Tolerance tolerance = runner::kRewriteTolerance;  ///< see default_tolerance
+  bool infer_shapes = false;  ///< store inferred types and shapes as value_info
+  /// An opset or precision change: what changes what runs, and so what is verified.
+  bool rewrites() const { return opset || precision != Precision::kKeep; }
+};
+
+/// The tolerance policy of a request: float16's for a precision change, else the rewrite one.
+runner::Tolerance default_tolerance(const ConvertRequest& request);
+
+struct ConvertResult {
+  /// The model is already at the requested opset and nothing else was asked: nothing to write.
+  bool unchanged = false;
+  VersionReport version;
+  PrecisionReport precision;
+  std::optional<GuidedFp16> guided;            ///< the guided float16 conversion, when verified
+  std::optional<runner::Reference> reference;  ///< the original's run, when verified
+  runner::VerifyResult verified;               ///< the result against the original
+  double verify_seconds = 0;
+  size_t inferred = 0;          ///< value_info entries added by infer_shapes
+  size_t inference_errors = 0;  ///< contradictions shape inference found (check reports them)
+  /// The model to write: `model` converted in place, or the guided float16 model.
+  ir::Model& output(ir::Model& model) { return guided ? guided->model : model; }
+};
+
+/// Converts `model` in place (or into result.guided). `reload` gives a fresh copy of the
+/// original, for each round of the guided float16 conversion. When verification fails, the
+/// result says so (verified.ok() is false) and shapes are not inferred: the caller must not
+/// write it. Throws as convert_opset and runner::Reference do.
+ConvertResult convert_model(ir::Model& model, const ConvertRequest& request, const std::function<ir::Model()>& reload);
+
+}  // namespace onnxtool::convert

@@ -1,0 +1,67 @@
+// optimize_verified: the validity gate, the verification, and the search for the diverging pass.
+#include "passes/verified.h"
+
+#include <chrono>
+
+#include "checker/checker.h"
+#include "ir/error.h"
+
+namespace onnxtool::passes {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+/// Replays the pipeline on a fresh copy of the original, checking after every pass that changed
+/// something; the first pass whose result is beyond tolerance (a result that no longer runs
+/// counts as beyond).
+std::string first_diverging_pass(ir::Model copy, OptimizeOptions options, const runner::Reference& reference,
+                                 const runner::Tolerance& tolerance) {
+  ir::for_each_graph(copy, [](ir::Graph& g) { g.topological_sort(); });
+  std::string first;
+  options.after_pass = [&](const std::string& pass, ir::Model& m) {
+    if (!first.empty()) return;
+    try {
+      if (!reference.check(m, tolerance).ok()) first = pass;
+    } catch (const Error&) {
+      first = pass;
+    }
+  };
+  optimize(copy, options);
+  return first;
+}
+
+}  // namespace
+
+VerifiedOptimizeReport optimize_verified(ir::Model& model, const VerifiedOptimizeOptions& options,
+                                         const std::function<ir::Model()>& reload) {
+  VerifiedOptimizeReport r;
+  ir::for_each_graph(model, [](ir::Graph& g) { g.topological_sort(); });
+  if (options.require_valid) {
+    ir::DiagnosticSink sink;
+    checker::check_model(model, sink);
+    for (const auto& d : sink.items())
+      if (d.severity == ir::Severity::kError) {
+        r.invalid = d;
+        return r;
+      }
+  }
+  // The original runs first, on the model as given: the same object is then optimized in place.
+  const auto start = Clock::now();
+  if (options.verify) r.reference.emplace(model, *options.verify);
+  r.verify_seconds = seconds_since(start);
+
+  r.report = optimize(model, options.optimize);
+
+  if (r.reference) {
+    const auto check_start = Clock::now();
+    r.verified = r.reference->check(model, options.tolerance);
+    if (!r.verified.ok())
+      r.first_diverging_pass = first_diverging_pass(reload(), options.optimize, *r.reference, options.tolerance);
+    r.verify_seconds += seconds_since(check_start);
+  }
+  return r;
+}
+
+}  // namespace onnxtool::passes

@@ -1,0 +1,75 @@
+// The quantizer's per-operator table (quant/op_rules.h).
+#include "quant/op_rules.h"
+
+#include <algorithm>
+
+namespace onnxtool::quant {
+
+namespace {
+
+/// Product of the kernel's spatial dims (weight dims from 2 on).
+double kernel_size(const std::vector<int64_t>& d) {
+  double k = 1;
+  for (size_t i = 2; i < d.size(); ++i) k *= static_cast<double>(d[i]);
+  return k;
+}
+
+int64_t conv_axis(const ir::Node&) { return 0; }                 // W [M, C/group, k...]
+int64_t conv_transpose_axis(const ir::Node&) { return 1; }       // W [C, M/group, k...]
+int64_t gemm_axis(const ir::Node& n) { return n.attr_int("transB", 0) ? 0 : 1; }
+int64_t matmul_axis(const ir::Node&) { return 1; }               // B [K, N]
+int64_t recurrent_axis(const ir::Node&) { return 1; }            // W [directions, gates * hidden, input]
+
+double conv_macs(const ir::Node&, const std::vector<int64_t>& d) {
+  return d.size() >= 2 ? static_cast<double>(d[1]) * kernel_size(d) : 0;
+}
+double conv_transpose_macs(const ir::Node& n, const std::vector<int64_t>& d) {
+  if (d.size() < 2) return 0;
+  return static_cast<double>(d[0]) / static_cast<double>(std::max<int64_t>(1, n.attr_int("group", 1))) * kernel_size(d);
+}
+double gemm_macs(const ir::Node& n, const std::vector<int64_t>& d) {
+  return d.size() == 2 ? static_cast<double>(n.attr_int("transB", 0) ? d[1] : d[0]) : 0;
+}
+double matmul_macs(const ir::Node&, const std::vector<int64_t>& d) {
+  return d.size() >= 2 ? static_cast<double>(d[d.size() - 2]) : 0;
+}
+double no_macs(const ir::Node&, const std::vector<int64_t>&) { return 0; }
+
+}  // namespace
+
+const std::vector<OpRule>& op_rules() {
+  // op, static, dynamic, weight, bias, integer kernel, weight axis, macs
+  static const std::vector<OpRule> rules = {
+      {"Conv", true, true, 1, 2, "QLinearConv", conv_axis, conv_macs},
+      {"ConvTranspose", true, false, 1, 2, "", conv_transpose_axis, conv_transpose_macs},
+      {"Gemm", true, true, 1, 2, "com.microsoft::QGemm", gemm_axis, gemm_macs},
+      {"MatMul", true, true, 1, -1, "QLinearMatMul", matmul_axis, matmul_macs},
+      {"Add", true, false, -1, -1, "", nullptr, no_macs},
+      {"Mul", true, false, -1, -1, "", nullptr, no_macs},
+      {"Concat", true, false, -1, -1, "", nullptr, no_macs},
+      {"MaxPool", true, false, -1, -1, "", nullptr, no_macs},
+      {"AveragePool", true, false, -1, -1, "", nullptr, no_macs},
+      {"GlobalAveragePool", true, false, -1, -1, "", nullptr, no_macs},
+      {"Resize", true, false, -1, -1, "", nullptr, no_macs},
+      {"Reshape", true, false, -1, -1, "", nullptr, no_macs},
+      {"Transpose", true, false, -1, -1, "", nullptr, no_macs},
+      {"Squeeze", true, false, -1, -1, "", nullptr, no_macs},
+      {"Unsqueeze", true, false, -1, -1, "", nullptr, no_macs},
+      {"Flatten", true, false, -1, -1, "", nullptr, no_macs},
+      // Weight-only: the integer recurrence runs with dequantized weights (onnxruntime's
+      // DynamicQuantizeLSTM is a contrib op, not standard).
+      {"LSTM", false, true, 1, -1, "", recurrent_axis, no_macs},
+      {"GRU", false, true, 1, -1, "", recurrent_axis, no_macs},
+      {"RNN", false, true, 1, -1, "", recurrent_axis, no_macs},
+  };
+  return rules;
+}
+
+const OpRule* op_rule(const ir::Node& node) {
+  if (!node.domain.empty() && node.domain != "ai.onnx") return nullptr;
+  for (const OpRule& r : op_rules())
+    if (r.op_type == node.op_type) return &r;
+  return nullptr;
+}
+
+}  // namespace onnxtool::quant

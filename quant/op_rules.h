@@ -1,0 +1,36 @@
+// What the quantizer knows about each operator it quantizes, in one table: the modes that
+// quantize it, its weight and bias inputs, the weight's per-channel axis, the integer kernel a
+// runtime fuses it into, and its multiply-accumulate count (what --auto-exclude weighs).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace onnxtool::quant {
+
+struct OpRule {
+  std::string_view op_type;  ///< default domain
+  bool static_qdq;           ///< quantized by --mode static (its float inputs, and its weight)
+  bool dynamic;              ///< quantized by --mode dynamic (its weight; inputs at run time)
+  int weight_input;          ///< the constant weight input (-1: none)
+  int bias_input;            ///< the bias input, quantized to int32 with the weight (-1: none)
+  /// The integer operator a runtime fuses the quantized op into, "domain::op" outside the
+  /// default domain ("": none; the op then runs in float between DequantizeLinear and
+  /// QuantizeLinear).
+  std::string_view integer_kernel;
+  /// The weight's per-channel axis (its output channels); only for rules with a weight.
+  int64_t (*weight_axis)(const ir::Node& node);
+  /// Multiply-accumulates per output element given the weight's dims (0 when they do not fit).
+  double (*macs)(const ir::Node& node, const std::vector<int64_t>& weight_dims);
+};
+
+/// Every rule, in the order the quantizer lists the op types.
+const std::vector<OpRule>& op_rules();
+/// The rule of a node's op (default domain only), or nullptr.
+const OpRule* op_rule(const ir::Node& node);
+
+}  // namespace onnxtool::quant

@@ -1,0 +1,62 @@
+// quantize_model: the preprocessing before quantization, and samples read from folders.
+#include <algorithm>
+#include <filesystem>
+
+#include "ir/error.h"
+#include "passes/pass.h"
+#include "passes/rewrite.h"
+#include "quant/accuracy.h"
+#include "quant/quantize.h"
+#include "runner/feeds.h"
+#include "runner/session.h"
+
+namespace onnxtool::quant {
+
+QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, bool preprocess,
+                              const std::vector<std::string>& sample_dirs, const SampleProgress& progress) {
+  QuantizeReport moved;  // the opset change made before preprocessing, if any
+  if (preprocess) {
+    // Static QDQ keeps the ops it does not quantize in float between DequantizeLinear and
+    // QuantizeLinear: a decomposed hard-swish (Add, Clip, Mul, Div) would cost four float ops and
+    // three extra roundings where HardSwish (opset 14) costs one op and none. The quantizer
+    // itself needs only opset 10, or 13 per channel.
+    if (options.mode == Mode::kStatic && model.onnx_opset() < kStaticPreprocessOpset) {
+      ir::Model copy = copy_model(model);
+      try {
+        ensure_opset(copy, kStaticPreprocessOpset, moved);
+        model = std::move(copy);
+      } catch (const Error&) {
+        moved = QuantizeReport{};
+      }
+    }
+    passes::optimize(model, passes::OptimizeOptions{});
+  }
+  // Samples are checked against the model's inputs by a session of its own copy (the quantizers
+  // rewrite the model while they read samples).
+  ir::Model probe_model = copy_model(model);
+  runner::Session probe(probe_model);
+  size_t next = 0;
+  SampleSource source = [&](std::map<std::string, runner::Value>& feeds) {
+    if (next >= sample_dirs.size()) return false;
+    runner::FeedOptions f;
+    f.dir = sample_dirs[next];
+    try {
+      feeds = runner::load_feeds(probe, f);
+    } catch (const Error& e) {
+      throw Error(e.kind(), "--calib-data sample " + std::filesystem::path(f.dir).filename().string() + ": " + e.what());
+    }
+    ++next;
+    if (progress) progress(next, sample_dirs.size());
+    return true;
+  };
+  QuantizeReport report = options.mode == Mode::kDynamic
+                              ? quantize_dynamic(model, options, sample_dirs.empty() ? SampleSource{} : source)
+                              : quantize_static(model, options, source);
+  if (moved.opset_to) {
+    report.opset_from = moved.opset_from;
+    report.opset_to = std::max(report.opset_to, moved.opset_to);
+  }
+  return report;
+}
+
+}  // namespace onnxtool::quant

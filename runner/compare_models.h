@@ -1,0 +1,57 @@
+// Two models run on the same inputs, output by output and, optionally, layer by layer: what
+// `onnxtool compare` reports. The models need the same inputs; outputs correspond by name.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "runner/compare.h"
+#include "runner/feeds.h"
+
+namespace onnxtool::runner {
+
+/// The worst statistics of one tensor over several samples (top-1 agreement summed over them).
+struct WorstDiff {
+  TensorDiff diff;
+  int sample = 0;  ///< the sample the worst statistics come from
+  bool set = false;
+  void add(const TensorDiff& d, int sample);
+};
+
+/// One intermediate tensor both models compute.
+struct LayerDiff {
+  std::string tensor;  ///< A's value name
+  std::string node;    ///< the node of A that produces it
+  WorstDiff worst;
+};
+
+struct ModelComparisonOptions {
+  FeedOptions feeds;  ///< sample s uses feeds.seed + s for its random inputs
+  int samples = 1;
+  double rtol = 1e-3;
+  double atol = 1e-5;
+  bool per_layer = false;
+  size_t worst_layers = 10;  ///< how many layers the ranking keeps
+};
+
+struct ModelComparison {
+  std::vector<std::string> outputs;  ///< A's outputs, in order
+  std::vector<WorstDiff> output_diffs;
+  bool within = true;  ///< every output within tolerance
+  /// Per layer, in the order A computes them: A's values matched in B by name, or else by the
+  /// producing node's name and output index, unless B's tensor of that node is itself matched
+  /// by name to another of A's (a Conv that absorbed a BatchNormalization produces the
+  /// BatchNormalization's tensor: A's pre-normalization tensor has no counterpart).
+  std::vector<LayerDiff> layers;
+  int first_beyond = -1;             ///< index into layers of the first beyond tolerance
+  std::vector<size_t> worst_layers;  ///< indices into layers, most departed (lowest cosine) first
+};
+
+/// Runs `a` and `b` on the same feeds. Throws Error(kUsage) naming `label_a`/`label_b` when their
+/// inputs (names, element types) or A's outputs have no counterpart in B.
+ModelComparison compare_models(ir::Model& a, ir::Model& b, const ModelComparisonOptions& options,
+                               const std::string& label_a, const std::string& label_b);
+
+}  // namespace onnxtool::runner
