@@ -81,40 +81,7 @@ class Checker {
     int depth;
   };
 
-  /// A diagnostic under construction, its place named part by part:
-  /// report("node.input-count").in(ctx).at(&n, index).tensor(name).error(message).
-  class Report {
-   public:
-    Report(ir::DiagnosticSink& sink, std::string rule) : sink_(sink) { d_.rule = std::move(rule); }
-    Report& in(const GraphCtx& g) {
-      d_.graph = g.path;
-      return *this;
-    }
-    /// The node (may be null) and its index in its graph.
-    Report& at(const ir::Node* n, long index) {
-      if (n) {
-        d_.node = n->name;
-        d_.op_type = n->op_type;
-      }
-      d_.node_index = index;
-      return *this;
-    }
-    Report& tensor(std::string name) {
-      d_.tensor = std::move(name);
-      return *this;
-    }
-    void emit(Severity severity, std::string message) {
-      d_.severity = severity;
-      d_.message = std::move(message);
-      sink_.add(std::move(d_));
-    }
-    void error(std::string message) { emit(Severity::kError, std::move(message)); }
-
-   private:
-    ir::DiagnosticSink& sink_;
-    Diagnostic d_;
-  };
-  Report report(std::string rule) { return Report(sink_, std::move(rule)); }
+  ir::DiagnosticBuilder report(std::string rule) { return ir::report(sink_, std::move(rule)); }
 
   void check_model_fields();
   void check_opsets(const std::vector<ir::OpsetId>& opsets, const std::string& where);
@@ -208,7 +175,7 @@ void Checker::check_value_type(const ir::TypeInfo& t, const GraphCtx& ctx, const
                                const char* role) {
   using K = ir::TypeInfo::Kind;
   if (t.kind == K::kUnset) {
-    report("value.type-missing").in(ctx).tensor(name).error(std::string(role) + " '" + name + "' has no type");
+    report("value.type-missing").in(ctx.path).tensor(name).error(std::string(role) + " '" + name + "' has no type");
     return;
   }
   const ir::TypeInfo* cur = &t;
@@ -216,24 +183,24 @@ void Checker::check_value_type(const ir::TypeInfo& t, const GraphCtx& ctx, const
     if ((cur->kind == K::kTensor || cur->kind == K::kSparseTensor || cur->kind == K::kMap) &&
         cur->elem_type != 0 && !ir::is_valid_data_type(cur->elem_type))
       report("value.elem-type")
-          .in(ctx)
+          .in(ctx.path)
           .tensor(name)
           .error(std::string(role) + " '" + name + "' has invalid element type " + std::to_string(cur->elem_type));
     if ((cur->kind == K::kTensor || cur->kind == K::kSparseTensor) && cur->elem_type == 0)
       report("value.elem-type")
-          .in(ctx)
+          .in(ctx.path)
           .tensor(name)
           .error(std::string(role) + " '" + name + "' has a tensor type without element type");
     if ((cur->kind == K::kSequence || cur->kind == K::kOptional || cur->kind == K::kMap) && !cur->elem)
       report("value.elem-type")
-          .in(ctx)
+          .in(ctx.path)
           .tensor(name)
           .error(std::string(role) + " '" + name + "' has a " + cur->to_string() + " type without element type");
     if (cur->shape)
       for (const auto& d : cur->shape->dims)
         if (d.is_static() && d.value < 0)
           report("value.negative-dim")
-              .in(ctx)
+              .in(ctx.path)
               .tensor(name)
               .error(std::string(role) + " '" + name + "' has a negative dimension " + std::to_string(d.value));
     cur = cur->elem ? cur->elem.get() : nullptr;
@@ -244,7 +211,7 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
   graphs_.emplace_back(&g, ctx);
   const bool is_sub = outer != nullptr;
   if (ctx.depth > kMaxGraphDepth) {
-    report("graph.nesting").in(ctx).error("subgraphs nested deeper than " + std::to_string(kMaxGraphDepth) + " levels");
+    report("graph.nesting").in(ctx.path).error("subgraphs nested deeper than " + std::to_string(kMaxGraphDepth) + " levels");
     return;
   }
   // Where each name was defined first, for SSA messages: a graph input or initializer (`what`),
@@ -261,7 +228,7 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
     auto [it, fresh] = defined_by.emplace(name, def);
     if (!fresh) {
       report("graph.ssa")
-          .in(ctx)
+          .in(ctx.path)
           .at(def.node, index)
           .tensor(name)
           .error("'" + name + "' is defined more than once: as " + it->second.label() + " and as " + def.label());
@@ -269,7 +236,7 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
     }
     if (outer && outer->visible(name))
       report("graph.shadowing")
-          .in(ctx)
+          .in(ctx.path)
           .at(def.node, index)
           .tensor(name)
           .error("'" + name + "' (" + def.label() + ") shadows a value of an enclosing graph");
@@ -278,9 +245,9 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
   std::unordered_set<std::string> input_names;
   for (const auto& vi : g.inputs) {
     const std::string& name = vi.value->name();
-    if (name.empty()) report("graph.empty-name").in(ctx).error("a graph input has an empty name");
+    if (name.empty()) report("graph.empty-name").in(ctx.path).error("a graph input has an empty name");
     if (!input_names.insert(name).second) {
-      report("graph.duplicate-input").in(ctx).tensor(name).error("graph input '" + name + "' is listed twice");
+      report("graph.duplicate-input").in(ctx.path).tensor(name).error("graph input '" + name + "' is listed twice");
       continue;
     }
     define(name, {"graph input", nullptr}, -1);
@@ -292,13 +259,13 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
   auto add_initializer = [&](const std::string& name, const char* what) {
     if (name.empty()) {
       report("graph.empty-name")
-          .in(ctx)
+          .in(ctx.path)
           .error(std::string(what[0] == 'i' ? "an " : "a ") + what + " has an empty name");
       return;
     }
     if (!init_names.insert(name).second) {
       report("graph.duplicate-initializer")
-          .in(ctx)
+          .in(ctx.path)
           .tensor(name)
           .error(std::string(what) + " '" + name + "' is listed twice");
       return;
@@ -306,14 +273,14 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
     if (input_names.count(name)) {
       if (is_sub && model_.ir_version >= 4)
         report("graph.initializer-input")
-            .in(ctx)
+            .in(ctx.path)
             .tensor(name)
             .error("'" + name + "' is both an input and an initializer of a subgraph (not allowed from IR 4)");
       return;
     }
     if (model_.ir_version > 0 && model_.ir_version < 4 && !ctx.in_function)
       report("graph.initializer-not-input")
-          .in(ctx)
+          .in(ctx.path)
           .tensor(name)
           .error(std::string(what) + " '" + name + "' is not a graph input (required before IR 4)");
     define(name, {what, nullptr}, -1);
@@ -321,7 +288,7 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
   for (const auto& t : g.initializers()) add_initializer(t->name, "initializer");
   for (const auto& s : g.sparse_initializers) add_initializer(s.name(), "sparse initializer");
   if (!g.sparse_initializers.empty() && model_.ir_version > 0 && model_.ir_version < 6)
-    report("model.ir-feature").in(ctx).error("sparse initializers need IR version 6");
+    report("model.ir-feature").in(ctx.path).error("sparse initializers need IR version 6");
 
   // Node outputs, in order; note which node produces each name for order messages.
   const auto& nodes = g.nodes();
@@ -374,7 +341,7 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
       in_cycle[i] = true;
       if (listed < 5) names += (listed++ ? ", " : "") + nodes[i]->describe();
     }
-    report("graph.cycle").in(ctx).error("the graph has a cycle through " + names);
+    report("graph.cycle").in(ctx.path).error("the graph has a cycle through " + names);
   }
 
   // Order and definedness: walk the nodes with the names available so far.
@@ -391,14 +358,14 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
       if (it != producer.end()) {
         if (!in_cycle[i])
           report("graph.topological-order")
-              .in(ctx)
+              .in(ctx.path)
               .at(&n, index)
               .tensor(name)
               .error(n.describe() + " uses '" + name + "' before " + nodes[it->second]->describe() + " (node #" +
                      std::to_string(it->second) + ") produces it");
       } else {
         report("graph.undefined-value")
-            .in(ctx)
+            .in(ctx.path)
             .at(&n, index)
             .tensor(name)
             .error(n.describe() + " uses '" + name + "', which is not defined in scope");
@@ -425,14 +392,14 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
   for (const auto& vi : g.outputs) {
     const std::string& name = vi.value->name();
     if (name.empty()) {
-      report("graph.empty-name").in(ctx).error("a graph output has an empty name");
+      report("graph.empty-name").in(ctx.path).error("a graph output has an empty name");
       continue;
     }
     if (!output_names.insert(name).second)
-      report("graph.duplicate-output").in(ctx).tensor(name).error("graph output '" + name + "' is listed twice");
+      report("graph.duplicate-output").in(ctx.path).tensor(name).error("graph output '" + name + "' is listed twice");
     if (!available.visible(name))
       report("graph.output-undefined")
-          .in(ctx)
+          .in(ctx.path)
           .tensor(name)
           .error("graph output '" + name + "' is not produced by any node, input or initializer");
     if (!ctx.in_function && !is_sub) check_value_type(vi.type.value_or(ir::TypeInfo{}), ctx, name, "graph output");
@@ -447,7 +414,7 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
 
 void Checker::check_node(ir::Node& n, long index, const GraphCtx& ctx) {
   if (n.op_type.empty()) {
-    report("node.op-type-empty").in(ctx).at(&n, index).error(n.describe() + " has no op_type");
+    report("node.op-type-empty").in(ctx.path).at(&n, index).error(n.describe() + " has no op_type");
     return;
   }
   const std::string domain(ir::canonical_domain(n.domain));
@@ -456,7 +423,7 @@ void Checker::check_node(ir::Node& n, long index, const GraphCtx& ctx) {
   if (local_function(n)) {
     if (!version)
       report("model.domain-not-imported")
-          .in(ctx)
+          .in(ctx.path)
           .at(&n, index)
           .error(n.describe() + " calls a function of domain '" + shown_domain + "', which is not imported");
     check_attributes(n, index, ctx, nullptr);
@@ -464,14 +431,14 @@ void Checker::check_node(ir::Node& n, long index, const GraphCtx& ctx) {
   }
   if (!version) {
     report("model.domain-not-imported")
-        .in(ctx)
+        .in(ctx.path)
         .at(&n, index)
         .error(n.describe() + " uses domain '" + shown_domain + "', which the model does not import");
     return;
   }
   if (!registry_.has_domain(domain)) {
     report("node.custom-domain")
-        .in(ctx)
+        .in(ctx.path)
         .at(&n, index)
         .emit(options_.strict ? Severity::kError : Severity::kWarning,
               n.describe() + " is in custom domain '" + domain + "' and cannot be checked");
@@ -489,7 +456,7 @@ void Checker::check_node(ir::Node& n, long index, const GraphCtx& ctx) {
       else
         why = "is deprecated at " + shown_domain + " opset " + std::to_string(*version);
     }
-    report("node.unknown-op").in(ctx).at(&n, index).error(n.describe() + ": " + n.op_type + " " + why);
+    report("node.unknown-op").in(ctx.path).at(&n, index).error(n.describe() + ": " + n.op_type + " " + why);
     return;
   }
 
@@ -498,13 +465,13 @@ void Checker::check_node(ir::Node& n, long index, const GraphCtx& ctx) {
   const std::string opv = n.op_type + "-" + std::to_string(schema->since_version);
   if (n_in > schema->max_inputs)
     report("node.input-count")
-        .in(ctx)
+        .in(ctx.path)
         .at(&n, index)
         .error(n.describe() + " has " + std::to_string(n_in) + " inputs; " + opv + " takes at most " +
                std::to_string(schema->max_inputs));
   if (n_in < schema->min_inputs)
     report("node.input-count")
-        .in(ctx)
+        .in(ctx.path)
         .at(&n, index)
         .error(n.describe() + " has " + std::to_string(n_in) + " inputs; " + opv + " needs at least " +
                std::to_string(schema->min_inputs));
@@ -514,7 +481,7 @@ void Checker::check_node(ir::Node& n, long index, const GraphCtx& ctx) {
     if (static_cast<size_t>(i) >= schema->inputs.size() && formal.option != ir::ParamOption::kVariadic) break;
     if (!n.input(static_cast<size_t>(i)) && formal.option == ir::ParamOption::kSingle)
       report("node.input-missing")
-          .in(ctx)
+          .in(ctx.path)
           .at(&n, index)
           .error(n.describe() + ": required input '" + formal.name + "' (#" + std::to_string(i) + ") is empty");
   }
@@ -522,19 +489,19 @@ void Checker::check_node(ir::Node& n, long index, const GraphCtx& ctx) {
     const ir::FormalParam& formal = schema->outputs[static_cast<size_t>(i)];
     if (!n.output(static_cast<size_t>(i)) && formal.option == ir::ParamOption::kSingle)
       report("node.output-missing")
-          .in(ctx)
+          .in(ctx.path)
           .at(&n, index)
           .error(n.describe() + ": required output '" + formal.name + "' (#" + std::to_string(i) + ") is empty");
   }
   if (n_out > schema->max_outputs)
     report("node.output-count")
-        .in(ctx)
+        .in(ctx.path)
         .at(&n, index)
         .error(n.describe() + " has " + std::to_string(n_out) + " outputs; " + opv + " has at most " +
                std::to_string(schema->max_outputs));
   if (n_out < schema->min_outputs)
     report("node.output-count")
-        .in(ctx)
+        .in(ctx.path)
         .at(&n, index)
         .error(n.describe() + " has " + std::to_string(n_out) + " outputs; " + opv + " needs at least " +
                std::to_string(schema->min_outputs));
@@ -591,18 +558,18 @@ void Checker::check_attributes(ir::Node& n, long index, const GraphCtx& ctx, con
   std::set<std::string> names;
   for (const auto& a : n.attributes) {
     if (a.name.empty()) {
-      report("node.attribute-name").in(ctx).at(&n, index).error(n.describe() + " has an attribute without a name");
+      report("node.attribute-name").in(ctx.path).at(&n, index).error(n.describe() + " has an attribute without a name");
       continue;
     }
     if (!names.insert(a.name).second)
       report("node.attribute-duplicate")
-          .in(ctx)
+          .in(ctx.path)
           .at(&n, index)
           .error(n.describe() + ": attribute '" + a.name + "' is given twice");
     if (!a.ref_attr_name.empty()) {
       if (!ctx.in_function)
         report("node.attribute-ref")
-            .in(ctx)
+            .in(ctx.path)
             .at(&n, index)
             .error(n.describe() + ": attribute '" + a.name + "' refers to a function attribute outside a function");
       continue;
@@ -611,7 +578,7 @@ void Checker::check_attributes(ir::Node& n, long index, const GraphCtx& ctx, con
     if (fields > 1 || (a.attr_type() != ir::AttrType::kUndefined && fields == 1 &&
                        inferred_attr_type(a) != a.attr_type() && !is_list(a.attr_type())))
       report("node.attribute-value")
-          .in(ctx)
+          .in(ctx.path)
           .at(&n, index)
           .error(n.describe() + ": attribute '" + a.name + "' must hold exactly one value, of its type " +
                  std::string(ir::attr_type_name(a.attr_type())));
@@ -620,12 +587,12 @@ void Checker::check_attributes(ir::Node& n, long index, const GraphCtx& ctx, con
       type = inferred_attr_type(a);
       if (model_.ir_version >= 2)
         report("node.attribute-type")
-            .in(ctx)
+            .in(ctx.path)
             .at(&n, index)
             .error(n.describe() + ": attribute '" + a.name + "' has no type (required from IR version 2)");
     } else if (static_cast<int32_t>(type) > 14) {
       report("node.attribute-type")
-          .in(ctx)
+          .in(ctx.path)
           .at(&n, index)
           .error(n.describe() + ": attribute '" + a.name + "' has an invalid type");
       continue;
@@ -634,7 +601,7 @@ void Checker::check_attributes(ir::Node& n, long index, const GraphCtx& ctx, con
     const ir::AttributeSpec* spec = schema->attribute(a.name);
     if (!spec) {
       report("node.attribute-unknown")
-          .in(ctx)
+          .in(ctx.path)
           .at(&n, index)
           .error(n.describe() + ": " + n.op_type + "-" + std::to_string(schema->since_version) + " has no attribute '" +
                  a.name + "'");
@@ -642,7 +609,7 @@ void Checker::check_attributes(ir::Node& n, long index, const GraphCtx& ctx, con
     }
     if (spec->type != ir::AttrType::kUndefined && type != spec->type)
       report("node.attribute-type")
-          .in(ctx)
+          .in(ctx.path)
           .at(&n, index)
           .error(n.describe() + ": attribute '" + a.name + "' should be " +
                  std::string(ir::attr_type_name(spec->type)) + ", is " + std::string(ir::attr_type_name(type)));
@@ -651,7 +618,7 @@ void Checker::check_attributes(ir::Node& n, long index, const GraphCtx& ctx, con
   for (const auto& spec : schema->attributes)
     if (spec.required && !names.count(spec.name))
       report("node.attribute-missing")
-          .in(ctx)
+          .in(ctx.path)
           .at(&n, index)
           .error(n.describe() + ": required attribute '" + spec.name + "' of " + n.op_type + "-" +
                  std::to_string(schema->since_version) + " is missing");
@@ -681,7 +648,7 @@ void Checker::check_type_constraints(ir::Graph& g, const GraphCtx& ctx) {
           // A fixed type string such as "tensor(int64)".
           if (!f.type.empty() && strip_spaces(f.type) != ts)
             report("node.type-constraint")
-                .in(ctx)
+                .in(ctx.path)
                 .at(&n, static_cast<long>(i))
                 .tensor(v->name())
                 .error(n.describe() + ": " + role + " '" + f.name + "' must be " + f.type + ", is " + ts);
@@ -691,7 +658,7 @@ void Checker::check_type_constraints(ir::Graph& g, const GraphCtx& ctx) {
         for (const auto& a : c->allowed) allowed = allowed || strip_spaces(a) == ts;
         if (!allowed) {
           report("node.type-constraint")
-              .in(ctx)
+              .in(ctx.path)
               .at(&n, static_cast<long>(i))
               .tensor(v->name())
               .error(n.describe() + ": " + role + " '" + f.name + "' has type " + ts + ", not allowed for " + c->name +
@@ -703,7 +670,7 @@ void Checker::check_type_constraints(ir::Graph& g, const GraphCtx& ctx) {
         auto [it, fresh] = bound.emplace(c->name, ts);
         if (!fresh && it->second != ts)
           report("node.type-constraint")
-              .in(ctx)
+              .in(ctx.path)
               .at(&n, static_cast<long>(i))
               .tensor(v->name())
               .error(n.describe() + ": " + role + " '" + f.name + "' is " + ts + " but " + c->name +
@@ -736,7 +703,7 @@ void Checker::check_quant_scales(ir::Graph& g, const GraphCtx& ctx) {
       std::memcpy(&f, raw.data() + k * 4, 4);
       if (!(f > 0) || !std::isfinite(f)) {
         report("tensor.quant-scale")
-            .in(ctx)
+            .in(ctx.path)
             .at(&n, static_cast<long>(i))
             .tensor(scale->name())
             .error(n.describe() + ": scale '" + scale->name() + "' has a value " + std::to_string(f) +

@@ -48,12 +48,12 @@ quant::QuantType parse_type(const std::string& flag, const std::string& v) {
 }
 
 /// The calibration sample folders: subfolders of DIR in name order (at most `limit` when > 0).
-std::vector<std::filesystem::path> sample_dirs(const std::string& dir, int limit) {
+std::vector<std::string> sample_dirs(const std::string& dir, int limit) {
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) throw_usage_error("--calib-data " + dir + ": not a directory");
-  std::vector<std::filesystem::path> dirs;
+  std::vector<std::string> dirs;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-    if (e.is_directory()) dirs.push_back(e.path());
+    if (e.is_directory()) dirs.push_back(e.path().string());
   std::sort(dirs.begin(), dirs.end());
   if (dirs.empty()) throw_usage_error("--calib-data " + dir + ": no sample folders (one subfolder per sample, one .npy per input)");
   if (limit > 0 && static_cast<size_t>(limit) < dirs.size()) dirs.resize(static_cast<size_t>(limit));
@@ -124,14 +124,12 @@ int run_quantize(const QuantizeCliOptions& o) {
   if (o.error_samples < 1) throw_usage_error("--error-samples must be at least 1");
   q.error_samples = o.error_samples;
   if (q.mode == quant::Mode::kStatic && o.calib_data.empty()) throw_usage_error("--mode static needs --calib-data DIR");
-  const auto dirs = o.calib_data.empty() ? std::vector<std::filesystem::path>{} : sample_dirs(o.calib_data, o.calib_samples);
+  const auto samples = o.calib_data.empty() ? std::vector<std::string>{} : sample_dirs(o.calib_data, o.calib_samples);
 
   auto loaded = ir::load_model(o.model);
   refuse_unrunnable(loaded.model, o.model);
   ir::check_output_paths(loaded.info, o.output, "", /*in_place=*/false);
   if (!o.report.empty()) ir::check_not_input(loaded.info, o.report, "--report " + o.report);
-  std::vector<std::string> samples;
-  for (const auto& d : dirs) samples.push_back(d.string());
   const bool bar = isatty(STDERR_FILENO) && !o.json;
   size_t read = 0;
   const quant::QuantizeReport report =

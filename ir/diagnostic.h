@@ -33,6 +33,37 @@ class DiagnosticSink {
   std::vector<Diagnostic> items_;
 };
 
+class Node;
+
+/// A diagnostic under construction, its place named part by part; the parts a finding does not
+/// have are left out: report(sink, "node.input-count").in(path).at(&node, index).error(message).
+class DiagnosticBuilder {
+ public:
+  DiagnosticBuilder(DiagnosticSink& sink, std::string rule) : sink_(sink) { d_.rule = std::move(rule); }
+  DiagnosticBuilder& in(std::string graph_path) {
+    d_.graph = std::move(graph_path);
+    return *this;
+  }
+  /// The node (may be null) and its index in its graph.
+  DiagnosticBuilder& at(const Node* node, long index);
+  DiagnosticBuilder& tensor(std::string name) {
+    d_.tensor = std::move(name);
+    return *this;
+  }
+  void emit(Severity severity, std::string message) {
+    d_.severity = severity;
+    d_.message = std::move(message);
+    sink_.add(std::move(d_));
+  }
+  void error(std::string message) { emit(Severity::kError, std::move(message)); }
+
+ private:
+  DiagnosticSink& sink_;
+  Diagnostic d_;
+};
+
+inline DiagnosticBuilder report(DiagnosticSink& sink, std::string rule) { return {sink, std::move(rule)}; }
+
 inline size_t DiagnosticSink::error_count() const {
   size_t n = 0;
   for (const auto& d : items_) n += d.severity == Severity::kError;

@@ -39,8 +39,6 @@ class ShapeInferencer {
   void merge_into(Value* v, const TypeInfo& inferred, const Node& n, size_t index,
                   const std::string& path);
   bool merge_type(TypeInfo& existing, const TypeInfo& inferred, std::string& conflict);
-  void report(const std::string& rule, const std::string& message, const Node* n, long index,
-              const std::string& path, const std::string& tensor);
   void set_type(Value* v, TypeInfo type) {
     if (table_) (*table_)[v] = std::move(type);
     else v->type = std::move(type);
@@ -194,22 +192,6 @@ const DimValues* ShapeInferencer::values_of(const Value* v) {
   return &(values_[v] = std::move(dv));
 }
 
-void ShapeInferencer::report(const std::string& rule, const std::string& message, const Node* n,
-                             long index, const std::string& path, const std::string& tensor) {
-  Diagnostic d;
-  d.rule = rule;
-  d.severity = Severity::kError;
-  d.graph = path;
-  if (n) {
-    d.node = n->name;
-    d.op_type = n->op_type;
-  }
-  d.node_index = index;
-  d.tensor = tensor;
-  d.message = message;
-  sink_.add(std::move(d));
-}
-
 bool ShapeInferencer::merge_type(TypeInfo& existing, const TypeInfo& inferred, std::string& conflict) {
   using K = TypeInfo::Kind;
   if (inferred.kind == K::kUnset) return true;
@@ -274,8 +256,11 @@ void ShapeInferencer::merge_into(Value* v, const TypeInfo& inferred, const Node&
   TypeInfo merged = type_of(v);
   if (!merge_type(merged, inferred, conflict)) {
     if (options_.check_declared)
-      report("shape.declared-mismatch", "output '" + v->name() + "': " + conflict, &n,
-             static_cast<long>(index), path, v->name());
+      report(sink_, "shape.declared-mismatch")
+          .in(path)
+          .at(&n, static_cast<long>(index))
+          .tensor(v->name())
+          .error("output '" + v->name() + "': " + conflict);
     return;
   }
   set_type(v, std::move(merged));
@@ -319,10 +304,10 @@ void ShapeInferencer::infer_node(Node& n, size_t index, const std::string& path,
     if (schema->infer) schema->infer(ctx);
     else generic(ctx, *schema);
   } catch (const ShapeError& e) {
-    report(e.rule, e.message, &n, static_cast<long>(index), path, "");
+    report(sink_, e.rule).in(path).at(&n, static_cast<long>(index)).error(e.message);
     return;
   } catch (const Error& e) {
-    report("shape.error", e.what(), &n, static_cast<long>(index), path, "");
+    report(sink_, "shape.error").in(path).at(&n, static_cast<long>(index)).error(e.what());
     return;
   }
   for (size_t i = 0; i < n.outputs().size(); ++i) {

@@ -4,7 +4,6 @@
 
 #include "ir/error.h"
 #include "passes/pass.h"
-#include "passes/rewrite.h"
 #include "quant/accuracy.h"
 #include "quant/quantize.h"
 #include "runner/feeds.h"
