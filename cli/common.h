@@ -12,6 +12,7 @@
 
 #include "ir/diagnostic.h"
 #include "ir/graph.h"
+#include "runner/session.h"
 
 namespace onnxtool::cli {
 
@@ -30,6 +31,12 @@ int run_action(const std::string& command, const Action& action);
 
 /// Prints a JSON document on stdout (one document, two-space indent).
 void print_json(const nlohmann::json& doc);
+
+/// Where a device session ran the nodes of its last run, one line ("" for a CPU session):
+/// "vulkan:0 (NAME): 120 nodes on the device; 3 on the CPU: Shape x2 (no Vulkan kernel), ...".
+std::string placement_line(const runner::Session& session);
+/// The same as JSON (null for a CPU session).
+nlohmann::json placement_json(const runner::Session& session);
 
 /// Splits "NAME=VALUE" (flag names the option in the error).
 std::pair<std::string, std::string> parse_assignment(const std::string& s, const char* flag);
@@ -61,5 +68,6 @@ void register_optimize(CLI::App& app, Action& action);
 void register_quantize(CLI::App& app, Action& action);
 void register_compare(CLI::App& app, Action& action);
 void register_diff(CLI::App& app, Action& action);
+void register_devices(CLI::App& app, Action& action);
 
 }  // namespace onnxtool::cli

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   register_quantize(app, action);
   register_compare(app, action);
   register_diff(app, action);
+  register_devices(app, action);
 
   try {
     app.parse(argc, argv);

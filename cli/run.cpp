@@ -28,6 +28,7 @@ struct RunOptions {
   std::string output_dir;
   std::vector<std::string> outputs;
   int threads = 0;
+  std::string device = "cpu";
   int benchmark = 0;
   bool json = false;
 };
@@ -71,7 +72,10 @@ int run_model(const RunOptions& o) {
     ir::DiagnosticSink sink;
     ir::infer_shapes(loaded.model, sink);
   }
-  runner::Session session(loaded.model, runner::SessionOptions{o.threads});
+  runner::SessionOptions options;
+  options.threads = o.threads;
+  options.device = runner::DeviceSpec::parse(o.device);
+  runner::Session session(loaded.model, options);
 
   runner::FeedOptions feed;
   for (const auto& s : o.inputs) feed.files.push_back(parse_assignment(s, "--input"));
@@ -136,7 +140,7 @@ int run_model(const RunOptions& o) {
       j["file"] = files[i].empty() ? nlohmann::json(nullptr) : nlohmann::json(files[i]);
       outs.push_back(j);
     }
-    nlohmann::json doc = {{"outputs", outs}, {"threads", o.threads}};
+    nlohmann::json doc = {{"outputs", outs}, {"threads", o.threads}, {"placement", placement_json(session)}};
     if (!times.empty()) doc["latency_ms"] = {{"median", pct(0.5)}, {"min", times.front()}, {"p90", pct(0.9)}, {"runs", times.size()}};
     print_json(doc);
     return kExitOk;
@@ -150,6 +154,7 @@ int run_model(const RunOptions& o) {
     if (!files[i].empty()) std::cout << "  -> " << files[i];
     std::cout << "\n";
   }
+  if (const std::string line = placement_line(session); !line.empty()) std::cout << line << "\n";
   if (!times.empty())
     std::cout << "latency over " << times.size() << " runs: median " << pct(0.5) << " ms, min " << times.front()
               << " ms, p90 " << pct(0.9) << " ms\n";
@@ -160,7 +165,7 @@ int run_model(const RunOptions& o) {
 
 void register_run(CLI::App& app, Action& action) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App* sub = app.add_subcommand("run", "Execute a model on the CPU reference runner");
+  CLI::App* sub = app.add_subcommand("run", "Execute a model on the reference runner (CPU or a Vulkan device)");
   sub->add_option("MODEL", o->model, "model file")->required();
   sub->add_option("--input", o->inputs, "NAME=FILE (.npy or TensorProto .pb); repeatable");
   sub->add_option("--inputs", o->inputs_dir, "folder of <name>.npy/.pb files, or a test_data_set_N folder");
@@ -170,6 +175,7 @@ void register_run(CLI::App& app, Action& action) {
   sub->add_option("--output-dir", o->output_dir, "write each output to DIR/<name>.npy");
   sub->add_option("--outputs", o->outputs, "names of the values to return (default: graph outputs)")->delimiter(',');
   sub->add_option("--threads", o->threads, "threads (default: all cores)")->check(number_in(0, 1024));
+  sub->add_option("--device", o->device, "cpu (default), vulkan or vulkan:N (`onnxtool devices` lists them)");
   sub->add_option("--benchmark", o->benchmark, "time N runs after one warm-up run")->check(number_in(0, 1e7));
   sub->add_flag("--json", o->json, "print one JSON document");
   sub->callback([&action, o] { action = [o] { return run_model(*o); }; });

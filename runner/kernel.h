@@ -19,10 +19,32 @@ class Executor;
 struct Frame;
 struct Step;
 
-/// One node's execution: its inputs, attributes and outputs.
-class KernelContext {
+/// A node's attributes with the spec's defaults, for the kernels of every device.
+class NodeAttributes {
  public:
+  explicit NodeAttributes(const ir::Node& node) : node_(node) {}
   const ir::Node& node() const { return node_; }
+
+  // Attributes with defaults (the spec's default when absent).
+  int64_t attr_int(std::string_view name, int64_t fallback) const;
+  float attr_float(std::string_view name, float fallback) const;
+  std::string attr_string(std::string_view name, std::string fallback) const;
+  std::vector<int64_t> attr_ints(std::string_view name, std::vector<int64_t> fallback = {}) const;
+  std::vector<float> attr_floats(std::string_view name, std::vector<float> fallback = {}) const;
+  bool has_attr(std::string_view name) const { return node_.attr(name) != nullptr; }
+  const ir::Tensor* attr_tensor(std::string_view name) const;
+  const ir::Graph* attr_graph(std::string_view name) const;
+
+  /// Fails the run with one line naming the node.
+  [[noreturn]] void fail(const std::string& message) const;
+
+ protected:
+  const ir::Node& node_;
+};
+
+/// One node's execution: its inputs, attributes and outputs.
+class KernelContext : public NodeAttributes {
+ public:
   int64_t opset() const { return opset_; }
   int threads() const { return threads_; }
 
@@ -41,16 +63,6 @@ class KernelContext {
   void set_output(size_t i, Value value);
   void set_output(size_t i, Tensor tensor) { set_output(i, Value::of(std::move(tensor))); }
 
-  // Attributes with defaults (the spec's default when absent).
-  int64_t attr_int(std::string_view name, int64_t fallback) const;
-  float attr_float(std::string_view name, float fallback) const;
-  std::string attr_string(std::string_view name, std::string fallback) const;
-  std::vector<int64_t> attr_ints(std::string_view name, std::vector<int64_t> fallback = {}) const;
-  std::vector<float> attr_floats(std::string_view name, std::vector<float> fallback = {}) const;
-  bool has_attr(std::string_view name) const { return node_.attr(name) != nullptr; }
-  const ir::Tensor* attr_tensor(std::string_view name) const;
-  const ir::Graph* attr_graph(std::string_view name) const;
-
   /// Runs a subgraph of this node (If branch, Loop/Scan body) with the given inputs; outer-scope
   /// values resolve through the calling frame.
   std::vector<Value> run_subgraph(const ir::Graph& graph, const std::vector<Value>& inputs);
@@ -62,19 +74,15 @@ class KernelContext {
     return *std::static_pointer_cast<T>(*state_);
   }
 
-  /// Fails the run with one line naming the node.
-  [[noreturn]] void fail(const std::string& message) const;
-
  private:
   friend class Executor;
   KernelContext(Executor& exec, const Frame& frame, const ir::Node& node, int64_t opset, int threads,
                 std::vector<const Value*> inputs, std::vector<Value>& outputs,
                 std::shared_ptr<void>* state)
-      : exec_(exec), frame_(frame), node_(node), opset_(opset), threads_(threads),
+      : NodeAttributes(node), exec_(exec), frame_(frame), opset_(opset), threads_(threads),
         inputs_(std::move(inputs)), outputs_(outputs), state_(state) {}
   Executor& exec_;
   const Frame& frame_;
-  const ir::Node& node_;
   int64_t opset_;
   int threads_;
   std::vector<const Value*> inputs_;

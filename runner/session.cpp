@@ -36,6 +36,8 @@ struct Step {
   std::vector<int> outputs;         // -1 for unnamed outputs
   std::vector<int> release_after;   // local slots whose last use is this step
   std::shared_ptr<void> state;
+  /// The session device's kernel (main graph only), or nullptr: the node runs on the CPU.
+  DeviceKernelFn device_fn = nullptr;
   /// Every input is a constant (initializer, or the output of another constant step) and the op
   /// is deterministic: computed on the first run, then reused (the same kernel, the same bytes).
   bool constant = false;
@@ -55,22 +57,36 @@ struct GraphPlan {
   std::vector<bool> keep;  // slots never released (outputs, inputs, constants)
   std::vector<bool> constant_slot;  // initializers and outputs of constant steps
   int n_slots = 0;
+  /// Device copies of constant slots, uploaded on first use (weights once per session).
+  mutable std::vector<DeviceTensorPtr> device_constants;
 };
 
 struct Frame {
   const GraphPlan* plan;
   const Frame* parent;
   std::vector<Value> slots;
+  /// Device copies per slot (device sessions); a slot may live on the host, the device or both.
+  std::vector<DeviceTensorPtr> device;
 };
 
 class Executor {
  public:
-  Executor(int threads, const Observer* observer, const bool* observe_subgraphs)
-      : threads_(threads), observer_(observer), observe_subgraphs_(observe_subgraphs) {}
+  Executor(int threads, const Observer* observer, const bool* observe_subgraphs, Backend* backend)
+      : threads_(threads), observer_(observer), observe_subgraphs_(observe_subgraphs), backend_(backend) {}
   void execute(const GraphPlan& plan, Frame& frame);
   std::vector<Value> run_subgraph(const Frame& caller, const ir::Graph& g, const std::vector<Value>& inputs);
 
+  /// The host value of a slot of a frame, downloaded from the device when it lives only there.
+  const Value& host(Frame& frame, int slot);
+  /// The device copy of a slot, uploaded when it lives only on the host (constants once).
+  DeviceTensorPtr device(Frame& frame, int slot);
+  Placement placement;
+
  private:
+  bool run_on_device(const Step& step, Frame& frame, std::vector<Value>& outputs,
+                     std::vector<DeviceTensorPtr>& device_outputs);
+  void run_on_cpu(const Step& step, Frame& frame, std::vector<Value>& outputs);
+
   const Value& lookup(const Frame& frame, SlotRef ref) const {
     const Frame* f = &frame;
     for (int i = 0; i < ref.up; ++i) f = f->parent;
@@ -79,6 +95,7 @@ class Executor {
   int threads_;
   const Observer* observer_;
   const bool* observe_subgraphs_;
+  Backend* backend_;
 };
 
 namespace {
@@ -138,7 +155,8 @@ int64_t opset_for(const ir::Model& model, const std::string& domain) {
 
 class Planner {
  public:
-  explicit Planner(const ir::Model& model) : model_(model), kernels_(KernelRegistry::instance()) {}
+  Planner(const ir::Model& model, const Backend* backend)
+      : model_(model), kernels_(KernelRegistry::instance()), backend_(backend) {}
 
   std::unique_ptr<GraphPlan> plan(const ir::Graph& g, const GraphPlan* parent) {
     auto p = std::make_unique<GraphPlan>();
@@ -180,6 +198,9 @@ class Planner {
       if (st.constant)
         for (int s : st.outputs)
           if (s >= 0) mark_constant(*p, s);
+      // The device runs nodes of the main graph; control flow and its subgraphs stay on the CPU.
+      if (backend_ && !parent && !st.constant && n->subgraphs().empty())
+        st.device_fn = backend_->find(domain, n->op_type, st.opset);
       p->steps.push_back(std::move(st));
     }
     for (const auto& vi : g.outputs) p->output_slots.push_back(resolve(*p, vi.value));
@@ -302,64 +323,183 @@ class Planner {
 
   const ir::Model& model_;
   const KernelRegistry& kernels_;
+  const Backend* backend_;
 };
 
 }  // namespace
 
 // ---------------------------------------------------------------- Executor
 
+namespace {
+
+/// Rethrows a kernel's error with the node named (kernel failures mostly name it already).
+[[noreturn]] void rethrow_naming(const Step& step, const Error& e) {
+  const std::string msg = e.what();
+  if (msg.find("node '") == 0 || msg.find("node #") == 0 || msg.find(" node ") != std::string::npos) throw e;
+  throw Error(e.kind(), step.node->describe() + ": " + msg);
+}
+
+/// The inputs of a device step, resolved through the executor on first use.
+class FrameInputs : public DeviceKernelContext::Inputs {
+ public:
+  FrameInputs(Executor& exec, Frame& frame, const Step& step) : exec_(exec), frame_(frame), step_(step) {}
+  size_t count() const override { return step_.inputs.size(); }
+  bool present(size_t i) const override {
+    const int s = slot(i);
+    return s >= 0 && (frame_.slots[static_cast<size_t>(s)].kind != Value::Kind::kNone ||
+                      frame_.device[static_cast<size_t>(s)]);
+  }
+  DeviceTensorPtr device(size_t i) override { return exec_.device(frame_, slot(i)); }
+  const Tensor& host(size_t i) override {
+    const Value& v = exec_.host(frame_, slot(i));
+    if (!v.is_tensor()) throw DeviceDeclined("input " + std::to_string(i) + " is " + v.describe());
+    return v.tensor;
+  }
+  DataType dtype(size_t i) const override {
+    if (const auto& d = frame_.device[static_cast<size_t>(slot(i))]) return d->dtype();
+    return host_tensor(i).dtype();
+  }
+  const std::vector<int64_t>& shape(size_t i) const override {
+    if (const auto& d = frame_.device[static_cast<size_t>(slot(i))]) return d->shape();
+    return host_tensor(i).shape();
+  }
+
+ private:
+  int slot(size_t i) const { return i < step_.inputs.size() ? step_.inputs[i].slot : -1; }
+  const Tensor& host_tensor(size_t i) const {
+    const Value& v = frame_.slots[static_cast<size_t>(slot(i))];
+    if (!v.is_tensor()) throw DeviceDeclined("input " + std::to_string(i) + " is " + v.describe());
+    return v.tensor;
+  }
+  Executor& exec_;
+  Frame& frame_;
+  const Step& step_;
+};
+
+}  // namespace
+
+const Value& Executor::host(Frame& frame, int slot) {
+  Value& v = frame.slots[static_cast<size_t>(slot)];
+  if (v.kind == Value::Kind::kNone && !frame.device.empty() && frame.device[static_cast<size_t>(slot)])
+    v = Value::of(backend_->download(*frame.device[static_cast<size_t>(slot)]));
+  return v;
+}
+
+DeviceTensorPtr Executor::device(Frame& frame, int slot) {
+  const auto s = static_cast<size_t>(slot);
+  if (frame.device[s]) return frame.device[s];
+  const Value& v = frame.slots[s];
+  if (!v.is_tensor()) throw DeviceDeclined("an input is " + v.describe());
+  const GraphPlan& plan = *frame.plan;
+  const bool constant = (s < plan.constants.size() && plan.constants[s].kind != Value::Kind::kNone) ||
+                        (s < plan.constant_slot.size() && plan.constant_slot[s]);
+  if (constant) {
+    if (plan.device_constants.size() < plan.constants.size()) plan.device_constants.resize(plan.constants.size());
+    if (!plan.device_constants[s]) plan.device_constants[s] = backend_->upload(v.tensor);
+    frame.device[s] = plan.device_constants[s];
+  } else {
+    frame.device[s] = backend_->upload(v.tensor);
+  }
+  return frame.device[s];
+}
+
+bool Executor::run_on_device(const Step& step, Frame& frame, std::vector<Value>& outputs,
+                             std::vector<DeviceTensorPtr>& device_outputs) {
+  FrameInputs inputs(*this, frame, step);
+  device_outputs.assign(step.outputs.size(), nullptr);
+  try {
+    DeviceKernelContext ctx(*backend_, *step.node, step.opset, inputs, device_outputs, outputs);
+    step.device_fn(ctx);
+    return true;
+  } catch (const DeviceDeclined& declined) {
+    placement.cpu_nodes.push_back({step.node, declined.what()});
+    device_outputs.assign(step.outputs.size(), nullptr);
+    outputs.assign(step.outputs.size(), Value());
+    return false;
+  }
+}
+
 void Executor::execute(const GraphPlan& plan, Frame& frame) {
   for (size_t s = 0; s < plan.constants.size(); ++s)
     if (plan.constants[s].kind != Value::Kind::kNone && frame.slots[s].kind == Value::Kind::kNone)
       frame.slots[s] = plan.constants[s];
+  const bool on_device = backend_ && frame.parent == nullptr;
+  if (on_device) {
+    frame.device.assign(frame.slots.size(), nullptr);
+    placement = Placement();
+  }
   static const Value kNone;
   for (const Step& step : plan.steps) {
-    std::vector<const Value*> inputs;
-    inputs.reserve(step.inputs.size());
-    for (const auto& r : step.inputs) {
-      if (r.slot < 0) {
-        inputs.push_back(nullptr);
-        continue;
-      }
-      const Value& v = lookup(frame, r);
-      inputs.push_back(v.kind == Value::Kind::kNone ? nullptr : &v);
-    }
     std::vector<Value> outputs(step.outputs.size());
-    if (step.computed) {
-      outputs = step.cached;
-    } else {
-      KernelContext ctx(*this, frame, *step.node, step.opset, threads_, std::move(inputs), outputs,
-                        const_cast<std::shared_ptr<void>*>(&step.state));
-      try {
-        step.fn(ctx);
-      } catch (const Error& e) {
-        const std::string msg = e.what();
-        // Kernel failures already name the node; add it otherwise.
-        if (msg.find("node '") == 0 || msg.find("node #") == 0 || msg.find(" node ") != std::string::npos) throw;
-        throw Error(e.kind(), step.node->describe() + ": " + msg);
-      } catch (const std::bad_alloc&) {
-        // A tensor whose size is known only now (Expand, Tile, Resize... of runtime values) and
-        // that the allocator refuses: name the node rather than dying or printing a bare message.
-        throw Error(ErrorKind::kFailed,
-                    step.node->describe() + ": out of memory (physical memory " + gigabytes(physical_memory()) + ")");
-      }
-      if (step.constant) {
-        // Keep constant results (up to a size that is worth holding between runs).
-        size_t bytes = 0;
-        for (const auto& v : outputs) bytes += v.is_tensor() ? v.tensor.bytes() : 0;
-        if (bytes <= (size_t{64} << 20)) {
-          step.cached = outputs;
-          step.computed = true;
-        }
-      }
+    std::vector<DeviceTensorPtr> device_outputs;
+    bool ran = false;
+    try {
+      if (on_device && step.device_fn) ran = run_on_device(step, frame, outputs, device_outputs);
+      if (ran) ++placement.device_nodes;
+    } catch (const Error& e) {
+      rethrow_naming(step, e);
     }
+    if (on_device && !ran) {
+      if (step.constant) ++placement.constant_nodes;
+      else if (!step.device_fn) placement.cpu_nodes.push_back({step.node, std::string("no ") + backend_->api_name() + " kernel"});
+      // The CPU kernel reads its inputs on the host; a node with subgraphs reads any value of
+      // the frame through them.
+      for (const auto& r : step.inputs)
+        if (r.slot >= 0) host(frame, r.slot);
+      if (!step.node->subgraphs().empty())
+        for (size_t s = 0; s < frame.slots.size(); ++s) host(frame, static_cast<int>(s));
+    }
+    if (!ran) run_on_cpu(step, frame, outputs);
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] < 0) continue;
-      frame.slots[static_cast<size_t>(step.outputs[i])] = std::move(outputs[i]);
+      const auto slot = static_cast<size_t>(step.outputs[i]);
+      frame.slots[slot] = std::move(outputs[i]);
+      if (on_device) frame.device[slot] = ran ? device_outputs[i] : nullptr;
       if (observer_ && *observer_ && (frame.parent == nullptr || *observe_subgraphs_))
-        (*observer_)(*step.node->output(i), frame.slots[static_cast<size_t>(step.outputs[i])]);
+        (*observer_)(*step.node->output(i), host(frame, static_cast<int>(slot)));
     }
-    for (int s : step.release_after) frame.slots[static_cast<size_t>(s)] = kNone;
+    for (int s : step.release_after) {
+      frame.slots[static_cast<size_t>(s)] = kNone;
+      if (on_device) frame.device[static_cast<size_t>(s)] = nullptr;
+    }
+  }
+}
+
+void Executor::run_on_cpu(const Step& step, Frame& frame, std::vector<Value>& outputs) {
+  if (step.computed) {
+    outputs = step.cached;
+    return;
+  }
+  std::vector<const Value*> inputs;
+  inputs.reserve(step.inputs.size());
+  for (const auto& r : step.inputs) {
+    if (r.slot < 0) {
+      inputs.push_back(nullptr);
+      continue;
+    }
+    const Value& v = lookup(frame, r);
+    inputs.push_back(v.kind == Value::Kind::kNone ? nullptr : &v);
+  }
+  KernelContext ctx(*this, frame, *step.node, step.opset, threads_, std::move(inputs), outputs,
+                    const_cast<std::shared_ptr<void>*>(&step.state));
+  try {
+    step.fn(ctx);
+  } catch (const Error& e) {
+    rethrow_naming(step, e);
+  } catch (const std::bad_alloc&) {
+    // A tensor whose size is known only now (Expand, Tile, Resize... of runtime values) and
+    // that the allocator refuses: name the node rather than dying or printing a bare message.
+    throw Error(ErrorKind::kFailed,
+                step.node->describe() + ": out of memory (physical memory " + gigabytes(physical_memory()) + ")");
+  }
+  if (step.constant) {
+    // Keep constant results (up to a size that is worth holding between runs).
+    size_t bytes = 0;
+    for (const auto& v : outputs) bytes += v.is_tensor() ? v.tensor.bytes() : 0;
+    if (bytes <= (size_t{64} << 20)) {
+      step.cached = outputs;
+      step.computed = true;
+    }
   }
 }
 
@@ -415,31 +555,31 @@ void KernelContext::set_output(size_t i, Value value) {
   outputs_[i] = std::move(value);
 }
 
-int64_t KernelContext::attr_int(std::string_view name, int64_t fallback) const {
+int64_t NodeAttributes::attr_int(std::string_view name, int64_t fallback) const {
   const ir::Attribute* a = node_.attr(name);
   return a ? a->i : fallback;
 }
-float KernelContext::attr_float(std::string_view name, float fallback) const {
+float NodeAttributes::attr_float(std::string_view name, float fallback) const {
   const ir::Attribute* a = node_.attr(name);
   return a ? a->f : fallback;
 }
-std::string KernelContext::attr_string(std::string_view name, std::string fallback) const {
+std::string NodeAttributes::attr_string(std::string_view name, std::string fallback) const {
   const ir::Attribute* a = node_.attr(name);
   return a ? a->s : fallback;
 }
-std::vector<int64_t> KernelContext::attr_ints(std::string_view name, std::vector<int64_t> fallback) const {
+std::vector<int64_t> NodeAttributes::attr_ints(std::string_view name, std::vector<int64_t> fallback) const {
   const ir::Attribute* a = node_.attr(name);
   return a ? a->ints : fallback;
 }
-std::vector<float> KernelContext::attr_floats(std::string_view name, std::vector<float> fallback) const {
+std::vector<float> NodeAttributes::attr_floats(std::string_view name, std::vector<float> fallback) const {
   const ir::Attribute* a = node_.attr(name);
   return a ? a->floats : fallback;
 }
-const ir::Tensor* KernelContext::attr_tensor(std::string_view name) const {
+const ir::Tensor* NodeAttributes::attr_tensor(std::string_view name) const {
   const ir::Attribute* a = node_.attr(name);
   return a && a->t ? &*a->t : nullptr;
 }
-const ir::Graph* KernelContext::attr_graph(std::string_view name) const {
+const ir::Graph* NodeAttributes::attr_graph(std::string_view name) const {
   const ir::Attribute* a = node_.attr(name);
   return a ? a->g.get() : nullptr;
 }
@@ -448,7 +588,7 @@ std::vector<Value> KernelContext::run_subgraph(const ir::Graph& graph, const std
   return exec_.run_subgraph(frame_, graph, inputs);
 }
 
-void KernelContext::fail(const std::string& message) const {
+void NodeAttributes::fail(const std::string& message) const {
   throw Error(ErrorKind::kFailed, node_.describe() + ": " + message);
 }
 
@@ -490,7 +630,8 @@ Session::Session(ir::Model& model, SessionOptions options) : model_(model), opti
   (void)tuned;
   if (!model.graph) throw_input_error("the model has no graph");
   if (const uint64_t memory = physical_memory()) check_static_sizes(*model.graph, memory);
-  Planner planner(model);
+  if (options_.device.kind == DeviceSpec::Kind::kVulkan) backend_ = open_vulkan_backend(options_.device.index);
+  Planner planner(model, backend_.get());
   plan_ = planner.plan(*model.graph, nullptr);
   int threads = options_.threads;
 #ifdef _OPENMP
@@ -499,7 +640,7 @@ Session::Session(ir::Model& model, SessionOptions options) : model_(model), opti
   if (threads <= 0) threads = 1;
 #endif
   options_.threads = threads;
-  executor_ = std::make_unique<Executor>(threads, &observer_, &observe_subgraphs_);
+  executor_ = std::make_unique<Executor>(threads, &observer_, &observe_subgraphs_, backend_.get());
   for (const auto& vi : model.graph->inputs)
     if (!vi.value->is_initializer()) inputs_.push_back(&vi);
   for (const auto& vi : model.graph->inputs)
@@ -508,6 +649,8 @@ Session::Session(ir::Model& model, SessionOptions options) : model_(model), opti
 }
 
 Session::~Session() = default;
+
+const Placement& Session::placement() const { return executor_->placement; }
 
 namespace {
 
@@ -562,19 +705,21 @@ std::vector<Value> Session::run(const std::map<std::string, Value>& feeds,
   if (output_names.empty()) {
     for (size_t i = 0; i < plan_->output_slots.size(); ++i) {
       const SlotRef r = plan_->output_slots[i];
-      out.push_back(frame.slots[static_cast<size_t>(r.slot)]);
+      out.push_back(r.slot < 0 ? Value() : executor_->host(frame, r.slot));
     }
+    if (backend_) backend_->finish();
     return out;
   }
   for (const auto& name : output_names) {
     const ir::Value* v = g.find(name);
     auto it = v ? plan_->slots.find(v) : plan_->slots.end();
     if (it == plan_->slots.end()) throw_usage_error("the model has no value '" + name + "'");
-    const Value& val = frame.slots[static_cast<size_t>(it->second)];
+    const Value& val = executor_->host(frame, it->second);
     if (val.kind == Value::Kind::kNone)
       throw_usage_error("value '" + name + "' is not kept after its last use; ask for graph outputs");
     out.push_back(val);
   }
+  if (backend_) backend_->finish();
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "runner/backend.h"
 #include "runner/kernel.h"
 #include "runner/tensor.h"
 
@@ -17,6 +18,19 @@ namespace onnxtool::runner {
 struct SessionOptions {
   /// Threads for kernels (OpenMP and Eigen); 0 = all cores.
   int threads = 0;
+  /// Where nodes run: the CPU, or a Vulkan device with the CPU for the nodes it has no kernel for.
+  DeviceSpec device;
+};
+
+/// Where the nodes of the main graph ran in the last run of a device session.
+struct Placement {
+  struct CpuNode {
+    const ir::Node* node;
+    std::string reason;  ///< "no Vulkan kernel", or why the device kernel declined the node
+  };
+  size_t device_nodes = 0;    ///< nodes whose kernel ran on the device
+  size_t constant_nodes = 0;  ///< nodes of constant inputs only, computed once on the CPU
+  std::vector<CpuNode> cpu_nodes;  ///< every other node, in execution order
 };
 
 /// Called with every value a node of the main graph produces (calibration, per-layer compare),
@@ -29,7 +43,8 @@ struct GraphPlan;
 /// its nodes topologically when they are not (the model is otherwise untouched).
 class Session {
  public:
-  /// Throws Error(kInput) naming the op and node when a node has no kernel, and for invalid graphs.
+  /// Throws Error(kInput) naming the op and node when a node has no kernel, and for invalid graphs;
+  /// for a device that does not exist or cannot be opened, the errors of open_vulkan_backend.
   Session(ir::Model& model, SessionOptions options = {});
   ~Session();
   Session(const Session&) = delete;
@@ -46,6 +61,11 @@ class Session {
   std::vector<Value> run(const std::map<std::string, Value>& feeds,
                          const std::vector<std::string>& output_names = {});
 
+  /// The device the session runs on ("cpu", "vulkan:0").
+  const DeviceInfo* device() const { return backend_ ? &backend_->info() : nullptr; }
+  /// Where the last run placed each node (empty for CPU sessions).
+  const Placement& placement() const;
+
   void set_observer(Observer observer, bool subgraphs = false) {
     observer_ = std::move(observer);
     observe_subgraphs_ = subgraphs;
@@ -54,6 +74,7 @@ class Session {
  private:
   ir::Model& model_;
   SessionOptions options_;
+  std::unique_ptr<Backend> backend_;  // declared before the plan: cached device tensors go first
   std::unique_ptr<GraphPlan> plan_;
   std::unique_ptr<Executor> executor_;
   std::vector<const ir::ValueInfo*> inputs_;

@@ -1,0 +1,114 @@
+// The Vulkan backend as its kernels see it: tensors in device buffers, the kernel table, and the
+// helpers every kernel uses (element types, output allocation, 1-D dispatches).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "runner/backend.h"
+#include "runner/vulkan/context.h"
+
+namespace onnxtool::runner::vulkan {
+
+/// A device buffer lent to tensors; back to the pool when the last tensor using it goes.
+class Lease {
+ public:
+  Lease(std::shared_ptr<Device> device, Buffer buffer) : device_(std::move(device)), buffer_(buffer) {}
+  ~Lease() { device_->release(buffer_); }
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  const Buffer& buffer() const { return buffer_; }
+
+ private:
+  std::shared_ptr<Device> device_;
+  Buffer buffer_;
+};
+
+class VulkanTensor : public DeviceTensor {
+ public:
+  VulkanTensor(DataType dtype, std::vector<int64_t> shape, std::shared_ptr<Lease> lease)
+      : DeviceTensor(dtype, std::move(shape)), lease_(std::move(lease)) {}
+  const std::shared_ptr<Lease>& lease() const { return lease_; }
+  size_t bytes() const;
+  /// The binding of this tensor in a dispatch.
+  BufferRange range() const { return {lease_->buffer().buffer, 0, bytes()}; }
+
+ private:
+  std::shared_ptr<Lease> lease_;
+};
+
+/// Vulkan kernels by "domain::op", each with the opset range it implements.
+class KernelTable {
+ public:
+  void add(std::string_view domain, std::string_view op, int from, int to, DeviceKernelFn fn);
+  DeviceKernelFn find(std::string_view domain, std::string_view op, int64_t opset) const;
+  /// Every op with a kernel ("Conv", "com.microsoft::..."), for coverage tests.
+  std::vector<std::string> ops() const;
+
+ private:
+  struct Entry {
+    int from, to;
+    DeviceKernelFn fn;
+  };
+  std::map<std::string, std::vector<Entry>, std::less<>> entries_;
+};
+/// The process's table (every family registered once).
+const KernelTable& kernel_table();
+
+class VulkanBackend : public Backend {
+ public:
+  explicit VulkanBackend(std::shared_ptr<Device> device) : device_(std::move(device)) {}
+  const DeviceInfo& info() const override { return device_->info(); }
+  const char* api_name() const override { return "Vulkan"; }
+  DeviceKernelFn find(std::string_view domain, std::string_view op_type, int64_t opset) const override {
+    return kernel_table().find(domain, op_type, opset);
+  }
+  bool holds(DataType type) const override;
+  DeviceTensorPtr upload(const Tensor& tensor) override;
+  Tensor download(const DeviceTensor& tensor) override;
+  DeviceTensorPtr reshaped(const DeviceTensorPtr& tensor, std::vector<int64_t> shape) override;
+  void finish() override { device_->flush(); }
+
+  Device& device() { return *device_; }
+  /// A new tensor in device memory (contents undefined); declines when it is larger than one
+  /// storage buffer can bind.
+  std::shared_ptr<const VulkanTensor> allocate(DataType dtype, std::vector<int64_t> shape);
+
+ private:
+  std::shared_ptr<Device> device_;
+};
+
+// ---------------------------------------------------------------- kernel helpers
+
+/// The backend and device of a kernel's context.
+VulkanBackend& backend_of(DeviceKernelContext& ctx);
+/// Input i as a Vulkan tensor (uploaded when it is on the host).
+std::shared_ptr<const VulkanTensor> input(DeviceKernelContext& ctx, size_t i);
+/// Allocates output i and sets it.
+std::shared_ptr<const VulkanTensor> output(DeviceKernelContext& ctx, size_t i, DataType dtype,
+                                           std::vector<int64_t> shape);
+/// Declines unless input i is float32, or float16 on a device with 16-bit storage.
+DataType require_float(DeviceKernelContext& ctx, size_t i);
+/// The shader for an element type: NAME for float32, NAME_f16 for float16.
+std::string shader_for(const std::string& name, DataType dtype);
+/// Records a dispatch of `n` invocations of a 1-D shader (any n: the grid folds into y when x
+/// would exceed the device's limit; shaders compute their index with linear_index()).
+void dispatch_1d(DeviceKernelContext& ctx, const std::string& shader, const std::vector<BufferRange>& buffers,
+                 const void* push, uint32_t push_bytes, uint64_t n);
+/// Declines when a count does not fit the shaders' 32-bit indices.
+uint32_t checked_u32(DeviceKernelContext& ctx, int64_t value, const char* what);
+
+// Registration of each kernel family (one per file).
+void register_elementwise(KernelTable& table);
+void register_linalg(KernelTable& table);  // MatMul, Gemm, Conv, ConvTranspose
+void register_nn(KernelTable& table);      // pooling, Softmax, Reduce*, normalizations
+void register_data(KernelTable& table);    // reshapes, Transpose, Concat, Slice, Gather, Cast, Resize...
+
+}  // namespace onnxtool::runner::vulkan
+
+namespace onnxtool::runner::vulkan {
+/// Every usable Vulkan device; none (with the reason in `status`) without a loader or driver.
+std::vector<DeviceInfo> vulkan_devices(std::string* status);
+}  // namespace onnxtool::runner::vulkan
