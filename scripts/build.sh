@@ -38,6 +38,10 @@ cd "$root"
 source "$root/scripts/packages.sh"
 ensure_packages build.sh required protobuf-compiler libprotobuf-dev libcli11-dev nlohmann-json3-dev \
   libeigen3-dev doctest-dev cmake ninja-build g++
+# Vulkan: headers and the shader compiler to build; Mesa's lavapipe (a Vulkan device on the CPU)
+# and the Khronos validation layer for the tests. The binary itself opens the loader at run time
+# and runs on the CPU where there is none.
+ensure_packages build.sh required libvulkan-dev glslang-tools mesa-vulkan-drivers vulkan-validationlayers
 
 # --- configure and build
 default_dir="${ONNXTOOL_BUILD_DIR:-build}"
