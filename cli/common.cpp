@@ -139,10 +139,8 @@ std::vector<std::pair<std::string, size_t>> cpu_groups(const runner::Placement& 
 
 }  // namespace
 
-std::string placement_line(const runner::Session& session) {
-  const runner::DeviceInfo* device = session.device();
+std::string placement_line(const runner::DeviceInfo* device, const runner::Placement& p) {
   if (!device) return "";
-  const runner::Placement& p = session.placement();
   std::string line = device->id + " (" + device->name + "): " + std::to_string(p.device_nodes) +
                      " node(s) on the device";
   if (p.constant_nodes) line += ", " + std::to_string(p.constant_nodes) + " of constant inputs computed once on the CPU";
@@ -157,10 +155,8 @@ std::string placement_line(const runner::Session& session) {
   return line;
 }
 
-nlohmann::json placement_json(const runner::Session& session) {
-  const runner::DeviceInfo* device = session.device();
+nlohmann::json placement_json(const runner::DeviceInfo* device, const runner::Placement& p) {
   if (!device) return nullptr;
-  const runner::Placement& p = session.placement();
   nlohmann::json cpu = nlohmann::json::array();
   for (const auto& c : p.cpu_nodes)
     cpu.push_back({{"node", c.node->name}, {"op_type", c.node->op_type}, {"reason", c.reason}});

@@ -34,9 +34,9 @@ void print_json(const nlohmann::json& doc);
 
 /// Where a device session ran the nodes of its last run, one line ("" for a CPU session):
 /// "vulkan:0 (NAME): 120 nodes on the device; 3 on the CPU: Shape x2 (no Vulkan kernel), ...".
-std::string placement_line(const runner::Session& session);
+std::string placement_line(const runner::DeviceInfo* device, const runner::Placement& placement);
 /// The same as JSON (null for a CPU session).
-nlohmann::json placement_json(const runner::Session& session);
+nlohmann::json placement_json(const runner::DeviceInfo* device, const runner::Placement& placement);
 
 /// Splits "NAME=VALUE" (flag names the option in the error).
 std::pair<std::string, std::string> parse_assignment(const std::string& s, const char* flag);

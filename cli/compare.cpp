@@ -25,6 +25,7 @@ struct CompareCliOptions {
   double rtol = 1e-3;
   bool per_layer = false;
   bool json = false;
+  std::string device = "cpu", device_a, device_b;
 };
 
 nlohmann::json to_json(const std::string& name, const runner::WorstDiff& w) {
@@ -66,11 +67,17 @@ std::string describe(const runner::WorstDiff& w) {
 int run_compare(const CompareCliOptions& o) {
   if (o.samples < 1) throw_usage_error("--samples must be at least 1");
   if (o.samples > 1 && !o.random) throw_usage_error("--samples needs --random (files give one sample)");
-  auto la = ir::load_model(o.a);
-  auto lb = ir::load_model(o.b);
-  refuse_unrunnable(la.model, o.a);
-  refuse_unrunnable(lb.model, o.b);
   runner::ModelComparisonOptions c;
+  c.device_a = runner::DeviceSpec::parse(o.device_a.empty() ? o.device : o.device_a);
+  c.device_b = runner::DeviceSpec::parse(o.device_b.empty() ? o.device : o.device_b);
+  // One model: the same file on two devices.
+  const std::string b_path = o.b.empty() ? o.a : o.b;
+  if (o.b.empty() && c.device_a.to_string() == c.device_b.to_string())
+    throw_usage_error("compare takes two models, or one model with --device-a and --device-b naming two devices");
+  auto la = ir::load_model(o.a);
+  auto lb = ir::load_model(b_path);
+  refuse_unrunnable(la.model, o.a);
+  refuse_unrunnable(lb.model, b_path);
   for (const auto& s : o.inputs) c.feeds.files.push_back(parse_assignment(s, "--input"));
   c.feeds.dir = o.inputs_dir;
   c.feeds.random = o.random || (o.inputs.empty() && o.inputs_dir.empty());
@@ -83,14 +90,21 @@ int run_compare(const CompareCliOptions& o) {
   c.rtol = o.rtol;
   c.atol = o.atol;
   c.per_layer = o.per_layer;
-  const runner::ModelComparison r = runner::compare_models(la.model, lb.model, c, o.a, o.b);
+  const std::string label_a = o.b.empty() ? o.a + " on " + c.device_a.to_string() : o.a;
+  const std::string label_b = o.b.empty() ? b_path + " on " + c.device_b.to_string() : b_path;
+  const runner::ModelComparison r = runner::compare_models(la.model, lb.model, c, label_a, label_b);
+  auto side_json = [](const std::optional<runner::SidePlacement>& s) {
+    return s ? placement_json(&s->device, s->placement) : nlohmann::json(nullptr);
+  };
   const runner::LayerDiff* first_bad = r.first_beyond < 0 ? nullptr : &r.layers[static_cast<size_t>(r.first_beyond)];
 
   if (o.json) {
     nlohmann::json outs = nlohmann::json::array();
     for (size_t i = 0; i < r.outputs.size(); ++i) outs.push_back(to_json(r.outputs[i], r.output_diffs[i]));
-    nlohmann::json doc = {{"a", o.a}, {"b", o.b}, {"samples", o.samples}, {"rtol", o.rtol}, {"atol", o.atol},
-                          {"within_tolerance", r.within}, {"outputs", outs}};
+    nlohmann::json doc = {{"a", o.a}, {"b", b_path}, {"device_a", c.device_a.to_string()},
+                          {"device_b", c.device_b.to_string()}, {"samples", o.samples}, {"rtol", o.rtol},
+                          {"atol", o.atol}, {"within_tolerance", r.within}, {"outputs", outs},
+                          {"placement_a", side_json(r.placement_a)}, {"placement_b", side_json(r.placement_b)}};
     if (o.per_layer) {
       nlohmann::json worst_layers = nlohmann::json::array();
       for (size_t i : r.worst_layers) {
@@ -115,6 +129,8 @@ int run_compare(const CompareCliOptions& o) {
       for (size_t i : r.worst_layers)
         std::cout << "  " << r.layers[i].tensor << " (node " << r.layers[i].node << "): " << describe(r.layers[i].worst) << "\n";
     }
+    if (r.placement_a) std::cout << "A: " << placement_line(&r.placement_a->device, r.placement_a->placement) << "\n";
+    if (r.placement_b) std::cout << "B: " << placement_line(&r.placement_b->device, r.placement_b->placement) << "\n";
     std::cout << (r.within ? "within" : "beyond") << " tolerance (rtol " << o.rtol << ", atol " << o.atol << ")\n";
   }
   return r.within ? kExitOk : kExitFailed;
@@ -126,7 +142,7 @@ void register_compare(CLI::App& app, Action& action) {
   auto o = std::make_shared<CompareCliOptions>();
   CLI::App* sub = app.add_subcommand("compare", "Run two models on the same inputs and compare outputs (exit 1 beyond tolerance)");
   sub->add_option("A", o->a, "reference model")->required();
-  sub->add_option("B", o->b, "model to check")->required();
+  sub->add_option("B", o->b, "model to check (omit it to compare MODEL on --device-a and --device-b)");
   sub->add_option("--input", o->inputs, "NAME=FILE (.npy or .pb); repeatable");
   sub->add_option("--inputs", o->inputs_dir, "folder of inputs");
   sub->add_flag("--random", o->random, "random inputs (the default when no input is given)");
@@ -136,6 +152,9 @@ void register_compare(CLI::App& app, Action& action) {
   sub->add_option("--atol", o->atol, "absolute tolerance (default 1e-5)")->check(number_in(0, 1e30));
   sub->add_option("--rtol", o->rtol, "relative tolerance (default 1e-3)")->check(number_in(0, 1e30));
   sub->add_flag("--per-layer", o->per_layer, "compare the intermediate tensors both models have");
+  sub->add_option("--device", o->device, "device both models run on: cpu (default), vulkan or vulkan:N");
+  sub->add_option("--device-a", o->device_a, "device of A (default: --device)");
+  sub->add_option("--device-b", o->device_b, "device of B (default: --device)");
   sub->add_flag("--json", o->json, "print one JSON document");
   sub->callback([&action, o] { action = [o] { return run_compare(*o); }; });
 }

@@ -22,6 +22,7 @@ struct QuantizeCliOptions {
   std::string format = "qdq";
   std::string calib_data;
   std::string calib_method = "minmax";
+  std::string device = "cpu";
   double percentile = 99.999;
   double moving_average = 0;
   int calib_samples = 0;
@@ -108,6 +109,7 @@ int run_quantize(const QuantizeCliOptions& o) {
   if (!(o.percentile > 0 && o.percentile <= 100)) throw_usage_error("--percentile must be in (0, 100]");
   q.calibration.percentile = o.percentile;
   q.calibration.moving_average = o.moving_average;
+  q.calibration.device = runner::DeviceSpec::parse(o.device);
   q.per_channel = o.per_channel;
   q.weight_type = parse_type("--weight-type", o.weight_type);
   q.activation_type = parse_type("--activation-type", o.activation_type);
@@ -205,6 +207,7 @@ void register_quantize(CLI::App& app, Action& action) {
                   "folder of samples: one subfolder per sample, one .npy per input (or test_data_set_N of input_K.pb); "
                   "static: calibration; both modes: the per-node errors and --auto-exclude");
   sub->add_option("--calib-method", o->calib_method, "minmax (default) | entropy | percentile");
+  sub->add_option("--device", o->device, "run the calibration on cpu (default), vulkan or vulkan:N");
   sub->add_option("--percentile", o->percentile, "percentile of |x| kept by --calib-method percentile (default 99.999)")
       ->check(number_in(0, 100, /*open_low=*/true));
   sub->add_option("--moving-average", o->moving_average, "minmax: moving-average constant in (0, 1] (default: off)")

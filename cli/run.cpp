@@ -140,7 +140,7 @@ int run_model(const RunOptions& o) {
       j["file"] = files[i].empty() ? nlohmann::json(nullptr) : nlohmann::json(files[i]);
       outs.push_back(j);
     }
-    nlohmann::json doc = {{"outputs", outs}, {"threads", o.threads}, {"placement", placement_json(session)}};
+    nlohmann::json doc = {{"outputs", outs}, {"threads", o.threads}, {"placement", placement_json(session.device(), session.placement())}};
     if (!times.empty()) doc["latency_ms"] = {{"median", pct(0.5)}, {"min", times.front()}, {"p90", pct(0.9)}, {"runs", times.size()}};
     print_json(doc);
     return kExitOk;
@@ -154,7 +154,7 @@ int run_model(const RunOptions& o) {
     if (!files[i].empty()) std::cout << "  -> " << files[i];
     std::cout << "\n";
   }
-  if (const std::string line = placement_line(session); !line.empty()) std::cout << line << "\n";
+  if (const std::string line = placement_line(session.device(), session.placement()); !line.empty()) std::cout << line << "\n";
   if (!times.empty())
     std::cout << "latency over " << times.size() << " runs: median " << pct(0.5) << " ms, min " << times.front()
               << " ms, p90 " << pct(0.9) << " ms\n";

@@ -19,6 +19,7 @@ void add_verify_flags(CLI::App* sub, VerifyFlags& flags) {
                   "absolute tolerance of verification, times max(1, the output's largest magnitude) "
                   "(default: 1e-5, 3e-2 for --to-fp16)")
       ->check(number_in(0, 1e30));
+  sub->add_option("--device", flags.device, "run the verification on cpu (default), vulkan or vulkan:N");
 }
 
 runner::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std::string, std::vector<int64_t>>& shapes) {
@@ -27,6 +28,7 @@ runner::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std:
   for (const auto& s : flags.inputs) in.feeds.files.push_back(parse_assignment(s, "--input"));
   in.feeds.seed = flags.seed;
   in.feeds.shapes = shapes;
+  in.device = runner::DeviceSpec::parse(flags.device);
   return in;
 }
 

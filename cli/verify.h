@@ -20,9 +20,10 @@ struct VerifyFlags {
   uint64_t seed = 0;
   double rtol = -1;  ///< < 0: the policy's
   double atol = -1;
+  std::string device = "cpu";  ///< where the original and the result run
 };
 
-/// Adds --no-verify, --inputs, --input, --seed, --rtol, --atol.
+/// Adds --no-verify, --inputs, --input, --seed, --rtol, --atol, --device.
 void add_verify_flags(CLI::App* sub, VerifyFlags& flags);
 
 /// The verification inputs: the user's files, else random with `shapes` for symbolic dims.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "runner/backend.h"
 #include "runner/tensor.h"
 
 namespace onnxtool::quant {
@@ -59,6 +60,8 @@ struct CalibrationOptions {
   double percentile = 99.999;
   /// entropy: the number of quantized levels the KL divergence is measured against.
   int quantized_bins = 128;
+  /// Where the calibration runs (each observed value comes back to the host).
+  runner::DeviceSpec device;
 };
 
 /// A calibrated range of one tensor.

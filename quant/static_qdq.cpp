@@ -321,7 +321,9 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
   Collector collector(options.calibration.moving_average);
   std::vector<Feeds> kept;
   {
-    runner::Session session(model);
+    runner::SessionOptions session_options;
+    session_options.device = options.calibration.device;
+    runner::Session session(model, session_options);
     session.set_observer([&](const ir::Value& v, const runner::Value& produced) {
       if (produced.is_tensor() && produced.tensor.dtype() == ir::DataType::kFloat) collector.observe(v.name(), produced.tensor);
     });

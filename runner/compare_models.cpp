@@ -55,7 +55,10 @@ void check_inputs(const Session& a, const Session& b, const std::string& name_a,
 
 ModelComparison compare_models(ir::Model& a, ir::Model& b, const ModelComparisonOptions& options,
                                const std::string& label_a, const std::string& label_b) {
-  Session sa(a), sb(b);
+  SessionOptions oa, ob;
+  oa.device = options.device_a;
+  ob.device = options.device_b;
+  Session sa(a, oa), sb(b, ob);
   check_inputs(sa, sb, label_a, label_b);
   ModelComparison result;
   for (const auto* v : sa.outputs()) {
@@ -109,6 +112,8 @@ ModelComparison compare_models(ir::Model& a, ir::Model& b, const ModelComparison
     }
   }
 
+  if (sa.device()) result.placement_a = SidePlacement{*sa.device(), sa.placement()};
+  if (sb.device()) result.placement_b = SidePlacement{*sb.device(), sb.placement()};
   for (const auto& d : result.output_diffs) result.within = result.within && d.diff.within();
   for (size_t i = 0; i < result.layers.size() && result.first_beyond < 0; ++i)
     if (!result.layers[i].worst.diff.within()) result.first_beyond = static_cast<int>(i);

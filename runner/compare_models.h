@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ir/graph.h"
 #include "runner/compare.h"
 #include "runner/feeds.h"
+#include "runner/session.h"
 
 namespace onnxtool::runner {
 
@@ -34,6 +36,13 @@ struct ModelComparisonOptions {
   double atol = 1e-5;
   bool per_layer = false;
   size_t worst_layers = 10;  ///< how many layers the ranking keeps
+  DeviceSpec device_a, device_b;  ///< where each model runs
+};
+
+/// Where one side of a comparison ran its nodes (device sessions only).
+struct SidePlacement {
+  DeviceInfo device;
+  Placement placement;
 };
 
 struct ModelComparison {
@@ -47,6 +56,7 @@ struct ModelComparison {
   std::vector<LayerDiff> layers;
   int first_beyond = -1;             ///< index into layers of the first beyond tolerance
   std::vector<size_t> worst_layers;  ///< indices into layers, most departed (lowest cosine) first
+  std::optional<SidePlacement> placement_a, placement_b;  ///< of the last sample
 };
 
 /// Runs `a` and `b` on the same feeds. Throws Error(kUsage) naming `label_a`/`label_b` when their

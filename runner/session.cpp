@@ -633,6 +633,18 @@ Session::Session(ir::Model& model, SessionOptions options) : model_(model), opti
   if (options_.device.kind == DeviceSpec::Kind::kVulkan) backend_ = open_vulkan_backend(options_.device.index);
   Planner planner(model, backend_.get());
   plan_ = planner.plan(*model.graph, nullptr);
+  if (backend_) {
+    // The weights live on the device for the whole session: refuse up front a model whose
+    // constants alone exceed the device's memory.
+    uint64_t constant_bytes = 0;
+    for (const Value& v : plan_->constants)
+      if (v.is_tensor()) constant_bytes += v.tensor.bytes();
+    const DeviceInfo& d = backend_->info();
+    if (d.memory_bytes && constant_bytes > d.memory_bytes)
+      throw Error(ErrorKind::kFailed, "the model's weights need " + gigabytes(constant_bytes) + ", more than " + d.id +
+                                          " (" + d.name + ") has (" + gigabytes(d.memory_bytes) +
+                                          " of device memory); run it on the CPU");
+  }
   int threads = options_.threads;
 #ifdef _OPENMP
   if (threads <= 0) threads = omp_get_max_threads();

@@ -119,6 +119,8 @@ std::string VerifyResult::first_failure() const {
 }
 
 Reference::Reference(ir::Model& original, const VerifyInputs& inputs) {
+  options_.threads = 1;
+  options_.device = inputs.device;
   FeedOptions feed = inputs.feeds;
   const bool random = feed.dir.empty() && feed.files.empty();
   feed.random = feed.random || random;
@@ -130,7 +132,7 @@ Reference::Reference(ir::Model& original, const VerifyInputs& inputs) {
   };
   std::unique_ptr<Session> session;
   try {
-    session = std::make_unique<Session>(original, SessionOptions{1});
+    session = std::make_unique<Session>(original, options_);
   } catch (const Error& e) {
     throw cannot(e);
   }
@@ -159,7 +161,7 @@ Reference::Reference(ir::Model& original, const VerifyInputs& inputs) {
 VerifyResult Reference::check(ir::Model& candidate, const Tolerance& tolerance) const {
   std::vector<Value> got;
   try {
-    Session session(candidate, SessionOptions{1});
+    Session session(candidate, options_);
     const auto feeds = conform_feeds(session, feeds_);
     got = session.run(feeds, output_names_);
   } catch (const Error& e) {
@@ -190,14 +192,14 @@ VerifyResult Reference::compare(const std::map<std::string, Tensor>& outputs, co
 std::string Reference::first_divergence(ir::Model& original, ir::Model& candidate, const Tolerance& tolerance) const {
   std::map<std::string, Value> held;
   {
-    Session session(candidate, SessionOptions{1});
+    Session session(candidate, options_);
     session.set_observer([&held](const ir::Value& value, const Value& produced) {
       if (produced.is_tensor() && is_float(produced.tensor.dtype())) held[value.name()] = owned(produced);
     });
     session.run(conform_feeds(session, feeds_));
   }
   std::string first;
-  Session session(original, SessionOptions{1});
+  Session session(original, options_);
   session.set_observer([&](const ir::Value& value, const Value& produced) {
     if (!first.empty() || !produced.is_tensor() || !is_float(produced.tensor.dtype())) return;
     const auto it = held.find(value.name());
@@ -208,7 +210,7 @@ std::string Reference::first_divergence(ir::Model& original, ir::Model& candidat
 }
 
 std::map<std::string, Value> Reference::feeds_for(ir::Model& candidate) const {
-  Session session(candidate, SessionOptions{1});
+  Session session(candidate, options_);
   return conform_feeds(session, feeds_);
 }
 

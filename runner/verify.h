@@ -54,6 +54,7 @@ struct VerifyResult {
 /// The inputs to verify on, described for the report: "random (seed 0; N=1)" or the folder.
 struct VerifyInputs {
   FeedOptions feeds;  ///< random when neither dir nor files is set
+  DeviceSpec device;  ///< where the original and every candidate run
 };
 
 /// The original model run once on its verification inputs, to check candidates against.
@@ -93,6 +94,7 @@ class Reference {
   std::vector<std::string> output_names_;
   std::vector<Value> outputs_;
   std::string description_;
+  SessionOptions options_;
 };
 
 /// Largest finite |v| of every float value `model` produces on `feeds`, subgraphs included, by

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <mutex>
 
 namespace onnxtool::runner::vulkan {
@@ -29,10 +30,13 @@ Api* loader(std::string* why) {
   static std::string error;
   std::call_once(once, [] {
     // The loader stays open for the life of the process (drivers register exit handlers).
-    void* lib = dlopen("libvulkan.so.1", RTLD_NOW | RTLD_LOCAL);
+    // ONNXTOOL_VULKAN_LOADER names another loader library (a path or a soname).
+    const char* override_name = std::getenv("ONNXTOOL_VULKAN_LOADER");
+    const std::string name = override_name && *override_name ? override_name : "libvulkan.so.1";
+    void* lib = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
       const char* e = dlerror();
-      error = e ? e : "libvulkan.so.1 cannot be opened";
+      error = e ? e : name + " cannot be opened";
       return;
     }
     api.vkGetInstanceProcAddr = reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(lib, "vkGetInstanceProcAddr"));

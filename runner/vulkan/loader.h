@@ -92,8 +92,8 @@ struct Api {
   void load_device(VkDevice device);
 };
 
-/// The process's loader, opened on first use; nullptr when it cannot be opened, with the reason
-/// in `why` ("libvulkan.so.1: cannot open shared object file...").
+/// The process's loader (libvulkan.so.1, or the library ONNXTOOL_VULKAN_LOADER names), opened on
+/// first use; nullptr when it cannot be opened, with the reason in `why`.
 Api* loader(std::string* why);
 
 /// "VK_ERROR_OUT_OF_DEVICE_MEMORY" and the like.
