@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The Vulkan device through the CLI (issue 17): `devices` lists it (text and JSON), `run
+# --device vulkan` names the nodes that ran on the CPU, `compare MODEL --device-a cpu --device-b
+# vulkan` agrees on the backend suite's cases and on the real models, and every device failure
+# is one line with exit 2 and nothing written: an unknown device or index, no loader, no driver.
+# The validation layer is on: any message it prints fails the command that caused it.
+#
+# Environment: ONNXTOOL (the binary). Needs a Vulkan device (Mesa's lavapipe: scripts/build.sh
+# installs it) and the backend suite; the real models when fetched.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+make_work vulkan
+export ONNXTOOL_VULKAN_VALIDATION=1
+"$ONNXTOOL" devices --json >"$WORK/devices.json" 2>"$WORK/devices.err" || fail "devices --json: exit $?"
+grep -q '"vulkan:0"' "$WORK/devices.json" || skip_all "a Vulkan device (Debian: mesa-vulkan-drivers)"
+ok
+expect_tool "devices lists the CPU and vulkan:0" 0 "vulkan:0" -- devices
+needs_file "$BACKEND/node/test_relu/model.onnx"
+N=$BACKEND/node
+
+# run on the device: outputs, and the placement line / JSON.
+expect_tool "run --device vulkan" 0 "1 node(s) on the device, none on the CPU" -- \
+  run "$N/test_relu/model.onnx" --inputs "$N/test_relu/test_data_set_0" --device vulkan
+expect_tool "run --device vulkan --json" 0 '"device_nodes": 1' -- \
+  run "$N/test_relu/model.onnx" --inputs "$N/test_relu/test_data_set_0" --device vulkan:0 --json
+# A node the device declines runs on the CPU and is named with the reason.
+expect_tool "run names CPU nodes" 0 "1 on the CPU: Add (uint8 input 0" -- \
+  run "$N/test_add_uint8/model.onnx" --inputs "$N/test_add_uint8/test_data_set_0" --device vulkan
+# Output files on the device equal the CPU's bytes for an exact op.
+"$ONNXTOOL" run "$N/test_relu/model.onnx" --inputs "$N/test_relu/test_data_set_0" --output-dir "$WORK/cpu" >/dev/null
+"$ONNXTOOL" run "$N/test_relu/model.onnx" --inputs "$N/test_relu/test_data_set_0" --device vulkan --output-dir "$WORK/gpu" >/dev/null
+if cmp -s "$WORK/cpu/y.npy" "$WORK/gpu/y.npy"; then ok; else fail "Relu on vulkan differs from the CPU"; fi
+
+# compare one model on two devices.
+for t in test_relu test_add_bcast test_sigmoid test_gelu_default_1 test_pow; do
+  [[ -f $N/$t/model.onnx ]] || continue
+  expect_tool "compare $t cpu vs vulkan" 0 "within tolerance" -- \
+    compare "$N/$t/model.onnx" --inputs "$N/$t/test_data_set_0" --device-a cpu --device-b vulkan --rtol 1e-4
+done
+expect_tool "compare --per-layer across devices" 0 "intermediate tensors matched" -- \
+  compare "$N/test_relu/model.onnx" --random --device-a cpu --device-b vulkan --per-layer
+expect_tool "compare one model on one device" 2 "two devices" -- compare "$N/test_relu/model.onnx" --device-a cpu --device-b cpu
+
+# Real models end to end (fp32): within rtol 1e-4 of the CPU.
+real() {
+  local name=$1
+  shift
+  [[ -f $MODELS/$name.onnx ]] || { missing_data "$MODELS/$name.onnx"; return; }
+  expect_tool "compare $name cpu vs vulkan" 0 "within tolerance" -- \
+    compare "$MODELS/$name.onnx" --device-a cpu --device-b vulkan --rtol 1e-4 --atol 1e-4 "$@"
+}
+real ch_ppocr_mobile_v2.0_cls_infer --shape x=1,3,48,192
+
+# Device failures: one line, exit 2, nothing written.
+expect_tool "unknown device" 2 "unknown device 'gpu'" -- run "$N/test_relu/model.onnx" --random --device gpu --output-dir "$OUT/o"
+expect_tool "unknown index" 2 "no Vulkan device 9" -- run "$N/test_relu/model.onnx" --random --device vulkan:9 --output-dir "$OUT/o"
+expect_tool "bad index syntax" 2 "unknown device 'vulkan:x'" -- run "$N/test_relu/model.onnx" --random --device vulkan:x
+expect "no loader" 2 "no Vulkan loader" -- env ONNXTOOL_VULKAN_LOADER=/nonexistent/libvulkan.so.1 \
+  "$ONNXTOOL" run "$N/test_relu/model.onnx" --random --device vulkan --output-dir "$OUT/o"
+expect "no driver" 2 "no Vulkan driver" -- env VK_ICD_FILENAMES=/nonexistent/icd.json VK_DRIVER_FILES=/nonexistent/icd.json \
+  "$ONNXTOOL" run "$N/test_relu/model.onnx" --random --device vulkan --output-dir "$OUT/o"
+expect "devices without a loader" 0 "no Vulkan device: no Vulkan loader" -- env ONNXTOOL_VULKAN_LOADER=/nonexistent/lib.so \
+  "$ONNXTOOL" devices
+expect "CPU runs without a loader" 0 "y: float[3,4,5]" -- env ONNXTOOL_VULKAN_LOADER=/nonexistent/lib.so \
+  "$ONNXTOOL" run "$N/test_relu/model.onnx" --inputs "$N/test_relu/test_data_set_0"
+expect_tool "optimize --device unknown" 2 "unknown device" -- optimize "$N/test_relu/model.onnx" -o "$OUT/o.onnx" --device tpu
+expect_tool "quantize --device bad index" 2 "no Vulkan device 5" -- \
+  quantize "$N/test_relu/model.onnx" -o "$OUT/q.onnx" --mode static --calib-data "$N/test_relu" --device vulkan:5
+finish
