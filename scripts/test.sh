@@ -80,6 +80,7 @@ run_ctest() {
 }
 
 run_asan_ctest() {
+  LSAN_OPTIONS="suppressions=$root/scripts/lsan.supp" \
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     run_ctest "$asan_dir"
