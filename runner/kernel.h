@@ -76,13 +76,13 @@ class KernelContext : public NodeAttributes {
 
  private:
   friend class Executor;
-  KernelContext(Executor& exec, const Frame& frame, const ir::Node& node, int64_t opset, int threads,
+  KernelContext(Executor& exec, Frame& frame, const ir::Node& node, int64_t opset, int threads,
                 std::vector<const Value*> inputs, std::vector<Value>& outputs,
                 std::shared_ptr<void>* state)
       : NodeAttributes(node), exec_(exec), frame_(frame), opset_(opset), threads_(threads),
         inputs_(std::move(inputs)), outputs_(outputs), state_(state) {}
   Executor& exec_;
-  const Frame& frame_;
+  Frame& frame_;
   int64_t opset_;
   int threads_;
   std::vector<const Value*> inputs_;

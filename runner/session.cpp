@@ -10,6 +10,7 @@
 #include <queue>
 #include <set>
 #include <unordered_map>
+#include <unordered_set>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -63,7 +64,7 @@ struct GraphPlan {
 
 struct Frame {
   const GraphPlan* plan;
-  const Frame* parent;
+  Frame* parent;
   std::vector<Value> slots;
   /// Device copies per slot (device sessions); a slot may live on the host, the device or both.
   std::vector<DeviceTensorPtr> device;
@@ -74,12 +75,19 @@ class Executor {
   Executor(int threads, const Observer* observer, const bool* observe_subgraphs, Backend* backend)
       : threads_(threads), observer_(observer), observe_subgraphs_(observe_subgraphs), backend_(backend) {}
   void execute(const GraphPlan& plan, Frame& frame);
-  std::vector<Value> run_subgraph(const Frame& caller, const ir::Graph& g, const std::vector<Value>& inputs);
+  std::vector<Value> run_subgraph(Frame& caller, const ir::Graph& g, const std::vector<Value>& inputs);
 
-  /// The host value of a slot of a frame, downloaded from the device when it lives only there.
-  const Value& host(Frame& frame, int slot);
+  /// The host value of a slot (of this frame or an enclosing one), downloaded from the device
+  /// when it lives only there.
+  const Value& host(Frame& frame, SlotRef ref);
   /// The device copy of a slot, uploaded when it lives only on the host (constants once).
-  DeviceTensorPtr device(Frame& frame, int slot);
+  DeviceTensorPtr device(Frame& frame, SlotRef ref);
+
+  /// Starts a run: clears the placement report.
+  void begin_run() {
+    placement = Placement();
+    placed_.clear();
+  }
   Placement placement;
 
  private:
@@ -87,15 +95,18 @@ class Executor {
                      std::vector<DeviceTensorPtr>& device_outputs);
   void run_on_cpu(const Step& step, Frame& frame, std::vector<Value>& outputs);
 
-  const Value& lookup(const Frame& frame, SlotRef ref) const {
-    const Frame* f = &frame;
+  static Frame& frame_of(Frame& frame, SlotRef ref) {
+    Frame* f = &frame;
     for (int i = 0; i < ref.up; ++i) f = f->parent;
-    return f->slots[static_cast<size_t>(ref.slot)];
+    return *f;
   }
+  /// Counts a node in the placement report once per run (Loop bodies run it many times).
+  bool first_placement(const Step& step) { return placed_.insert(step.node).second; }
   int threads_;
   const Observer* observer_;
   const bool* observe_subgraphs_;
   Backend* backend_;
+  std::unordered_set<const ir::Node*> placed_;
 };
 
 namespace {
@@ -198,8 +209,8 @@ class Planner {
       if (st.constant)
         for (int s : st.outputs)
           if (s >= 0) mark_constant(*p, s);
-      // The device runs nodes of the main graph; control flow and its subgraphs stay on the CPU.
-      if (backend_ && !parent && !st.constant && n->subgraphs().empty())
+      // Control flow runs on the CPU (its subgraphs' nodes are placed like the main graph's).
+      if (backend_ && !st.constant && n->subgraphs().empty())
         st.device_fn = backend_->find(domain, n->op_type, st.opset);
       p->steps.push_back(std::move(st));
     }
@@ -345,29 +356,37 @@ class FrameInputs : public DeviceKernelContext::Inputs {
   FrameInputs(Executor& exec, Frame& frame, const Step& step) : exec_(exec), frame_(frame), step_(step) {}
   size_t count() const override { return step_.inputs.size(); }
   bool present(size_t i) const override {
-    const int s = slot(i);
-    return s >= 0 && (frame_.slots[static_cast<size_t>(s)].kind != Value::Kind::kNone ||
-                      frame_.device[static_cast<size_t>(s)]);
+    if (i >= step_.inputs.size() || step_.inputs[i].slot < 0) return false;
+    const auto [f, s] = at(i);
+    return f.slots[s].kind != Value::Kind::kNone || f.device[s];
   }
-  DeviceTensorPtr device(size_t i) override { return exec_.device(frame_, slot(i)); }
+  DeviceTensorPtr device(size_t i) override { return exec_.device(frame_, step_.inputs[i]); }
   const Tensor& host(size_t i) override {
-    const Value& v = exec_.host(frame_, slot(i));
+    const Value& v = exec_.host(frame_, step_.inputs[i]);
     if (!v.is_tensor()) throw DeviceDeclined("input " + std::to_string(i) + " is " + v.describe());
     return v.tensor;
   }
   DataType dtype(size_t i) const override {
-    if (const auto& d = frame_.device[static_cast<size_t>(slot(i))]) return d->dtype();
+    const auto [f, s] = at(i);
+    if (const auto& d = f.device[s]) return d->dtype();
     return host_tensor(i).dtype();
   }
   const std::vector<int64_t>& shape(size_t i) const override {
-    if (const auto& d = frame_.device[static_cast<size_t>(slot(i))]) return d->shape();
+    const auto [f, s] = at(i);
+    if (const auto& d = f.device[s]) return d->shape();
     return host_tensor(i).shape();
   }
 
  private:
-  int slot(size_t i) const { return i < step_.inputs.size() ? step_.inputs[i].slot : -1; }
+  std::pair<Frame&, size_t> at(size_t i) const {
+    const SlotRef r = step_.inputs[i];
+    Frame* f = &frame_;
+    for (int k = 0; k < r.up; ++k) f = f->parent;
+    return {*f, static_cast<size_t>(r.slot)};
+  }
   const Tensor& host_tensor(size_t i) const {
-    const Value& v = frame_.slots[static_cast<size_t>(slot(i))];
+    const auto [f, s] = at(i);
+    const Value& v = f.slots[s];
     if (!v.is_tensor()) throw DeviceDeclined("input " + std::to_string(i) + " is " + v.describe());
     return v.tensor;
   }
@@ -378,15 +397,18 @@ class FrameInputs : public DeviceKernelContext::Inputs {
 
 }  // namespace
 
-const Value& Executor::host(Frame& frame, int slot) {
-  Value& v = frame.slots[static_cast<size_t>(slot)];
-  if (v.kind == Value::Kind::kNone && !frame.device.empty() && frame.device[static_cast<size_t>(slot)])
-    v = Value::of(backend_->download(*frame.device[static_cast<size_t>(slot)]));
+const Value& Executor::host(Frame& at, SlotRef ref) {
+  Frame& frame = frame_of(at, ref);
+  const auto s = static_cast<size_t>(ref.slot);
+  Value& v = frame.slots[s];
+  if (v.kind == Value::Kind::kNone && !frame.device.empty() && frame.device[s])
+    v = Value::of(backend_->download(*frame.device[s]));
   return v;
 }
 
-DeviceTensorPtr Executor::device(Frame& frame, int slot) {
-  const auto s = static_cast<size_t>(slot);
+DeviceTensorPtr Executor::device(Frame& at, SlotRef ref) {
+  Frame& frame = frame_of(at, ref);
+  const auto s = static_cast<size_t>(ref.slot);
   if (frame.device[s]) return frame.device[s];
   const Value& v = frame.slots[s];
   if (!v.is_tensor()) throw DeviceDeclined("an input is " + v.describe());
@@ -423,11 +445,8 @@ void Executor::execute(const GraphPlan& plan, Frame& frame) {
   for (size_t s = 0; s < plan.constants.size(); ++s)
     if (plan.constants[s].kind != Value::Kind::kNone && frame.slots[s].kind == Value::Kind::kNone)
       frame.slots[s] = plan.constants[s];
-  const bool on_device = backend_ && frame.parent == nullptr;
-  if (on_device) {
-    frame.device.assign(frame.slots.size(), nullptr);
-    placement = Placement();
-  }
+  const bool on_device = backend_ != nullptr;
+  if (on_device && frame.device.size() != frame.slots.size()) frame.device.assign(frame.slots.size(), nullptr);
   static const Value kNone;
   for (const Step& step : plan.steps) {
     std::vector<Value> outputs(step.outputs.size());
@@ -435,19 +454,16 @@ void Executor::execute(const GraphPlan& plan, Frame& frame) {
     bool ran = false;
     try {
       if (on_device && step.device_fn) ran = run_on_device(step, frame, outputs, device_outputs);
-      if (ran) ++placement.device_nodes;
+      if (ran && first_placement(step)) ++placement.device_nodes;
     } catch (const Error& e) {
       rethrow_naming(step, e);
     }
-    if (on_device && !ran) {
+    if (on_device && !ran && first_placement(step)) {
       if (step.constant) ++placement.constant_nodes;
-      else if (!step.device_fn) placement.cpu_nodes.push_back({step.node, std::string("no ") + backend_->api_name() + " kernel"});
-      // The CPU kernel reads its inputs on the host; a node with subgraphs reads any value of
-      // the frame through them.
-      for (const auto& r : step.inputs)
-        if (r.slot >= 0) host(frame, r.slot);
-      if (!step.node->subgraphs().empty())
-        for (size_t s = 0; s < frame.slots.size(); ++s) host(frame, static_cast<int>(s));
+      else if (!step.node->subgraphs().empty())
+        placement.cpu_nodes.push_back({step.node, "control flow; its subgraphs' nodes are placed one by one"});
+      else if (!step.device_fn)
+        placement.cpu_nodes.push_back({step.node, std::string("no ") + backend_->api_name() + " kernel"});
     }
     if (!ran) run_on_cpu(step, frame, outputs);
     for (size_t i = 0; i < step.outputs.size(); ++i) {
@@ -456,7 +472,7 @@ void Executor::execute(const GraphPlan& plan, Frame& frame) {
       frame.slots[slot] = std::move(outputs[i]);
       if (on_device) frame.device[slot] = ran ? device_outputs[i] : nullptr;
       if (observer_ && *observer_ && (frame.parent == nullptr || *observe_subgraphs_))
-        (*observer_)(*step.node->output(i), host(frame, static_cast<int>(slot)));
+        (*observer_)(*step.node->output(i), host(frame, SlotRef{0, static_cast<int>(slot)}));
     }
     for (int s : step.release_after) {
       frame.slots[static_cast<size_t>(s)] = kNone;
@@ -477,7 +493,8 @@ void Executor::run_on_cpu(const Step& step, Frame& frame, std::vector<Value>& ou
       inputs.push_back(nullptr);
       continue;
     }
-    const Value& v = lookup(frame, r);
+    // Device sessions: the CPU kernel reads its inputs on the host.
+    const Value& v = backend_ ? host(frame, r) : frame_of(frame, r).slots[static_cast<size_t>(r.slot)];
     inputs.push_back(v.kind == Value::Kind::kNone ? nullptr : &v);
   }
   KernelContext ctx(*this, frame, *step.node, step.opset, threads_, std::move(inputs), outputs,
@@ -503,7 +520,7 @@ void Executor::run_on_cpu(const Step& step, Frame& frame, std::vector<Value>& ou
   }
 }
 
-std::vector<Value> Executor::run_subgraph(const Frame& caller, const ir::Graph& g,
+std::vector<Value> Executor::run_subgraph(Frame& caller, const ir::Graph& g,
                                           const std::vector<Value>& inputs) {
   auto it = caller.plan->subplans.find(&g);
   if (it == caller.plan->subplans.end())
@@ -516,7 +533,7 @@ std::vector<Value> Executor::run_subgraph(const Frame& caller, const ir::Graph& 
   for (size_t i = 0; i < inputs.size(); ++i) frame.slots[static_cast<size_t>(plan.input_slots[i])] = inputs[i];
   execute(plan, frame);
   std::vector<Value> out;
-  for (const auto& r : plan.output_slots) out.push_back(lookup(frame, r));
+  for (const auto& r : plan.output_slots) out.push_back(backend_ ? host(frame, r) : frame_of(frame, r).slots[static_cast<size_t>(r.slot)]);
   return out;
 }
 
@@ -712,12 +729,13 @@ std::vector<Value> Session::run(const std::map<std::string, Value>& feeds,
 #ifdef _OPENMP
   omp_set_num_threads(options_.threads);
 #endif
+  executor_->begin_run();
   executor_->execute(*plan_, frame);
   std::vector<Value> out;
   if (output_names.empty()) {
     for (size_t i = 0; i < plan_->output_slots.size(); ++i) {
       const SlotRef r = plan_->output_slots[i];
-      out.push_back(r.slot < 0 ? Value() : executor_->host(frame, r.slot));
+      out.push_back(r.slot < 0 ? Value() : executor_->host(frame, r));
     }
     if (backend_) backend_->finish();
     return out;
@@ -726,7 +744,7 @@ std::vector<Value> Session::run(const std::map<std::string, Value>& feeds,
     const ir::Value* v = g.find(name);
     auto it = v ? plan_->slots.find(v) : plan_->slots.end();
     if (it == plan_->slots.end()) throw_usage_error("the model has no value '" + name + "'");
-    const Value& val = executor_->host(frame, it->second);
+    const Value& val = executor_->host(frame, SlotRef{0, it->second});
     if (val.kind == Value::Kind::kNone)
       throw_usage_error("value '" + name + "' is not kept after its last use; ask for graph outputs");
     out.push_back(val);

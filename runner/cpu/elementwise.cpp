@@ -241,6 +241,7 @@ void celu_kernel(KernelContext& ctx) {
   unary_same<kFloats>(ctx, [alpha](auto v) {
     using C = decltype(v);
     const C a = static_cast<C>(alpha);
+    if (v != v) return v;  // NaN propagates, as in the spec's definition (numpy maximum/minimum)
     return std::max(C(0), v) + std::min(C(0), a * (std::exp(v / a) - C(1)));
   });
 }
@@ -255,6 +256,7 @@ void hard_sigmoid_kernel(KernelContext& ctx) {
   const double beta = ctx.attr_float("beta", 0.5f);
   unary_same<kFloats>(ctx, [alpha, beta](auto v) {
     using C = decltype(v);
+    if (v != v) return v;  // NaN propagates, as in the spec's definition (numpy clip)
     return std::max(C(0), std::min(C(1), static_cast<C>(alpha) * v + static_cast<C>(beta)));
   });
 }

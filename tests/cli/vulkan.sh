@@ -40,15 +40,48 @@ expect_tool "compare --per-layer across devices" 0 "intermediate tensors matched
   compare "$N/test_relu/model.onnx" --random --device-a cpu --device-b vulkan --per-layer
 expect_tool "compare one model on one device" 2 "two devices" -- compare "$N/test_relu/model.onnx" --device-a cpu --device-b cpu
 
-# Real models end to end (fp32): within rtol 1e-4 of the CPU.
+# Real models end to end: float32 within rtol 1e-4 of the CPU (atol 1e-4 for outputs near zero),
+# and converted to float16 with float32 inputs and outputs (float16 storage, float32 arithmetic on both devices, each op's output
+# rounded to float16) within rtol 2e-3, atol 2e-3: two float16 ulps.
 real() {
   local name=$1
   shift
   [[ -f $MODELS/$name.onnx ]] || { missing_data "$MODELS/$name.onnx"; return; }
   expect_tool "compare $name cpu vs vulkan" 0 "within tolerance" -- \
     compare "$MODELS/$name.onnx" --device-a cpu --device-b vulkan --rtol 1e-4 --atol 1e-4 "$@"
+  grep -h "^B: " "$WORK/stdout" | sed "s/^/  $name: /"
+  if "$ONNXTOOL" convert "$MODELS/$name.onnx" -o "$WORK/$name.fp16.onnx" --to-fp16 --keep-io-types --no-verify >/dev/null 2>"$WORK/convert.err"; then
+    expect_tool "compare $name float16 cpu vs vulkan" 0 "within tolerance" -- \
+      compare "$WORK/$name.fp16.onnx" --device-a cpu --device-b vulkan --rtol 2e-3 --atol 2e-3 "$@"
+    grep -h "^B: " "$WORK/stdout" | sed "s/^/  $name float16: /"
+  else
+    fail "$name: convert --to-fp16: $(cat "$WORK/convert.err")"
+  fi
 }
 real ch_ppocr_mobile_v2.0_cls_infer --shape x=1,3,48,192
+real ch_PP-OCRv4_rec_infer --shape x=1,3,48,160
+real ch_PP-OCRv4_det_infer --shape x=1,3,96,128
+if has_python numpy; then
+  for m in silero_vad_legacy silero_vad_v5 silero_vad_v6; do
+    mkdir -p "$WORK/vad_$m"
+    "$PYTHON" - "$WORK/vad_$m" "$m" <<'EOF2'
+import sys
+import numpy as np
+d, m = sys.argv[1:3]
+rng = np.random.default_rng(5)
+np.save(f"{d}/input.npy", rng.uniform(-0.5, 0.5, (1, 512)).astype(np.float32))
+np.save(f"{d}/sr.npy", np.array(16000, dtype=np.int64))
+if m == "silero_vad_legacy":
+    np.save(f"{d}/h.npy", np.zeros((2, 1, 64), np.float32))
+    np.save(f"{d}/c.npy", np.zeros((2, 1, 64), np.float32))
+else:
+    np.save(f"{d}/state.npy", np.zeros((2, 1, 128), np.float32))
+EOF2
+    real "$m" --inputs "$WORK/vad_$m"
+  done
+else
+  missing_data "$PYTHON with numpy (the Silero inputs)"
+fi
 
 # Device failures: one line, exit 2, nothing written.
 expect_tool "unknown device" 2 "unknown device 'gpu'" -- run "$N/test_relu/model.onnx" --random --device gpu --output-dir "$OUT/o"

@@ -23,12 +23,20 @@ float erf_approx(float v) {
 // pow with the C library's answers where GLSL leaves them undefined: negative bases with
 // integral exponents, and zero bases.
 float pow_c(float x, float y) {
-  if (y == 0.0) return 1.0;
-  if (x == 0.0) return y > 0.0 ? 0.0 : 1.0 / 0.0;
-  if (x < 0.0) {
-    if (y != floor(y)) return 0.0 / 0.0;
-    float r = pow(-x, y);
-    return mod(y, 2.0) == 1.0 ? -r : r;
+  if (y == 0.0 || x == 1.0) return 1.0;
+  if (isnan(x) || isnan(y)) return x + y;
+  float ax = abs(x);
+  if (isinf(y)) {
+    if (ax == 1.0) return 1.0;
+    return (ax < 1.0) == (y > 0.0) ? 0.0 : 1.0 / 0.0;
   }
-  return pow(x, y);
+  bool integral = y == floor(y);
+  bool odd = integral && mod(abs(y), 2.0) == 1.0;
+  if (x < 0.0 && !integral && !isinf(x)) return 0.0 / 0.0;
+  float r;
+  if (ax == 0.0) r = y > 0.0 ? 0.0 : 1.0 / 0.0;
+  else if (isinf(ax)) r = y > 0.0 ? 1.0 / 0.0 : 0.0;
+  else r = pow(ax, y);
+  // The sign of a negative (or negative-zero) base survives odd integral exponents.
+  return (odd && (x < 0.0 || (x == 0.0 && 1.0 / x < 0.0))) ? -r : r;
 }

@@ -57,5 +57,8 @@ float apply(float v) {
 void main() {
   uint i = linear_index();
   if (i >= p.n) return;
-  y[i] = T(apply(float(x[i])));
+  float v = float(x[i]);
+  // NaN stays NaN (GLSL's max, min and clamp may drop it), except through the comparisons of
+  // ThresholdedRelu (29) and Shrink (34), which give 0 as on the CPU.
+  y[i] = T(isnan(v) && p.op != 29u && p.op != 34u ? v : apply(v));
 }
