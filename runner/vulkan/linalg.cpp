@@ -1,8 +1,358 @@
 // Vulkan kernels of MatMul, Gemm, Conv and ConvTranspose.
+//
+// MatMul and Gemm share matmul.comp, a shared-memory tiled product with strides for transposes,
+// broadcast batch offsets and an optional broadcast bias. Conv (conv.comp) and ConvTranspose
+// (conv_transpose.comp) are direct: one invocation per output element summing its inputs (the
+// transposed one as a gather, without atomics), for 1 to 3 spatial dims. Shapes, pads and
+// output sizes follow the CPU kernels (runner/cpu/matmul.cpp, conv.cpp); what those kernels
+// reject as an error is declined here so that the CPU reports it.
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "runner/vulkan/backend.h"
 
 namespace onnxtool::runner::vulkan {
 
-void register_linalg(KernelTable&) {}
+namespace {
+
+constexpr int kMax = 1000;
+constexpr size_t kMaxBatchRank = 4;  // MatMul outputs of rank 6 at most
+constexpr uint32_t kMaxTile = 16;    // MAX_TILE in matmul.comp
+
+/// Declines unless inputs 1..count-1 (those present) have the element type of input 0, a
+/// float the device computes.
+DataType require_same_float(DeviceKernelContext& ctx, size_t count) {
+  const DataType t = require_float(ctx, 0);
+  for (size_t i = 1; i < count; ++i)
+    if (ctx.has_input(i) && ctx.input_dtype(i) != t) ctx.decline("inputs of different element types");
+  return t;
+}
+
+// ---------------------------------------------------------------- MatMul, Gemm
+
+struct MatMulParams {
+  uint32_t m, n, k;
+  uint32_t batch_rank;
+  uint32_t batch_dims[kMaxBatchRank];
+  uint32_t a_batch[kMaxBatchRank];
+  uint32_t b_batch[kMaxBatchRank];
+  uint32_t a_row, a_col;
+  uint32_t b_row, b_col;
+  uint32_t c_row, c_col;
+  uint32_t has_bias;
+  float alpha, beta;
+};
+static_assert(sizeof(MatMulParams) <= 128, "push constants");
+
+/// The tile edge: 16, or less on a device whose workgroups hold fewer than 256 invocations.
+uint32_t tile_size(DeviceKernelContext& ctx) {
+  const uint32_t limit = backend_of(ctx).device().physical().max_workgroup_invocations;
+  uint32_t t = kMaxTile;
+  while (t > 1 && t * t > limit) --t;
+  return t;
+}
+
+/// Records the product into `y` (allocated by the caller after every check has passed).
+void record_matmul(DeviceKernelContext& ctx, DataType dtype, const MatMulParams& p, uint32_t batches,
+                   const std::shared_ptr<const VulkanTensor>& a, const std::shared_ptr<const VulkanTensor>& b,
+                   const std::shared_ptr<const VulkanTensor>& bias, const std::shared_ptr<const VulkanTensor>& y) {
+  if (p.m == 0 || p.n == 0 || batches == 0) return;
+  Device& dev = backend_of(ctx).device();
+  const uint32_t ts = tile_size(ctx);
+  const Pipeline& pipe = dev.pipeline(shader_for("matmul", dtype), 4, ts, ts, 1);
+  dev.dispatch(pipe, {a->range(), b->range(), (bias ? bias : a)->range(), y->range()}, &p, sizeof p,
+               (p.n + ts - 1) / ts, (p.m + ts - 1) / ts, batches);
+}
+
+/// Declines when the grid of a product does not fit one dispatch.
+void check_grid(DeviceKernelContext& ctx, int64_t m, int64_t n, int64_t batches) {
+  const auto& phys = backend_of(ctx).device().physical();
+  const int64_t ts = tile_size(ctx);
+  if ((n + ts - 1) / ts > phys.max_workgroup_count[0] || (m + ts - 1) / ts > phys.max_workgroup_count[1] ||
+      batches > phys.max_workgroup_count[2])
+    ctx.decline("the product needs more workgroups than one dispatch has");
+}
+
+void matmul_kernel(DeviceKernelContext& ctx) {
+  const DataType dtype = require_same_float(ctx, 2);
+  std::vector<int64_t> sa = ctx.input_shape(0), sb = ctx.input_shape(1);
+  if (sa.empty() || sb.empty()) ctx.decline("a scalar operand");
+  const bool a_vec = sa.size() == 1, b_vec = sb.size() == 1;
+  if (a_vec) sa.insert(sa.begin(), 1);
+  if (b_vec) sb.push_back(1);
+  const int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
+  if (sb[sb.size() - 2] != k) ctx.decline("the inner dims differ");
+  const std::vector<int64_t> ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
+  const size_t rank = std::max(ba.size(), bb.size());
+  if (rank > kMaxBatchRank) ctx.decline("more than 4 batch dims");
+  MatMulParams p{};
+  std::vector<int64_t> batch(rank);
+  int64_t a_stride = m * k, b_stride = k * n;  // elements per step of the current batch dim
+  for (size_t d = rank; d-- > 0;) {
+    const int64_t x = d + ba.size() >= rank ? ba[d + ba.size() - rank] : 1;
+    const int64_t z = d + bb.size() >= rank ? bb[d + bb.size() - rank] : 1;
+    if (x != z && x != 1 && z != 1) ctx.decline("the batch dims do not broadcast");
+    batch[d] = (x == 0 || z == 0) ? 0 : std::max(x, z);
+    p.a_batch[d] = x == 1 ? 0 : checked_u32(ctx, a_stride, "A's batch stride");
+    p.b_batch[d] = z == 1 ? 0 : checked_u32(ctx, b_stride, "B's batch stride");
+    a_stride *= x;
+    b_stride *= z;
+  }
+  std::vector<int64_t> out = batch;
+  if (!a_vec) out.push_back(m);
+  if (!b_vec) out.push_back(n);
+  int64_t batches = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    p.batch_dims[d] = checked_u32(ctx, batch[d], "a batch dim");
+    batches *= batch[d];
+  }
+  checked_u32(ctx, shape_size(sa), "A's element count");
+  checked_u32(ctx, shape_size(sb), "B's element count");
+  checked_u32(ctx, shape_size(out), "the output's element count");
+  check_grid(ctx, m, n, batches);
+  p.m = static_cast<uint32_t>(m);
+  p.n = static_cast<uint32_t>(n);
+  p.k = static_cast<uint32_t>(k);
+  p.batch_rank = static_cast<uint32_t>(rank);
+  p.a_row = p.k;
+  p.a_col = 1;
+  p.b_row = p.n;
+  p.b_col = 1;
+  p.alpha = 1.0f;
+  auto a = input(ctx, 0), b = input(ctx, 1);
+  auto y = output(ctx, 0, dtype, out);
+  record_matmul(ctx, dtype, p, static_cast<uint32_t>(batches), a, b, nullptr, y);
+}
+
+void gemm_kernel(DeviceKernelContext& ctx) {
+  const DataType dtype = require_same_float(ctx, 3);
+  const auto& sa = ctx.input_shape(0);
+  const auto& sb = ctx.input_shape(1);
+  if (sa.size() != 2 || sb.size() != 2) ctx.decline("inputs that are not 2-D");
+  const bool ta = ctx.attr_int("transA", 0) != 0, tb = ctx.attr_int("transB", 0) != 0;
+  const float alpha = ctx.attr_float("alpha", 1.0f), beta = ctx.attr_float("beta", 1.0f);
+  const int64_t m = ta ? sa[1] : sa[0], k = ta ? sa[0] : sa[1];
+  const int64_t kb = tb ? sb[1] : sb[0], n = tb ? sb[0] : sb[1];
+  if (k != kb) ctx.decline("the inner dims differ");
+  MatMulParams p{};
+  const bool has_c = ctx.has_input(2) && beta != 0;
+  if (has_c) {
+    const auto& sc = ctx.input_shape(2);
+    if (sc.size() > 2) ctx.decline("C of rank above 2");
+    const int64_t cols = sc.empty() ? 1 : sc.back(), rows = sc.size() == 2 ? sc[0] : 1;
+    if ((cols != 1 && cols != n) || (rows != 1 && rows != m)) ctx.decline("C does not broadcast to [M, N]");
+    // Before opset 7 the broadcast of C was an attribute; without it C must be [M, N] already.
+    if (ctx.opset() < 7 && ctx.attr_int("broadcast", 0) == 0 && sc != std::vector<int64_t>{m, n})
+      ctx.decline("C of another shape than [M, N] with broadcast=0");
+    p.c_row = rows == 1 ? 0 : checked_u32(ctx, cols, "C's row stride");
+    p.c_col = cols == 1 ? 0 : 1;
+    p.has_bias = 1;
+  }
+  checked_u32(ctx, shape_size(sa), "A's element count");
+  checked_u32(ctx, shape_size(sb), "B's element count");
+  checked_u32(ctx, m * n, "the output's element count");
+  check_grid(ctx, m, n, 1);
+  p.m = static_cast<uint32_t>(m);
+  p.n = static_cast<uint32_t>(n);
+  p.k = static_cast<uint32_t>(k);
+  // op(A)[i, q] is A[i, q] or A[q, i]; op(B)[q, j] is B[q, j] or B[j, q].
+  p.a_row = ta ? 1 : p.k;
+  p.a_col = ta ? p.m : 1;
+  p.b_row = tb ? 1 : p.n;
+  p.b_col = tb ? p.k : 1;
+  p.alpha = alpha;
+  p.beta = beta;
+  auto a = input(ctx, 0), b = input(ctx, 1);
+  std::shared_ptr<const VulkanTensor> c = has_c ? input(ctx, 2) : nullptr;
+  auto y = output(ctx, 0, dtype, {m, n});
+  record_matmul(ctx, dtype, p, 1, a, b, c, y);
+}
+
+// ---------------------------------------------------------------- Conv, ConvTranspose
+
+/// The push constants of conv.comp and conv_transpose.comp.
+struct ConvParams {
+  uint32_t total, c, m, cg, mg, has_bias;
+  uint32_t in[3], out[3], kernel[3], stride[3], dilation[3], pad[3];
+};
+static_assert(sizeof(ConvParams) <= 128, "push constants");
+
+/// One convolution's geometry as the CPU kernel computes it (spatial dims only).
+struct Geometry {
+  int64_t n = 0, c = 0, m = 0, group = 1;
+  std::vector<int64_t> in, kernel, out, stride, dilation, pad_begin, pad_end;
+};
+
+std::vector<int64_t> spatial_attr(DeviceKernelContext& ctx, const char* name, size_t rank, int64_t fallback) {
+  std::vector<int64_t> v = ctx.attr_ints(name);
+  if (v.empty()) v.assign(rank, fallback);
+  if (v.size() != rank) ctx.decline(std::string(name) + " of another length than the spatial rank");
+  return v;
+}
+
+/// Strides, dilations and explicit pads, as runner/cpu/conv.cpp reads them.
+void read_common(DeviceKernelContext& ctx, Geometry& g, size_t rank) {
+  g.stride = spatial_attr(ctx, "strides", rank, 1);
+  g.dilation = spatial_attr(ctx, "dilations", rank, 1);
+  for (size_t i = 0; i < rank; ++i)
+    if (g.stride[i] < 1 || g.dilation[i] < 1) ctx.decline("strides or dilations below 1");
+  std::vector<int64_t> pads = ctx.attr_ints("pads");
+  if (pads.empty()) pads.assign(2 * rank, 0);
+  if (pads.size() != 2 * rank) ctx.decline("pads of another length than twice the spatial rank");
+  for (int64_t v : pads)
+    if (v < 0) ctx.decline("negative pads");
+  g.pad_begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(rank));
+  g.pad_end.assign(pads.begin() + static_cast<std::ptrdiff_t>(rank), pads.end());
+}
+
+/// The spatial rank of X and W, declined outside 1..3 or when they differ.
+size_t spatial_rank(DeviceKernelContext& ctx) {
+  const auto& sx = ctx.input_shape(0);
+  const auto& sw = ctx.input_shape(1);
+  if (sx.size() < 3 || sw.size() != sx.size()) ctx.decline("X and W are not [N, C, D...] of one rank");
+  if (sx.size() > 5) ctx.decline("more than 3 spatial dims");
+  return sx.size() - 2;
+}
+
+Geometry conv_geometry(DeviceKernelContext& ctx) {
+  const size_t rank = spatial_rank(ctx);
+  const auto& sx = ctx.input_shape(0);
+  const auto& sw = ctx.input_shape(1);
+  Geometry g;
+  g.n = sx[0];
+  g.c = sx[1];
+  g.m = sw[0];
+  g.group = ctx.attr_int("group", 1);
+  if (g.group < 1 || g.c % g.group != 0 || g.m % g.group != 0 || sw[1] * g.group != g.c)
+    ctx.decline("the channels do not match the group");
+  g.in.assign(sx.begin() + 2, sx.end());
+  g.kernel.assign(sw.begin() + 2, sw.end());
+  const auto ks = ctx.attr_ints("kernel_shape");
+  if (!ks.empty() && ks != g.kernel) ctx.decline("kernel_shape differs from W");
+  read_common(ctx, g, rank);
+  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
+  g.out.resize(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t span = (g.kernel[i] - 1) * g.dilation[i] + 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      g.out[i] = (g.in[i] + g.stride[i] - 1) / g.stride[i];
+      const int64_t total = std::max<int64_t>(0, (g.out[i] - 1) * g.stride[i] + span - g.in[i]);
+      g.pad_begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      g.pad_end[i] = total - g.pad_begin[i];
+    } else {
+      if (auto_pad == "VALID") g.pad_begin[i] = g.pad_end[i] = 0;
+      else if (auto_pad != "NOTSET") ctx.decline("auto_pad '" + auto_pad + "'");
+      const int64_t padded = g.in[i] + g.pad_begin[i] + g.pad_end[i];
+      if (padded < span) ctx.decline("a kernel larger than the padded input");
+      g.out[i] = (padded - span) / g.stride[i] + 1;
+    }
+  }
+  return g;
+}
+
+Geometry conv_transpose_geometry(DeviceKernelContext& ctx) {
+  const size_t rank = spatial_rank(ctx);
+  const auto& sx = ctx.input_shape(0);
+  const auto& sw = ctx.input_shape(1);
+  Geometry g;
+  g.n = sx[0];
+  g.c = sx[1];
+  g.group = ctx.attr_int("group", 1);
+  if (g.group < 1 || sw[0] != g.c || g.c % g.group != 0) ctx.decline("the channels do not match the group");
+  g.m = sw[1] * g.group;
+  g.in.assign(sx.begin() + 2, sx.end());
+  g.kernel.assign(sw.begin() + 2, sw.end());
+  const auto ks = ctx.attr_ints("kernel_shape");
+  if (!ks.empty() && ks != g.kernel) ctx.decline("kernel_shape differs from W");
+  read_common(ctx, g, rank);
+  const auto out_pad = spatial_attr(ctx, "output_padding", rank, 0);
+  std::vector<int64_t> out_shape = ctx.attr_ints("output_shape");
+  if (out_shape.size() == rank + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
+  if (!out_shape.empty() && out_shape.size() != rank) ctx.decline("output_shape of another length than the spatial rank");
+  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
+    ctx.decline("auto_pad '" + auto_pad + "'");
+  g.out.resize(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t span = (g.kernel[i] - 1) * g.dilation[i] + 1;
+    const int64_t full = g.stride[i] * (g.in[i] - 1) + out_pad[i] + span;
+    if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      const int64_t target = out_shape.empty() ? g.in[i] * g.stride[i] : out_shape[i];
+      const int64_t total = full - target;
+      // A larger requested output than the full one pads at the end (zeros plus the bias).
+      if (total < 0) g.pad_begin[i] = 0;
+      else if (auto_pad == "SAME_UPPER") g.pad_begin[i] = total / 2;
+      else g.pad_begin[i] = total - total / 2;
+      g.out[i] = target;
+    } else {
+      if (auto_pad == "VALID") g.pad_begin[i] = g.pad_end[i] = 0;
+      g.out[i] = full - g.pad_begin[i] - g.pad_end[i];
+    }
+    if (g.out[i] < 0) ctx.decline("a negative output size");
+  }
+  return g;
+}
+
+/// Checks the bias and the sizes, then records the shader over every output element.
+void record_conv(DeviceKernelContext& ctx, DataType dtype, const Geometry& g, const char* shader, int64_t cg,
+                 int64_t mg) {
+  const bool has_bias = ctx.has_input(2);
+  if (has_bias && ctx.input_shape(2) != std::vector<int64_t>{g.m}) ctx.decline("B is not [M]");
+  ConvParams p{};
+  std::vector<int64_t> shape{g.n, g.m};
+  shape.insert(shape.end(), g.out.begin(), g.out.end());
+  p.total = checked_u32(ctx, shape_size(shape), "the output's element count");
+  checked_u32(ctx, shape_size(ctx.input_shape(0)), "X's element count");
+  checked_u32(ctx, shape_size(ctx.input_shape(1)), "W's element count");
+  p.c = static_cast<uint32_t>(g.c);
+  p.m = static_cast<uint32_t>(g.m);
+  p.cg = static_cast<uint32_t>(cg);
+  p.mg = static_cast<uint32_t>(mg);
+  p.has_bias = has_bias ? 1 : 0;
+  // 1-D and 2-D as 3-D: leading spatial dims of size 1.
+  const size_t lead = 3 - g.in.size();
+  for (size_t d = 0; d < 3; ++d) {
+    const bool real = d >= lead;
+    const size_t s = d - lead;
+    p.in[d] = real ? static_cast<uint32_t>(g.in[s]) : 1;
+    p.out[d] = real ? static_cast<uint32_t>(g.out[s]) : 1;
+    p.kernel[d] = real ? static_cast<uint32_t>(g.kernel[s]) : 1;
+    p.stride[d] = real ? checked_u32(ctx, g.stride[s], "a stride") : 1;
+    p.dilation[d] = real ? checked_u32(ctx, g.dilation[s], "a dilation") : 1;
+    p.pad[d] = real ? checked_u32(ctx, g.pad_begin[s], "a pad") : 0;
+  }
+  // The shaders' int arithmetic on positions: o * stride and k * dilation must stay in 31 bits.
+  for (size_t d = 0; d < 3; ++d) {
+    checked_u32(ctx, int64_t{p.out[d]} * p.stride[d] + p.pad[d], "an output position times its stride");
+    checked_u32(ctx, int64_t{p.kernel[d]} * p.dilation[d] + p.pad[d], "the kernel's span");
+  }
+  auto x = input(ctx, 0), w = input(ctx, 1);
+  std::shared_ptr<const VulkanTensor> b = has_bias ? input(ctx, 2) : nullptr;
+  auto y = output(ctx, 0, dtype, shape);
+  dispatch_1d(ctx, shader_for(shader, dtype), {x->range(), w->range(), (b ? b : x)->range(), y->range()}, &p, sizeof p,
+              p.total);
+}
+
+void conv_kernel(DeviceKernelContext& ctx) {
+  const DataType dtype = require_same_float(ctx, 3);
+  const Geometry g = conv_geometry(ctx);
+  record_conv(ctx, dtype, g, "conv", g.c / g.group, g.m / g.group);
+}
+
+void conv_transpose_kernel(DeviceKernelContext& ctx) {
+  const DataType dtype = require_same_float(ctx, 3);
+  const Geometry g = conv_transpose_geometry(ctx);
+  record_conv(ctx, dtype, g, "conv_transpose", g.c / g.group, g.m / g.group);
+}
+
+}  // namespace
+
+void register_linalg(KernelTable& t) {
+  t.add("", "MatMul", 1, kMax, matmul_kernel);
+  t.add("", "Gemm", 1, kMax, gemm_kernel);
+  t.add("", "Conv", 1, kMax, conv_kernel);
+  t.add("", "ConvTranspose", 1, kMax, conv_transpose_kernel);
+}
 
 }  // namespace onnxtool::runner::vulkan

@@ -1,0 +1,65 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#include "common.glsl"
+
+// Direct convolution, one output element per invocation: Y [N, M, O0, O1, O2] from X [N, C, I0,
+// I1, I2] and W [M, C/group, K0, K1, K2], optional bias [M]. 1-D and 2-D convolutions come as 3-D
+// ones with leading spatial dims of 1. Positions in the padding read as 0; float32 accumulation.
+layout(std430, binding = 0) readonly buffer X { T x[]; };
+layout(std430, binding = 1) readonly buffer W { T w[]; };
+layout(std430, binding = 2) readonly buffer Bias { T bias[]; };
+layout(std430, binding = 3) writeonly buffer Y { T y[]; };
+layout(push_constant) uniform Params {
+  uint total;     // N * M * O0 * O1 * O2
+  uint c;         // input channels
+  uint m;         // output channels
+  uint cg;        // input channels per group
+  uint mg;        // output channels per group
+  uint has_bias;
+  uint in_dims[3];
+  uint out_dims[3];
+  uint kernel[3];
+  uint stride[3];
+  uint dilation[3];
+  uint pad[3];    // padding at the beginning of each spatial dim
+} p;
+
+void main() {
+  const uint i = linear_index();
+  if (i >= p.total) return;
+  const uint osize = p.out_dims[0] * p.out_dims[1] * p.out_dims[2];
+  const uint isize = p.in_dims[0] * p.in_dims[1] * p.in_dims[2];
+  const uint ksize = p.kernel[0] * p.kernel[1] * p.kernel[2];
+  const uint o = i % osize;
+  const uint mo = (i / osize) % p.m;
+  const uint n = i / osize / p.m;
+  const uint o2 = o % p.out_dims[2];
+  const uint o1 = (o / p.out_dims[2]) % p.out_dims[1];
+  const uint o0 = o / (p.out_dims[2] * p.out_dims[1]);
+  const int s0 = int(o0 * p.stride[0]) - int(p.pad[0]);
+  const int s1 = int(o1 * p.stride[1]) - int(p.pad[1]);
+  const int s2 = int(o2 * p.stride[2]) - int(p.pad[2]);
+  const uint group = mo / p.mg;
+  float acc = 0.0;
+  for (uint ci = 0; ci < p.cg; ++ci) {
+    const uint xbase = (n * p.c + group * p.cg + ci) * isize;
+    const uint wbase = (mo * p.cg + ci) * ksize;
+    for (uint k0 = 0; k0 < p.kernel[0]; ++k0) {
+      const int i0 = s0 + int(k0 * p.dilation[0]);
+      if (i0 < 0 || i0 >= int(p.in_dims[0])) continue;
+      for (uint k1 = 0; k1 < p.kernel[1]; ++k1) {
+        const int i1 = s1 + int(k1 * p.dilation[1]);
+        if (i1 < 0 || i1 >= int(p.in_dims[1])) continue;
+        const uint xrow = xbase + (uint(i0) * p.in_dims[1] + uint(i1)) * p.in_dims[2];
+        const uint wrow = wbase + (k0 * p.kernel[1] + k1) * p.kernel[2];
+        for (uint k2 = 0; k2 < p.kernel[2]; ++k2) {
+          const int i2 = s2 + int(k2 * p.dilation[2]);
+          if (i2 < 0 || i2 >= int(p.in_dims[2])) continue;
+          acc += float(x[xrow + uint(i2)]) * float(w[wrow + k2]);
+        }
+      }
+    }
+  }
+  if (p.has_bias != 0) acc += float(bias[mo]);
+  y[i] = T(acc);
+}
