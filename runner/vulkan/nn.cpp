@@ -1,8 +1,450 @@
-// Vulkan kernels of pooling, Softmax/LogSoftmax, Reduce* and the normalizations.
+// Vulkan kernels of pooling, Softmax/LogSoftmax/Hardmax, Reduce* and the normalizations.
+//
+// Per-element work (MaxPool, AveragePool, BatchNormalization) is a 1-D dispatch; per-row work
+// (a reduced output element, a softmax group, a normalized row) runs one workgroup per row with
+// a shared-memory tree reduction (shaders/rows.glsl), whose fixed order makes every run give
+// the same bytes. The semantics are those of runner/cpu/{pooling,reduce,elementwise,
+// normalization}.cpp; whatever those kernels would reject, and the forms not implemented here,
+// are declined so that the CPU kernel runs (and reports).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
 #include "runner/vulkan/backend.h"
 
 namespace onnxtool::runner::vulkan {
 
-void register_nn(KernelTable&) {}
+namespace {
+
+constexpr int kMax = 1000;
+/// ROW_MAX_LOCAL in shaders/rows.glsl: the size of the shared arrays of the per-row shaders.
+constexpr uint32_t kRowMaxLocal = 256;
+constexpr size_t kMaxRank = 6;  // MAX_RANK in shaders/common.glsl
+
+std::string str(int64_t v) { return std::to_string(v); }
+
+/// Declines unless every listed input (that is present) has input 0's float type.
+DataType require_same_float(DeviceKernelContext& ctx, std::initializer_list<size_t> others) {
+  const DataType t = require_float(ctx, 0);
+  for (size_t i : others)
+    if (ctx.has_input(i) && ctx.input_dtype(i) != t) ctx.decline("inputs of different element types");
+  return t;
+}
+
+int64_t product(const std::vector<int64_t>& s, size_t begin, size_t end) {
+  int64_t p = 1;
+  for (size_t i = begin; i < end; ++i) p *= s[i];
+  return p;
+}
+
+/// An axis in [-rank, rank) as an index; declines otherwise (the CPU kernel reports it).
+size_t axis_index(DeviceKernelContext& ctx, int64_t axis, size_t rank) {
+  const auto r = static_cast<int64_t>(rank);
+  if (axis < -r || axis >= r) ctx.decline("axis " + str(axis) + " is outside a rank-" + str(r) + " tensor");
+  return static_cast<size_t>(axis < 0 ? axis + r : axis);
+}
+
+/// Declines empty tensors and tensors whose element count does not fit the shaders' indices.
+void require_nonempty(DeviceKernelContext& ctx, const std::vector<int64_t>& shape) {
+  const int64_t n = shape_size(shape);
+  if (n == 0) ctx.decline("an empty tensor");
+  checked_u32(ctx, n, "the element count");
+}
+
+/// The workgroup size of a per-row shader: a power of two, the smallest that covers a row of
+/// `len` elements but at least the device's subgroup, at most the device's limit and the
+/// shaders' shared arrays.
+uint32_t row_local(DeviceKernelContext& ctx, int64_t len) {
+  const PhysicalDevice& phys = backend_of(ctx).device().physical();
+  const uint32_t cap = std::min(kRowMaxLocal, phys.max_workgroup_invocations);
+  uint32_t local = 1;
+  while (local * 2 <= cap) local *= 2;
+  const uint32_t floor = std::max<uint32_t>(1, backend_of(ctx).info().subgroup_size);
+  while (local / 2 >= floor && static_cast<int64_t>(local / 2) >= len) local /= 2;
+  return local;
+}
+
+/// Records `rows` workgroups of a per-row shader (the grid folds into y past the x limit; the
+/// shaders find their row with row_index()).
+void dispatch_rows(DeviceKernelContext& ctx, const std::string& shader, const std::vector<BufferRange>& buffers,
+                   const void* push, uint32_t push_bytes, int64_t rows, int64_t len) {
+  if (rows <= 0) return;
+  Device& dev = backend_of(ctx).device();
+  const uint64_t max_x = dev.physical().max_workgroup_count[0];
+  const uint64_t gx = std::min<uint64_t>(static_cast<uint64_t>(rows), max_x);
+  const uint64_t gy = (static_cast<uint64_t>(rows) + gx - 1) / gx;
+  if (gy > dev.physical().max_workgroup_count[1]) ctx.decline("the tensor needs more workgroups than one dispatch has");
+  const Pipeline& p = dev.pipeline(shader, static_cast<uint32_t>(buffers.size()), row_local(ctx, len));
+  dev.dispatch(p, buffers, push, push_bytes, static_cast<uint32_t>(gx), static_cast<uint32_t>(gy));
+}
+
+/// A small integer list input (Reduce's axes) read on the host.
+std::vector<int64_t> host_ints(DeviceKernelContext& ctx, size_t i) {
+  const Tensor& t = ctx.host_input(i);
+  if (t.dtype() != DataType::kInt64 && t.dtype() != DataType::kInt32) ctx.decline("a non-integer axes input");
+  std::vector<int64_t> v(static_cast<size_t>(t.size()));
+  for (int64_t k = 0; k < t.size(); ++k)
+    v[static_cast<size_t>(k)] = t.dtype() == DataType::kInt64 ? t.data<int64_t>()[k] : t.data<int32_t>()[k];
+  return v;
+}
+
+// ---------------------------------------------------------------- Reduce*, global pooling
+
+// Op codes of reduce.comp.
+enum class ReduceOp : uint32_t {
+  kSum = 0, kMean, kMax, kMin, kProd, kL1, kL2, kLogSum, kLogSumExp, kSumSquare, kMaxNum
+};
+
+struct ReduceParams {
+  uint32_t outputs, red, op, kept_rank, red_rank;
+  uint32_t kept_dims[kMaxRank], kept_strides[kMaxRank], red_dims[kMaxRank], red_strides[kMaxRank];
+};
+static_assert(sizeof(ReduceParams) <= 128, "push constants");
+
+/// Reduces the dims flagged in `reduced` of input 0 into output 0 of shape `out_shape`.
+void record_reduce(DeviceKernelContext& ctx, const std::vector<bool>& reduced, ReduceOp op,
+                   std::vector<int64_t> out_shape) {
+  const std::vector<int64_t>& shape = ctx.input_shape(0);
+  require_nonempty(ctx, shape);
+  // Merge neighbouring dims of the same kind (size-1 dims dropped): the strides of a merged
+  // group are those of its last dim.
+  std::vector<int64_t> dims;
+  std::vector<bool> flags;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (!dims.empty() && flags.back() == reduced[d]) {
+      dims.back() *= shape[d];
+    } else {
+      dims.push_back(shape[d]);
+      flags.push_back(reduced[d]);
+    }
+  }
+  ReduceParams p{};
+  p.op = static_cast<uint32_t>(op);
+  int64_t stride = 1, outputs = 1, red = 1;
+  std::vector<std::pair<int64_t, int64_t>> kept_groups, red_groups;  // (dim, stride), innermost first
+  for (size_t g = dims.size(); g-- > 0;) {
+    (flags[g] ? red_groups : kept_groups).push_back({dims[g], stride});
+    (flags[g] ? red : outputs) *= dims[g];
+    stride *= dims[g];
+  }
+  if (kept_groups.size() > kMaxRank || red_groups.size() > kMaxRank)
+    ctx.decline("more than " + str(kMaxRank) + " separate groups of kept or reduced dims");
+  p.kept_rank = static_cast<uint32_t>(kept_groups.size());
+  p.red_rank = static_cast<uint32_t>(red_groups.size());
+  for (size_t k = 0; k < kept_groups.size(); ++k) {
+    p.kept_dims[p.kept_rank - 1 - k] = static_cast<uint32_t>(kept_groups[k].first);
+    p.kept_strides[p.kept_rank - 1 - k] = static_cast<uint32_t>(kept_groups[k].second);
+  }
+  for (size_t k = 0; k < red_groups.size(); ++k) {
+    p.red_dims[p.red_rank - 1 - k] = static_cast<uint32_t>(red_groups[k].first);
+    p.red_strides[p.red_rank - 1 - k] = static_cast<uint32_t>(red_groups[k].second);
+  }
+  p.outputs = static_cast<uint32_t>(outputs);
+  p.red = static_cast<uint32_t>(red);
+  auto x = input(ctx, 0);
+  auto y = output(ctx, 0, x->dtype(), std::move(out_shape));
+  dispatch_rows(ctx, shader_for("reduce", x->dtype()), {x->range(), y->range()}, &p, sizeof p, outputs, red);
+}
+
+/// ReduceX: `axes` an attribute before opset `AxesInputSince`, an optional input from it on.
+template <ReduceOp Op, int AxesInputSince>
+void reduce_kernel(DeviceKernelContext& ctx) {
+  require_float(ctx, 0);
+  const std::vector<int64_t>& shape = ctx.input_shape(0);
+  const bool keepdims = ctx.attr_int("keepdims", 1) != 0;
+  const bool noop = ctx.opset() >= AxesInputSince && ctx.attr_int("noop_with_empty_axes", 0) != 0;
+  std::vector<int64_t> axes;
+  if (ctx.opset() < AxesInputSince) axes = ctx.attr_ints("axes");
+  else if (ctx.has_input(1)) axes = host_ints(ctx, 1);
+  if (axes.empty() && noop) {
+    ctx.set_output(0, ctx.input(0));  // the identity: the same device tensor
+    return;
+  }
+  std::vector<bool> reduced(shape.size(), axes.empty());
+  for (int64_t a : axes) {
+    const size_t d = axis_index(ctx, a, shape.size());
+    if (reduced[d]) ctx.decline("axis " + str(a) + " is given twice");
+    reduced[d] = true;
+  }
+  std::vector<int64_t> out_shape;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (!reduced[d]) out_shape.push_back(shape[d]);
+    else if (keepdims) out_shape.push_back(1);
+  }
+  record_reduce(ctx, reduced, Op, std::move(out_shape));
+}
+
+/// GlobalAveragePool, GlobalMaxPool: every dim after N and C reduced, kept as 1.
+template <ReduceOp Op>
+void global_pool_kernel(DeviceKernelContext& ctx) {
+  require_float(ctx, 0);
+  const std::vector<int64_t>& shape = ctx.input_shape(0);
+  if (shape.size() < 3) ctx.decline("X of rank " + str(static_cast<int64_t>(shape.size())) + " (needs [N, C, D...])");
+  std::vector<bool> reduced(shape.size(), true);
+  reduced[0] = reduced[1] = false;
+  std::vector<int64_t> out_shape(shape.size(), 1);
+  out_shape[0] = shape[0];
+  out_shape[1] = shape[1];
+  record_reduce(ctx, reduced, Op, std::move(out_shape));
+}
+
+// ---------------------------------------------------------------- Softmax family, LpNormalization
+
+// Op codes of axis.comp.
+enum class AxisOp : uint32_t { kSoftmax = 0, kLogSoftmax, kHardmax, kLp1, kLp2 };
+
+struct AxisParams {
+  uint32_t groups, n, inner, op;
+};
+
+/// Normalizes groups of n elements spaced `inner` apart: outer * inner groups.
+void record_axis(DeviceKernelContext& ctx, AxisOp op, int64_t outer, int64_t n, int64_t inner) {
+  require_nonempty(ctx, ctx.input_shape(0));
+  AxisParams p{checked_u32(ctx, outer * inner, "the group count"), checked_u32(ctx, n, "the group size"),
+               checked_u32(ctx, inner, "the stride"), static_cast<uint32_t>(op)};
+  auto x = input(ctx, 0);
+  auto y = output(ctx, 0, x->dtype(), x->shape());
+  dispatch_rows(ctx, shader_for("axis", x->dtype()), {x->range(), y->range()}, &p, sizeof p, outer * inner, n);
+}
+
+/// Softmax, LogSoftmax, Hardmax. Before opset 13 the input is coerced to 2-D at `axis` (default
+/// 1) and whole rows are normalized; from 13 on only `axis` (default -1) is.
+template <AxisOp Op>
+void softmax_kernel(DeviceKernelContext& ctx) {
+  require_float(ctx, 0);
+  const std::vector<int64_t>& s = ctx.input_shape(0);
+  const bool coerce = ctx.opset() < 13;
+  const size_t a = s.empty() ? 0 : axis_index(ctx, ctx.attr_int("axis", coerce ? 1 : -1), s.size());
+  const int64_t outer = product(s, 0, a);
+  const int64_t n = coerce ? product(s, a, s.size()) : (s.empty() ? 1 : s[a]);
+  const int64_t inner = coerce ? 1 : (s.empty() ? 1 : product(s, a + 1, s.size()));
+  record_axis(ctx, Op, outer, n, inner);
+}
+
+void lp_norm_kernel(DeviceKernelContext& ctx) {
+  require_float(ctx, 0);
+  const std::vector<int64_t>& s = ctx.input_shape(0);
+  if (s.empty()) ctx.decline("a scalar input");
+  const size_t a = axis_index(ctx, ctx.attr_int("axis", -1), s.size());
+  const int64_t p = ctx.attr_int("p", 2);
+  if (p != 1 && p != 2) ctx.decline("p=" + str(p) + " (1 and 2 are defined)");
+  record_axis(ctx, p == 1 ? AxisOp::kLp1 : AxisOp::kLp2, product(s, 0, a), s[a], product(s, a + 1, s.size()));
+}
+
+// ---------------------------------------------------------------- InstanceNormalization, LayerNormalization
+
+struct RowNormParams {
+  uint32_t rows, len;
+  float eps;
+  uint32_t c, scale_mode, bias_mode;
+};
+
+// How rownorm.comp indexes a parameter.
+enum ParamMode : uint32_t { kPerElement = 0, kPerChannel = 1, kScalar = 2, kAbsent = 3 };
+
+void record_rownorm(DeviceKernelContext& ctx, int64_t rows, int64_t len, float eps, int64_t c, ParamMode scale_mode,
+                    ParamMode bias_mode) {
+  require_nonempty(ctx, ctx.input_shape(0));
+  RowNormParams p{checked_u32(ctx, rows, "the row count"), checked_u32(ctx, len, "the row length"), eps,
+                  checked_u32(ctx, c, "the channel count"), scale_mode, bias_mode};
+  auto x = input(ctx, 0);
+  auto scale = input(ctx, 1);
+  auto bias = bias_mode == kAbsent ? scale : input(ctx, 2);
+  auto y = output(ctx, 0, x->dtype(), x->shape());
+  dispatch_rows(ctx, shader_for("rownorm", x->dtype()), {x->range(), scale->range(), bias->range(), y->range()}, &p,
+                sizeof p, rows, len);
+}
+
+void instance_norm_kernel(DeviceKernelContext& ctx) {
+  require_same_float(ctx, {1, 2});
+  const std::vector<int64_t>& s = ctx.input_shape(0);
+  if (s.size() < 3) ctx.decline("input of rank " + str(static_cast<int64_t>(s.size())) + " (needs [N, C, D...])");
+  const int64_t c = s[1];
+  for (size_t i : {size_t{1}, size_t{2}})
+    if (shape_size(ctx.input_shape(i)) != c) ctx.decline("a scale or B that is not one value per channel");
+  record_rownorm(ctx, s[0] * c, product(s, 2, s.size()), ctx.attr_float("epsilon", 1e-5f), c, kPerChannel,
+                 kPerChannel);
+}
+
+/// How a LayerNormalization parameter broadcasts over the normalized block: one value per
+/// element (its shape the block's trailing dims) or a single value; other broadcasts decline.
+ParamMode layer_norm_param(DeviceKernelContext& ctx, size_t i, const std::vector<int64_t>& block, int64_t len) {
+  const std::vector<int64_t>& s = ctx.input_shape(i);
+  if (s.size() > block.size()) ctx.decline("a Scale or B with more dims than the normalized block");
+  for (size_t k = 0; k < s.size(); ++k) {
+    const int64_t b = block[block.size() - s.size() + k];
+    if (s[k] != 1 && s[k] != b) ctx.decline("a Scale or B that does not broadcast to the normalized block");
+  }
+  const int64_t n = shape_size(s);
+  if (n == len) return kPerElement;
+  if (n == 1) return kScalar;
+  ctx.decline("a Scale or B broadcast along part of the normalized block");
+}
+
+void layer_norm_kernel(DeviceKernelContext& ctx) {
+  require_same_float(ctx, {1, 2});
+  if ((ctx.has_output(1)) || (ctx.has_output(2))) ctx.decline("the Mean and InvStdDev outputs");
+  if (ctx.attr_int("stash_type", 1) != 1) ctx.decline("stash_type other than float");
+  const std::vector<int64_t>& s = ctx.input_shape(0);
+  if (s.empty()) ctx.decline("a scalar input");
+  const size_t a = axis_index(ctx, ctx.attr_int("axis", -1), s.size());
+  const std::vector<int64_t> block(s.begin() + static_cast<std::ptrdiff_t>(a), s.end());
+  const int64_t len = product(s, a, s.size());
+  const ParamMode scale = layer_norm_param(ctx, 1, block, len);
+  const ParamMode bias = ctx.has_input(2) ? layer_norm_param(ctx, 2, block, len) : kAbsent;
+  record_rownorm(ctx, product(s, 0, a), len, ctx.attr_float("epsilon", 1e-5f), 1, scale, bias);
+}
+
+// ---------------------------------------------------------------- BatchNormalization
+
+struct AffineParams {
+  uint32_t n, c, inner;
+};
+
+/// Inference form: y = x * a[c] + b[c] with a = scale / sqrt(var + eps), b = B - mean * a,
+/// computed on the host in double as the CPU kernel does.
+void batch_norm_kernel(DeviceKernelContext& ctx) {
+  require_float(ctx, 0);
+  if (ctx.opset() >= 14 && ctx.attr_int("training_mode", 0) != 0) ctx.decline("training_mode=1");
+  for (size_t i = 1; i < ctx.output_count(); ++i)
+    if (ctx.has_output(i)) ctx.decline("the running statistics outputs (training)");
+  if (ctx.attr_int("spatial", 1) == 0) ctx.decline("spatial=0");
+  const std::vector<int64_t>& s = ctx.input_shape(0);
+  if (s.empty()) ctx.decline("a scalar input");
+  require_nonempty(ctx, s);
+  const int64_t c = s.size() > 1 ? s[1] : 1, inner = s.size() > 2 ? product(s, 2, s.size()) : 1;
+  for (size_t i = 1; i <= 4; ++i) {
+    if (!ctx.has_input(i)) ctx.decline("a missing parameter input");
+    if (shape_size(ctx.input_shape(i)) != c) ctx.decline("a parameter that is not one value per channel");
+    const DataType t = ctx.input_dtype(i);
+    if (t != DataType::kFloat && t != DataType::kFloat16 && t != DataType::kDouble && t != DataType::kBFloat16)
+      ctx.decline("a non-float parameter");
+  }
+  const Tensor& scale = ctx.host_input(1);
+  const Tensor& bias = ctx.host_input(2);
+  const Tensor& mean = ctx.host_input(3);
+  const Tensor& var = ctx.host_input(4);
+  const double eps = ctx.attr_float("epsilon", 1e-5f);
+  Tensor ab(DataType::kFloat, {2 * c});
+  float* pab = ab.mutable_data<float>();
+  for (int64_t ch = 0; ch < c; ++ch) {
+    const double k = element_as_double(scale, ch) / std::sqrt(element_as_double(var, ch) + eps);
+    pab[ch] = static_cast<float>(k);
+    pab[c + ch] = static_cast<float>(element_as_double(bias, ch) - element_as_double(mean, ch) * k);
+  }
+  AffineParams p{checked_u32(ctx, shape_size(s), "the element count"), checked_u32(ctx, c, "the channel count"),
+                 checked_u32(ctx, inner, "the spatial size")};
+  auto x = input(ctx, 0);
+  auto coeffs = std::static_pointer_cast<const VulkanTensor>(backend_of(ctx).upload(ab));
+  auto y = output(ctx, 0, x->dtype(), x->shape());
+  dispatch_1d(ctx, shader_for("channel_affine", x->dtype()), {x->range(), coeffs->range(), y->range()}, &p, sizeof p,
+              p.n);
+}
+
+// ---------------------------------------------------------------- MaxPool, AveragePool
+
+struct PoolParams {
+  uint32_t n, op, include_pad, pad0;
+  uint32_t in[3], out[3], kernel[3], stride[3], dilation[3];
+  int32_t pad_begin[3], pad_end[3];
+};
+static_assert(sizeof(PoolParams) <= 128, "push constants");
+
+/// The window geometry exactly as runner/cpu/pooling.cpp computes it; declines what that kernel
+/// rejects and more than 3 spatial dims.
+template <bool Max>
+void pool_kernel(DeviceKernelContext& ctx) {
+  require_float(ctx, 0);
+  if (Max && ctx.has_output(1)) ctx.decline("the Indices output");
+  const std::vector<int64_t>& x = ctx.input_shape(0);
+  if (x.size() < 3) ctx.decline("X of rank " + str(static_cast<int64_t>(x.size())) + " (needs [N, C, D...])");
+  const size_t rank = x.size() - 2;
+  if (rank > 3) ctx.decline(str(static_cast<int64_t>(rank)) + " spatial dims (the Vulkan kernel pools up to 3)");
+  require_nonempty(ctx, x);
+  auto list = [&](const char* name, size_t count, int64_t fallback) {
+    std::vector<int64_t> v = ctx.attr_ints(name);
+    if (v.empty()) v.assign(count, fallback);
+    if (v.size() != count) ctx.decline(std::string(name) + " of the wrong length");
+    return v;
+  };
+  const std::vector<int64_t> kernel = ctx.attr_ints("kernel_shape");
+  if (kernel.size() != rank) ctx.decline("kernel_shape of the wrong length");
+  const auto stride = list("strides", rank, 1), dilation = list("dilations", rank, 1), pads = list("pads", 2 * rank, 0);
+  std::vector<int64_t> pad_begin(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(rank));
+  std::vector<int64_t> pad_end(pads.begin() + static_cast<std::ptrdiff_t>(rank), pads.end());
+  const bool ceil_mode = ctx.attr_int("ceil_mode", 0) != 0;
+  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
+  std::vector<int64_t> in(x.begin() + 2, x.end()), out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    if (kernel[i] < 1 || stride[i] < 1 || dilation[i] < 1) ctx.decline("a kernel_shape, stride or dilation below 1");
+    const int64_t span = (kernel[i] - 1) * dilation[i] + 1;
+    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+      out[i] = (in[i] + stride[i] - 1) / stride[i];
+      const int64_t total = std::max<int64_t>(0, (out[i] - 1) * stride[i] + span - in[i]);
+      pad_begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pad_end[i] = total - pad_begin[i];
+    } else {
+      if (auto_pad == "VALID") pad_begin[i] = pad_end[i] = 0;
+      const int64_t padded = in[i] + pad_begin[i] + pad_end[i] - span;
+      if (padded < 0) ctx.decline("a kernel larger than the padded input");
+      out[i] = (ceil_mode ? (padded + stride[i] - 1) / stride[i] : padded / stride[i]) + 1;
+      if (ceil_mode && (out[i] - 1) * stride[i] >= in[i] + pad_begin[i]) --out[i];
+    }
+    if (out[i] < 1) ctx.decline("an empty output");
+    const int64_t limit = int64_t{1} << 30;
+    if (kernel[i] > limit || stride[i] > limit || dilation[i] > limit || std::abs(pad_begin[i]) > limit ||
+        std::abs(pad_end[i]) > limit || span > limit || out[i] * stride[i] > limit)
+      ctx.decline("window geometry beyond the shader's 32-bit arithmetic");
+  }
+  std::vector<int64_t> shape{x[0], x[1]};
+  shape.insert(shape.end(), out.begin(), out.end());
+  PoolParams p{};
+  p.n = checked_u32(ctx, shape_size(shape), "the output element count");
+  p.op = Max ? 0 : 1;
+  p.include_pad = !Max && ctx.attr_int("count_include_pad", 0) != 0;
+  const size_t lead = 3 - rank;  // 1-D and 2-D pooling: leading spatial dims of size 1
+  for (size_t d = 0; d < 3; ++d) {
+    const bool real = d >= lead;
+    const size_t i = d - lead;
+    p.in[d] = real ? static_cast<uint32_t>(in[i]) : 1;
+    p.out[d] = real ? static_cast<uint32_t>(out[i]) : 1;
+    p.kernel[d] = real ? static_cast<uint32_t>(kernel[i]) : 1;
+    p.stride[d] = real ? static_cast<uint32_t>(stride[i]) : 1;
+    p.dilation[d] = real ? static_cast<uint32_t>(dilation[i]) : 1;
+    p.pad_begin[d] = real ? static_cast<int32_t>(pad_begin[i]) : 0;
+    p.pad_end[d] = real ? static_cast<int32_t>(pad_end[i]) : 0;
+  }
+  auto xt = input(ctx, 0);
+  auto y = output(ctx, 0, xt->dtype(), std::move(shape));
+  dispatch_1d(ctx, shader_for("pool", xt->dtype()), {xt->range(), y->range()}, &p, sizeof p, p.n);
+}
+
+}  // namespace
+
+void register_nn(KernelTable& t) {
+  t.add("", "MaxPool", 1, kMax, pool_kernel<true>);
+  t.add("", "AveragePool", 1, kMax, pool_kernel<false>);
+  t.add("", "GlobalAveragePool", 1, kMax, global_pool_kernel<ReduceOp::kMean>);
+  t.add("", "GlobalMaxPool", 1, kMax, global_pool_kernel<ReduceOp::kMaxNum>);
+  t.add("", "Softmax", 1, kMax, softmax_kernel<AxisOp::kSoftmax>);
+  t.add("", "LogSoftmax", 1, kMax, softmax_kernel<AxisOp::kLogSoftmax>);
+  t.add("", "Hardmax", 1, kMax, softmax_kernel<AxisOp::kHardmax>);
+  // ReduceSum takes axes as an input from opset 13, the others from opset 18.
+  t.add("", "ReduceSum", 1, kMax, reduce_kernel<ReduceOp::kSum, 13>);
+  t.add("", "ReduceMean", 1, kMax, reduce_kernel<ReduceOp::kMean, 18>);
+  t.add("", "ReduceMax", 1, kMax, reduce_kernel<ReduceOp::kMax, 18>);
+  t.add("", "ReduceMin", 1, kMax, reduce_kernel<ReduceOp::kMin, 18>);
+  t.add("", "ReduceProd", 1, kMax, reduce_kernel<ReduceOp::kProd, 18>);
+  t.add("", "ReduceL1", 1, kMax, reduce_kernel<ReduceOp::kL1, 18>);
+  t.add("", "ReduceL2", 1, kMax, reduce_kernel<ReduceOp::kL2, 18>);
+  t.add("", "ReduceLogSum", 1, kMax, reduce_kernel<ReduceOp::kLogSum, 18>);
+  t.add("", "ReduceLogSumExp", 1, kMax, reduce_kernel<ReduceOp::kLogSumExp, 18>);
+  t.add("", "ReduceSumSquare", 1, kMax, reduce_kernel<ReduceOp::kSumSquare, 18>);
+  t.add("", "BatchNormalization", 1, kMax, batch_norm_kernel);
+  t.add("", "InstanceNormalization", 1, kMax, instance_norm_kernel);
+  t.add("", "LayerNormalization", 17, kMax, layer_norm_kernel);
+  t.add("", "LpNormalization", 1, kMax, lp_norm_kernel);
+}
 
 }  // namespace onnxtool::runner::vulkan
