@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -152,6 +153,8 @@ class Backend {
   virtual DeviceTensorPtr reshaped(const DeviceTensorPtr& tensor, std::vector<int64_t> shape) = 0;
   /// Runs everything recorded and waits; called at the end of every run.
   virtual void finish() = 0;
+  /// Held for the whole of a run (the device may be shared by several sessions).
+  virtual std::unique_lock<std::mutex> lock_for_run() = 0;
 };
 
 /// Opens a Vulkan device for a session: throws Error(kUsage) for an index that does not exist

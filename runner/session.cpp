@@ -709,6 +709,9 @@ void check_feed(const ir::ValueInfo& vi, const Value& v) {
 
 std::vector<Value> Session::run(const std::map<std::string, Value>& feeds,
                                 const std::vector<std::string>& output_names) {
+  // Held until the frame's device tensors are gone (declared first, released last).
+  std::unique_lock<std::mutex> device_lock;
+  if (backend_) device_lock = backend_->lock_for_run();
   Frame frame{plan_.get(), nullptr, std::vector<Value>(static_cast<size_t>(plan_->n_slots))};
   const ir::Graph& g = *model_.graph;
   std::map<std::string, const ir::ValueInfo*> by_name;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "ir/error.h"
 #include "ir/op_schema.h"
@@ -22,7 +24,17 @@ std::unique_ptr<Backend> open_vulkan_backend(int index) {
                       std::to_string(devices.size()) + ": vulkan:0" +
                       (devices.size() > 1 ? "..vulkan:" + std::to_string(devices.size() - 1) : std::string()) +
                       "; `onnxtool devices` lists them)");
-  auto device = std::make_shared<vulkan::Device>(instance, devices[static_cast<size_t>(index)]);
+  // One logical device per physical device and process, shared by its sessions: pipelines are
+  // built once (a shader compile costs milliseconds on a driver, far more on lavapipe) and the
+  // buffer pool carries over.
+  static std::mutex mutex;
+  static std::map<int, std::weak_ptr<vulkan::Device>> opened;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::shared_ptr<vulkan::Device> device = opened[index].lock();
+  if (!device) {
+    device = std::make_shared<vulkan::Device>(instance, devices[static_cast<size_t>(index)]);
+    opened[index] = device;
+  }
   return std::make_unique<vulkan::VulkanBackend>(std::move(device));
 }
 

@@ -70,6 +70,7 @@ class VulkanBackend : public Backend {
   Tensor download(const DeviceTensor& tensor) override;
   DeviceTensorPtr reshaped(const DeviceTensorPtr& tensor, std::vector<int64_t> shape) override;
   void finish() override { device_->flush(); }
+  std::unique_lock<std::mutex> lock_for_run() override { return std::unique_lock<std::mutex>(device_->run_mutex()); }
 
   Device& device() { return *device_; }
   /// A new tensor in device memory (contents undefined); declines when it is larger than one

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -117,6 +118,9 @@ class Device {
   void flush();
   /// Number of buffers ever allocated (tests of the pool).
   size_t allocations() const { return allocations_; }
+  /// Held by a session for the whole of a run: the sessions of a process share the device and
+  /// its one command buffer.
+  std::mutex& run_mutex() { return run_mutex_; }
 
  private:
   Buffer create_buffer(VkDeviceSize bytes, bool host_visible);
@@ -148,6 +152,7 @@ class Device {
   std::vector<Buffer> staging_in_flight_;
   std::vector<Buffer> all_staging_;
   size_t allocations_ = 0;
+  std::mutex run_mutex_;
 };
 
 }  // namespace onnxtool::runner::vulkan
