@@ -49,7 +49,7 @@ nlohmann::json to_json(const std::string& name, const runner::WorstDiff& w) {
   return j;
 }
 
-std::string describe(const runner::WorstDiff& w) {
+std::string describe_worst(const runner::WorstDiff& w) {
   const auto& d = w.diff;
   if (!d.problem.empty()) return d.problem;
   std::ostringstream s;
@@ -119,15 +119,15 @@ int run_compare(const CompareCliOptions& o) {
     }
     print_json(doc);
   } else {
-    for (size_t i = 0; i < r.outputs.size(); ++i) std::cout << "output " << r.outputs[i] << ": " << describe(r.output_diffs[i]) << "\n";
+    for (size_t i = 0; i < r.outputs.size(); ++i) std::cout << "output " << r.outputs[i] << ": " << describe_worst(r.output_diffs[i]) << "\n";
     if (o.per_layer) {
       std::cout << r.layers.size() << " intermediate tensors matched\n";
       if (first_bad)
         std::cout << "first beyond tolerance: tensor " << first_bad->tensor << " (node " << first_bad->node
-                  << "): " << describe(first_bad->worst) << "\n";
+                  << "): " << describe_worst(first_bad->worst) << "\n";
       std::cout << "worst layers:\n";
       for (size_t i : r.worst_layers)
-        std::cout << "  " << r.layers[i].tensor << " (node " << r.layers[i].node << "): " << describe(r.layers[i].worst) << "\n";
+        std::cout << "  " << r.layers[i].tensor << " (node " << r.layers[i].node << "): " << describe_worst(r.layers[i].worst) << "\n";
     }
     if (r.placement_a) std::cout << "A: " << placement_line(&r.placement_a->device, r.placement_a->placement) << "\n";
     if (r.placement_b) std::cout << "B: " << placement_line(&r.placement_b->device, r.placement_b->placement) << "\n";

@@ -15,7 +15,8 @@ namespace onnxtool::testing {
 
 /// Whether a Vulkan device exists; without one the run is marked skipped (CI fails on skips:
 /// scripts/build.sh installs Mesa's lavapipe). Turns the validation layer on for the process, so
-/// that any message it prints fails the run that caused it.
+/// that any message it prints fails the run that caused it, unless ONNXTOOL_VULKAN_VALIDATION is
+/// set already (the sanitizer stage of scripts/test.sh sets it to 0).
 inline bool vulkan_available() {
   static const bool available = [] {
     setenv("ONNXTOOL_VULKAN_VALIDATION", "1", 0);
@@ -35,6 +36,11 @@ struct DeviceTolerance {
   double f16 = 2e-3;  ///< float16: both sides round to float16 (ulp 2^-11); two ulps
 };
 
+/// Whether two tensors hold the same bytes (an empty tensor may have no storage at all).
+inline bool same_bytes(const runner::Tensor& a, const runner::Tensor& b) {
+  return a.bytes() == b.bytes() && (a.bytes() == 0 || std::memcmp(a.raw(), b.raw(), a.bytes()) == 0);
+}
+
 /// "" when `got` matches `want` within the tolerance (integers and bool exactly), else the first
 /// differing element.
 inline std::string compare_device_tensor(const runner::Tensor& got, const runner::Tensor& want,
@@ -43,8 +49,7 @@ inline std::string compare_device_tensor(const runner::Tensor& got, const runner
     return got.describe() + " vs CPU " + want.describe();
   const bool f16 = want.dtype() == ir::DataType::kFloat16;
   if (want.dtype() != ir::DataType::kFloat && !f16) {
-    if (got.bytes() != want.bytes() || std::memcmp(got.raw(), want.raw(), got.bytes()) != 0)
-      return "values differ (exact comparison)";
+    if (!same_bytes(got, want)) return "values differ (exact comparison)";
     return "";
   }
   double sum2 = 0;
@@ -94,8 +99,7 @@ inline DeviceRun run_on_both(ir::Model& model, const std::map<std::string, runne
       out.mismatch = "output '" + name + "': " + why;
       return out;
     }
-    if (got[i].tensor.bytes() != again[i].tensor.bytes() ||
-        std::memcmp(got[i].tensor.raw(), again[i].tensor.raw(), got[i].tensor.bytes()) != 0) {
+    if (!same_bytes(got[i].tensor, again[i].tensor)) {
       out.mismatch = "output '" + name + "' differs between two runs on the device";
       return out;
     }

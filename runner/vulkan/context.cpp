@@ -328,9 +328,10 @@ Buffer Device::create_buffer(VkDeviceSize bytes, bool host_visible) {
   if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY && !host_visible && !free_.empty()) {
     // Give the pool's idle buffers back and try once more.
     flush();
-    for (auto& [size, idle] : free_) {
-      all_.erase(std::find_if(all_.begin(), all_.end(), [&](const Buffer& x) { return x.buffer == idle.buffer; }));
-      destroy_buffer(idle);
+    for (auto& entry : free_) {
+      const VkBuffer idle = entry.second.buffer;
+      all_.erase(std::find_if(all_.begin(), all_.end(), [idle](const Buffer& x) { return x.buffer == idle; }));
+      destroy_buffer(entry.second);
     }
     free_.clear();
     r = vk_.vkAllocateMemory(device_, &ai, nullptr, &b.memory);

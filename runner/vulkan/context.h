@@ -142,7 +142,6 @@ class Device {
   bool recording_ = false;
   uint32_t device_memory_type_ = 0;
   uint32_t host_memory_type_ = 0;
-  bool host_coherent_ = true;
   std::vector<VkDescriptorPool> descriptor_pools_;
   size_t descriptor_pool_in_use_ = 0;
   std::map<std::string, Pipeline> pipelines_;

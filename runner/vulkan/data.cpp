@@ -809,7 +809,7 @@ void resize_kernel(DeviceKernelContext& ctx) {
     if (blends) p.two_taps |= 1u << d;
   }
   Tensor tab(DataType::kInt32, {static_cast<int64_t>(table.size())});
-  std::memcpy(tab.mutable_raw(), table.data(), table.size() * 4);
+  if (!table.empty()) std::memcpy(tab.mutable_raw(), table.data(), table.size() * 4);
   auto x = input(ctx, 0);
   auto t = std::static_pointer_cast<const VulkanTensor>(backend_of(ctx).upload(tab));
   auto y = output(ctx, 0, type, shape);

@@ -3,13 +3,14 @@
 # --device vulkan` names the nodes that ran on the CPU, `compare MODEL --device-a cpu --device-b
 # vulkan` agrees on the backend suite's cases and on the real models, and every device failure
 # is one line with exit 2 and nothing written: an unknown device or index, no loader, no driver.
-# The validation layer is on: any message it prints fails the command that caused it.
+# The validation layer is on unless ONNXTOOL_VULKAN_VALIDATION=0 (the sanitizer stage of
+# scripts/test.sh): any message it prints fails the command that caused it.
 #
 # Environment: ONNXTOOL (the binary). Needs a Vulkan device (Mesa's lavapipe: scripts/build.sh
 # installs it) and the backend suite; the real models when fetched.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 make_work vulkan
-export ONNXTOOL_VULKAN_VALIDATION=1
+export ONNXTOOL_VULKAN_VALIDATION="${ONNXTOOL_VULKAN_VALIDATION:-1}"
 "$ONNXTOOL" devices --json >"$WORK/devices.json" 2>"$WORK/devices.err" || fail "devices --json: exit $?"
 grep -q '"vulkan:0"' "$WORK/devices.json" || skip_all "a Vulkan device (Debian: mesa-vulkan-drivers)"
 ok
