@@ -24,6 +24,8 @@ Attr i(const char* name, int64_t v) { return testing::attr_int(name, v); }
 Attr is(const char* name, std::vector<int64_t> v) { return testing::attr_ints(name, std::move(v)); }
 Attr f(const char* name, float v) { return testing::attr_float(name, v); }
 Attr s(const char* name, std::string v) { return testing::attr_string(name, std::move(v)); }
+Attr ss(const char* name, std::vector<std::string> v) { return testing::attr_strings(name, std::move(v)); }
+Attr fs(const char* name, std::vector<float> v) { return testing::attr_floats(name, std::move(v)); }
 
 /// Uniform values in [lo, hi) of a float type.
 Tensor rand_t(std::vector<int64_t> shape, DataType type = DataType::kFloat, double lo = -3, double hi = 3) {
@@ -215,6 +217,72 @@ TEST_CASE("BatchNormalization (inference), InstanceNormalization, LayerNormaliza
       OneNode(1).in(rand_t({2, 7, 13}, t)).check("LpNormalization", {i("p", p)});
       OneNode(1).in(rand_t({2, 7, 13}, t)).check("LpNormalization", {i("p", p), i("axis", 1)});
     }
+  }
+}
+
+TEST_CASE("RNN, GRU and LSTM: directions, layouts, initial state, clip, activations, peepholes, linear_before_reset") {
+  if (!vulkan_available()) return;
+  struct Cell {
+    const char* op;
+    int64_t gates;
+    size_t outputs;
+  };
+  for (DataType t : kTypes)
+    for (const Cell& c : {Cell{"RNN", 1, 2}, Cell{"GRU", 3, 2}, Cell{"LSTM", 4, 3}}) {
+      const bool lstm = c.gates == 4;
+      // Forward, seq 7, batch 3, input 5, hidden 13, with bias and initial state.
+      {
+        OneNode n(13);
+        n.in(rand_t({7, 3, 5}, t)).constant(rand_t({1, c.gates * 13, 5}, t, -0.5, 0.5));
+        n.constant(rand_t({1, c.gates * 13, 13}, t, -0.5, 0.5)).constant(rand_t({1, 2 * c.gates * 13}, t, -0.5, 0.5));
+        n.none().in(rand_t({1, 3, 13}, t));
+        if (lstm) n.in(rand_t({1, 3, 13}, t));
+        n.check(c.op, {i("hidden_size", 13)}, c.outputs);
+      }
+      if (t == DataType::kFloat16) continue;
+      // Bidirectional in layout 1 (opset 14), no bias.
+      {
+        OneNode n(14);
+        n.in(rand_t({2, 6, 7}, t)).constant(rand_t({2, c.gates * 4, 7}, t, -1, 1));
+        n.constant(rand_t({2, c.gates * 4, 4}, t, -1, 1));
+        n.check(c.op, {s("direction", "bidirectional"), i("layout", 1)}, c.outputs);
+      }
+      // Reverse, one step of batch 1, clipped, other activations with alpha and beta.
+      {
+        OneNode n(13);
+        n.in(rand_t({1, 1, 3}, t)).constant(rand_t({1, c.gates * 6, 3}, t)).constant(rand_t({1, c.gates * 6, 6}, t));
+        const std::vector<std::string> acts = c.gates == 1   ? std::vector<std::string>{"ScaledTanh"}
+                                              : c.gates == 3 ? std::vector<std::string>{"HardSigmoid", "Softsign"}
+                                                             : std::vector<std::string>{"HardSigmoid", "LeakyRelu", "Affine"};
+        n.check(c.op,
+                {s("direction", "reverse"), f("clip", 1.5f), ss("activations", acts),
+                 fs("activation_alpha", {0.3f, 0.2f, 0.7f}), fs("activation_beta", {0.4f, 0.1f})},
+                c.outputs);
+      }
+      // sequence_lens shorter than the sequence runs on the CPU.
+      {
+        OneNode n(13);
+        Tensor lens(DataType::kInt32, {2});
+        lens.mutable_data<int32_t>()[0] = 3;
+        lens.mutable_data<int32_t>()[1] = 2;
+        n.in(rand_t({3, 2, 4}, t)).constant(rand_t({1, c.gates * 5, 4}, t, -1, 1)).constant(rand_t({1, c.gates * 5, 5}, t, -1, 1));
+        n.none().in(lens);
+        n.check(c.op, {}, c.outputs, true);
+      }
+    }
+  // LSTM peepholes with and without input_forget.
+  for (int64_t forget : {0, 1}) {
+    OneNode n(13);
+    n.in(rand_t({5, 2, 3})).constant(rand_t({1, 16, 3}, DataType::kFloat, -1, 1)).constant(rand_t({1, 16, 4}, DataType::kFloat, -1, 1));
+    n.constant(rand_t({1, 32}, DataType::kFloat, -1, 1)).none().none().none().constant(rand_t({1, 12}, DataType::kFloat, -1, 1));
+    n.check("LSTM", {i("input_forget", forget)}, 3);
+  }
+  // GRU with linear_before_reset, both directions.
+  for (DataType t : kTypes) {
+    OneNode n(13);
+    n.in(rand_t({6, 3, 5}, t)).constant(rand_t({2, 21, 5}, t, -1, 1)).constant(rand_t({2, 21, 7}, t, -1, 1));
+    n.constant(rand_t({2, 42}, t, -1, 1));
+    n.check("GRU", {s("direction", "bidirectional"), i("linear_before_reset", 1)}, 2);
   }
 }
 }

@@ -1,4 +1,5 @@
 // CPU kernels: Conv, ConvTranspose, ConvInteger and QLinearConv (1-D, 2-D, 3-D and beyond).
+// Geometry (output sizes, pads) is runner/geometry.h's, shared with the device kernels.
 // Conv goes through im2col + GEMM (no im2col for 1x1 stride-1 unpadded kernels) and a direct
 // loop for depthwise convolutions; ConvTranspose through GEMM + col2im.
 #include <cmath>
@@ -8,77 +9,19 @@
 #include "runner/cpu/gemm.h"
 #include "runner/cpu/kernels.h"
 #include "runner/cpu/tensor_util.h"
+#include "runner/geometry.h"
 
 namespace onnxtool::runner::cpu {
 
 namespace {
 
-/// The geometry of one convolution: spatial sizes, kernel, strides, dilations, pads.
-struct ConvGeometry {
-  int64_t n = 0, c = 0, m = 0, group = 1;
-  std::vector<int64_t> in, kernel, out, stride, dilation, pad_begin, pad_end;
-  int64_t in_size() const { return dims_product(in, 0, in.size()); }
-  int64_t out_size() const { return dims_product(out, 0, out.size()); }
-  int64_t kernel_size() const { return dims_product(kernel, 0, kernel.size()); }
-};
-
-std::vector<int64_t> spatial_attr(const KernelContext& ctx, const char* name, size_t rank, int64_t fallback) {
-  std::vector<int64_t> v = ctx.attr_ints(name);
-  if (v.empty()) v.assign(rank, fallback);
-  if (v.size() != rank) ctx.fail(std::string(name) + " has " + std::to_string(v.size()) + " values for " + std::to_string(rank) + " spatial dims");
-  return v;
-}
-
-/// Reads the attributes shared by Conv and ConvTranspose: strides, dilations, pads (explicit).
-void read_common(const KernelContext& ctx, ConvGeometry& g, size_t rank) {
-  g.stride = spatial_attr(ctx, "strides", rank, 1);
-  g.dilation = spatial_attr(ctx, "dilations", rank, 1);
-  for (size_t i = 0; i < rank; ++i)
-    if (g.stride[i] < 1 || g.dilation[i] < 1) ctx.fail("strides and dilations must be positive");
-  std::vector<int64_t> pads = ctx.attr_ints("pads");
-  if (pads.empty()) pads.assign(2 * rank, 0);
-  if (pads.size() != 2 * rank) ctx.fail("pads has " + std::to_string(pads.size()) + " values for " + std::to_string(rank) + " spatial dims");
-  g.pad_begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(rank));
-  g.pad_end.assign(pads.begin() + static_cast<std::ptrdiff_t>(rank), pads.end());
-  for (int64_t p : pads)
-    if (p < 0) ctx.fail("pads must not be negative");
-}
-
-/// Conv geometry from X [N, C, D...] and W [M, C/group, K...].
+/// The shared geometry, from the tensors.
 ConvGeometry conv_geometry(const KernelContext& ctx, const Tensor& x, const Tensor& w) {
-  if (x.rank() < 3) ctx.fail("X must be [N, C, D1, ...], got " + x.describe());
-  if (w.rank() != x.rank()) ctx.fail("W " + w.describe() + " and X " + x.describe() + " differ in rank");
-  const size_t rank = x.rank() - 2;
-  ConvGeometry g;
-  g.n = x.dim(0);
-  g.c = x.dim(1);
-  g.m = w.dim(0);
-  g.group = ctx.attr_int("group", 1);
-  if (g.group < 1 || g.c % g.group != 0 || g.m % g.group != 0 || w.dim(1) * g.group != g.c)
-    ctx.fail("channels do not match: X " + x.describe() + ", W " + w.describe() + ", group " + std::to_string(g.group));
-  g.in.assign(x.shape().begin() + 2, x.shape().end());
-  g.kernel.assign(w.shape().begin() + 2, w.shape().end());
-  const auto ks = ctx.attr_ints("kernel_shape");
-  if (!ks.empty() && ks != g.kernel) ctx.fail("kernel_shape " + shape_string(ks) + " differs from W " + w.describe());
-  read_common(ctx, g, rank);
-  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
-  g.out.resize(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t span = (g.kernel[i] - 1) * g.dilation[i] + 1;
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      g.out[i] = (g.in[i] + g.stride[i] - 1) / g.stride[i];
-      const int64_t total = std::max<int64_t>(0, (g.out[i] - 1) * g.stride[i] + span - g.in[i]);
-      g.pad_begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      g.pad_end[i] = total - g.pad_begin[i];
-    } else {
-      if (auto_pad == "VALID") g.pad_begin[i] = g.pad_end[i] = 0;
-      else if (auto_pad != "NOTSET") ctx.fail("unknown auto_pad '" + auto_pad + "'");
-      const int64_t padded = g.in[i] + g.pad_begin[i] + g.pad_end[i];
-      if (padded < span) ctx.fail("the kernel (span " + std::to_string(span) + ") is larger than the padded input (" + std::to_string(padded) + ")");
-      g.out[i] = (padded - span) / g.stride[i] + 1;
-    }
-  }
-  return g;
+  return runner::conv_geometry(ctx, x.shape(), w.shape());
+}
+
+ConvGeometry conv_transpose_geometry(const KernelContext& ctx, const Tensor& x, const Tensor& w) {
+  return runner::conv_transpose_geometry(ctx, x.shape(), w.shape());
 }
 
 /// im2col for one image and one group: col[(c * K + k), o] = x[c, o * s - p + k * d] (0 outside).
@@ -337,51 +280,6 @@ void col2im(const ConvGeometry& g, const T* col, int64_t channels, T* y) {
       }
     }
   });
-}
-
-ConvGeometry conv_transpose_geometry(const KernelContext& ctx, const Tensor& x, const Tensor& w) {
-  if (x.rank() < 3 || w.rank() != x.rank()) ctx.fail("X " + x.describe() + " and W " + w.describe() + " must be [N, C, D...] and [C, M/group, K...]");
-  const size_t rank = x.rank() - 2;
-  ConvGeometry g;
-  g.n = x.dim(0);
-  g.c = x.dim(1);
-  g.group = ctx.attr_int("group", 1);
-  if (g.group < 1 || w.dim(0) != g.c || g.c % g.group != 0) ctx.fail("channels do not match: X " + x.describe() + ", W " + w.describe());
-  g.m = w.dim(1) * g.group;
-  g.in.assign(x.shape().begin() + 2, x.shape().end());
-  g.kernel.assign(w.shape().begin() + 2, w.shape().end());
-  read_common(ctx, g, rank);
-  const auto out_pad = spatial_attr(ctx, "output_padding", rank, 0);
-  std::vector<int64_t> out_shape = ctx.attr_ints("output_shape");
-  if (out_shape.size() == rank + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
-  if (!out_shape.empty() && out_shape.size() != rank) ctx.fail("output_shape has " + std::to_string(out_shape.size()) + " values");
-  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
-  g.out.resize(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t span = (g.kernel[i] - 1) * g.dilation[i] + 1;
-    const int64_t full = g.stride[i] * (g.in[i] - 1) + out_pad[i] + span;
-    if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      const int64_t target = out_shape.empty() ? g.in[i] * g.stride[i] : out_shape[i];
-      const int64_t total = full - target;
-      if (total < 0) {
-        // A larger requested output: pad at the end (the extra positions stay zero + bias).
-        g.pad_begin[i] = 0;
-        g.pad_end[i] = total;
-      } else if (auto_pad == "SAME_UPPER") {
-        g.pad_begin[i] = total / 2;
-        g.pad_end[i] = total - total / 2;
-      } else {
-        g.pad_begin[i] = total - total / 2;
-        g.pad_end[i] = total / 2;
-      }
-      g.out[i] = target;
-    } else {
-      if (auto_pad == "VALID") g.pad_begin[i] = g.pad_end[i] = 0;
-      g.out[i] = full - g.pad_begin[i] - g.pad_end[i];
-    }
-    if (g.out[i] < 0) ctx.fail("the output would have a negative size");
-  }
-  return g;
 }
 
 template <class T>

@@ -15,6 +15,7 @@
 #include <omp.h>
 #endif
 
+#include "runner/geometry.h"
 #include "runner/kernel.h"
 #include "runner/tensor.h"
 
@@ -240,23 +241,6 @@ inline std::vector<int64_t> broadcast_shapes(const KernelContext& ctx,
     }
   }
   return out;
-}
-
-/// Normalizes an axis in [-rank, rank) to [0, rank), failing the node otherwise. With
-/// `allow_end` the axis indexes the result of inserting one dim (Unsqueeze, OneHot): the range
-/// is [-rank-1, rank] and a negative axis counts from rank + 1.
-inline int64_t normalize_axis(const KernelContext& ctx, int64_t axis, int64_t rank, bool allow_end = false) {
-  const int64_t hi = allow_end ? rank + 1 : rank;
-  if (axis < -hi || axis >= hi)
-    ctx.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
-  return axis < 0 ? axis + hi : axis;
-}
-
-/// Product of dims [begin, end).
-inline int64_t dims_product(const std::vector<int64_t>& shape, size_t begin, size_t end) {
-  int64_t n = 1;
-  for (size_t i = begin; i < end && i < shape.size(); ++i) n *= shape[i];
-  return n;
 }
 
 /// The int64 values of a 0-D or 1-D int32/int64 tensor (axes, shapes given as inputs).

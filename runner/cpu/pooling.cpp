@@ -7,60 +7,11 @@
 
 #include "runner/cpu/elementwise_util.h"
 #include "runner/cpu/kernels.h"
+#include "runner/geometry.h"
 
 namespace onnxtool::runner::cpu {
 
 namespace {
-
-struct PoolGeometry {
-  int64_t planes = 0;  // N * C
-  std::vector<int64_t> in, kernel, out, stride, dilation, pad_begin, pad_end;
-};
-
-std::vector<int64_t> attr_or(const KernelContext& ctx, const char* name, size_t rank, int64_t fallback) {
-  std::vector<int64_t> v = ctx.attr_ints(name);
-  if (v.empty()) v.assign(rank, fallback);
-  if (v.size() != rank) ctx.fail(std::string(name) + " has " + std::to_string(v.size()) + " values for " + std::to_string(rank) + " spatial dims");
-  return v;
-}
-
-PoolGeometry pool_geometry(const KernelContext& ctx, const Tensor& x) {
-  if (x.rank() < 3) ctx.fail("X must be [N, C, D1, ...], got " + x.describe());
-  const size_t rank = x.rank() - 2;
-  PoolGeometry g;
-  g.planes = x.dim(0) * x.dim(1);
-  g.in.assign(x.shape().begin() + 2, x.shape().end());
-  g.kernel = ctx.attr_ints("kernel_shape");
-  if (g.kernel.size() != rank) ctx.fail("kernel_shape must have " + std::to_string(rank) + " values");
-  g.stride = attr_or(ctx, "strides", rank, 1);
-  g.dilation = attr_or(ctx, "dilations", rank, 1);
-  std::vector<int64_t> pads = ctx.attr_ints("pads");
-  if (pads.empty()) pads.assign(2 * rank, 0);
-  if (pads.size() != 2 * rank) ctx.fail("pads must have " + std::to_string(2 * rank) + " values");
-  g.pad_begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(rank));
-  g.pad_end.assign(pads.begin() + static_cast<std::ptrdiff_t>(rank), pads.end());
-  const bool ceil_mode = ctx.attr_int("ceil_mode", 0) != 0;
-  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
-  g.out.resize(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    if (g.kernel[i] < 1 || g.stride[i] < 1 || g.dilation[i] < 1) ctx.fail("kernel_shape, strides and dilations must be positive");
-    const int64_t span = (g.kernel[i] - 1) * g.dilation[i] + 1;
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      g.out[i] = (g.in[i] + g.stride[i] - 1) / g.stride[i];
-      const int64_t total = std::max<int64_t>(0, (g.out[i] - 1) * g.stride[i] + span - g.in[i]);
-      g.pad_begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      g.pad_end[i] = total - g.pad_begin[i];
-    } else {
-      if (auto_pad == "VALID") g.pad_begin[i] = g.pad_end[i] = 0;
-      const int64_t padded = g.in[i] + g.pad_begin[i] + g.pad_end[i] - span;
-      if (padded < 0) ctx.fail("the kernel is larger than the padded input");
-      g.out[i] = (ceil_mode ? (padded + g.stride[i] - 1) / g.stride[i] : padded / g.stride[i]) + 1;
-      // With ceil_mode, the last window must start inside the input or the left padding.
-      if (ceil_mode && (g.out[i] - 1) * g.stride[i] >= g.in[i] + g.pad_begin[i]) --g.out[i];
-    }
-  }
-  return g;
-}
 
 enum class PoolKind { kMax, kAverage, kLp };
 
@@ -156,7 +107,7 @@ void pool_plane(const PoolGeometry& g, const T* x, T* y, int64_t* indices, int64
 template <PoolKind kKind>
 void pool(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  const PoolGeometry g = pool_geometry(ctx, x);
+  const PoolGeometry g = pool_geometry(ctx, x.shape());
   std::vector<int64_t> shape{x.dim(0), x.dim(1)};
   shape.insert(shape.end(), g.out.begin(), g.out.end());
   Tensor& y = ctx.output(0, x.dtype(), shape);
@@ -224,7 +175,7 @@ void max_unpool(KernelContext& ctx) {
   const size_t rank = x.rank() - 2;
   std::vector<int64_t> kernel = ctx.attr_ints("kernel_shape");
   if (kernel.size() != rank) ctx.fail("kernel_shape must have " + std::to_string(rank) + " values");
-  const auto stride = attr_or(ctx, "strides", rank, 1);
+  const auto stride = spatial_attr(ctx, "strides", rank, 1);
   std::vector<int64_t> pads = ctx.attr_ints("pads");
   if (pads.empty()) pads.assign(2 * rank, 0);
   std::vector<int64_t> shape{x.dim(0), x.dim(1)};

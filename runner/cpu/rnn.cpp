@@ -10,17 +10,16 @@
 #include "runner/cpu/gemm.h"
 #include "runner/cpu/kernels.h"
 #include "runner/cpu/tensor_util.h"
+#include "runner/recurrent.h"
 
 namespace onnxtool::runner::cpu {
 
 namespace {
 
-enum class Cell { kRnn, kGru, kLstm };
+using Cell = RecurrentCell;
 
 /// An activation function with its alpha and beta.
-struct Activation {
-  std::string name;
-  float alpha = 0, beta = 0;
+struct Activation : RecurrentActivation {
   float operator()(float x) const {
     if (name == "Sigmoid") return 1.0f / (1.0f + std::exp(-x));
     if (name == "Tanh") return std::tanh(x);
@@ -38,37 +37,8 @@ struct Activation {
 };
 
 std::vector<Activation> activations(const KernelContext& ctx, Cell cell, int64_t dirs) {
-  std::vector<std::string> names;
-  if (const ir::Attribute* a = ctx.node().attr("activations")) names = a->strings;
-  std::vector<std::string> defaults = cell == Cell::kLstm ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
-                                      : cell == Cell::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
-                                                           : std::vector<std::string>{"Tanh"};
-  const size_t per_dir = defaults.size();
-  if (names.empty())
-    for (int64_t d = 0; d < dirs; ++d) names.insert(names.end(), defaults.begin(), defaults.end());
-  if (names.size() != per_dir * static_cast<size_t>(dirs))
-    ctx.fail("activations must list " + std::to_string(per_dir * static_cast<size_t>(dirs)) + " functions");
-  const auto alphas = ctx.attr_floats("activation_alpha");
-  const auto betas = ctx.attr_floats("activation_beta");
   std::vector<Activation> out;
-  size_t ai = 0, bi = 0;
-  static const char* known[] = {"Sigmoid", "Tanh", "Relu", "Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh",
-                                "HardSigmoid", "Elu", "Softsign", "Softplus"};
-  for (const auto& n : names) {
-    bool ok = false;
-    for (const char* k : known) ok = ok || n == k;
-    if (!ok) ctx.fail("unknown activation '" + n + "'");
-    Activation a{n};
-    // Functions with parameters take them in order from the alpha / beta lists.
-    const bool uses_alpha = n == "Affine" || n == "LeakyRelu" || n == "ThresholdedRelu" || n == "ScaledTanh" ||
-                            n == "HardSigmoid" || n == "Elu";
-    const bool uses_beta = n == "Affine" || n == "ScaledTanh" || n == "HardSigmoid";
-    const float da = n == "LeakyRelu" ? 0.01f : n == "HardSigmoid" ? 0.2f : 1.0f;
-    const float db = n == "HardSigmoid" ? 0.5f : n == "ScaledTanh" ? 1.0f : 0.0f;
-    a.alpha = uses_alpha ? (ai < alphas.size() ? alphas[ai++] : da) : 0;
-    a.beta = uses_beta ? (bi < betas.size() ? betas[bi++] : db) : 0;
-    out.push_back(a);
-  }
+  for (const auto& a : recurrent_activations(ctx, cell, dirs)) out.push_back(Activation{a});
   return out;
 }
 

@@ -300,7 +300,6 @@ void split(KernelContext& ctx) {
 
 void slice(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  const int64_t r = static_cast<int64_t>(x.rank());
   std::vector<int64_t> starts, ends, axes, steps;
   if (ctx.opset() < 10) {
     starts = ctx.attr_ints("starts");
@@ -312,26 +311,8 @@ void slice(KernelContext& ctx) {
     if (ctx.has_input(3)) axes = read_int_list(ctx, ctx.input(3), "axes");
     if (ctx.has_input(4)) steps = read_int_list(ctx, ctx.input(4), "steps");
   }
-  if (starts.size() != ends.size()) ctx.fail("starts and ends have different lengths");
-  if (axes.empty())
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (axes.size() != starts.size() || steps.size() != starts.size())
-    ctx.fail("starts, ends, axes and steps must have the same length");
-  axes = normalize_axes(ctx, axes, r);
-  const auto strides = strides_of(x.shape());
-  std::vector<int64_t> shape = x.shape(), in_strides = strides;
-  int64_t base = 0;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    if (steps[i] == 0) ctx.fail("slice steps cannot be 0");
-    const size_t a = static_cast<size_t>(axes[i]);
-    const ir::shape::SliceRange s = ir::shape::slice_range(starts[i], ends[i], steps[i], x.dim(a));
-    shape[a] = s.count;
-    // With at most one element the step is never taken (and may be as large as INT64_MAX).
-    in_strides[a] = s.count > 1 ? strides[a] * steps[i] : strides[a];
-    base += s.first * strides[a];
-  }
-  ctx.set_output(0, with_unpacked(x, [&](const Tensor& t) { return strided_tensor(ctx, t, shape, in_strides, base, shape); }));
+  const StridedView v = slice_view(ctx, x.shape(), starts, ends, std::move(axes), std::move(steps));
+  ctx.set_output(0, with_unpacked(x, [&](const Tensor& t) { return strided_tensor(ctx, t, v.shape, v.strides, v.offset, v.shape); }));
 }
 
 void expand(KernelContext& ctx) {

@@ -140,13 +140,6 @@ inline Tensor narrow_from_float(const Tensor& t, DataType type) {
   return out;
 }
 
-/// Row-major element strides of a shape.
-inline std::vector<int64_t> strides_of(const std::vector<int64_t>& shape) {
-  std::vector<int64_t> s(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
-  return s;
-}
-
 /// The single value of a one-element int32/int64 tensor.
 inline int64_t read_int_scalar(const KernelContext& ctx, const Tensor& t, const char* what) {
   if (t.size() != 1) ctx.fail(std::string(what) + " must hold one element, has shape " + shape_string(t.shape()));
@@ -159,19 +152,6 @@ inline int64_t checked_index(const KernelContext& ctx, int64_t index, int64_t di
     ctx.fail(std::string(what) + " " + std::to_string(index) + " is out of range for a dimension of " +
              std::to_string(dim));
   return index < 0 ? index + dim : index;
-}
-
-/// Normalizes a list of axes against `rank` and fails on repeats.
-inline std::vector<int64_t> normalize_axes(const KernelContext& ctx, const std::vector<int64_t>& axes, int64_t rank) {
-  std::vector<int64_t> out;
-  std::vector<bool> seen(static_cast<size_t>(rank), false);
-  for (int64_t a : axes) {
-    const int64_t n = normalize_axis(ctx, a, rank);
-    if (seen[static_cast<size_t>(n)]) ctx.fail("axis " + std::to_string(a) + " is repeated");
-    seen[static_cast<size_t>(n)] = true;
-    out.push_back(n);
-  }
-  return out;
 }
 
 // ---------------------------------------------------------------- strided copy

@@ -87,6 +87,7 @@ const KernelTable& kernel_table() {
     register_linalg(t);
     register_nn(t);
     register_data(t);
+    register_recurrent(t);
     return t;
   }();
   return table;
@@ -166,6 +167,13 @@ DataType require_float(DeviceKernelContext& ctx, size_t i) {
     return t;
   }
   ctx.decline(std::string(ir::data_type_name(t)) + " input " + std::to_string(i) + " (Vulkan kernels compute float32 and float16)");
+}
+
+DataType require_same_float(DeviceKernelContext& ctx, size_t count) {
+  const DataType t = require_float(ctx, 0);
+  for (size_t i = 1; i < count; ++i)
+    if (ctx.has_input(i) && ctx.input_dtype(i) != t) ctx.decline("inputs of different element types");
+  return t;
 }
 
 std::string shader_for(const std::string& name, DataType dtype) {

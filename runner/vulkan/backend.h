@@ -92,6 +92,8 @@ std::shared_ptr<const VulkanTensor> output(DeviceKernelContext& ctx, size_t i, D
                                            std::vector<int64_t> shape);
 /// Declines unless input i is float32, or float16 on a device with 16-bit storage.
 DataType require_float(DeviceKernelContext& ctx, size_t i);
+/// require_float for input 0; declines unless inputs 1 .. count-1 (those present) have its type.
+DataType require_same_float(DeviceKernelContext& ctx, size_t count);
 /// The shader for an element type: NAME for float32, NAME_f16 for float16.
 std::string shader_for(const std::string& name, DataType dtype);
 /// Records a dispatch of `n` invocations of a 1-D shader (any n: the grid folds into y when x
@@ -106,6 +108,7 @@ void register_elementwise(KernelTable& table);
 void register_linalg(KernelTable& table);  // MatMul, Gemm, Conv, ConvTranspose
 void register_nn(KernelTable& table);      // pooling, Softmax, Reduce*, normalizations
 void register_data(KernelTable& table);    // reshapes, Transpose, Concat, Slice, Gather, Cast, Resize...
+void register_recurrent(KernelTable& table);  // RNN, GRU, LSTM
 
 }  // namespace onnxtool::runner::vulkan
 

@@ -99,6 +99,12 @@ bool describe(Api& vk, VkPhysicalDevice handle, int index, PhysicalDevice& out) 
   info.driver = std::string(driver.driverName) + (driver.driverInfo[0] ? std::string(" ") + driver.driverInfo : "");
   info.api = "Vulkan " + version_string(p.apiVersion);
   info.memory_bytes = device_local;
+  // A smaller device, for trying how a model fits one (and for the tests of that refusal).
+  if (const char* v = std::getenv("ONNXTOOL_VULKAN_MEMORY_LIMIT"); v && *v) {
+    char* end = nullptr;
+    const unsigned long long limit = std::strtoull(v, &end, 10);
+    if (*end == '\0' && limit > 0 && limit < info.memory_bytes) info.memory_bytes = limit;
+  }
   info.fp16_storage = storage16.storageBuffer16BitAccess;
   info.fp16_arithmetic = p.apiVersion >= VK_API_VERSION_1_2 && f16.shaderFloat16;
   info.int8_storage = p.apiVersion >= VK_API_VERSION_1_2 && storage8.storageBuffer8BitAccess;
@@ -324,7 +330,14 @@ Buffer Device::create_buffer(VkDeviceSize bytes, bool host_visible) {
   VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   ai.allocationSize = req.size;
   ai.memoryTypeIndex = host_visible ? host_memory_type_ : device_memory_type_;
-  VkResult r = vk_.vkAllocateMemory(device_, &ai, nullptr, &b.memory);
+  // info.memory_bytes may be below the heap (ONNXTOOL_VULKAN_MEMORY_LIMIT): beyond it, an
+  // allocation fails as the driver's would on a device of that size.
+  const VkDeviceSize limit = physical_.info.memory_bytes;
+  const auto allocate = [&] {
+    if (!host_visible && limit && device_bytes_ + req.size > limit) return VK_ERROR_OUT_OF_DEVICE_MEMORY;
+    return vk_.vkAllocateMemory(device_, &ai, nullptr, &b.memory);
+  };
+  VkResult r = allocate();
   if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY && !host_visible && !free_.empty()) {
     // Give the pool's idle buffers back and try once more.
     flush();
@@ -334,7 +347,7 @@ Buffer Device::create_buffer(VkDeviceSize bytes, bool host_visible) {
       destroy_buffer(entry.second);
     }
     free_.clear();
-    r = vk_.vkAllocateMemory(device_, &ai, nullptr, &b.memory);
+    r = allocate();
   }
   if (r != VK_SUCCESS) {
     vk_.vkDestroyBuffer(device_, b.buffer, nullptr);
@@ -347,11 +360,16 @@ Buffer Device::create_buffer(VkDeviceSize bytes, bool host_visible) {
       fail("vkMapMemory", m);
     }
   }
+  if (!host_visible) {
+    b.allocated = req.size;
+    device_bytes_ += req.size;
+  }
   ++allocations_;
   return b;
 }
 
 void Device::destroy_buffer(const Buffer& b) {
+  device_bytes_ -= b.allocated;
   if (b.mapped) vk_.vkUnmapMemory(device_, b.memory);
   vk_.vkDestroyBuffer(device_, b.buffer, nullptr);
   vk_.vkFreeMemory(device_, b.memory, nullptr);

@@ -66,6 +66,7 @@ struct Buffer {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
   VkDeviceSize size = 0;
+  VkDeviceSize allocated = 0;  ///< device-local bytes behind it (0 for host-visible staging)
   void* mapped = nullptr;
 };
 
@@ -151,6 +152,7 @@ class Device {
   std::vector<Buffer> staging_in_flight_;
   std::vector<Buffer> all_staging_;
   size_t allocations_ = 0;
+  VkDeviceSize device_bytes_ = 0;  // device-local bytes allocated, against info.memory_bytes
   std::mutex run_mutex_;
 };
 

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "ir/ops/shape_util.h"
+#include "runner/geometry.h"
 #include "runner/vulkan/backend.h"
 
 namespace onnxtool::runner::vulkan {
@@ -79,18 +80,6 @@ std::vector<int64_t> axes_of(DeviceKernelContext& ctx, const std::vector<int64_t
   return out;
 }
 
-Shape strides_of(const Shape& shape) {
-  Shape s(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) s[i - 1] = s[i] * shape[i];
-  return s;
-}
-
-int64_t product(const Shape& s, size_t begin, size_t end) {
-  int64_t n = 1;
-  for (size_t i = begin; i < end && i < s.size(); ++i) n *= s[i];
-  return n;
-}
-
 /// Axes of an attribute before opset `input_since`, of input `index` from then on.
 std::vector<int64_t> ints_by_version(DeviceKernelContext& ctx, const char* name, int input_since, size_t index,
                                      bool* present) {
@@ -120,7 +109,7 @@ struct CopyParams {
 void record_copy(DeviceKernelContext& ctx, const std::shared_ptr<const VulkanTensor>& x,
                  const std::shared_ptr<const VulkanTensor>& y, const Shape& dims, const Shape& in_strides,
                  int64_t in_base, const Shape& out_strides, int64_t out_base) {
-  const int64_t n = product(dims, 0, dims.size());
+  const int64_t n = dims_product(dims, 0, dims.size());
   if (n == 0) return;
   Shape d, si, so;
   for (size_t k = 0; k < dims.size(); ++k) {
@@ -209,7 +198,7 @@ void flatten_kernel(DeviceKernelContext& ctx) {
   if (axis < -r || axis > r) ctx.decline("axis out of range");
   if (axis < 0) axis += r;
   const auto a = static_cast<size_t>(axis);
-  alias(ctx, {product(x, 0, a), product(x, a, x.size())});
+  alias(ctx, {dims_product(x, 0, a), dims_product(x, a, x.size())});
 }
 
 void squeeze_kernel(DeviceKernelContext& ctx) {
@@ -313,7 +302,7 @@ void concat_kernel(DeviceKernelContext& ctx) {
     shape[axis] += s[axis];
   }
   checked_u32(ctx, shape_size(shape), "the element count");
-  const int64_t outer = product(shape, 0, axis), inner = product(shape, axis + 1, shape.size());
+  const int64_t outer = dims_product(shape, 0, axis), inner = dims_product(shape, axis + 1, shape.size());
   const int64_t total = shape[axis];
   std::vector<std::shared_ptr<const VulkanTensor>> parts;
   for (size_t i = 0; i < count; ++i) parts.push_back(ctx.input_shape(i)[axis] > 0 ? input(ctx, i) : nullptr);
@@ -368,7 +357,7 @@ void split_kernel(DeviceKernelContext& ctx) {
   if (sum != dim) ctx.decline("split lengths do not sum to the axis");
   checked_u32(ctx, shape_size(xs), "the element count");
   auto x = input(ctx, 0);
-  const int64_t outer = product(xs, 0, axis), inner = product(xs, axis + 1, xs.size());
+  const int64_t outer = dims_product(xs, 0, axis), inner = dims_product(xs, axis + 1, xs.size());
   int64_t start = 0;
   for (size_t i = 0; i < lens.size(); ++i) {
     if (ctx.has_output(i)) {
@@ -383,7 +372,6 @@ void split_kernel(DeviceKernelContext& ctx) {
 void slice_kernel(DeviceKernelContext& ctx) {
   const Shape xs = ctx.input_shape(0);
   raw_shader(ctx, "copy", ctx.input_dtype(0));
-  const int64_t r = static_cast<int64_t>(xs.size());
   std::vector<int64_t> starts, ends, axes, steps;
   if (ctx.opset() < 10) {
     starts = ctx.attr_ints("starts");
@@ -395,28 +383,12 @@ void slice_kernel(DeviceKernelContext& ctx) {
     if (ctx.has_input(3)) axes = ints_of(ctx, ctx.host_input(3), "axes");
     if (ctx.has_input(4)) steps = ints_of(ctx, ctx.host_input(4), "steps");
   }
-  if (starts.size() != ends.size()) ctx.decline("starts and ends differ in length");
-  if (axes.empty())
-    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
-  if (steps.empty()) steps.assign(starts.size(), 1);
-  if (axes.size() != starts.size() || steps.size() != starts.size()) ctx.decline("slice lists differ in length");
-  axes = axes_of(ctx, axes, r);
-  const Shape st = strides_of(xs);
-  Shape shape = xs, in_strides = st;
-  int64_t base = 0;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    if (steps[i] == 0) ctx.decline("a step of 0");
-    const size_t a = static_cast<size_t>(axes[i]);
-    const ir::shape::SliceRange s = ir::shape::slice_range(starts[i], ends[i], steps[i], xs[a]);
-    shape[a] = s.count;
-    in_strides[a] = s.count > 1 ? st[a] * steps[i] : st[a];
-    base += s.first * st[a];
-  }
-  if (shape_size(shape) == 0) {
-    output(ctx, 0, ctx.input_dtype(0), shape);
+  const StridedView v = slice_view(ctx, xs, starts, ends, std::move(axes), std::move(steps));
+  if (shape_size(v.shape) == 0) {
+    output(ctx, 0, ctx.input_dtype(0), v.shape);
     return;
   }
-  copy_to_output(ctx, 0, input(ctx, 0), shape, in_strides, base, shape);
+  copy_to_output(ctx, 0, input(ctx, 0), v.shape, v.strides, v.offset, v.shape);
 }
 
 void expand_kernel(DeviceKernelContext& ctx) {
@@ -497,7 +469,7 @@ void gather_kernel(DeviceKernelContext& ctx) {
   checked_u32(ctx, shape_size(xs), "the data's element count");
   p.count = static_cast<uint32_t>(idx.size());
   p.dim = static_cast<uint32_t>(dim);
-  p.inner = static_cast<uint32_t>(product(xs, axis + 1, xs.size()));
+  p.inner = static_cast<uint32_t>(dims_product(xs, axis + 1, xs.size()));
   if (p.n == 0) {
     output(ctx, 0, type, shape);
     return;
@@ -836,7 +808,7 @@ QuantParams quant_params(DeviceKernelContext& ctx, const Shape& xs, DataType x_t
     const int64_t dim = xs[static_cast<size_t>(axis)];
     if (scale.rank() != 1 || scale.dim(0) != dim) ctx.decline("the per-axis scale does not match the axis");
     q.axis_dim = checked_u32(ctx, dim, "the axis");
-    q.inner = checked_u32(ctx, product(xs, static_cast<size_t>(axis) + 1, xs.size()), "the inner size");
+    q.inner = checked_u32(ctx, dims_product(xs, static_cast<size_t>(axis) + 1, xs.size()), "the inner size");
     q.count = q.axis_dim;
   }
   std::vector<float> v(2 * static_cast<size_t>(q.count), 0.0f);

@@ -146,12 +146,6 @@ std::shared_ptr<const VulkanTensor> record_binary(DeviceKernelContext& ctx,
   return c;
 }
 
-void require_same_float(DeviceKernelContext& ctx, size_t count) {
-  const DataType t = require_float(ctx, 0);
-  for (size_t i = 1; i < count; ++i)
-    if (ctx.input_dtype(i) != t) ctx.decline("inputs of different element types");
-}
-
 template <BinaryOp Op>
 void binary_kernel(DeviceKernelContext& ctx) {
   // Before opset 7 broadcasting was an attribute with its own axis rule (and PRelu's slope

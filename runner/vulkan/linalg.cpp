@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "runner/geometry.h"
 #include "runner/vulkan/backend.h"
 
 namespace onnxtool::runner::vulkan {
@@ -22,13 +23,6 @@ constexpr uint32_t kMaxTile = 16;    // MAX_TILE in matmul.comp
 
 /// Declines unless inputs 1..count-1 (those present) have the element type of input 0, a
 /// float the device computes.
-DataType require_same_float(DeviceKernelContext& ctx, size_t count) {
-  const DataType t = require_float(ctx, 0);
-  for (size_t i = 1; i < count; ++i)
-    if (ctx.has_input(i) && ctx.input_dtype(i) != t) ctx.decline("inputs of different element types");
-  return t;
-}
-
 // ---------------------------------------------------------------- MatMul, Gemm
 
 struct MatMulParams {
@@ -178,124 +172,14 @@ struct ConvParams {
 };
 static_assert(sizeof(ConvParams) <= 128, "push constants");
 
-/// One convolution's geometry as the CPU kernel computes it (spatial dims only).
-struct Geometry {
-  int64_t n = 0, c = 0, m = 0, group = 1;
-  std::vector<int64_t> in, kernel, out, stride, dilation, pad_begin, pad_end;
-};
-
-std::vector<int64_t> spatial_attr(DeviceKernelContext& ctx, const char* name, size_t rank, int64_t fallback) {
-  std::vector<int64_t> v = ctx.attr_ints(name);
-  if (v.empty()) v.assign(rank, fallback);
-  if (v.size() != rank) ctx.decline(std::string(name) + " of another length than the spatial rank");
-  return v;
-}
-
-/// Strides, dilations and explicit pads, as runner/cpu/conv.cpp reads them.
-void read_common(DeviceKernelContext& ctx, Geometry& g, size_t rank) {
-  g.stride = spatial_attr(ctx, "strides", rank, 1);
-  g.dilation = spatial_attr(ctx, "dilations", rank, 1);
-  for (size_t i = 0; i < rank; ++i)
-    if (g.stride[i] < 1 || g.dilation[i] < 1) ctx.decline("strides or dilations below 1");
-  std::vector<int64_t> pads = ctx.attr_ints("pads");
-  if (pads.empty()) pads.assign(2 * rank, 0);
-  if (pads.size() != 2 * rank) ctx.decline("pads of another length than twice the spatial rank");
-  for (int64_t v : pads)
-    if (v < 0) ctx.decline("negative pads");
-  g.pad_begin.assign(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(rank));
-  g.pad_end.assign(pads.begin() + static_cast<std::ptrdiff_t>(rank), pads.end());
-}
-
-/// The spatial rank of X and W, declined outside 1..3 or when they differ.
-size_t spatial_rank(DeviceKernelContext& ctx) {
-  const auto& sx = ctx.input_shape(0);
-  const auto& sw = ctx.input_shape(1);
-  if (sx.size() < 3 || sw.size() != sx.size()) ctx.decline("X and W are not [N, C, D...] of one rank");
-  if (sx.size() > 5) ctx.decline("more than 3 spatial dims");
-  return sx.size() - 2;
-}
-
-Geometry conv_geometry(DeviceKernelContext& ctx) {
-  const size_t rank = spatial_rank(ctx);
-  const auto& sx = ctx.input_shape(0);
-  const auto& sw = ctx.input_shape(1);
-  Geometry g;
-  g.n = sx[0];
-  g.c = sx[1];
-  g.m = sw[0];
-  g.group = ctx.attr_int("group", 1);
-  if (g.group < 1 || g.c % g.group != 0 || g.m % g.group != 0 || sw[1] * g.group != g.c)
-    ctx.decline("the channels do not match the group");
-  g.in.assign(sx.begin() + 2, sx.end());
-  g.kernel.assign(sw.begin() + 2, sw.end());
-  const auto ks = ctx.attr_ints("kernel_shape");
-  if (!ks.empty() && ks != g.kernel) ctx.decline("kernel_shape differs from W");
-  read_common(ctx, g, rank);
-  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
-  g.out.resize(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t span = (g.kernel[i] - 1) * g.dilation[i] + 1;
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      g.out[i] = (g.in[i] + g.stride[i] - 1) / g.stride[i];
-      const int64_t total = std::max<int64_t>(0, (g.out[i] - 1) * g.stride[i] + span - g.in[i]);
-      g.pad_begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      g.pad_end[i] = total - g.pad_begin[i];
-    } else {
-      if (auto_pad == "VALID") g.pad_begin[i] = g.pad_end[i] = 0;
-      else if (auto_pad != "NOTSET") ctx.decline("auto_pad '" + auto_pad + "'");
-      const int64_t padded = g.in[i] + g.pad_begin[i] + g.pad_end[i];
-      if (padded < span) ctx.decline("a kernel larger than the padded input");
-      g.out[i] = (padded - span) / g.stride[i] + 1;
-    }
-  }
-  return g;
-}
-
-Geometry conv_transpose_geometry(DeviceKernelContext& ctx) {
-  const size_t rank = spatial_rank(ctx);
-  const auto& sx = ctx.input_shape(0);
-  const auto& sw = ctx.input_shape(1);
-  Geometry g;
-  g.n = sx[0];
-  g.c = sx[1];
-  g.group = ctx.attr_int("group", 1);
-  if (g.group < 1 || sw[0] != g.c || g.c % g.group != 0) ctx.decline("the channels do not match the group");
-  g.m = sw[1] * g.group;
-  g.in.assign(sx.begin() + 2, sx.end());
-  g.kernel.assign(sw.begin() + 2, sw.end());
-  const auto ks = ctx.attr_ints("kernel_shape");
-  if (!ks.empty() && ks != g.kernel) ctx.decline("kernel_shape differs from W");
-  read_common(ctx, g, rank);
-  const auto out_pad = spatial_attr(ctx, "output_padding", rank, 0);
-  std::vector<int64_t> out_shape = ctx.attr_ints("output_shape");
-  if (out_shape.size() == rank + 2) out_shape.erase(out_shape.begin(), out_shape.begin() + 2);
-  if (!out_shape.empty() && out_shape.size() != rank) ctx.decline("output_shape of another length than the spatial rank");
-  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
-  if (auto_pad != "NOTSET" && auto_pad != "VALID" && auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER")
-    ctx.decline("auto_pad '" + auto_pad + "'");
-  g.out.resize(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t span = (g.kernel[i] - 1) * g.dilation[i] + 1;
-    const int64_t full = g.stride[i] * (g.in[i] - 1) + out_pad[i] + span;
-    if (!out_shape.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      const int64_t target = out_shape.empty() ? g.in[i] * g.stride[i] : out_shape[i];
-      const int64_t total = full - target;
-      // A larger requested output than the full one pads at the end (zeros plus the bias).
-      if (total < 0) g.pad_begin[i] = 0;
-      else if (auto_pad == "SAME_UPPER") g.pad_begin[i] = total / 2;
-      else g.pad_begin[i] = total - total / 2;
-      g.out[i] = target;
-    } else {
-      if (auto_pad == "VALID") g.pad_begin[i] = g.pad_end[i] = 0;
-      g.out[i] = full - g.pad_begin[i] - g.pad_end[i];
-    }
-    if (g.out[i] < 0) ctx.decline("a negative output size");
-  }
-  return g;
+/// The spatial rank of X and W; declines more than 3 spatial dims (the shaders' limit). Other
+/// shape errors are left to the shared geometry, which fails them as the CPU kernel does.
+void require_spatial_rank(DeviceKernelContext& ctx) {
+  if (ctx.input_shape(0).size() > 5) ctx.decline("more than 3 spatial dims");
 }
 
 /// Checks the bias and the sizes, then records the shader over every output element.
-void record_conv(DeviceKernelContext& ctx, DataType dtype, const Geometry& g, const char* shader, int64_t cg,
+void record_conv(DeviceKernelContext& ctx, DataType dtype, const ConvGeometry& g, const char* shader, int64_t cg,
                  int64_t mg) {
   const bool has_bias = ctx.has_input(2);
   if (has_bias && ctx.input_shape(2) != std::vector<int64_t>{g.m}) ctx.decline("B is not [M]");
@@ -336,13 +220,15 @@ void record_conv(DeviceKernelContext& ctx, DataType dtype, const Geometry& g, co
 
 void conv_kernel(DeviceKernelContext& ctx) {
   const DataType dtype = require_same_float(ctx, 3);
-  const Geometry g = conv_geometry(ctx);
+  require_spatial_rank(ctx);
+  const ConvGeometry g = conv_geometry(ctx, ctx.input_shape(0), ctx.input_shape(1));
   record_conv(ctx, dtype, g, "conv", g.c / g.group, g.m / g.group);
 }
 
 void conv_transpose_kernel(DeviceKernelContext& ctx) {
   const DataType dtype = require_same_float(ctx, 3);
-  const Geometry g = conv_transpose_geometry(ctx);
+  require_spatial_rank(ctx);
+  const ConvGeometry g = conv_transpose_geometry(ctx, ctx.input_shape(0), ctx.input_shape(1));
   record_conv(ctx, dtype, g, "conv_transpose", g.c / g.group, g.m / g.group);
 }
 

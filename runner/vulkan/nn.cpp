@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "runner/geometry.h"
 #include "runner/vulkan/backend.h"
 
 namespace onnxtool::runner::vulkan {
@@ -22,20 +23,6 @@ constexpr uint32_t kRowMaxLocal = 256;
 constexpr size_t kMaxRank = 6;  // MAX_RANK in shaders/common.glsl
 
 std::string str(int64_t v) { return std::to_string(v); }
-
-/// Declines unless every listed input (that is present) has input 0's float type.
-DataType require_same_float(DeviceKernelContext& ctx, std::initializer_list<size_t> others) {
-  const DataType t = require_float(ctx, 0);
-  for (size_t i : others)
-    if (ctx.has_input(i) && ctx.input_dtype(i) != t) ctx.decline("inputs of different element types");
-  return t;
-}
-
-int64_t product(const std::vector<int64_t>& s, size_t begin, size_t end) {
-  int64_t p = 1;
-  for (size_t i = begin; i < end; ++i) p *= s[i];
-  return p;
-}
 
 /// An axis in [-rank, rank) as an index; declines otherwise (the CPU kernel reports it).
 size_t axis_index(DeviceKernelContext& ctx, int64_t axis, size_t rank) {
@@ -216,9 +203,9 @@ void softmax_kernel(DeviceKernelContext& ctx) {
   const std::vector<int64_t>& s = ctx.input_shape(0);
   const bool coerce = ctx.opset() < 13;
   const size_t a = s.empty() ? 0 : axis_index(ctx, ctx.attr_int("axis", coerce ? 1 : -1), s.size());
-  const int64_t outer = product(s, 0, a);
-  const int64_t n = coerce ? product(s, a, s.size()) : (s.empty() ? 1 : s[a]);
-  const int64_t inner = coerce ? 1 : (s.empty() ? 1 : product(s, a + 1, s.size()));
+  const int64_t outer = dims_product(s, 0, a);
+  const int64_t n = coerce ? dims_product(s, a, s.size()) : (s.empty() ? 1 : s[a]);
+  const int64_t inner = coerce ? 1 : (s.empty() ? 1 : dims_product(s, a + 1, s.size()));
   record_axis(ctx, Op, outer, n, inner);
 }
 
@@ -229,7 +216,7 @@ void lp_norm_kernel(DeviceKernelContext& ctx) {
   const size_t a = axis_index(ctx, ctx.attr_int("axis", -1), s.size());
   const int64_t p = ctx.attr_int("p", 2);
   if (p != 1 && p != 2) ctx.decline("p=" + str(p) + " (1 and 2 are defined)");
-  record_axis(ctx, p == 1 ? AxisOp::kLp1 : AxisOp::kLp2, product(s, 0, a), s[a], product(s, a + 1, s.size()));
+  record_axis(ctx, p == 1 ? AxisOp::kLp1 : AxisOp::kLp2, dims_product(s, 0, a), s[a], dims_product(s, a + 1, s.size()));
 }
 
 // ---------------------------------------------------------------- InstanceNormalization, LayerNormalization
@@ -257,13 +244,13 @@ void record_rownorm(DeviceKernelContext& ctx, int64_t rows, int64_t len, float e
 }
 
 void instance_norm_kernel(DeviceKernelContext& ctx) {
-  require_same_float(ctx, {1, 2});
+  require_same_float(ctx, 3);
   const std::vector<int64_t>& s = ctx.input_shape(0);
   if (s.size() < 3) ctx.decline("input of rank " + str(static_cast<int64_t>(s.size())) + " (needs [N, C, D...])");
   const int64_t c = s[1];
   for (size_t i : {size_t{1}, size_t{2}})
     if (shape_size(ctx.input_shape(i)) != c) ctx.decline("a scale or B that is not one value per channel");
-  record_rownorm(ctx, s[0] * c, product(s, 2, s.size()), ctx.attr_float("epsilon", 1e-5f), c, kPerChannel,
+  record_rownorm(ctx, s[0] * c, dims_product(s, 2, s.size()), ctx.attr_float("epsilon", 1e-5f), c, kPerChannel,
                  kPerChannel);
 }
 
@@ -283,17 +270,17 @@ ParamMode layer_norm_param(DeviceKernelContext& ctx, size_t i, const std::vector
 }
 
 void layer_norm_kernel(DeviceKernelContext& ctx) {
-  require_same_float(ctx, {1, 2});
+  require_same_float(ctx, 3);
   if ((ctx.has_output(1)) || (ctx.has_output(2))) ctx.decline("the Mean and InvStdDev outputs");
   if (ctx.attr_int("stash_type", 1) != 1) ctx.decline("stash_type other than float");
   const std::vector<int64_t>& s = ctx.input_shape(0);
   if (s.empty()) ctx.decline("a scalar input");
   const size_t a = axis_index(ctx, ctx.attr_int("axis", -1), s.size());
   const std::vector<int64_t> block(s.begin() + static_cast<std::ptrdiff_t>(a), s.end());
-  const int64_t len = product(s, a, s.size());
+  const int64_t len = dims_product(s, a, s.size());
   const ParamMode scale = layer_norm_param(ctx, 1, block, len);
   const ParamMode bias = ctx.has_input(2) ? layer_norm_param(ctx, 2, block, len) : kAbsent;
-  record_rownorm(ctx, product(s, 0, a), len, ctx.attr_float("epsilon", 1e-5f), 1, scale, bias);
+  record_rownorm(ctx, dims_product(s, 0, a), len, ctx.attr_float("epsilon", 1e-5f), 1, scale, bias);
 }
 
 // ---------------------------------------------------------------- BatchNormalization
@@ -313,7 +300,7 @@ void batch_norm_kernel(DeviceKernelContext& ctx) {
   const std::vector<int64_t>& s = ctx.input_shape(0);
   if (s.empty()) ctx.decline("a scalar input");
   require_nonempty(ctx, s);
-  const int64_t c = s.size() > 1 ? s[1] : 1, inner = s.size() > 2 ? product(s, 2, s.size()) : 1;
+  const int64_t c = s.size() > 1 ? s[1] : 1, inner = s.size() > 2 ? dims_product(s, 2, s.size()) : 1;
   for (size_t i = 1; i <= 4; ++i) {
     if (!ctx.has_input(i)) ctx.decline("a missing parameter input");
     if (shape_size(ctx.input_shape(i)) != c) ctx.decline("a parameter that is not one value per channel");
@@ -351,8 +338,8 @@ struct PoolParams {
 };
 static_assert(sizeof(PoolParams) <= 128, "push constants");
 
-/// The window geometry exactly as runner/cpu/pooling.cpp computes it; declines what that kernel
-/// rejects and more than 3 spatial dims.
+/// The window geometry of runner/geometry.h (the CPU kernel's); declines more than 3 spatial
+/// dims, the Indices output and sizes beyond the shader's 32-bit arithmetic.
 template <bool Max>
 void pool_kernel(DeviceKernelContext& ctx) {
   require_float(ctx, 0);
@@ -362,43 +349,17 @@ void pool_kernel(DeviceKernelContext& ctx) {
   const size_t rank = x.size() - 2;
   if (rank > 3) ctx.decline(str(static_cast<int64_t>(rank)) + " spatial dims (the Vulkan kernel pools up to 3)");
   require_nonempty(ctx, x);
-  auto list = [&](const char* name, size_t count, int64_t fallback) {
-    std::vector<int64_t> v = ctx.attr_ints(name);
-    if (v.empty()) v.assign(count, fallback);
-    if (v.size() != count) ctx.decline(std::string(name) + " of the wrong length");
-    return v;
-  };
-  const std::vector<int64_t> kernel = ctx.attr_ints("kernel_shape");
-  if (kernel.size() != rank) ctx.decline("kernel_shape of the wrong length");
-  const auto stride = list("strides", rank, 1), dilation = list("dilations", rank, 1), pads = list("pads", 2 * rank, 0);
-  std::vector<int64_t> pad_begin(pads.begin(), pads.begin() + static_cast<std::ptrdiff_t>(rank));
-  std::vector<int64_t> pad_end(pads.begin() + static_cast<std::ptrdiff_t>(rank), pads.end());
-  const bool ceil_mode = ctx.attr_int("ceil_mode", 0) != 0;
-  const std::string auto_pad = ctx.attr_string("auto_pad", "NOTSET");
-  std::vector<int64_t> in(x.begin() + 2, x.end()), out(rank);
+  const PoolGeometry g = pool_geometry(ctx, x);
+  const int64_t limit = int64_t{1} << 30;
   for (size_t i = 0; i < rank; ++i) {
-    if (kernel[i] < 1 || stride[i] < 1 || dilation[i] < 1) ctx.decline("a kernel_shape, stride or dilation below 1");
-    const int64_t span = (kernel[i] - 1) * dilation[i] + 1;
-    if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
-      out[i] = (in[i] + stride[i] - 1) / stride[i];
-      const int64_t total = std::max<int64_t>(0, (out[i] - 1) * stride[i] + span - in[i]);
-      pad_begin[i] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
-      pad_end[i] = total - pad_begin[i];
-    } else {
-      if (auto_pad == "VALID") pad_begin[i] = pad_end[i] = 0;
-      const int64_t padded = in[i] + pad_begin[i] + pad_end[i] - span;
-      if (padded < 0) ctx.decline("a kernel larger than the padded input");
-      out[i] = (ceil_mode ? (padded + stride[i] - 1) / stride[i] : padded / stride[i]) + 1;
-      if (ceil_mode && (out[i] - 1) * stride[i] >= in[i] + pad_begin[i]) --out[i];
-    }
-    if (out[i] < 1) ctx.decline("an empty output");
-    const int64_t limit = int64_t{1} << 30;
-    if (kernel[i] > limit || stride[i] > limit || dilation[i] > limit || std::abs(pad_begin[i]) > limit ||
-        std::abs(pad_end[i]) > limit || span > limit || out[i] * stride[i] > limit)
+    if (g.out[i] < 1) ctx.decline("an empty output");
+    const int64_t span = (g.kernel[i] - 1) * g.dilation[i] + 1;
+    if (g.kernel[i] > limit || g.stride[i] > limit || g.dilation[i] > limit || std::abs(g.pad_begin[i]) > limit ||
+        std::abs(g.pad_end[i]) > limit || span > limit || g.out[i] * g.stride[i] > limit)
       ctx.decline("window geometry beyond the shader's 32-bit arithmetic");
   }
   std::vector<int64_t> shape{x[0], x[1]};
-  shape.insert(shape.end(), out.begin(), out.end());
+  shape.insert(shape.end(), g.out.begin(), g.out.end());
   PoolParams p{};
   p.n = checked_u32(ctx, shape_size(shape), "the output element count");
   p.op = Max ? 0 : 1;
@@ -407,13 +368,13 @@ void pool_kernel(DeviceKernelContext& ctx) {
   for (size_t d = 0; d < 3; ++d) {
     const bool real = d >= lead;
     const size_t i = d - lead;
-    p.in[d] = real ? static_cast<uint32_t>(in[i]) : 1;
-    p.out[d] = real ? static_cast<uint32_t>(out[i]) : 1;
-    p.kernel[d] = real ? static_cast<uint32_t>(kernel[i]) : 1;
-    p.stride[d] = real ? static_cast<uint32_t>(stride[i]) : 1;
-    p.dilation[d] = real ? static_cast<uint32_t>(dilation[i]) : 1;
-    p.pad_begin[d] = real ? static_cast<int32_t>(pad_begin[i]) : 0;
-    p.pad_end[d] = real ? static_cast<int32_t>(pad_end[i]) : 0;
+    p.in[d] = real ? static_cast<uint32_t>(g.in[i]) : 1;
+    p.out[d] = real ? static_cast<uint32_t>(g.out[i]) : 1;
+    p.kernel[d] = real ? static_cast<uint32_t>(g.kernel[i]) : 1;
+    p.stride[d] = real ? static_cast<uint32_t>(g.stride[i]) : 1;
+    p.dilation[d] = real ? static_cast<uint32_t>(g.dilation[i]) : 1;
+    p.pad_begin[d] = real ? static_cast<int32_t>(g.pad_begin[i]) : 0;
+    p.pad_end[d] = real ? static_cast<int32_t>(g.pad_end[i]) : 0;
   }
   auto xt = input(ctx, 0);
   auto y = output(ctx, 0, xt->dtype(), std::move(shape));

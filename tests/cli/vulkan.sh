@@ -2,7 +2,8 @@
 # The Vulkan device through the CLI (issue 17): `devices` lists it (text and JSON), `run
 # --device vulkan` names the nodes that ran on the CPU, `compare MODEL --device-a cpu --device-b
 # vulkan` agrees on the backend suite's cases and on the real models, and every device failure
-# is one line with exit 2 and nothing written: an unknown device or index, no loader, no driver.
+# is one line with exit 2 and nothing written: an unknown device or index, no loader, no driver;
+# a model beyond the device's memory is one line with exit 1.
 # The validation layer is on unless ONNXTOOL_VULKAN_VALIDATION=0 (the sanitizer stage of
 # scripts/test.sh): any message it prints fails the command that caused it.
 #
@@ -96,6 +97,14 @@ expect "devices without a loader" 0 "no Vulkan device: no Vulkan loader" -- env 
   "$ONNXTOOL" devices
 expect "CPU runs without a loader" 0 "y: float[3,4,5]" -- env ONNXTOOL_VULKAN_LOADER=/nonexistent/lib.so \
   "$ONNXTOOL" run "$N/test_relu/model.onnx" --inputs "$N/test_relu/test_data_set_0"
+# A device smaller than the model (ONNXTOOL_VULKAN_MEMORY_LIMIT caps the reported memory and the
+# allocations): the weights are refused before the run; activations fail at their allocation.
+expect "weights beyond device memory" 1 "of device memory); run it on the CPU" -- env ONNXTOOL_VULKAN_MEMORY_LIMIT=1000 \
+  "$ONNXTOOL" run "$SOURCE_DIR/testdata/tiny_cnn.onnx" --random --device vulkan --output-dir "$OUT/o"
+expect "activations beyond device memory" 1 "out of memory (allocating" -- env ONNXTOOL_VULKAN_MEMORY_LIMIT=100 \
+  "$ONNXTOOL" run "$N/test_relu/model.onnx" --random --device vulkan --output-dir "$OUT/o"
+expect "a memory limit the device has" 0 "y: float[3,4,5]" -- env ONNXTOOL_VULKAN_MEMORY_LIMIT=100000000 \
+  "$ONNXTOOL" run "$N/test_relu/model.onnx" --inputs "$N/test_relu/test_data_set_0" --device vulkan
 expect_tool "optimize --device unknown" 2 "unknown device" -- optimize "$N/test_relu/model.onnx" -o "$OUT/o.onnx" --device tpu
 expect_tool "quantize --device bad index" 2 "no Vulkan device 5" -- \
   quantize "$N/test_relu/model.onnx" -o "$OUT/q.onnx" --mode static --calib-data "$N/test_relu" --device vulkan:5

@@ -1,0 +1,39 @@
+#include "runner/recurrent.h"
+
+namespace onnxtool::runner {
+
+std::vector<RecurrentActivation> recurrent_activations(const NodeAttributes& node, RecurrentCell cell, int64_t dirs) {
+  std::vector<std::string> names;
+  if (const ir::Attribute* a = node.node().attr("activations")) names = a->strings;
+  const std::vector<std::string> defaults = cell == RecurrentCell::kLstm  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+                                            : cell == RecurrentCell::kGru ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                                                          : std::vector<std::string>{"Tanh"};
+  const size_t per_dir = defaults.size();
+  if (names.empty())
+    for (int64_t d = 0; d < dirs; ++d) names.insert(names.end(), defaults.begin(), defaults.end());
+  if (names.size() != per_dir * static_cast<size_t>(dirs))
+    node.fail("activations must list " + std::to_string(per_dir * static_cast<size_t>(dirs)) + " functions");
+  const auto alphas = node.attr_floats("activation_alpha");
+  const auto betas = node.attr_floats("activation_beta");
+  static const char* known[] = {"Sigmoid", "Tanh", "Relu", "Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh",
+                                "HardSigmoid", "Elu", "Softsign", "Softplus"};
+  std::vector<RecurrentActivation> out;
+  size_t ai = 0, bi = 0;
+  for (const auto& n : names) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || n == k;
+    if (!ok) node.fail("unknown activation '" + n + "'");
+    RecurrentActivation a{n};
+    const bool uses_alpha = n == "Affine" || n == "LeakyRelu" || n == "ThresholdedRelu" || n == "ScaledTanh" ||
+                            n == "HardSigmoid" || n == "Elu";
+    const bool uses_beta = n == "Affine" || n == "ScaledTanh" || n == "HardSigmoid";
+    const float default_alpha = n == "LeakyRelu" ? 0.01f : n == "HardSigmoid" ? 0.2f : 1.0f;
+    const float default_beta = n == "HardSigmoid" ? 0.5f : n == "ScaledTanh" ? 1.0f : 0.0f;
+    a.alpha = uses_alpha ? (ai < alphas.size() ? alphas[ai++] : default_alpha) : 0;
+    a.beta = uses_beta ? (bi < betas.size() ? betas[bi++] : default_beta) : 0;
+    out.push_back(a);
+  }
+  return out;
+}
+
+}  // namespace onnxtool::runner
