@@ -2,6 +2,9 @@
 
 namespace onnxtool::runner {
 
+const char* const kRecurrentActivationNames[11] = {"Sigmoid",    "Tanh",        "Relu", "Affine",   "LeakyRelu", "ThresholdedRelu",
+                                                   "ScaledTanh", "HardSigmoid", "Elu",  "Softsign", "Softplus"};
+
 std::vector<RecurrentActivation> recurrent_activations(const NodeAttributes& node, RecurrentCell cell, int64_t dirs) {
   std::vector<std::string> names;
   if (const ir::Attribute* a = node.node().attr("activations")) names = a->strings;
@@ -15,15 +18,14 @@ std::vector<RecurrentActivation> recurrent_activations(const NodeAttributes& nod
     node.fail("activations must list " + std::to_string(per_dir * static_cast<size_t>(dirs)) + " functions");
   const auto alphas = node.attr_floats("activation_alpha");
   const auto betas = node.attr_floats("activation_beta");
-  static const char* known[] = {"Sigmoid", "Tanh", "Relu", "Affine", "LeakyRelu", "ThresholdedRelu", "ScaledTanh",
-                                "HardSigmoid", "Elu", "Softsign", "Softplus"};
   std::vector<RecurrentActivation> out;
   size_t ai = 0, bi = 0;
   for (const auto& n : names) {
-    bool ok = false;
-    for (const char* k : known) ok = ok || n == k;
-    if (!ok) node.fail("unknown activation '" + n + "'");
+    uint32_t kind = 0;
+    while (kind < 11 && n != kRecurrentActivationNames[kind]) ++kind;
+    if (kind == 11) node.fail("unknown activation '" + n + "'");
     RecurrentActivation a{n};
+    a.kind = kind;
     const bool uses_alpha = n == "Affine" || n == "LeakyRelu" || n == "ThresholdedRelu" || n == "ScaledTanh" ||
                             n == "HardSigmoid" || n == "Elu";
     const bool uses_beta = n == "Affine" || n == "ScaledTanh" || n == "HardSigmoid";

@@ -41,15 +41,6 @@ struct StateParams {
 constexpr uint32_t kBias = 1, kPeepholes = 2, kWriteY = 4, kLayout1 = 8, kInputForget = 16, kLinearBeforeReset = 32;
 constexpr uint32_t kStateH = 1, kStateC = 2;
 
-/// The code of an activation in shaders/recurrent.comp.
-uint32_t activation_code(const std::string& name) {
-  static const char* names[] = {"Sigmoid", "Tanh",        "Relu", "Affine",   "LeakyRelu", "ThresholdedRelu",
-                                "ScaledTanh", "HardSigmoid", "Elu",  "Softsign", "Softplus"};
-  for (uint32_t i = 0; i < sizeof names / sizeof names[0]; ++i)
-    if (name == names[i]) return i;
-  return 0;  // recurrent_activations() accepts only the names above
-}
-
 /// Declines unless optional input i is absent or a tensor of `type` with `elements` elements.
 bool optional_input(DeviceKernelContext& ctx, size_t i, DataType type, int64_t elements, const char* what) {
   if (!ctx.has_input(i)) return false;
@@ -147,7 +138,7 @@ void recurrent_kernel(DeviceKernelContext& ctx) {
     const bool reverse = direction == "reverse" || d == 1;
     for (size_t k = 0; k < per_dir; ++k) {
       const auto& a = acts[static_cast<size_t>(d) * per_dir + k];
-      st.act[k] = activation_code(a.name);
+      st.act[k] = a.kind;  // shaders/recurrent.comp switches on kRecurrentActivationNames' order
       st.alpha[k] = a.alpha;
       st.beta[k] = a.beta;
     }

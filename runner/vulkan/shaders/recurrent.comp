@@ -25,7 +25,7 @@ layout(push_constant) uniform Params {
   uint h_in, h_out;  // offsets of the previous and next h in S
   uint c_at, z_at, rh_at;
   float clip;        // 0: none
-  uint act[3];       // the activation codes of runner/vulkan/recurrent.cpp
+  uint act[3];       // indices in kRecurrentActivationNames (runner/recurrent.h)
   float alpha[3];
   float beta[3];
 } p;
