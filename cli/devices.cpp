@@ -42,7 +42,7 @@ int list(bool json) {
     std::cout << "    type " << d.type << ", driver " << d.driver << (d.api.empty() ? "" : ", " + d.api) << "\n";
     std::cout << "    memory " << megabytes(d.memory_bytes);
     if (d.id != "cpu") std::cout << ", largest buffer " << megabytes(d.max_buffer_bytes) << ", subgroup " << d.subgroup_size;
-    std::cout << "\n    float16: " << d.fp16_mode << (d.fp16_arithmetic ? " (shaderFloat16 available)" : "")
+    std::cout << "\n    float16: " << d.fp16_mode
               << "; int8 storage: " << (d.int8_storage ? "yes" : "no") << "\n";
   }
   if (!vulkan_status.empty()) std::cout << "no Vulkan device: " << vulkan_status << "\n";

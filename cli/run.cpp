@@ -10,8 +10,10 @@
 #include "ir/diagnostic.h"
 #include "ir/error.h"
 #include "ir/model_io.h"
+#include "ir/output_file.h"
 #include "ir/shape_inference.h"
 #include "runner/feeds.h"
+#include "runner/profile.h"
 #include "runner/session.h"
 #include "runner/tensor_io.h"
 
@@ -30,6 +32,8 @@ struct RunOptions {
   int threads = 0;
   std::string device = "cpu";
   int benchmark = 0;
+  bool profile = false;
+  std::string trace_file;  ///< --profile FILE: the Chrome trace
   bool json = false;
 };
 
@@ -54,6 +58,71 @@ void check_output_dir(const std::string& dir) {
   }
 }
 
+/// The profile as text: the run, every op type, the slowest nodes.
+void print_profile(const runner::ProfileSummary& p, const std::string& trace_file) {
+  const auto pct = [](double share) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "%.1f%%", 100 * share);
+    return std::string(buf);
+  };
+  const auto ms = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3f", v);
+    return std::string(buf);
+  };
+  // On a device, a node's time is the device's (timestamps); the host's, recording its work, is
+  // the last column.
+  const bool device = std::any_of(p.nodes.begin(), p.nodes.end(), [](const auto& r) { return r.device_timed; });
+  const auto host = [&](const runner::ProfileSummary::Row& r) {
+    return device ? "  " + (r.device_timed ? ms(r.host_ms) : std::string("-")) : std::string();
+  };
+  std::cout << "profile over " << p.runs << " run(s): " << ms(p.run_ms) << " ms per run, of which nodes "
+            << ms(p.nodes_ms) << " ms" << (device ? " (device nodes: the device's time)" : "") << "\n";
+  std::cout << "  op type                      count/run    ms/run   share" << (device ? "  host ms/run" : "") << "\n";
+  for (const auto& r : p.op_types) {
+    char line[200];
+    std::snprintf(line, sizeof line, "  %-28s %9.1f %9s %7s", r.name.c_str(), static_cast<double>(r.count) / p.runs,
+                  ms(r.ms).c_str(), pct(r.share).c_str());
+    std::cout << line << host(r) << "\n";
+  }
+  const size_t shown = std::min<size_t>(p.nodes.size(), 15);
+  std::cout << "  slowest " << shown << " of " << p.nodes.size() << " nodes:\n";
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& r = p.nodes[i];
+    char line[400];
+    std::snprintf(line, sizeof line, "  %-40s %-18s %-9s %9s %7s", r.name.c_str(), r.op_type.c_str(),
+                  r.device.c_str(), ms(r.ms).c_str(), pct(r.share).c_str());
+    std::cout << line << host(r) << "\n";
+  }
+  if (!trace_file.empty()) std::cout << "  trace: " << trace_file << " (Chrome trace format; opens in Perfetto)\n";
+}
+
+nlohmann::json profile_json(const runner::ProfileSummary& p, const std::string& trace_file) {
+  const auto rows = [&p](const std::vector<runner::ProfileSummary::Row>& rows, bool nodes) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& r : rows) {
+      nlohmann::json j = {{nodes ? "name" : "op_type", r.name},
+                          {"count_per_run", static_cast<double>(r.count) / p.runs},
+                          {"ms_per_run", r.ms},
+                          {"host_ms_per_run", r.host_ms},
+                          {"device_timed", r.device_timed},
+                          {"share", r.share}};
+      if (nodes) {
+        j["op_type"] = r.op_type;
+        j["device"] = r.device;
+      }
+      out.push_back(j);
+    }
+    return out;
+  };
+  return {{"runs", p.runs},
+          {"run_ms", p.run_ms},
+          {"nodes_ms", p.nodes_ms},
+          {"op_types", rows(p.op_types, false)},
+          {"nodes", rows(p.nodes, true)},
+          {"trace", trace_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(trace_file)}};
+}
+
 void make_output_dir(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -66,6 +135,7 @@ int run_model(const RunOptions& o) {
   if (!o.output_dir.empty()) check_output_dir(o.output_dir);
   auto loaded = ir::load_model(o.model);
   refuse_unrunnable(loaded.model, o.model);
+  if (!o.trace_file.empty()) ir::check_not_input(loaded.info, o.trace_file, "--profile " + o.trace_file);
   {
     // Static shapes let the session refuse, before running, a model whose tensors cannot fit in
     // memory. Contradictions are `onnxtool check`'s business, not a reason to refuse a run.
@@ -93,6 +163,13 @@ int run_model(const RunOptions& o) {
   if (names.empty())
     for (const auto* vi : session.outputs()) names.push_back(vi->value->name());
 
+  // --profile times the --benchmark runs, or one run after the first (whose one-time work, such
+  // as constants computed and weights packed, it leaves out).
+  runner::Profiler profiler;
+  if (o.profile) {
+    session.set_profiler(&profiler);
+    if (o.benchmark == 0) session.run(feeds, o.outputs);
+  }
   std::vector<double> times;
   if (o.benchmark > 0) {
     for (int i = 0; i < o.benchmark; ++i) {
@@ -101,6 +178,13 @@ int run_model(const RunOptions& o) {
       times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
     std::sort(times.begin(), times.end());
+  }
+  session.set_profiler(nullptr);
+  const std::string device_id = session.device() ? session.device()->id : "cpu";
+  runner::ProfileSummary profile;
+  if (o.profile) {
+    profile = runner::summarize(profiler, device_id);
+    if (!o.trace_file.empty()) ir::write_file(o.trace_file, runner::chrome_trace(profiler, device_id), "--profile");
   }
 
   std::vector<std::string> files(results.size());
@@ -142,6 +226,7 @@ int run_model(const RunOptions& o) {
     }
     nlohmann::json doc = {{"outputs", outs}, {"threads", o.threads}, {"placement", placement_json(session.device(), session.placement())}};
     if (!times.empty()) doc["latency_ms"] = {{"median", pct(0.5)}, {"min", times.front()}, {"p90", pct(0.9)}, {"runs", times.size()}};
+    if (o.profile) doc["profile"] = profile_json(profile, o.trace_file);
     print_json(doc);
     return kExitOk;
   }
@@ -158,6 +243,7 @@ int run_model(const RunOptions& o) {
   if (!times.empty())
     std::cout << "latency over " << times.size() << " runs: median " << pct(0.5) << " ms, min " << times.front()
               << " ms, p90 " << pct(0.9) << " ms\n";
+  if (o.profile) print_profile(profile, o.trace_file);
   return kExitOk;
 }
 
@@ -175,10 +261,18 @@ void register_run(CLI::App& app, Action& action) {
   sub->add_option("--output-dir", o->output_dir, "write each output to DIR/<name>.npy");
   sub->add_option("--outputs", o->outputs, "names of the values to return (default: graph outputs)")->delimiter(',');
   sub->add_option("--threads", o->threads, "threads (default: all cores)")->check(number_in(0, 1024));
-  sub->add_option("--device", o->device, "cpu (default), vulkan or vulkan:N (`onnxtool devices` lists them)");
+  sub->add_option("--device", o->device, "cpu (default), vulkan or vulkan:N, optionally :fp32-arithmetic (`onnxtool devices` lists them)");
   sub->add_option("--benchmark", o->benchmark, "time N runs after one warm-up run")->check(number_in(0, 1e7));
+  CLI::Option* profile =
+      sub->add_option("--profile", o->trace_file,
+                      "time every node of the --benchmark runs (or of one run after the first): per op type and "
+                      "per node; with FILE, also a Chrome trace of every node there")
+          ->expected(0, 1);
   sub->add_flag("--json", o->json, "print one JSON document");
-  sub->callback([&action, o] { action = [o] { return run_model(*o); }; });
+  sub->callback([&action, o, profile] {
+    o->profile = profile->count() > 0;
+    action = [o] { return run_model(*o); };
+  });
 }
 
 }  // namespace onnxtool::cli

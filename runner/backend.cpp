@@ -16,6 +16,11 @@ DeviceSpec DeviceSpec::parse(std::string_view text) {
   if (text.substr(0, vk.size()) == vk) {
     spec.kind = Kind::kVulkan;
     std::string_view rest = text.substr(vk.size());
+    const std::string_view fp32 = ":fp32-arithmetic";
+    if (rest.size() >= fp32.size() && rest.substr(rest.size() - fp32.size()) == fp32) {
+      spec.fp32_arithmetic = true;
+      rest.remove_suffix(fp32.size());
+    }
     if (rest.empty()) return spec;
     if (rest[0] == ':' && rest.size() > 1 && rest.size() <= 4 &&
         rest.substr(1).find_first_not_of("0123456789") == std::string_view::npos) {
@@ -23,11 +28,13 @@ DeviceSpec DeviceSpec::parse(std::string_view text) {
       return spec;
     }
   }
-  throw_usage_error("unknown device '" + std::string(text) + "' (expected cpu, vulkan or vulkan:N; `onnxtool devices` lists them)");
+  throw_usage_error("unknown device '" + std::string(text) +
+                    "' (expected cpu, vulkan or vulkan:N, optionally with :fp32-arithmetic; `onnxtool devices` lists them)");
 }
 
 std::string DeviceSpec::to_string() const {
-  return kind == Kind::kCpu ? "cpu" : "vulkan:" + std::to_string(index);
+  if (kind == Kind::kCpu) return "cpu";
+  return "vulkan:" + std::to_string(index) + (fp32_arithmetic ? ":fp32-arithmetic" : "");
 }
 
 namespace {

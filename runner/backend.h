@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -20,11 +21,14 @@
 
 namespace onnxtool::runner {
 
-/// Where a session runs its nodes: "cpu", "vulkan" (the first Vulkan device) or "vulkan:N".
+/// Where a session runs its nodes: "cpu", "vulkan" (the first Vulkan device) or "vulkan:N", each
+/// Vulkan form optionally followed by ":fp32-arithmetic".
 struct DeviceSpec {
   enum class Kind { kCpu, kVulkan };
   Kind kind = Kind::kCpu;
   int index = 0;
+  /// Float16 tensors computed in float32 everywhere, also where the device has float16 arithmetic.
+  bool fp32_arithmetic = false;
   /// Parses the --device syntax; throws Error(kUsage) naming the text otherwise.
   static DeviceSpec parse(std::string_view text);
   std::string to_string() const;
@@ -155,10 +159,15 @@ class Backend {
   virtual void finish() = 0;
   /// Held for the whole of a run (the device may be shared by several sessions).
   virtual std::unique_lock<std::mutex> lock_for_run() = 0;
+  /// Device time of one node (`run --profile`): begin_timed() before its work is recorded (false
+  /// when the device cannot time it), end_timed(done) after; `done` gets the nanoseconds the
+  /// device spent once that work has run (by the end of the run at the latest).
+  virtual bool begin_timed() { return false; }
+  virtual void end_timed(std::function<void(int64_t)> done) { (void)done; }
 };
 
 /// Opens a Vulkan device for a session: throws Error(kUsage) for an index that does not exist
 /// and Error(kInternal) when no loader or device is available, each naming what was looked for.
-std::unique_ptr<Backend> open_vulkan_backend(int index);
+std::unique_ptr<Backend> open_vulkan_backend(const DeviceSpec& spec);
 
 }  // namespace onnxtool::runner

@@ -18,6 +18,7 @@
 
 #include "ir/error.h"
 #include "ir/op_schema.h"
+#include "runner/profile.h"
 
 namespace onnxtool::runner {
 
@@ -89,6 +90,8 @@ class Executor {
     placed_.clear();
   }
   Placement placement;
+  /// Times every node of the main graph when set (Session::set_profiler).
+  Profiler* profiler = nullptr;
 
  private:
   bool run_on_device(const Step& step, Frame& frame, std::vector<Value>& outputs,
@@ -448,9 +451,12 @@ void Executor::execute(const GraphPlan& plan, Frame& frame) {
   const bool on_device = backend_ != nullptr;
   if (on_device && frame.device.size() != frame.slots.size()) frame.device.assign(frame.slots.size(), nullptr);
   static const Value kNone;
+  const bool timed = profiler != nullptr && frame.parent == nullptr;
   for (const Step& step : plan.steps) {
     std::vector<Value> outputs(step.outputs.size());
     std::vector<DeviceTensorPtr> device_outputs;
+    const auto start = timed ? Profiler::Clock::now() : Profiler::Clock::time_point();
+    const bool device_timed = timed && on_device && step.device_fn && !step.constant && backend_->begin_timed();
     bool ran = false;
     try {
       if (on_device && step.device_fn) ran = run_on_device(step, frame, outputs, device_outputs);
@@ -466,6 +472,11 @@ void Executor::execute(const GraphPlan& plan, Frame& frame) {
         placement.cpu_nodes.push_back({step.node, std::string("no ") + backend_->api_name() + " kernel"});
     }
     if (!ran) run_on_cpu(step, frame, outputs);
+    if (timed && !step.constant) {
+      const size_t event = profiler->record(*step.node, ran, start, Profiler::Clock::now());
+      if (device_timed && ran)
+        backend_->end_timed([profiler = profiler, event](int64_t ns) { profiler->set_device_time(event, ns); });
+    }
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       if (step.outputs[i] < 0) continue;
       const auto slot = static_cast<size_t>(step.outputs[i]);
@@ -647,7 +658,7 @@ Session::Session(ir::Model& model, SessionOptions options) : model_(model), opti
   (void)tuned;
   if (!model.graph) throw_input_error("the model has no graph");
   if (const uint64_t memory = physical_memory()) check_static_sizes(*model.graph, memory);
-  if (options_.device.kind == DeviceSpec::Kind::kVulkan) backend_ = open_vulkan_backend(options_.device.index);
+  if (options_.device.kind == DeviceSpec::Kind::kVulkan) backend_ = open_vulkan_backend(options_.device);
   Planner planner(model, backend_.get());
   plan_ = planner.plan(*model.graph, nullptr);
   if (backend_) {
@@ -678,6 +689,8 @@ Session::Session(ir::Model& model, SessionOptions options) : model_(model), opti
 }
 
 Session::~Session() = default;
+
+void Session::set_profiler(Profiler* profiler) { executor_->profiler = profiler; }
 
 const Placement& Session::placement() const { return executor_->placement; }
 
@@ -712,6 +725,16 @@ std::vector<Value> Session::run(const std::map<std::string, Value>& feeds,
   // Held until the frame's device tensors are gone (declared first, released last).
   std::unique_lock<std::mutex> device_lock;
   if (backend_) device_lock = backend_->lock_for_run();
+  // The run's wall time for the profiler, feeds to outputs (also when the run fails).
+  struct RunTimer {
+    Profiler* profiler;
+    explicit RunTimer(Profiler* p) : profiler(p) {
+      if (profiler) profiler->begin_run();
+    }
+    ~RunTimer() {
+      if (profiler) profiler->end_run();
+    }
+  } timer(executor_->profiler);
   Frame frame{plan_.get(), nullptr, std::vector<Value>(static_cast<size_t>(plan_->n_slots))};
   const ir::Graph& g = *model_.graph;
   std::map<std::string, const ir::ValueInfo*> by_name;

@@ -38,6 +38,7 @@ struct Placement {
 using Observer = std::function<void(const ir::Value& value, const Value& produced)>;
 
 struct GraphPlan;
+class Profiler;
 
 /// Plans a model once and runs it many times. The model must outlive the session; planning sorts
 /// its nodes topologically when they are not (the model is otherwise untouched).
@@ -65,6 +66,10 @@ class Session {
   const DeviceInfo* device() const { return backend_ ? &backend_->info() : nullptr; }
   /// Where the last run placed each node (empty for CPU sessions).
   const Placement& placement() const;
+
+  /// Times the nodes of every following run into `profiler` (nullptr stops it); the profiler
+  /// must outlive its use.
+  void set_profiler(Profiler* profiler);
 
   void set_observer(Observer observer, bool subgraphs = false) {
     observer_ = std::move(observer);

@@ -106,6 +106,10 @@ bool has_free_dims(const Session& session, const FeedOptions& feed) {
   return false;
 }
 
+/// A failure of the tool or the machine (a lost device, a pipeline the driver cannot build, bad
+/// usage), not of the model: reported as it is, never as "the model does not run".
+bool is_tool_failure(const Error& e) { return e.kind() == ErrorKind::kInternal || e.kind() == ErrorKind::kUsage; }
+
 }  // namespace
 
 bool VerifyResult::ok() const {
@@ -125,6 +129,7 @@ Reference::Reference(ir::Model& original, const VerifyInputs& inputs) {
   const bool random = feed.dir.empty() && feed.files.empty();
   feed.random = feed.random || random;
   const auto cannot = [random](const Error& e) {
+    if (is_tool_failure(e)) return e;
     return Error(ErrorKind::kFailed,
                  std::string("cannot verify: the original model does not run on ") +
                      (random ? "random inputs (symbolic dims of 1, 64 and 512 unless --input-shape sets them)" : "the given inputs") +
@@ -148,7 +153,7 @@ Reference::Reference(ir::Model& original, const VerifyInputs& inputs) {
       for (const auto& v : session->run(feeds_)) outputs_.push_back(owned(v));
       break;
     } catch (const Error& e) {
-      if (attempt + 1 == ladder.size() || !has_free_dims(*session, feed)) throw cannot(e);
+      if (attempt + 1 == ladder.size() || !has_free_dims(*session, feed) || is_tool_failure(e)) throw cannot(e);
     }
   }
   for (auto& [name, v] : feeds_) v = owned(v);
@@ -165,6 +170,7 @@ VerifyResult Reference::check(ir::Model& candidate, const Tolerance& tolerance) 
     const auto feeds = conform_feeds(session, feeds_);
     got = session.run(feeds, output_names_);
   } catch (const Error& e) {
+    if (is_tool_failure(e)) throw;
     throw Error(ErrorKind::kFailed, std::string("the result does not run where the original did: ") + e.what());
   }
   VerifyResult r;

@@ -1,9 +1,12 @@
 // The Vulkan kernels of MatMul, Gemm, Conv and ConvTranspose against the CPU runner: generated
 // one-node models at odd sizes (broadcast batches, transposes, groups, depthwise, strides,
 // dilations, pads, auto_pad), in float32 and float16, each checked to run on the device (or to
-// be declined where the kernel must decline).
+// be declined where the kernel must decline). Float16 runs twice: with float32 arithmetic (two
+// ulps of the CPU runner) and with the device's float16 arithmetic (within the rounding error
+// bound of a float16 sum).
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <map>
 #include <random>
 #include <string>
@@ -36,6 +39,65 @@ Tensor random_tensor(DataType type, const std::vector<int64_t>& shape, std::mt19
   return t;
 }
 
+/// The number of products each output of `op` sums (at most): the accumulation length K.
+int64_t sum_length(const std::string& op, const std::vector<In>& inputs, const std::vector<Attr>& attrs) {
+  const auto& a = inputs[0].shape;
+  const auto& w = inputs[1].shape;
+  if (op == "MatMul") return a.back();
+  int64_t kernel = 1;
+  for (size_t d = 2; d < w.size(); ++d) kernel *= w[d];
+  if (op == "Conv") return w[1] * kernel;
+  if (op == "ConvTranspose") return w[0] * kernel;  // every input channel of the group, every tap
+  for (const Attr& at : attrs)
+    if (at.name == "transA" && at.i) return a[0];
+  return a[1];  // Gemm
+}
+
+/// Float16 arithmetic: every product and partial sum rounds to float16 (unit roundoff u = 2^-11),
+/// so an output that sums K products may differ from the exact sum by (K + 1) u sum|a_i b_i|
+/// (recursive summation; bias, alpha and beta add three roundings), and the CPU's own result by
+/// one more rounding of the output. sum|a_i b_i| is the CPU's output on the absolute values of
+/// the inputs (alpha and beta made positive too).
+void check_fp16_arithmetic(ir::Model& model, const std::string& op, const std::vector<In>& inputs,
+                           const std::vector<Attr>& attrs, const std::map<std::string, runner::Value>& feeds,
+                           int64_t opset) {
+  runner::Session cpu(model);
+  const Tensor want = cpu.run(feeds)[0].tensor;
+  runner::SessionOptions options;
+  options.device = runner::DeviceSpec::parse("vulkan:0");
+  runner::Session gpu(model, options);
+  const Tensor got = gpu.run(feeds)[0].tensor;
+  CHECK(testing::same_bytes(got, gpu.run(feeds)[0].tensor));
+  testing::ModelBuilder b(opset);
+  std::vector<ir::Value*> values;
+  std::map<std::string, runner::Value> abs_feeds;
+  for (const auto& in : inputs) {
+    std::vector<testing::DimSpec> dims(in.shape.begin(), in.shape.end());
+    values.push_back(b.input(in.name, DataType::kFloat, dims));
+    const Tensor& t = feeds.at(in.name).tensor;
+    Tensor a(DataType::kFloat, t.shape());
+    for (int64_t i = 0; i < t.size(); ++i) runner::set_element_from_double(a, i, std::fabs(runner::element_as_double(t, i)));
+    abs_feeds[in.name] = runner::Value::of(std::move(a));
+  }
+  std::vector<Attr> abs_attrs = attrs;
+  for (Attr& at : abs_attrs) at.f = std::fabs(at.f);
+  b.output(b.op(op, values, "y", abs_attrs), DataType::kFloat);
+  runner::Session bound_session(b.m);
+  const Tensor bound = bound_session.run(abs_feeds)[0].tensor;
+  const double u = std::ldexp(1.0, -11);
+  const double k = static_cast<double>(sum_length(op, inputs, attrs));
+  REQUIRE(got.shape() == want.shape());
+  for (int64_t i = 0; i < want.size(); ++i) {
+    const double g = runner::element_as_double(got, i), w = runner::element_as_double(want, i);
+    const double limit = (k + 4) * u * runner::element_as_double(bound, i) + u * std::fabs(w);
+    if (!(std::fabs(g - w) <= limit)) {
+      FAIL_CHECK(op << " float16 arithmetic: element " << i << ": " << g << " vs CPU " << w << " (bound " << limit
+                    << ", K " << k << ")");
+      return;
+    }
+  }
+}
+
 /// Builds `op` at `opset` over graph inputs of `type` (all of them fed, so that the node is not
 /// folded as a constant), runs it on the CPU and on the device, and checks the results agree and
 /// that the node ran on the device (or on the CPU when `on_device` is false).
@@ -51,6 +113,7 @@ void check(const std::string& op, int64_t opset, const std::vector<In>& inputs, 
     feeds[in.name] = runner::Value::of(random_tensor(type, in.shape, rng));
   }
   b.output(b.op(op, values, "y", attrs), type);
+  if (type == DataType::kFloat16 && on_device) check_fp16_arithmetic(b.m, op, inputs, attrs, feeds, opset);
   const auto r = testing::run_on_both(b.m, feeds);
   CHECK_MESSAGE(r.mismatch.empty(), r.mismatch);
   if (on_device) {
@@ -82,6 +145,41 @@ TEST_CASE("MatMul: plain, vector and broadcast batched operands") {
   check("MatMul", 13, {{"a", {2, 1, 1, 1, 3, 4}}, {"b", {4, 2}}}, {});
   // Silero VAD style: a long K against a few rows.
   check("MatMul", 13, {{"a", {1, 2, 129}}, {"b", {129, 31}}}, {});
+}
+
+TEST_CASE("float16 arithmetic is float16: a sum of 3000 ones stalls at 2048, and :fp32-arithmetic reaches 3000") {
+  if (!testing::vulkan_available()) return;
+  std::string why;
+  bool fp16_arithmetic = false;
+  for (const auto& d : runner::list_devices(&why))
+    if (d.id == "vulkan:0") fp16_arithmetic = d.fp16_arithmetic && d.fp16_storage;
+  for (const char* op : {"MatMul", "Conv"}) {
+    CAPTURE(op);
+    const bool conv = std::string(op) == "Conv";
+    const std::vector<int64_t> xs = conv ? std::vector<int64_t>{1, 3000, 1} : std::vector<int64_t>{1, 3000};
+    const std::vector<int64_t> ws = conv ? std::vector<int64_t>{1, 3000, 1} : std::vector<int64_t>{3000, 1};
+    testing::ModelBuilder b(13);
+    ir::Value* x = b.input("x", DataType::kFloat16, std::vector<testing::DimSpec>(xs.begin(), xs.end()));
+    ir::Value* w = b.input("w", DataType::kFloat16, std::vector<testing::DimSpec>(ws.begin(), ws.end()));
+    b.output(b.op(op, {x, w}, "y"), DataType::kFloat16);
+    std::map<std::string, runner::Value> feeds;
+    Tensor ones_x(DataType::kFloat16, xs), ones_w(DataType::kFloat16, ws);
+    for (int64_t i = 0; i < 3000; ++i) {
+      runner::set_element_from_double(ones_x, i, 1.0);
+      runner::set_element_from_double(ones_w, i, 1.0);
+    }
+    feeds["x"] = runner::Value::of(ones_x);
+    feeds["w"] = runner::Value::of(ones_w);
+    for (const char* device : {"vulkan:0", "vulkan:0:fp32-arithmetic"}) {
+      CAPTURE(device);
+      runner::SessionOptions options;
+      options.device = runner::DeviceSpec::parse(device);
+      runner::Session s(b.m, options);
+      const double y = runner::element_as_double(s.run(feeds)[0].tensor, 0);
+      const bool fp16 = fp16_arithmetic && std::string(device) == "vulkan:0";
+      CHECK(y == (fp16 ? 2048.0 : 3000.0));
+    }
+  }
 }
 
 TEST_CASE("MatMul: what the kernel declines") {

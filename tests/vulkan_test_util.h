@@ -75,15 +75,19 @@ struct DeviceRun {
   runner::Placement placement;
 };
 
-/// Runs `model` on the CPU and twice on vulkan:0 with the same feeds; compares each output with
+/// The device of the kernel tests: vulkan:0 computing float16 tensors in float32 as the CPU runner
+/// does, so that a difference is the kernel's (float16 arithmetic has tests of its own).
+inline const char* const kKernelTestDevice = "vulkan:0:fp32-arithmetic";
+
+/// Runs `model` on the CPU and twice on `device` with the same feeds; compares each output with
 /// the CPU's and the two device runs byte for byte.
 inline DeviceRun run_on_both(ir::Model& model, const std::map<std::string, runner::Value>& feeds,
-                             const DeviceTolerance& tol = {}) {
+                             const DeviceTolerance& tol = {}, const std::string& device = kKernelTestDevice) {
   DeviceRun out;
   runner::Session cpu(model);
   const auto want = cpu.run(feeds);
   runner::SessionOptions options;
-  options.device = runner::DeviceSpec::parse("vulkan:0");
+  options.device = runner::DeviceSpec::parse(device);
   runner::Session gpu(model, options);
   const auto got = gpu.run(feeds);
   out.placement = gpu.placement();

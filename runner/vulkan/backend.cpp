@@ -10,7 +10,8 @@
 
 namespace onnxtool::runner {
 
-std::unique_ptr<Backend> open_vulkan_backend(int index) {
+std::unique_ptr<Backend> open_vulkan_backend(const DeviceSpec& spec) {
+  const int index = spec.index;
   std::string why;
   auto instance = vulkan::Instance::get(&why);
   if (!instance) throw Error(ErrorKind::kInternal, "cannot use Vulkan: " + why);
@@ -35,7 +36,8 @@ std::unique_ptr<Backend> open_vulkan_backend(int index) {
     device = std::make_shared<vulkan::Device>(instance, devices[static_cast<size_t>(index)]);
     opened[index] = device;
   }
-  return std::make_unique<vulkan::VulkanBackend>(std::move(device));
+  const bool fp16_arithmetic = device->info().fp16_arithmetic && device->info().fp16_storage && !spec.fp32_arithmetic;
+  return std::make_unique<vulkan::VulkanBackend>(std::move(device), fp16_arithmetic);
 }
 
 }  // namespace onnxtool::runner
@@ -178,6 +180,11 @@ DataType require_same_float(DeviceKernelContext& ctx, size_t count) {
 
 std::string shader_for(const std::string& name, DataType dtype) {
   return dtype == DataType::kFloat16 ? name + "_f16" : name;
+}
+
+std::string accumulating_shader_for(DeviceKernelContext& ctx, const std::string& name, DataType dtype) {
+  if (dtype == DataType::kFloat16 && backend_of(ctx).fp16_arithmetic()) return name + "_f16a";
+  return shader_for(name, dtype);
 }
 
 uint32_t checked_u32(DeviceKernelContext& ctx, int64_t value, const char* what) {

@@ -59,7 +59,8 @@ const KernelTable& kernel_table();
 
 class VulkanBackend : public Backend {
  public:
-  explicit VulkanBackend(std::shared_ptr<Device> device) : device_(std::move(device)) {}
+  VulkanBackend(std::shared_ptr<Device> device, bool fp16_arithmetic)
+      : device_(std::move(device)), fp16_arithmetic_(fp16_arithmetic) {}
   const DeviceInfo& info() const override { return device_->info(); }
   const char* api_name() const override { return "Vulkan"; }
   DeviceKernelFn find(std::string_view domain, std::string_view op_type, int64_t opset) const override {
@@ -70,15 +71,20 @@ class VulkanBackend : public Backend {
   Tensor download(const DeviceTensor& tensor) override;
   DeviceTensorPtr reshaped(const DeviceTensorPtr& tensor, std::vector<int64_t> shape) override;
   void finish() override { device_->flush(); }
+  bool begin_timed() override { return device_->begin_timed(); }
+  void end_timed(std::function<void(int64_t)> done) override { device_->end_timed(std::move(done)); }
   std::unique_lock<std::mutex> lock_for_run() override { return std::unique_lock<std::mutex>(device_->run_mutex()); }
 
   Device& device() { return *device_; }
+  /// Float16 tensors use the float16-arithmetic variants of the multiply-accumulate shaders.
+  bool fp16_arithmetic() const { return fp16_arithmetic_; }
   /// A new tensor in device memory (contents undefined); declines when it is larger than one
   /// storage buffer can bind.
   std::shared_ptr<const VulkanTensor> allocate(DataType dtype, std::vector<int64_t> shape);
 
  private:
   std::shared_ptr<Device> device_;
+  bool fp16_arithmetic_;
 };
 
 // ---------------------------------------------------------------- kernel helpers
@@ -96,6 +102,9 @@ DataType require_float(DeviceKernelContext& ctx, size_t i);
 DataType require_same_float(DeviceKernelContext& ctx, size_t count);
 /// The shader for an element type: NAME for float32, NAME_f16 for float16.
 std::string shader_for(const std::string& name, DataType dtype);
+/// shader_for a multiply-accumulate shader (matmul, conv, conv_transpose): NAME_f16a, float16
+/// sums, for float16 on a backend with float16 arithmetic.
+std::string accumulating_shader_for(DeviceKernelContext& ctx, const std::string& name, DataType dtype);
 /// Records a dispatch of `n` invocations of a 1-D shader (any n: the grid folds into y when x
 /// would exceed the device's limit; shaders compute their index with linear_index()).
 void dispatch_1d(DeviceKernelContext& ctx, const std::string& shader, const std::vector<BufferRange>& buffers,

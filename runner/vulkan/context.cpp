@@ -81,6 +81,7 @@ bool describe(Api& vk, VkPhysicalDevice handle, int index, PhysicalDevice& out) 
   for (uint32_t i = 0; i < families && !found; ++i)
     if (fam[i].queueFlags & VK_QUEUE_COMPUTE_BIT) {
       out.queue_family = i;
+      out.timestamp_bits = fam[i].timestampValidBits;
       found = true;
     }
   if (!found) return false;
@@ -110,8 +111,14 @@ bool describe(Api& vk, VkPhysicalDevice handle, int index, PhysicalDevice& out) 
   info.int8_storage = p.apiVersion >= VK_API_VERSION_1_2 && storage8.storageBuffer8BitAccess;
   info.subgroup_size = subgroup.subgroupSize;
   info.max_buffer_bytes = p.limits.maxStorageBufferRange;
-  info.fp16_mode = info.fp16_storage ? "float16 storage, float32 arithmetic (rounded to float16 at each op's output)"
-                                     : "float16 tensors run on the CPU (no 16-bit storage buffers)";
+  if (!info.fp16_storage)
+    info.fp16_mode = "float16 tensors run on the CPU (no 16-bit storage buffers)";
+  else if (!info.fp16_arithmetic)
+    info.fp16_mode = "float16 storage, float32 arithmetic (rounded to float16 at each op's output)";
+  else
+    info.fp16_mode = "float16 storage; float16 arithmetic in MatMul, Gemm, Conv and ConvTranspose (float16 sums), "
+                     "float32 in the other ops (rounded to float16 at each op's output); " + info.id +
+                     ":fp32-arithmetic computes every op in float32";
   out.max_workgroup_invocations = p.limits.maxComputeWorkGroupInvocations;
   for (int i = 0; i < 3; ++i) out.max_workgroup_count[i] = p.limits.maxComputeWorkGroupCount[i];
   out.max_push_constants = p.limits.maxPushConstantsSize;
@@ -245,6 +252,12 @@ void Device::fail(const char* what, VkResult result) const {
 
 Device::Device(std::shared_ptr<Instance> instance, const PhysicalDevice& physical)
     : instance_(std::move(instance)), vk_(instance_->api()), physical_(physical) {
+  if (const char* v = std::getenv("ONNXTOOL_VULKAN_FAULT"); v && *v) {
+    const std::string fault = v;
+    if (fault == "pipeline") fault_ = Fault::kPipeline;
+    else if (fault == "device-lost") fault_ = Fault::kDeviceLost;
+    else throw Error(ErrorKind::kUsage, "ONNXTOOL_VULKAN_FAULT is '" + fault + "'; it takes pipeline or device-lost");
+  }
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
   qi.queueFamilyIndex = physical_.queue_family;
@@ -254,9 +267,14 @@ Device::Device(std::shared_ptr<Instance> instance, const PhysicalDevice& physica
   storage16.storageBuffer16BitAccess = physical_.info.fp16_storage;
   VkPhysicalDevice8BitStorageFeatures storage8{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_8BIT_STORAGE_FEATURES};
   storage8.storageBuffer8BitAccess = physical_.info.int8_storage;
+  VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  f16.shaderFloat16 = physical_.info.fp16_arithmetic;
   VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
   features.pNext = &storage16;
-  if (physical_.api_version >= VK_API_VERSION_1_2) storage16.pNext = &storage8;
+  if (physical_.api_version >= VK_API_VERSION_1_2) {
+    storage16.pNext = &storage8;
+    storage8.pNext = &f16;
+  }
   VkDeviceCreateInfo di{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   di.pNext = &features;
   di.queueCreateInfoCount = 1;
@@ -314,6 +332,7 @@ Device::~Device() {
   for (const Buffer& b : all_) destroy_buffer(b);
   for (const Buffer& b : all_staging_) destroy_buffer(b);
   if (fence_) vk_.vkDestroyFence(device_, fence_, nullptr);
+  if (queries_) vk_.vkDestroyQueryPool(device_, queries_, nullptr);
   if (command_pool_) vk_.vkDestroyCommandPool(device_, command_pool_, nullptr);
   vk_.vkDestroyDevice(device_, nullptr);
 }
@@ -413,6 +432,11 @@ Buffer Device::staging(VkDeviceSize bytes) {
 
 VkCommandBuffer Device::recording() {
   if (!recording_) {
+    // Timings left by a command buffer that failed to run are dropped with it.
+    timed_.clear();
+    queries_used_ = 0;
+    queries_reset_ = false;
+    timing_open_ = false;
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
     if (VkResult r = vk_.vkBeginCommandBuffer(commands_, &bi); r != VK_SUCCESS) fail("vkBeginCommandBuffer", r);
@@ -490,8 +514,12 @@ const Pipeline& Device::pipeline(const std::string& shader, uint32_t bindings, u
   ci.stage.pName = "main";
   ci.stage.pSpecializationInfo = &spec;
   ci.layout = p.layout;
-  const VkResult r = vk_.vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &ci, nullptr, &p.pipeline);
+  VkResult r = vk_.vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &ci, nullptr, &p.pipeline);
   vk_.vkDestroyShaderModule(device_, module, nullptr);
+  if (r == VK_SUCCESS && fault_ == Fault::kPipeline) {
+    vk_.vkDestroyPipeline(device_, p.pipeline, nullptr);
+    r = VK_ERROR_UNKNOWN;
+  }
   if (r != VK_SUCCESS) {
     vk_.vkDestroyPipelineLayout(device_, p.layout, nullptr);
     vk_.vkDestroyDescriptorSetLayout(device_, p.set_layout, nullptr);
@@ -585,7 +613,61 @@ void Device::download(const Buffer& src, VkDeviceSize bytes, void* data) {
   std::memcpy(data, s.mapped, bytes);
 }
 
+constexpr uint32_t kTimestampQueries = 4096;  // two per timed node in one command buffer
+
+bool Device::begin_timed() {
+  if (physical_.timestamp_bits == 0) return false;
+  if (!queries_) {
+    VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qi.queryCount = kTimestampQueries;
+    if (VkResult r = vk_.vkCreateQueryPool(device_, &qi, nullptr, &queries_); r != VK_SUCCESS) {
+      queries_ = VK_NULL_HANDLE;
+      fail("vkCreateQueryPool", r);
+    }
+  }
+  if (queries_used_ + 2 > kTimestampQueries) flush();
+  VkCommandBuffer cb = recording();
+  if (!queries_reset_) {
+    vk_.vkCmdResetQueryPool(cb, queries_, 0, kTimestampQueries);
+    queries_reset_ = true;
+  }
+  // Written once every command before it has completed: the node's start.
+  vk_.vkCmdWriteTimestamp(cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, queries_used_);
+  timing_open_ = true;
+  return true;
+}
+
+void Device::end_timed(std::function<void(int64_t)> done) {
+  // A node whose work was submitted part-way (it needed a value on the host) is not timed.
+  if (!timing_open_) return;
+  timing_open_ = false;
+  vk_.vkCmdWriteTimestamp(recording(), VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_, queries_used_ + 1);
+  timed_.emplace_back(queries_used_, std::move(done));
+  queries_used_ += 2;
+}
+
+void Device::read_timestamps() {
+  if (!timed_.empty()) {
+    std::vector<uint64_t> ticks(queries_used_);
+    const VkResult r = vk_.vkGetQueryPoolResults(device_, queries_, 0, queries_used_, ticks.size() * sizeof(uint64_t),
+                                                 ticks.data(), sizeof(uint64_t),
+                                                 VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT);
+    if (r != VK_SUCCESS) fail("vkGetQueryPoolResults", r);
+    const uint64_t mask = physical_.timestamp_bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << physical_.timestamp_bits) - 1;
+    const auto timed = std::move(timed_);
+    timed_.clear();
+    for (const auto& [first, done] : timed) {
+      const uint64_t elapsed = (ticks[first + 1] - ticks[first]) & mask;
+      done(static_cast<int64_t>(static_cast<double>(elapsed) * physical_.timestamp_period));
+    }
+  }
+  queries_used_ = 0;
+  queries_reset_ = false;
+}
+
 void Device::flush() {
+  timing_open_ = false;
   if (recording_) {
     recording_ = false;
     if (VkResult r = vk_.vkEndCommandBuffer(commands_); r != VK_SUCCESS) fail("vkEndCommandBuffer", r);
@@ -597,10 +679,12 @@ void Device::flush() {
     // in slices, so a lost device surfaces as its error.
     for (;;) {
       const VkResult r = vk_.vkWaitForFences(device_, 1, &fence_, VK_TRUE, 1000000000ull);
+      if (r == VK_SUCCESS && fault_ == Fault::kDeviceLost) fail("vkWaitForFences", VK_ERROR_DEVICE_LOST);
       if (r == VK_SUCCESS) break;
       if (r != VK_TIMEOUT) fail("vkWaitForFences", r);
     }
     vk_.vkResetFences(device_, 1, &fence_);
+    read_timestamps();
     vk_.vkResetCommandPool(device_, command_pool_, 0);
     for (VkDescriptorPool pool : descriptor_pools_) vk_.vkResetDescriptorPool(device_, pool, 0);
     descriptor_pool_in_use_ = 0;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,7 +36,8 @@ struct PhysicalDevice {
   uint32_t max_workgroup_count[3] = {65535, 65535, 65535};
   uint32_t max_push_constants = 128;
   uint64_t min_storage_alignment = 256;
-  float timestamp_period = 1;
+  float timestamp_period = 1;     ///< nanoseconds per timestamp tick
+  uint32_t timestamp_bits = 0;    ///< valid bits of the queue's timestamps; 0: no timestamps
 };
 
 /// The process's Vulkan instance (created once; with ONNXTOOL_VULKAN_VALIDATION=1 the Khronos
@@ -117,6 +119,11 @@ class Device {
   void download(const Buffer& src, VkDeviceSize bytes, void* data);
   /// Submits what is recorded and waits for it; checks the validation layer's count.
   void flush();
+  /// Device time of the commands recorded between the two calls (`run --profile`): timestamps
+  /// around them, read at the next flush, which calls `done` with the nanoseconds. begin_timed
+  /// is false when the queue has no timestamps.
+  bool begin_timed();
+  void end_timed(std::function<void(int64_t)> done);
   /// Number of buffers ever allocated (tests of the pool).
   size_t allocations() const { return allocations_; }
   /// Held by a session for the whole of a run: the sessions of a process share the device and
@@ -129,8 +136,13 @@ class Device {
   VkCommandBuffer recording();
   Buffer staging(VkDeviceSize bytes);
   VkDescriptorSet descriptor_set(const Pipeline& pipeline);
+  void read_timestamps();
   void barrier();
   [[noreturn]] void fail(const char* what, VkResult result) const;
+
+  /// A driver failure the tests provoke on a working device (ONNXTOOL_VULKAN_FAULT=pipeline or
+  /// device-lost): every pipeline creation fails, or the first submitted work loses the device.
+  enum class Fault { kNone, kPipeline, kDeviceLost };
 
   std::shared_ptr<Instance> instance_;
   Api& vk_;
@@ -141,6 +153,12 @@ class Device {
   VkCommandBuffer commands_ = VK_NULL_HANDLE;
   VkFence fence_ = VK_NULL_HANDLE;
   bool recording_ = false;
+  Fault fault_ = Fault::kNone;
+  VkQueryPool queries_ = VK_NULL_HANDLE;   // timestamps, created on the first begin_timed
+  uint32_t queries_used_ = 0;              // in the command buffer being recorded
+  bool queries_reset_ = false;             // the reset is recorded in the current command buffer
+  bool timing_open_ = false;               // begin_timed wrote a start that end_timed may close
+  std::vector<std::pair<uint32_t, std::function<void(int64_t)>>> timed_;  // first query, callback
   uint32_t device_memory_type_ = 0;
   uint32_t host_memory_type_ = 0;
   std::vector<VkDescriptorPool> descriptor_pools_;

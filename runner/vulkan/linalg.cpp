@@ -54,7 +54,7 @@ void record_matmul(DeviceKernelContext& ctx, DataType dtype, const MatMulParams&
   if (p.m == 0 || p.n == 0 || batches == 0) return;
   Device& dev = backend_of(ctx).device();
   const uint32_t ts = tile_size(ctx);
-  const Pipeline& pipe = dev.pipeline(shader_for("matmul", dtype), 4, ts, ts, 1);
+  const Pipeline& pipe = dev.pipeline(accumulating_shader_for(ctx, "matmul", dtype), 4, ts, ts, 1);
   dev.dispatch(pipe, {a->range(), b->range(), (bias ? bias : a)->range(), y->range()}, &p, sizeof p,
                (p.n + ts - 1) / ts, (p.m + ts - 1) / ts, batches);
 }
@@ -214,7 +214,7 @@ void record_conv(DeviceKernelContext& ctx, DataType dtype, const ConvGeometry& g
   auto x = input(ctx, 0), w = input(ctx, 1);
   std::shared_ptr<const VulkanTensor> b = has_bias ? input(ctx, 2) : nullptr;
   auto y = output(ctx, 0, dtype, shape);
-  dispatch_1d(ctx, shader_for(shader, dtype), {x->range(), w->range(), (b ? b : x)->range(), y->range()}, &p, sizeof p,
+  dispatch_1d(ctx, accumulating_shader_for(ctx, shader, dtype), {x->range(), w->range(), (b ? b : x)->range(), y->range()}, &p, sizeof p,
               p.total);
 }
 

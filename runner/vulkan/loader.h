@@ -69,6 +69,11 @@ namespace onnxtool::runner::vulkan {
   X(vkCmdPipelineBarrier)             \
   X(vkCmdCopyBuffer)                  \
   X(vkCmdFillBuffer)                  \
+  X(vkCreateQueryPool)                \
+  X(vkDestroyQueryPool)               \
+  X(vkCmdResetQueryPool)              \
+  X(vkCmdWriteTimestamp)              \
+  X(vkGetQueryPoolResults)            \
   X(vkQueueSubmit)                    \
   X(vkCreateFence)                    \
   X(vkDestroyFence)                   \

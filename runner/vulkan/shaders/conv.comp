@@ -4,7 +4,7 @@
 
 // Direct convolution, one output element per invocation: Y [N, M, O0, O1, O2] from X [N, C, I0,
 // I1, I2] and W [M, C/group, K0, K1, K2], optional bias [M]. 1-D and 2-D convolutions come as 3-D
-// ones with leading spatial dims of 1. Positions in the padding read as 0; float32 accumulation.
+// ones with leading spatial dims of 1. Positions in the padding read as 0; ACC accumulation.
 layout(std430, binding = 0) readonly buffer X { T x[]; };
 layout(std430, binding = 1) readonly buffer W { T w[]; };
 layout(std430, binding = 2) readonly buffer Bias { T bias[]; };
@@ -40,7 +40,7 @@ void main() {
   const int s1 = int(o1 * p.stride[1]) - int(p.pad[1]);
   const int s2 = int(o2 * p.stride[2]) - int(p.pad[2]);
   const uint group = mo / p.mg;
-  float acc = 0.0;
+  ACC acc = ACC(0.0);
   for (uint ci = 0; ci < p.cg; ++ci) {
     const uint xbase = (n * p.c + group * p.cg + ci) * isize;
     const uint wbase = (mo * p.cg + ci) * ksize;
@@ -55,11 +55,11 @@ void main() {
         for (uint k2 = 0; k2 < p.kernel[2]; ++k2) {
           const int i2 = s2 + int(k2 * p.dilation[2]);
           if (i2 < 0 || i2 >= int(p.in_dims[2])) continue;
-          acc += float(x[xrow + uint(i2)]) * float(w[wrow + k2]);
+          acc += ACC(x[xrow + uint(i2)]) * ACC(w[wrow + k2]);
         }
       }
     }
   }
-  if (p.has_bias != 0) acc += float(bias[mo]);
+  if (p.has_bias != 0) acc += ACC(bias[mo]);
   y[i] = T(acc);
 }

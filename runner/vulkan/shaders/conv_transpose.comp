@@ -6,7 +6,7 @@
 // O0, O1, O2] from X [N, C, I0, I1, I2] and W [C, M/group, K0, K1, K2], optional bias [M]. Input
 // position i and kernel tap k feed output position o = i * stride - pad + k * dilation, so each
 // output sums over the taps k whose (o + pad - k * dilation) is a multiple of the stride inside
-// the input. 1-D and 2-D come as 3-D with leading spatial dims of 1; float32 accumulation.
+// the input. 1-D and 2-D come as 3-D with leading spatial dims of 1; ACC accumulation.
 layout(std430, binding = 0) readonly buffer X { T x[]; };
 layout(std430, binding = 1) readonly buffer W { T w[]; };
 layout(std430, binding = 2) readonly buffer Bias { T bias[]; };
@@ -50,7 +50,7 @@ void main() {
   const uint o0 = o / (p.out_dims[2] * p.out_dims[1]);
   const uint group = mo / p.mg;
   const uint mi = mo % p.mg;
-  float acc = 0.0;
+  ACC acc = ACC(0.0);
   for (uint ci = 0; ci < p.cg; ++ci) {
     const uint ch = group * p.cg + ci;
     const uint xbase = (n * p.c + ch) * isize;
@@ -66,11 +66,11 @@ void main() {
         for (uint k2 = 0; k2 < p.kernel[2]; ++k2) {
           const int i2 = source(2, o2, k2);
           if (i2 < 0) continue;
-          acc += float(x[xrow + uint(i2)]) * float(w[wrow + k2]);
+          acc += ACC(x[xrow + uint(i2)]) * ACC(w[wrow + k2]);
         }
       }
     }
   }
-  if (p.has_bias != 0) acc += float(bias[mo]);
+  if (p.has_bias != 0) acc += ACC(bias[mo]);
   y[i] = T(acc);
 }

@@ -5,10 +5,10 @@
 // Batched y = alpha * op(A) op(B) + beta * bias, for MatMul and Gemm. One workgroup computes a
 // TS x TS tile of one output matrix (TS = the workgroup's x and y size, at most 16, chosen by the
 // host from the device's limit), staging TS x TS tiles of op(A) and op(B) in shared memory;
-// float32 accumulation. op(A)[i, q] = a[a_off + i * a_row + q * a_col] (a transpose is a swap of
+// ACC accumulation. op(A)[i, q] = a[a_off + i * a_row + q * a_col] (a transpose is a swap of
 // the two strides), likewise op(B)[q, j]; the batch index (workgroup z) maps to matrix offsets
 // through broadcast batch strides (0 along broadcast dims). bias[i, j] = bias[i * c_row + j *
-// c_col] (0 strides broadcast it).
+// c_col] (0 strides broadcast it). Products, sums, alpha and beta are in ACC.
 layout(std430, binding = 0) readonly buffer A { T a[]; };
 layout(std430, binding = 1) readonly buffer B { T b[]; };
 layout(std430, binding = 2) readonly buffer Bias { T bias[]; };
@@ -33,8 +33,8 @@ layout(push_constant) uniform Params {
 } p;
 
 #define MAX_TILE 16
-shared float tile_a[MAX_TILE * MAX_TILE];
-shared float tile_b[MAX_TILE * MAX_TILE];
+shared ACC tile_a[MAX_TILE * MAX_TILE];
+shared ACC tile_b[MAX_TILE * MAX_TILE];
 
 void main() {
   const uint ts = gl_WorkGroupSize.x;
@@ -49,19 +49,19 @@ void main() {
     a_off += coord * p.a_batch[d];
     b_off += coord * p.b_batch[d];
   }
-  float acc = 0.0;
+  ACC acc = ACC(0.0);
   for (uint k0 = 0; k0 < p.k; k0 += ts) {
     const uint ka = k0 + tx, kb = k0 + ty;
-    tile_a[ty * MAX_TILE + tx] = (row < p.m && ka < p.k) ? float(a[a_off + row * p.a_row + ka * p.a_col]) : 0.0;
-    tile_b[ty * MAX_TILE + tx] = (kb < p.k && col < p.n) ? float(b[b_off + kb * p.b_row + col * p.b_col]) : 0.0;
+    tile_a[ty * MAX_TILE + tx] = (row < p.m && ka < p.k) ? ACC(a[a_off + row * p.a_row + ka * p.a_col]) : ACC(0.0);
+    tile_b[ty * MAX_TILE + tx] = (kb < p.k && col < p.n) ? ACC(b[b_off + kb * p.b_row + col * p.b_col]) : ACC(0.0);
     barrier();
     const uint steps = min(ts, p.k - k0);
     for (uint q = 0; q < steps; ++q) acc += tile_a[ty * MAX_TILE + q] * tile_b[q * MAX_TILE + tx];
     barrier();
   }
   if (row < p.m && col < p.n) {
-    float v = p.alpha * acc;
-    if (p.has_bias != 0) v += p.beta * float(bias[row * p.c_row + col * p.c_col]);
+    ACC v = ACC(p.alpha) * acc;
+    if (p.has_bias != 0) v += ACC(p.beta) * ACC(bias[row * p.c_row + col * p.c_col]);
     y[(batch * p.m + row) * p.n + col] = T(v);
   }
 }

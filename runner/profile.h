@@ -1,0 +1,84 @@
+// Per-node timing of a session's runs (`onnxtool run --profile`): where the time of a model goes.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace onnxtool::ir {
+class Node;
+}
+
+namespace onnxtool::runner {
+
+/// Collects one event per node of the main graph per run while attached to a session
+/// (Session::set_profiler). Control-flow nodes (If, Loop, Scan) include their subgraphs' time;
+/// constant subgraphs, computed once and cached, are not timed. On a Vulkan device a node's time
+/// is the host's: recording its dispatches, plus waiting when its result is needed on the host.
+class Profiler {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  struct Event {
+    const ir::Node* node;
+    int run;              ///< 0-based index of the run
+    bool on_device;       ///< the node's kernel ran on the session's device
+    int64_t start_ns;     ///< since the profiler's creation
+    int64_t duration_ns;  ///< on the host: the node's kernel, or recording its device work
+    int64_t device_ns;    ///< the device's own time for its work (timestamps); -1 when not timed
+  };
+  struct Run {
+    int64_t start_ns;
+    int64_t duration_ns;
+  };
+
+  Profiler() : origin_(Clock::now()) {}
+  void begin_run();
+  void end_run();
+  /// Adds a node's event; returns its index for set_device_time.
+  size_t record(const ir::Node& node, bool on_device, Clock::time_point start, Clock::time_point end);
+  void set_device_time(size_t event, int64_t ns) { events_[event].device_ns = ns; }
+
+  const std::vector<Event>& events() const { return events_; }
+  const std::vector<Run>& runs() const { return runs_; }
+
+ private:
+  int64_t since_origin(Clock::time_point t) const {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t - origin_).count();
+  }
+  Clock::time_point origin_;
+  Clock::time_point run_start_;
+  std::vector<Event> events_;
+  std::vector<Run> runs_;
+};
+
+/// The profile averaged over runs, per op type and per node, each sorted by time (descending;
+/// ties by name, so that equal profiles print identically). A node's time is the device's own
+/// (timestamps) where it ran on a device that times its work, else the host's.
+struct ProfileSummary {
+  struct Row {
+    std::string name;     ///< op type, or node name
+    std::string op_type;  ///< for nodes
+    std::string device;   ///< for nodes: "cpu", or the device's id
+    int64_t count = 0;    ///< executions over all runs
+    double ms = 0;        ///< time per run
+    double host_ms = 0;   ///< the host's time per run (for device nodes: recording their work)
+    double share = 0;     ///< of the nodes' time, 0..1
+    bool device_timed = false;  ///< ms includes device timestamps
+  };
+  int runs = 0;
+  double run_ms = 0;    ///< wall time of a run, feeds to outputs
+  double nodes_ms = 0;  ///< the nodes' time per run
+  std::vector<Row> op_types;
+  std::vector<Row> nodes;
+};
+
+ProfileSummary summarize(const Profiler& profiler, const std::string& device_id);
+
+/// The events as a Chrome trace (the JSON array format onnxruntime's profiler writes; opens in
+/// Perfetto and chrome://tracing): one "model_run" event per run and one per node, with the op
+/// type and the provider (CPU or the device) in its args.
+std::string chrome_trace(const Profiler& profiler, const std::string& device_id);
+
+}  // namespace onnxtool::runner
