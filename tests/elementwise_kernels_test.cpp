@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <vector>
 #include <functional>
 #include <map>
 #include <random>
@@ -172,6 +174,49 @@ int64_t count(const std::vector<int64_t>& s) {
 // ---------------------------------------------------------------- broadcasting binary ops
 
 TEST_SUITE("elementwise_kernels") {
+  TEST_CASE("float16 conversions in bulk are bit-identical to ir's, NaN payloads included") {
+    using runner::cpu::floats_to_halves;
+    using runner::cpu::halves_to_floats;
+    // Every float16, in blocks of eight (NaN blocks take the portable path) and one at a time.
+    std::vector<uint16_t> halves(65536);
+    for (size_t i = 0; i < halves.size(); ++i) halves[i] = static_cast<uint16_t>(i);
+    std::vector<float> bulk(halves.size()), single(halves.size());
+    halves_to_floats(halves.data(), bulk.data(), static_cast<int64_t>(halves.size()));
+    for (size_t i = 0; i < halves.size(); ++i) halves_to_floats(&halves[i], &single[i], 1);
+    size_t wrong = 0;
+    for (size_t i = 0; i < halves.size(); ++i) {
+      const float want = ir::half_to_float(halves[i]);
+      wrong += std::memcmp(&want, &bulk[i], 4) != 0 || std::memcmp(&want, &single[i], 4) != 0;
+    }
+    CHECK(wrong == 0);
+    // A sweep of float32 bit patterns (a prime stride over all 2^32) and the edges: ties at every
+    // exponent, the largest float16 and the rounding to infinity, subnormals, NaNs.
+    std::vector<float> floats;
+    for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 4099) {
+      const auto b = static_cast<uint32_t>(bits);
+      float f;
+      std::memcpy(&f, &b, 4);
+      floats.push_back(f);
+    }
+    for (int e = -30; e <= 16; ++e)
+      for (float m : {1.0f, 1.00048828125f, 1.0009765625f, 1.00146484375f, 1.99951171875f})
+        for (float s : {1.0f, -1.0f}) floats.push_back(s * std::ldexp(m, e));
+    for (float f : {65504.0f, 65519.0f, 65519.99f, 65520.0f, 1e9f, 5.96e-8f, 2.98e-8f, 2.9802322e-8f, 6.1e-5f, 0.0f, -0.0f,
+                    std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                    std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min()})
+      floats.push_back(f);
+    std::vector<uint16_t> out(floats.size()), one(floats.size());
+    floats_to_halves(floats.data(), out.data(), static_cast<int64_t>(floats.size()));
+    for (size_t i = 0; i < floats.size(); ++i) floats_to_halves(&floats[i], &one[i], 1);
+    wrong = 0;
+    for (size_t i = 0; i < floats.size(); ++i) {
+      const uint16_t want = ir::float_to_half(floats[i]);
+      wrong += out[i] != want || one[i] != want;
+    }
+    CHECK(wrong == 0);
+    CHECK(floats.size() > 1000000);
+  }
+
   TEST_CASE("float32 Add/Sub/Mul/Div fast paths match the reference at odd sizes and broadcasts") {
     const std::map<std::string, std::function<double(double, double)>> ops = {
         {"Add", [](double a, double b) { return a + b; }},

@@ -12,6 +12,38 @@
 #include "runner/cpu/kernels.h"
 
 namespace onnxtool::runner::cpu {
+
+void halves_to_floats(const uint16_t* in, float* out, int64_t n) {
+  int64_t i = 0;
+#ifdef __F16C__
+  const __m128i magnitude = _mm_set1_epi16(0x7fff), infinity = _mm_set1_epi16(0x7c00);
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+    if (_mm_movemask_epi8(_mm_cmpgt_epi16(_mm_and_si128(h, magnitude), infinity)) != 0) {
+      for (int64_t k = i; k < i + 8; ++k) out[k] = load_half(in[k]);  // a NaN among them
+      continue;
+    }
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+  }
+#endif
+  for (; i < n; ++i) out[i] = load_half(in[i]);
+}
+
+void floats_to_halves(const float* in, uint16_t* out, int64_t n) {
+  int64_t i = 0;
+#ifdef __F16C__
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(in + i);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0) {
+      for (int64_t k = i; k < i + 8; ++k) out[k] = store_half(in[k]);  // a NaN among them
+      continue;
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+#endif
+  for (; i < n; ++i) out[i] = store_half(in[i]);
+}
+
 namespace {
 
 /// One element from storage type S to storage type D (both plain types).

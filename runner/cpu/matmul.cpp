@@ -65,7 +65,7 @@ MatMulShape matmul_shape(const KernelContext& ctx, const std::vector<int64_t>& s
   return s;
 }
 
-/// Plain product for the types Eigen is not used for (integers, 16-bit floats through float).
+/// Plain product for the integer types.
 template <class T, class Acc>
 void naive_product(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k) {
   for (int64_t i = 0; i < m; ++i)
@@ -96,6 +96,15 @@ void matmul(KernelContext& ctx) {
         if constexpr (std::is_same_v<T, float>) gemm_f32(s.m, s.n, s.k, ai, s.k, false, bi, s.n, false, py + i * mn, s.n, false);
         else gemm_f64(s.m, s.n, s.k, ai, s.k, false, bi, s.n, false, py + i * mn, s.n, false);
       }
+    } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      // float16/bfloat16: the float32 product of the widened operands, rounded once at the end.
+      const Tensor af = widen_to_float(a), bf = widen_to_float(b);
+      Tensor yf(DataType::kFloat, y.shape());
+      for (int64_t i = 0; i < batches; ++i)
+        gemm_f32(s.m, s.n, s.k, af.data<float>() + s.a_batch[static_cast<size_t>(i)] * mk, s.k, false,
+                 bf.data<float>() + s.b_batch[static_cast<size_t>(i)] * kn, s.n, false, yf.mutable_data<float>() + i * mn, s.n,
+                 false);
+      ctx.set_output(0, narrow_from_float(yf, a.dtype()));
     } else {
       using Acc = std::conditional_t<std::is_integral_v<T>, T, double>;
       parallel_ranges(batches, 1, [&](int64_t b0, int64_t b1) {
@@ -159,8 +168,26 @@ void gemm_kernel(KernelContext& ctx) {
             }
         });
       }
+    } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      // float16/bfloat16: the float32 product of the widened operands, alpha and beta in float32,
+      // rounded once at the end.
+      const Tensor af = widen_to_float(a), bf = widen_to_float(b);
+      const Tensor cf = has_c ? widen_to_float(ctx.input(2)) : Tensor();
+      Tensor yf(DataType::kFloat, {m, n});
+      float* pyf = yf.mutable_data<float>();
+      gemm_f32(m, n, k, af.data<float>(), a.dim(1), ta, bf.data<float>(), b.dim(1), tb, pyf, n, false);
+      if (alpha != 1 || has_c) {
+        const float* pc = has_c ? cf.data<float>() : nullptr;
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            float v = alpha * pyf[i * n + j];
+            if (pc) v += beta * pc[bias.index(i, j)];
+            pyf[i * n + j] = v;
+          }
+      }
+      ctx.set_output(0, narrow_from_float(yf, a.dtype()));
     } else {
-      using Acc = std::conditional_t<std::is_integral_v<T>, C, double>;
+      using Acc = C;
       const T* pc = has_c ? ctx.input(2).data<T>() : nullptr;
       parallel_ranges(m, 1, [&](int64_t r0, int64_t r1) {
         for (int64_t i = r0; i < r1; ++i)

@@ -123,20 +123,22 @@ inline int32_t int_at(const Tensor& t, int64_t i) {
 /// A float16/bfloat16 tensor as float32, for kernels that compute in float32 only.
 inline Tensor widen_to_float(const Tensor& t) {
   Tensor out(DataType::kFloat, t.shape());
-  const bool half = t.dtype() == DataType::kFloat16;
-  for (int64_t i = 0; i < t.size(); ++i)
-    out.mutable_data<float>()[i] = half ? half_to_float(t.data<uint16_t>()[i]) : bfloat16_to_float(t.data<uint16_t>()[i]);
+  if (t.dtype() == DataType::kFloat16) {
+    halves_to_floats(t.data<uint16_t>(), out.mutable_data<float>(), t.size());
+    return out;
+  }
+  for (int64_t i = 0; i < t.size(); ++i) out.mutable_data<float>()[i] = bfloat16_to_float(t.data<uint16_t>()[i]);
   return out;
 }
 
 /// A float32 result back in the kernel's float16/bfloat16 type (rounded to nearest even).
 inline Tensor narrow_from_float(const Tensor& t, DataType type) {
   Tensor out(type, t.shape());
-  const bool half = type == DataType::kFloat16;
-  for (int64_t i = 0; i < t.size(); ++i) {
-    const float v = t.data<float>()[i];
-    out.mutable_data<uint16_t>()[i] = half ? float_to_half(v) : float_to_bfloat16(v);
+  if (type == DataType::kFloat16) {
+    floats_to_halves(t.data<float>(), out.mutable_data<uint16_t>(), t.size());
+    return out;
   }
+  for (int64_t i = 0; i < t.size(); ++i) out.mutable_data<uint16_t>()[i] = float_to_bfloat16(t.data<float>()[i]);
   return out;
 }
 
