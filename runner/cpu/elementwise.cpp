@@ -100,7 +100,9 @@ void unary_same(KernelContext& ctx, Op op) {
       // (the same values as element by element, faster).
       const Tensor xf = widen_to_float(x);
       Tensor yf(DataType::kFloat, x.shape());
-      map_unary(xf.data<float>(), yf.mutable_data<float>(), x.size(), [&](float v) { return static_cast<float>(op(v)); });
+      // (A generic lambda: op is only called for the types of Set, and float16 is among them here.)
+      map_unary(xf.data<float>(), yf.mutable_data<float>(), x.size(),
+                [&](auto v) { return static_cast<decltype(v)>(op(static_cast<calc_t<T>>(v))); });
       ctx.set_output(0, narrow_from_float(yf, DataType::kFloat16));
     } else {
       Tensor& y = ctx.output(0, x.dtype(), x.shape());
