@@ -61,7 +61,8 @@ inline float load_half(uint16_t h) {
 /// ir::float_to_half, which NaNs take (it makes them quiet NaNs of a fixed payload).
 inline uint16_t store_half(float f) {
 #ifdef __F16C__
-  if (!std::isnan(f)) return static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT));
+  // (_mm_cvtps_ph rather than _cvtss_sh, whose clang macro is a C99 compound literal.)
+  if (!std::isnan(f)) return static_cast<uint16_t>(_mm_extract_epi16(_mm_cvtps_ph(_mm_set_ss(f), _MM_FROUND_TO_NEAREST_INT), 0));
 #endif
   return float_to_half(f);
 }
