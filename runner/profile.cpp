@@ -73,7 +73,7 @@ ProfileSummary summarize(const Profiler& profiler, const std::string& device_id)
   std::map<std::string, ProfileSummary::Row> by_type;
   const auto add = [](ProfileSummary::Row& r, const Profiler::Event& e) {
     ++r.count;
-    r.ms += static_cast<double>(e.device_ns >= 0 ? e.device_ns : e.duration_ns) / 1e6;
+    r.ms += static_cast<double>(e.time_ns()) / 1e6;
     r.host_ms += static_cast<double>(e.duration_ns) / 1e6;
     r.device_timed = r.device_timed || e.device_ns >= 0;
   };
@@ -89,7 +89,7 @@ ProfileSummary summarize(const Profiler& profiler, const std::string& device_id)
     auto& t = by_type[e.node->op_type];
     t.name = e.node->op_type;
     add(t, e);
-    total += static_cast<double>(e.device_ns >= 0 ? e.device_ns : e.duration_ns) / 1e6;
+    total += static_cast<double>(e.time_ns()) / 1e6;
   }
   double run_total = 0;
   for (const auto& r : profiler.runs()) run_total += static_cast<double>(r.duration_ns) / 1e6;

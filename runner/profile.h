@@ -27,6 +27,8 @@ class Profiler {
     int64_t start_ns;     ///< since the profiler's creation
     int64_t duration_ns;  ///< on the host: the node's kernel, or recording its device work
     int64_t device_ns;    ///< the device's own time for its work (timestamps); -1 when not timed
+    /// The node's time: the device's where it timed the work, else the host's.
+    int64_t time_ns() const { return device_ns >= 0 ? device_ns : duration_ns; }
   };
   struct Run {
     int64_t start_ns;

@@ -76,6 +76,19 @@ void naive_product(const T* a, const T* b, T* c, int64_t m, int64_t n, int64_t k
     }
 }
 
+/// The batched product for float and double: the blocked GEMM per batch.
+template <class T>
+void real_product(const MatMulShape& s, const T* pa, const T* pb, T* py) {
+  const int64_t mk = s.m * s.k, kn = s.k * s.n, mn = s.m * s.n;
+  for (size_t i = 0; i < s.a_batch.size(); ++i) {
+    const T* ai = pa + s.a_batch[i] * mk;
+    const T* bi = pb + s.b_batch[i] * kn;
+    T* yi = py + static_cast<int64_t>(i) * mn;
+    if constexpr (std::is_same_v<T, float>) gemm_f32(s.m, s.n, s.k, ai, s.k, false, bi, s.n, false, yi, s.n, false);
+    else gemm_f64(s.m, s.n, s.k, ai, s.k, false, bi, s.n, false, yi, s.n, false);
+  }
+}
+
 void matmul(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
@@ -90,20 +103,12 @@ void matmul(KernelContext& ctx) {
     const T* pb = b.data<T>();
     T* py = y.mutable_data<T>();
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      for (int64_t i = 0; i < batches; ++i) {
-        const T* ai = pa + s.a_batch[static_cast<size_t>(i)] * mk;
-        const T* bi = pb + s.b_batch[static_cast<size_t>(i)] * kn;
-        if constexpr (std::is_same_v<T, float>) gemm_f32(s.m, s.n, s.k, ai, s.k, false, bi, s.n, false, py + i * mn, s.n, false);
-        else gemm_f64(s.m, s.n, s.k, ai, s.k, false, bi, s.n, false, py + i * mn, s.n, false);
-      }
+      real_product(s, pa, pb, py);
     } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
       // float16/bfloat16: the float32 product of the widened operands, rounded once at the end.
       const Tensor af = widen_to_float(a), bf = widen_to_float(b);
       Tensor yf(DataType::kFloat, y.shape());
-      for (int64_t i = 0; i < batches; ++i)
-        gemm_f32(s.m, s.n, s.k, af.data<float>() + s.a_batch[static_cast<size_t>(i)] * mk, s.k, false,
-                 bf.data<float>() + s.b_batch[static_cast<size_t>(i)] * kn, s.n, false, yf.mutable_data<float>() + i * mn, s.n,
-                 false);
+      real_product(s, af.data<float>(), bf.data<float>(), yf.mutable_data<float>());
       ctx.set_output(0, narrow_from_float(yf, a.dtype()));
     } else {
       using Acc = std::conditional_t<std::is_integral_v<T>, T, double>;
@@ -135,6 +140,23 @@ BiasView bias_view(const KernelContext& ctx, const Tensor& c, int64_t m, int64_t
   return v;
 }
 
+/// Gemm for float and double: the blocked GEMM, then y = alpha * y + beta * C (pc null: no C).
+template <class T>
+void real_gemm(int64_t m, int64_t n, int64_t k, const T* pa, int64_t lda, bool ta, const T* pb, int64_t ldb, bool tb,
+               float alpha, float beta, const T* pc, const BiasView& bias, T* py) {
+  if constexpr (std::is_same_v<T, float>) gemm_f32(m, n, k, pa, lda, ta, pb, ldb, tb, py, n, false);
+  else gemm_f64(m, n, k, pa, lda, ta, pb, ldb, tb, py, n, false);
+  if (alpha == 1 && !pc) return;
+  parallel_ranges(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
+    for (int64_t i = r0; i < r1; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        T v = static_cast<T>(alpha) * py[i * n + j];
+        if (pc) v += static_cast<T>(beta) * pc[bias.index(i, j)];
+        py[i * n + j] = v;
+      }
+  });
+}
+
 void gemm_kernel(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
@@ -155,36 +177,14 @@ void gemm_kernel(KernelContext& ctx) {
     const T* pb = b.data<T>();
     T* py = y.mutable_data<T>();
     if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      if constexpr (std::is_same_v<T, float>) gemm_f32(m, n, k, pa, a.dim(1), ta, pb, b.dim(1), tb, py, n, false);
-      else gemm_f64(m, n, k, pa, a.dim(1), ta, pb, b.dim(1), tb, py, n, false);
-      if (alpha != 1 || has_c) {
-        const T* pc = has_c ? ctx.input(2).data<T>() : nullptr;
-        parallel_ranges(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)), [&](int64_t r0, int64_t r1) {
-          for (int64_t i = r0; i < r1; ++i)
-            for (int64_t j = 0; j < n; ++j) {
-              T v = static_cast<T>(alpha) * py[i * n + j];
-              if (pc) v += static_cast<T>(beta) * pc[bias.index(i, j)];
-              py[i * n + j] = v;
-            }
-        });
-      }
+      real_gemm(m, n, k, pa, a.dim(1), ta, pb, b.dim(1), tb, alpha, beta, has_c ? ctx.input(2).data<T>() : nullptr, bias, py);
     } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-      // float16/bfloat16: the float32 product of the widened operands, alpha and beta in float32,
-      // rounded once at the end.
+      // float16/bfloat16: the float32 Gemm of the widened operands, rounded once at the end.
       const Tensor af = widen_to_float(a), bf = widen_to_float(b);
       const Tensor cf = has_c ? widen_to_float(ctx.input(2)) : Tensor();
       Tensor yf(DataType::kFloat, {m, n});
-      float* pyf = yf.mutable_data<float>();
-      gemm_f32(m, n, k, af.data<float>(), a.dim(1), ta, bf.data<float>(), b.dim(1), tb, pyf, n, false);
-      if (alpha != 1 || has_c) {
-        const float* pc = has_c ? cf.data<float>() : nullptr;
-        for (int64_t i = 0; i < m; ++i)
-          for (int64_t j = 0; j < n; ++j) {
-            float v = alpha * pyf[i * n + j];
-            if (pc) v += beta * pc[bias.index(i, j)];
-            pyf[i * n + j] = v;
-          }
-      }
+      real_gemm(m, n, k, af.data<float>(), a.dim(1), ta, bf.data<float>(), b.dim(1), tb, alpha, beta,
+                has_c ? cf.data<float>() : nullptr, bias, yf.mutable_data<float>());
       ctx.set_output(0, narrow_from_float(yf, a.dtype()));
     } else {
       using Acc = C;
