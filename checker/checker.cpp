@@ -198,11 +198,13 @@ void Checker::check_value_type(const ir::TypeInfo& t, const GraphCtx& ctx, const
           .error(std::string(role) + " '" + name + "' has a " + cur->to_string() + " type without element type");
     if (cur->shape)
       for (const auto& d : cur->shape->dims)
-        if (d.is_static() && d.value < 0)
+        if (d.is_negative_value())
           report("value.negative-dim")
               .in(ctx.path)
               .tensor(name)
-              .error(std::string(role) + " '" + name + "' has a negative dimension " + std::to_string(d.value));
+              .emit(options_.strict ? Severity::kError : Severity::kWarning,
+                    std::string(role) + " '" + name + "' declares dimension " + std::to_string(d.value) +
+                        "; read as a free dimension (as onnxruntime reads it), not a size");
     cur = cur->elem ? cur->elem.get() : nullptr;
   }
 }

@@ -170,7 +170,12 @@ void Decoder::opset(Reader r, OpsetId& o) {
 void Decoder::dim(Reader r, Dim& d) {
   Scope s(*this, r);
   ONNXTOOL_FIELDS(r)
-    CASE(1, kVarint) { d.kind = Dim::Kind::kValue; d.value = i64(r); d.param.clear(); continue; }
+    CASE(1, kVarint) {
+      d.value = i64(r);
+      d.kind = d.value < 0 ? Dim::Kind::kUnknown : Dim::Kind::kValue;  // see Dim: -1 is a free dim
+      d.param.clear();
+      continue;
+    }
     CASE(2, kLengthDelimited) { d.kind = Dim::Kind::kParam; d.param = str(r); d.value = 0; continue; }
     CASE(3, kLengthDelimited) { d.denotation = str(r); mark_default(d.explicit_defaults, 3, d.denotation.empty()); continue; }
     keep_unknown(r, tag_start, field, wt, d.unknown);
@@ -685,7 +690,7 @@ Rope Encoder::opset(const OpsetId& o) {
 
 Rope Encoder::dim(const Dim& d) {
   Rope r;
-  if (d.kind == Dim::Kind::kValue) r.put_int64(1, d.value);
+  if (d.kind == Dim::Kind::kValue || d.is_negative_value()) r.put_int64(1, d.value);
   if (d.kind == Dim::Kind::kParam) r.put_string(2, d.param);
   if (emit(d.explicit_defaults, 3, !d.denotation.empty())) r.put_string(3, d.denotation);
   tail(r, d.unknown);

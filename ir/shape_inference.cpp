@@ -250,11 +250,25 @@ bool ShapeInferencer::merge_type(TypeInfo& existing, const TypeInfo& inferred, s
   return true;
 }
 
+namespace {
+
+/// `t` without the declared -1s its dims may have been copied from (see Dim): only the file's
+/// own declarations save them, an inferred type says "unknown".
+TypeInfo without_negative_values(TypeInfo t) {
+  for (TypeInfo* cur = &t; cur; cur = cur->elem ? cur->elem.get() : nullptr)
+    if (cur->shape)
+      for (Dim& d : cur->shape->dims)
+        if (d.is_negative_value()) d.value = 0;
+  return t;
+}
+
+}  // namespace
+
 void ShapeInferencer::merge_into(Value* v, const TypeInfo& inferred, const Node& n, size_t index,
                                  const std::string& path) {
   std::string conflict;
   TypeInfo merged = type_of(v);
-  if (!merge_type(merged, inferred, conflict)) {
+  if (!merge_type(merged, without_negative_values(inferred), conflict)) {
     if (options_.check_declared)
       report(sink_, "shape.declared-mismatch")
           .in(path)

@@ -10,7 +10,7 @@ std::string Dim::to_string() const {
     case Kind::kParam:
       return param;
     default:
-      return "?";
+      return is_negative_value() ? std::to_string(value) : "?";  // a declared -1 shows as written
   }
 }
 

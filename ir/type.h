@@ -11,7 +11,9 @@
 
 namespace onnxtool::ir {
 
-/// One dimension: a known size, a symbolic name, or unknown.
+/// One dimension: a known size, a symbolic name, or unknown. Older exporters (Paddle2ONNX among
+/// them) declare a free dimension as dim_value -1: such a dim loads as unknown, as onnxruntime
+/// reads it, and keeps the number in `value` so that the model saves byte for byte.
 struct Dim {
   enum class Kind { kUnknown, kValue, kParam };
   Kind kind = Kind::kUnknown;
@@ -34,7 +36,9 @@ struct Dim {
     return d;
   }
   bool is_static() const { return kind == Kind::kValue; }
-  /// "3", "batch" or "?".
+  /// An unknown dim the file declared as a negative dim_value (see above).
+  bool is_negative_value() const { return kind == Kind::kUnknown && value < 0; }
+  /// "3", "batch", "?" (or a declared "-1").
   std::string to_string() const;
 };
 

