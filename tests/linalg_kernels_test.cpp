@@ -344,6 +344,13 @@ TEST_CASE("Conv 1-D and 3-D") {
   check_conv({1, 4, 5, 5, 5}, {4, 1, 3, 3, 3}, {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, 4}, false);
 }
 
+TEST_CASE("Conv with more than 2048 output positions: im2col in blocks of positions") {
+  // Blocks end mid-row, on strided, dilated and padded rows, in two images and two groups.
+  check_conv({2, 6, 75, 64}, {4, 3, 3, 3}, {{1, 1}, {1, 2}, {1, 2}, {0, 1}, 2}, true);
+  check_conv({1, 3, 5000}, {4, 3, 5}, {{2}, {1}, {2}, {1}}, true);
+  check_conv({1, 2, 9, 17, 19}, {3, 2, 3, 3, 3}, {{1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}}, false);
+}
+
 TEST_CASE("Conv auto_pad, kernel_shape, double and float16") {
   const Tensor x = random_float({1, 2, 7, 8}), w = random_float({3, 2, 3, 4});
   std::vector<int64_t> shape;

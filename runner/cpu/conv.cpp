@@ -24,12 +24,13 @@ ConvGeometry conv_transpose_geometry(const KernelContext& ctx, const Tensor& x, 
   return runner::conv_transpose_geometry(ctx, x.shape(), w.shape());
 }
 
-/// im2col for one image and one group: col[(c * K + k), o] = x[c, o * s - p + k * d] (0 outside).
+/// im2col of the output positions [p0, p1) for one image and one group:
+/// col[(c * K + k), o - p0] = x[c, o * s - p + k * d] (0 outside), rows p1 - p0 long.
 template <class T>
-void im2col(const ConvGeometry& g, const T* x, int64_t channels, T* col) {
+void im2col_range(const ConvGeometry& g, const T* x, int64_t channels, int64_t p0, int64_t p1, T* col) {
   const size_t rank = g.in.size();
-  const int64_t ksize = g.kernel_size(), osize = g.out_size(), isize = g.in_size();
-  parallel_ranges(channels * ksize, std::max<int64_t>(1, 16384 / std::max<int64_t>(osize, 1)), [&](int64_t r0, int64_t r1) {
+  const int64_t ksize = g.kernel_size(), isize = g.in_size(), len = p1 - p0;
+  parallel_ranges(channels * ksize, std::max<int64_t>(1, 16384 / std::max<int64_t>(len, 1)), [&](int64_t r0, int64_t r1) {
     std::vector<int64_t> kidx(rank), oidx(rank);
     for (int64_t r = r0; r < r1; ++r) {
       const int64_t c = r / ksize;
@@ -39,43 +40,49 @@ void im2col(const ConvGeometry& g, const T* x, int64_t channels, T* col) {
         kr /= g.kernel[d];
       }
       const T* xc = x + c * isize;
-      T* out = col + r * osize;
+      T* out = col + r * len;  // out[o - p0] is output position o
       if (rank == 1) {
-        const int64_t ow = g.out[0], iw = g.in[0], off = kidx[0] * g.dilation[0] - g.pad_begin[0], s = g.stride[0];
-        for (int64_t xo = 0; xo < ow; ++xo) {
+        const int64_t iw = g.in[0], off = kidx[0] * g.dilation[0] - g.pad_begin[0], s = g.stride[0];
+        for (int64_t xo = p0; xo < p1; ++xo) {
           const int64_t ix = xo * s + off;
-          out[xo] = ix >= 0 && ix < iw ? xc[ix] : T(0);
+          out[xo - p0] = ix >= 0 && ix < iw ? xc[ix] : T(0);
         }
         continue;
       }
       if (rank == 2) {
-        const int64_t oh = g.out[0], ow = g.out[1], ih = g.in[0], iw = g.in[1];
-        for (int64_t y = 0; y < oh; ++y) {
+        const int64_t ow = g.out[1], ih = g.in[0], iw = g.in[1];
+        const int64_t off = kidx[1] * g.dilation[1] - g.pad_begin[1];
+        // Output rows y, each cut to the range: columns [x0, x1) of row y, written from dst on.
+        for (int64_t y = p0 / ow; y * ow < p1; ++y) {
+          const int64_t x0 = std::max<int64_t>(p0 - y * ow, 0), x1 = std::min<int64_t>(p1 - y * ow, ow);
+          T* dst = out + (y * ow + x0 - p0);
           const int64_t iy = y * g.stride[0] - g.pad_begin[0] + kidx[0] * g.dilation[0];
-          T* orow = out + y * ow;
           if (iy < 0 || iy >= ih) {
-            std::fill(orow, orow + ow, T(0));
+            std::fill(dst, dst + (x1 - x0), T(0));
             continue;
           }
           const T* xrow = xc + iy * iw;
-          const int64_t off = kidx[1] * g.dilation[1] - g.pad_begin[1];
           if (g.stride[1] == 1) {
             // Contiguous run: zeros before, a copy, zeros after.
-            const int64_t lo = std::clamp<int64_t>(-off, 0, ow), hi = std::clamp<int64_t>(iw - off, 0, ow);
-            std::fill(orow, orow + lo, T(0));
-            if (hi > lo) std::copy(xrow + lo + off, xrow + hi + off, orow + lo);
-            std::fill(orow + std::max(lo, hi), orow + ow, T(0));
+            const int64_t lo = std::clamp<int64_t>(-off, x0, x1), hi = std::clamp<int64_t>(iw - off, x0, x1);
+            std::fill(dst, dst + (lo - x0), T(0));
+            if (hi > lo) std::copy(xrow + lo + off, xrow + hi + off, dst + (lo - x0));
+            std::fill(dst + (std::max(lo, hi) - x0), dst + (x1 - x0), T(0));
           } else {
-            for (int64_t xo = 0; xo < ow; ++xo) {
+            for (int64_t xo = x0; xo < x1; ++xo) {
               const int64_t ix = xo * g.stride[1] + off;
-              orow[xo] = ix >= 0 && ix < iw ? xrow[ix] : T(0);
+              dst[xo - x0] = ix >= 0 && ix < iw ? xrow[ix] : T(0);
             }
           }
         }
         continue;
       }
-      std::fill(oidx.begin(), oidx.end(), 0);
-      for (int64_t o = 0; o < osize; ++o) {
+      int64_t rest = p0;
+      for (size_t d = rank; d-- > 0;) {
+        oidx[d] = rest % g.out[d];
+        rest /= g.out[d];
+      }
+      for (int64_t o = p0; o < p1; ++o) {
         int64_t off = 0;
         bool inside = true;
         for (size_t d = 0; d < rank; ++d) {
@@ -86,7 +93,7 @@ void im2col(const ConvGeometry& g, const T* x, int64_t channels, T* col) {
           }
           off = off * g.in[d] + i;
         }
-        out[o] = inside ? xc[off] : T(0);
+        out[o - p0] = inside ? xc[off] : T(0);
         for (size_t d = rank; d-- > 0;) {
           if (++oidx[d] < g.out[d]) break;
           oidx[d] = 0;
@@ -94,6 +101,12 @@ void im2col(const ConvGeometry& g, const T* x, int64_t channels, T* col) {
       }
     }
   });
+}
+
+/// im2col of the whole output: col[(c * K + k), o], rows out_size() long.
+template <class T>
+void im2col(const ConvGeometry& g, const T* x, int64_t channels, T* col) {
+  im2col_range(g, x, channels, 0, g.out_size(), col);
 }
 
 /// Depthwise 2-D convolution (one input channel per group): a direct loop per output channel.
@@ -133,6 +146,13 @@ void gemm_t(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, bool ta, c
   else gemm_f64(m, n, k, a, lda, ta, b, ldb, tb, c, ldc, acc);
 }
 
+/// One column block buffer per thread, kept for later convolutions as scratch() is.
+template <class T>
+std::vector<T>& thread_col() {
+  thread_local std::vector<T> block;
+  return block;
+}
+
 /// Conv in float or double: Y [N, M, O...] from X [N, C, I...], W [M, C/g, K...], optional bias.
 template <class T>
 void conv_compute(const ConvGeometry& g, const T* x, const T* w, const T* bias, T* y, std::vector<T>& col) {
@@ -151,18 +171,41 @@ void conv_compute(const ConvGeometry& g, const T* x, const T* w, const T* bias, 
   bool pointwise = true;
   for (size_t i = 0; i < g.in.size(); ++i)
     pointwise = pointwise && g.kernel[i] == 1 && g.stride[i] == 1 && g.pad_begin[i] == 0 && g.pad_end[i] == 0;
-  if (!pointwise) col.resize(static_cast<size_t>(cg * ksize * osize));
-  for (int64_t n = 0; n < g.n; ++n)
-    for (int64_t gi = 0; gi < g.group; ++gi) {
-      const T* xg = x + (n * g.c + gi * cg) * isize;
-      const T* src = xg;
-      if (!pointwise) {
-        im2col(g, xg, cg, col.data());
-        src = col.data();
+  const int64_t kdim = cg * ksize;
+  if (!pointwise && osize > kGemmTileCols) {
+    // Large outputs: im2col and multiply one block of kGemmTileCols output positions at a time,
+    // the blocks in parallel, so the column buffer stays a few megabytes (a 1024x1024 image's
+    // would be gigabytes) and in cache. The blocks follow the GEMM's own tile grid: the same
+    // bytes as one product over the whole image.
+    const int64_t blocks = (osize + kGemmTileCols - 1) / kGemmTileCols;
+    for (int64_t n = 0; n < g.n; ++n)
+      for (int64_t gi = 0; gi < g.group; ++gi) {
+        const T* xg = x + (n * g.c + gi * cg) * isize;
+        T* yg = y + (n * g.m + gi * mg) * osize;
+        parallel_ranges(blocks, 1, [&](int64_t b0, int64_t b1) {
+          std::vector<T>& block = thread_col<T>();
+          block.resize(static_cast<size_t>(kdim * kGemmTileCols));
+          for (int64_t b = b0; b < b1; ++b) {
+            const int64_t p0 = b * kGemmTileCols, len = std::min(kGemmTileCols, osize - p0);
+            im2col_range(g, xg, cg, p0, p0 + len, block.data());
+            gemm_t<T>(mg, len, kdim, w + gi * mg * kdim, kdim, false, block.data(), len, false, yg + p0, osize, false);
+          }
+        });
       }
-      T* yg = y + (n * g.m + gi * mg) * osize;
-      gemm_t<T>(mg, osize, cg * ksize, w + gi * mg * cg * ksize, cg * ksize, false, src, osize, false, yg, osize, false);
-    }
+  } else {
+    if (!pointwise) col.resize(static_cast<size_t>(kdim * osize));
+    for (int64_t n = 0; n < g.n; ++n)
+      for (int64_t gi = 0; gi < g.group; ++gi) {
+        const T* xg = x + (n * g.c + gi * cg) * isize;
+        const T* src = xg;
+        if (!pointwise) {
+          im2col(g, xg, cg, col.data());
+          src = col.data();
+        }
+        T* yg = y + (n * g.m + gi * mg) * osize;
+        gemm_t<T>(mg, osize, kdim, w + gi * mg * kdim, kdim, false, src, osize, false, yg, osize, false);
+      }
+  }
   if (bias) {
     parallel_ranges(g.n * g.m, std::max<int64_t>(1, 16384 / std::max<int64_t>(osize, 1)), [&](int64_t p0, int64_t p1) {
       for (int64_t p = p0; p < p1; ++p) {

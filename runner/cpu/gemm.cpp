@@ -16,7 +16,7 @@ namespace {
 // The tile grid is fixed (not derived from the thread count): each tile of C is one Eigen
 // product, computed the same way whichever thread runs it.
 constexpr int64_t kTileRows = 128;
-constexpr int64_t kTileCols = 2048;
+constexpr int64_t kTileCols = kGemmTileCols;
 
 template <class T>
 using MatrixCM = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;

@@ -6,6 +6,11 @@
 
 namespace onnxtool::runner::cpu {
 
+/// The column width of gemm_f32's fixed tile grid: every tile is one product of its own, so a
+/// product split into column blocks starting at multiples of kGemmTileCols (each block called
+/// with its own B and C pointers) gives the same bytes as the whole product in one call.
+constexpr int64_t kGemmTileCols = 2048;
+
 /// C[M,N] = A[M,K] * B[K,N] (+ C when accumulate), all row-major with the given leading
 /// dimensions (elements between rows). A and B may be transposed (then A is stored [K,M], B
 /// [N,K]). Parallel over blocks of rows of C when the product is large enough; every element of
