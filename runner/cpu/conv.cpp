@@ -338,9 +338,17 @@ void im2col_i16(const ConvGeometry& g, const T* x, int64_t channels, int32_t zer
           std::fill(orow + x0, orow + x1, int16_t{0});
         } else {
           const T* xrow = xc + iy * iw;
-          for (int64_t xo = x0; xo < x1; ++xo) {
-            const int64_t ix = xo * sw + off;
-            orow[xo] = ix >= 0 && ix < iw ? static_cast<int16_t>(xrow[ix] - zero) : int16_t{0};
+          if (sw == 1) {
+            // Zeros before and after the run inside the row, a widening copy in between.
+            const int64_t lo = std::clamp<int64_t>(-off, x0, x1), hi = std::clamp<int64_t>(iw - off, x0, x1);
+            std::fill(orow + x0, orow + lo, int16_t{0});
+            for (int64_t xo = lo; xo < hi; ++xo) orow[xo] = static_cast<int16_t>(xrow[xo + off] - zero);
+            std::fill(orow + std::max(lo, hi), orow + x1, int16_t{0});
+          } else {
+            for (int64_t xo = x0; xo < x1; ++xo) {
+              const int64_t ix = xo * sw + off;
+              orow[xo] = ix >= 0 && ix < iw ? static_cast<int16_t>(xrow[ix] - zero) : int16_t{0};
+            }
           }
         }
         o += x1 - x0;

@@ -20,6 +20,8 @@ constexpr int64_t kNr = kIntGemmPanel;
 /// K values per block: an A register tile's slice (rows x 2 KB) stays in L1 and the B panels'
 /// slice in L2 while C is accumulated block by block.
 constexpr int64_t kKBlock = 512;
+/// Up to this many rows of A, int_gemm multiplies without packing.
+constexpr int64_t kFewRows = 2;
 
 #if defined(__AVX512BW__)
 constexpr int kMr = 8;  // rows per register tile: 8 x 2 accumulators of 16 int32
@@ -207,6 +209,31 @@ void pack_b_pairs(int64_t k, int64_t n, const Int8Matrix& b, const int32_t* zb, 
   }
 }
 
+/// Columns [j0, j1) of C for few rows of A, without packing: each row of B is read once per row
+/// of A and summed into uint32 columns (wrapping like the tiles; products are exact).
+template <class TA, class TB>
+void gemm_rows(int64_t m, int64_t k, const TA* a, int64_t lda, const int32_t* za, const TB* b, int64_t ldb, const int32_t* zb,
+               int32_t* c, int64_t ldc, int64_t j0, int64_t j1) {
+  std::vector<uint32_t> acc(static_cast<size_t>(j1 - j0));
+  uint32_t* s = acc.data() - j0;
+  for (int64_t i = 0; i < m; ++i) {
+    std::fill(acc.begin(), acc.end(), 0u);
+    for (int64_t p = 0; p < k; ++p) {
+      const auto av = static_cast<uint32_t>(static_cast<int32_t>(a[i * lda + p]) - za[i]);
+      const TB* br = b + p * ldb;
+      for (int64_t j = j0; j < j1; ++j) s[j] += av * static_cast<uint32_t>(static_cast<int32_t>(br[j]) - zb[j]);
+    }
+    for (int64_t j = j0; j < j1; ++j) c[i * ldc + j] = static_cast<int32_t>(s[j]);
+  }
+}
+
+template <class TA>
+void gemm_rows(int64_t m, int64_t k, const TA* a, int64_t lda, const int32_t* za, const Int8Matrix& b, const int32_t* zb,
+               int32_t* c, int64_t ldc, int64_t j0, int64_t j1) {
+  if (b.is_signed) gemm_rows(m, k, a, lda, za, static_cast<const int8_t*>(b.data), b.ld, zb, c, ldc, j0, j1);
+  else gemm_rows(m, k, a, lda, za, static_cast<const uint8_t*>(b.data), b.ld, zb, c, ldc, j0, j1);
+}
+
 }  // namespace
 
 void int_gemm_pack_a(int64_t m, int64_t k, const Int8Matrix& a, const int32_t* za, int16_t* out) {
@@ -249,6 +276,15 @@ void int_gemm_packed(int64_t m, int64_t n, int64_t kp, const int16_t* pa, const 
 void int_gemm(int64_t m, int64_t n, int64_t k, const Int8Matrix& a, const int32_t* za, const Int8Matrix& b,
               const int32_t* zb, int32_t* c, int64_t ldc) {
   if (m <= 0 || n <= 0) return;
+  if (m <= kFewRows) {
+    // Packing B would cost as much as the product (a decoder's single token): column blocks.
+    parallel_ranges((n + 63) / 64, std::max<int64_t>(1, 8192 / std::max<int64_t>(m * k, 1)), [&](int64_t b0, int64_t b1) {
+      const int64_t j0 = b0 * 64, j1 = std::min(n, b1 * 64);
+      if (a.is_signed) gemm_rows(m, k, static_cast<const int8_t*>(a.data), a.ld, za, b, zb, c, ldc, j0, j1);
+      else gemm_rows(m, k, static_cast<const uint8_t*>(a.data), a.ld, za, b, zb, c, ldc, j0, j1);
+    });
+    return;
+  }
   const int64_t kp = int_gemm_depth(k);
   std::vector<int16_t> pa(static_cast<size_t>(m * kp)), pb(static_cast<size_t>(int_gemm_packed_b_size(k, n)));
   // Both packings write disjoint rows / pair rows, so they split freely.

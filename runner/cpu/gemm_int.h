@@ -49,7 +49,8 @@ void int_gemm_pack_b16(int64_t k, int64_t n, const int16_t* b, int64_t ldb, int1
 void int_gemm_packed(int64_t m, int64_t n, int64_t kp, const int16_t* pa, const int16_t* pb, int32_t* c, int64_t ldc);
 
 /// C[M, N] = (A - za) x (B - zb), row-major C with `ldc` elements between rows; packs both
-/// operands and runs in parallel over blocks of C when the product is large enough.
+/// operands (for one or two rows of A, none: a plain loop over rows of B is cheaper) and runs in
+/// parallel over blocks of C when the product is large enough.
 void int_gemm(int64_t m, int64_t n, int64_t k, const Int8Matrix& a, const int32_t* za, const Int8Matrix& b,
               const int32_t* zb, int32_t* c, int64_t ldc);
 
