@@ -309,12 +309,11 @@ void conv_transpose(KernelContext& ctx) {
 
 // ---------------------------------------------------------------- integer convolutions
 
-/// The int16 im2col of output positions [o0, o1) of one image and group: col[(c * K + k), o - o0]
-/// = x[c, o * s - p + k * d] - zero, and 0 in the padding (which holds the zero point before
-/// the subtraction); `ld` elements between rows of col.
+/// The im2col of output positions [o0, o1) of one image and group, in x's own 8-bit type:
+/// col[(c * K + k), o - o0] = x[c, o * s - p + k * d], and the zero point in the padding (whose
+/// value minus the zero point is 0); `ld` elements between rows of col.
 template <class T>
-void im2col_i16(const ConvGeometry& g, const T* x, int64_t channels, int32_t zero, int64_t o0, int64_t o1, int16_t* col,
-                int64_t ld) {
+void im2col_tile(const ConvGeometry& g, const T* x, int64_t channels, T zero, int64_t o0, int64_t o1, T* col, int64_t ld) {
   const size_t rank = g.in.size();
   const int64_t ksize = g.kernel_size(), isize = g.in_size();
   std::vector<int64_t> kidx(rank), oidx(rank);
@@ -325,30 +324,28 @@ void im2col_i16(const ConvGeometry& g, const T* x, int64_t channels, int32_t zer
       kidx[d] = kr % g.kernel[d];
       kr /= g.kernel[d];
     }
-    int16_t* out = col + r * ld - o0;
+    T* out = col + r * ld - o0;
     if (rank == 2) {
-      // Runs along output rows: zeros where the input row or column is outside, else a copy.
+      // Runs along output rows: the zero point where the input row or column is outside, else a copy.
       const int64_t ow = g.out[1], ih = g.in[0], iw = g.in[1], sw = g.stride[1];
       const int64_t off = kidx[1] * g.dilation[1] - g.pad_begin[1];
       for (int64_t o = o0; o < o1;) {
         const int64_t yo = o / ow, x0 = o % ow, x1 = std::min(ow, x0 + (o1 - o));
-        int16_t* orow = out + yo * ow;
+        T* orow = out + yo * ow;
         const int64_t iy = yo * g.stride[0] - g.pad_begin[0] + kidx[0] * g.dilation[0];
         if (iy < 0 || iy >= ih) {
-          std::fill(orow + x0, orow + x1, int16_t{0});
+          std::fill(orow + x0, orow + x1, zero);
+        } else if (sw == 1) {
+          const T* xrow = xc + iy * iw;
+          const int64_t lo = std::clamp<int64_t>(-off, x0, x1), hi = std::clamp<int64_t>(iw - off, x0, x1);
+          std::fill(orow + x0, orow + lo, zero);
+          if (hi > lo) std::copy(xrow + lo + off, xrow + hi + off, orow + lo);
+          std::fill(orow + std::max(lo, hi), orow + x1, zero);
         } else {
           const T* xrow = xc + iy * iw;
-          if (sw == 1) {
-            // Zeros before and after the run inside the row, a widening copy in between.
-            const int64_t lo = std::clamp<int64_t>(-off, x0, x1), hi = std::clamp<int64_t>(iw - off, x0, x1);
-            std::fill(orow + x0, orow + lo, int16_t{0});
-            for (int64_t xo = lo; xo < hi; ++xo) orow[xo] = static_cast<int16_t>(xrow[xo + off] - zero);
-            std::fill(orow + std::max(lo, hi), orow + x1, int16_t{0});
-          } else {
-            for (int64_t xo = x0; xo < x1; ++xo) {
-              const int64_t ix = xo * sw + off;
-              orow[xo] = ix >= 0 && ix < iw ? static_cast<int16_t>(xrow[ix] - zero) : int16_t{0};
-            }
+          for (int64_t xo = x0; xo < x1; ++xo) {
+            const int64_t ix = xo * sw + off;
+            orow[xo] = ix >= 0 && ix < iw ? xrow[ix] : zero;
           }
         }
         o += x1 - x0;
@@ -371,7 +368,7 @@ void im2col_i16(const ConvGeometry& g, const T* x, int64_t channels, int32_t zer
         }
         off = off * g.in[d] + i;
       }
-      out[o] = inside ? static_cast<int16_t>(xc[off] - zero) : int16_t{0};
+      out[o] = inside ? xc[off] : zero;
       for (size_t d = rank; d-- > 0;) {
         if (++oidx[d] < g.out[d]) break;
         oidx[d] = 0;
@@ -382,41 +379,45 @@ void im2col_i16(const ConvGeometry& g, const T* x, int64_t channels, int32_t zer
 
 /// Integer convolution with zero points (x: scalar; w: scalar or per output channel) into y
 /// [N, M, O...], int32 sums wrapping modulo 2^32: the integer GEMM of the packed weights of each
-/// group by the int16 im2col of tiles of output positions (no im2col for 1x1 stride-1 unpadded
+/// group by the packed im2col of tiles of output positions (no im2col for 1x1 stride-1 unpadded
 /// kernels), one tile per task, so that memory stays bounded for large images.
 template <class T>
 void conv_integer_compute(const ConvGeometry& g, const T* x, const Tensor& w, int32_t x_zero, const std::vector<int32_t>& w_zero,
                           int32_t* y) {
   const int64_t cg = g.c / g.group, mg = g.m / g.group;
   const int64_t ksize = g.kernel_size(), osize = g.out_size(), isize = g.in_size();
-  const int64_t depth = cg * ksize, kp = int_gemm_depth(depth);
-  std::vector<int16_t> pw(static_cast<size_t>(g.m * kp));
+  const int64_t depth = cg * ksize, wstride = int_gemm_a_stride(depth);
+  std::vector<int16_t> pw(static_cast<size_t>(g.m * wstride));
   int_gemm_pack_a(g.m, depth, Int8Matrix{w.raw(), w.dtype() == DataType::kInt8, depth}, w_zero.data(), pw.data());
   bool pointwise = true;
   for (size_t i = 0; i < g.in.size(); ++i)
     pointwise = pointwise && g.kernel[i] == 1 && g.stride[i] == 1 && g.pad_begin[i] == 0 && g.pad_end[i] == 0;
-  // Tiles of output positions: whole B panels, the packed tile about 256 KB (it is read once per
-  // register tile of weight rows), at least two panels so that each weight row is reused.
-  const int64_t tile = std::clamp<int64_t>(131072 / std::max<int64_t>(kp, 1) / kIntGemmPanel * kIntGemmPanel,
-                                           2 * kIntGemmPanel, 64 * kIntGemmPanel);
+  // Tiles of output positions: whole B panels, the 8-bit im2col tile about 512 KB (the packed
+  // one about as large, read once per register tile of weight rows), at least two panels so
+  // that each weight row is reused, and at least four tiles per image when it is that large so
+  // that threads share small images.
+  const int64_t tile = std::clamp<int64_t>(
+      std::min(524288 / std::max<int64_t>(depth, 1), (osize / 4 + kIntGemmPanel - 1)) / kIntGemmPanel * kIntGemmPanel,
+      2 * kIntGemmPanel, 64 * kIntGemmPanel);
   const int64_t tiles = (osize + tile - 1) / tile;
   const int64_t tasks = g.n * g.group * tiles;
-  const int64_t task_work = mg * std::min(tile, osize) * std::max<int64_t>(kp, 1);
+  const int64_t task_work = mg * std::min(tile, osize) * std::max<int64_t>(depth, 1);
+  constexpr bool is_signed = std::is_same_v<T, int8_t>;
   parallel_ranges(tasks, std::max<int64_t>(1, (int64_t{1} << 20) / task_work), [&](int64_t t0, int64_t t1) {
-    std::vector<int16_t> col(pointwise ? 0 : static_cast<size_t>(depth * tile));
+    std::vector<T> col(pointwise ? 0 : static_cast<size_t>(depth * tile));
     std::vector<int16_t> packed(static_cast<size_t>(int_gemm_packed_b_size(depth, tile)));
-    const std::vector<int32_t> zeros(pointwise ? static_cast<size_t>(tile) : 0, x_zero);
+    const std::vector<int32_t> zeros(static_cast<size_t>(tile), x_zero);
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n = t / (g.group * tiles), gi = t / tiles % g.group, o0 = t % tiles * tile;
       const int64_t cols = std::min(tile, osize - o0);
       const T* xg = x + (n * g.c + gi * cg) * isize;
       if (pointwise) {
-        int_gemm_pack_b(depth, cols, Int8Matrix{xg + o0, std::is_same_v<T, int8_t>, isize}, zeros.data(), packed.data());
+        int_gemm_pack_b(depth, cols, Int8Matrix{xg + o0, is_signed, isize}, zeros.data(), packed.data());
       } else {
-        im2col_i16(g, xg, cg, x_zero, o0, o0 + cols, col.data(), cols);
-        int_gemm_pack_b16(depth, cols, col.data(), cols, packed.data());
+        im2col_tile(g, xg, cg, static_cast<T>(x_zero), o0, o0 + cols, col.data(), cols);
+        int_gemm_pack_b(depth, cols, Int8Matrix{col.data(), is_signed, cols}, zeros.data(), packed.data());
       }
-      int_gemm_packed(mg, cols, kp, pw.data() + gi * mg * kp, packed.data(), y + (n * g.m + gi * mg) * osize + o0, osize);
+      int_gemm_packed(mg, cols, depth, pw.data() + gi * mg * wstride, packed.data(), y + (n * g.m + gi * mg) * osize + o0, osize);
     }
   });
 }
@@ -444,9 +445,13 @@ void check_int8(const KernelContext& ctx, const Tensor& t, const char* what) {
     ctx.fail(std::string(what) + " must be uint8 or int8, is " + type_name(t.dtype()));
 }
 
-/// A zero point, when present, must be 8-bit like its operand (the integer GEMM relies on the range).
-void check_zero_point(const KernelContext& ctx, size_t input, const char* what) {
-  if (ctx.has_input(input)) check_int8(ctx, ctx.input(input), what);
+/// A zero point, when present, must have its operand's 8-bit type, as the spec types it (the
+/// integer GEMM relies on the range, the im2col pads with x's zero point in x's type).
+void check_zero_point(const KernelContext& ctx, size_t input, const Tensor& operand, const char* what) {
+  if (!ctx.has_input(input)) return;
+  if (ctx.input(input).dtype() != operand.dtype())
+    ctx.fail(std::string(what) + " must have the type of its operand (" + type_name(operand.dtype()) + "), is " +
+             type_name(ctx.input(input).dtype()));
 }
 
 void conv_integer(KernelContext& ctx) {
@@ -454,8 +459,8 @@ void conv_integer(KernelContext& ctx) {
   const Tensor& w = ctx.input(1);
   check_int8(ctx, x, "x");
   check_int8(ctx, w, "w");
-  check_zero_point(ctx, 2, "x_zero_point");
-  check_zero_point(ctx, 3, "w_zero_point");
+  check_zero_point(ctx, 2, x, "x_zero_point");
+  check_zero_point(ctx, 3, w, "w_zero_point");
   const ConvGeometry g = conv_geometry(ctx, x, w);
   const int32_t xz = ctx.has_input(2) ? int_at(ctx.input(2), 0) : 0;
   const auto wz = per_channel_ints(ctx, 3, g.m, "w_zero_point");
@@ -471,8 +476,8 @@ void qlinear_conv(KernelContext& ctx) {
   check_int8(ctx, x, "x");
   check_int8(ctx, w, "w");
   const Tensor& yz = ctx.input(7);
-  check_zero_point(ctx, 2, "x_zero_point");
-  check_zero_point(ctx, 5, "w_zero_point");
+  check_zero_point(ctx, 2, x, "x_zero_point");
+  check_zero_point(ctx, 5, w, "w_zero_point");
   const ConvGeometry g = conv_geometry(ctx, x, w);
   const float xs = ctx.input(1).data<float>()[0];
   const int32_t xz = int_at(ctx.input(2), 0);
