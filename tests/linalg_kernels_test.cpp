@@ -6,8 +6,12 @@
 
 #include <cmath>
 #include <cstdint>
+#include <random>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "runner/cpu/gemm_int.h"
 #include "tests/kernel_test_util.h"
 
 namespace onnxtool {
@@ -558,6 +562,137 @@ TEST_CASE("ConvInteger: zero points, padding and groups") {
   REQUIRE(y.shape() == shape);
   for (int64_t i = 0; i < y.size(); ++i) CHECK(y.data<int32_t>()[i] == static_cast<int32_t>(want[static_cast<size_t>(i)]));
   check_fails(NodeCase("ConvInteger", 10, {x, random_float({6, 2, 3, 3})}, attrs), "uint8 or int8");
+}
+
+/// The integer GEMM's contract, summed plainly: sum_k (A[i,k] - za[i]) * (B[k,j] - zb[j]) modulo 2^32.
+std::vector<int32_t> int_gemm_reference(int64_t m, int64_t n, int64_t k, const std::vector<int32_t>& a,
+                                        const std::vector<int32_t>& za, const std::vector<int32_t>& b,
+                                        const std::vector<int32_t>& zb) {
+  std::vector<int32_t> c(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      uint32_t acc = 0;
+      for (int64_t p = 0; p < k; ++p)
+        acc += static_cast<uint32_t>((a[static_cast<size_t>(i * k + p)] - za[static_cast<size_t>(i)]) *
+                                     (b[static_cast<size_t>(p * n + j)] - zb[static_cast<size_t>(j)]));
+      c[static_cast<size_t>(i * n + j)] = static_cast<int32_t>(acc);
+    }
+  return c;
+}
+
+TEST_CASE("Integer GEMM: odd sizes, uint8/int8 operands, per-row and per-column zero points") {
+  using runner::cpu::Int8Matrix;
+  std::uniform_int_distribution<int> byte(0, 255);
+  const std::vector<int64_t> sizes{1, 3, 17, 33, 100, 130};
+  int cases = 0;
+  for (int64_t m : sizes)
+    for (int64_t n : sizes)
+      for (int64_t k : {int64_t{1}, int64_t{3}, int64_t{17}, int64_t{33}, int64_t{100}, int64_t{1100}}) {
+        if (m * n * k > 2'000'000) continue;
+        const bool as = (m + n + k) % 2 == 1, bs = (m + 2 * n + k) % 3 != 0;
+        CAPTURE(m);
+        CAPTURE(n);
+        CAPTURE(k);
+        CAPTURE(as);
+        CAPTURE(bs);
+        std::vector<uint8_t> ab(static_cast<size_t>(m * k)), bb(static_cast<size_t>(k * n));
+        std::vector<int32_t> a(ab.size()), b(bb.size()), za(static_cast<size_t>(m)), zb(static_cast<size_t>(n));
+        const auto value = [](uint8_t v, bool is_signed) { return is_signed ? static_cast<int32_t>(static_cast<int8_t>(v)) : int32_t{v}; };
+        for (size_t i = 0; i < ab.size(); ++i) a[i] = value(ab[i] = static_cast<uint8_t>(byte(rng())), as);
+        for (size_t i = 0; i < bb.size(); ++i) b[i] = value(bb[i] = static_cast<uint8_t>(byte(rng())), bs);
+        for (auto& z : za) z = value(static_cast<uint8_t>(byte(rng())), as);
+        for (auto& z : zb) z = value(static_cast<uint8_t>(byte(rng())), bs);
+        // Extreme values in a corner: |A - za| = |B - zb| = 255 along a whole row and column.
+        if (as == bs) {
+          for (int64_t p = 0; p < k; ++p) {
+            a[static_cast<size_t>(p)] = value(ab[static_cast<size_t>(p)] = as ? 0x80 : 0, as);
+            b[static_cast<size_t>(p * n)] = value(bb[static_cast<size_t>(p * n)] = as ? 0x80 : 0, bs);
+          }
+          za[0] = zb[0] = as ? 127 : 255;
+        }
+        const auto want = int_gemm_reference(m, n, k, a, za, b, zb);
+        const int64_t ldc = n + 3;
+        std::vector<int32_t> c(static_cast<size_t>(m * ldc), 77);
+        runner::cpu::int_gemm(m, n, k, Int8Matrix{ab.data(), as, k}, za.data(), Int8Matrix{bb.data(), bs, n}, zb.data(), c.data(), ldc);
+        int wrong = 0;
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < n; ++j) wrong += c[static_cast<size_t>(i * ldc + j)] != want[static_cast<size_t>(i * n + j)];
+          for (int64_t j = n; j < ldc; ++j) wrong += c[static_cast<size_t>(i * ldc + j)] != 77;  // untouched
+        }
+        CHECK(wrong == 0);
+        // The packed entry points (as the convolutions use them) give the same sums.
+        if (m <= 33) {
+          std::vector<int16_t> pa(static_cast<size_t>(m * runner::cpu::int_gemm_a_stride(k)));
+          std::vector<int16_t> pb(static_cast<size_t>(runner::cpu::int_gemm_packed_b_size(k, n)));
+          runner::cpu::int_gemm_pack_a(m, k, Int8Matrix{ab.data(), as, k}, za.data(), pa.data());
+          runner::cpu::int_gemm_pack_b(k, n, Int8Matrix{bb.data(), bs, n}, zb.data(), pb.data());
+          std::vector<int32_t> cp(static_cast<size_t>(m * n));
+          runner::cpu::int_gemm_packed(m, n, k, pa.data(), pb.data(), cp.data(), n);
+          CHECK(cp == want);
+        }
+        ++cases;
+      }
+  CHECK(cases > 150);
+}
+
+TEST_CASE("MatMulInteger: batch broadcasting both ways, int8 x uint8, per-row A zero point") {
+  // A broadcast over B's batches (one GEMM per batch) and B shared by A's batches (one merged GEMM).
+  for (const auto& [sa, sb] : std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
+           {{17, 33}, {3, 33, 19}}, {{2, 3, 17, 33}, {33, 19}}, {{3, 1, 5, 40}, {1, 2, 40, 35}}}) {
+    const Tensor a = random_ints<int8_t>(DataType::kInt8, sa, -128, 127);
+    const Tensor b = random_ints<uint8_t>(DataType::kUInt8, sb, 0, 255);
+    const int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
+    const Tensor az = random_ints<int8_t>(DataType::kInt8, {m}, -128, 127);
+    const Tensor bz = random_ints<uint8_t>(DataType::kUInt8, {n}, 0, 255);
+    Tensor af(DataType::kFloat, sa), bf(DataType::kFloat, sb);
+    for (int64_t i = 0; i < a.size(); ++i) af.mutable_data<float>()[i] = a.data<int8_t>()[i] - az.data<int8_t>()[i / k % m];
+    for (int64_t i = 0; i < b.size(); ++i) bf.mutable_data<float>()[i] = b.data<uint8_t>()[i] - bz.data<uint8_t>()[i % n];
+    std::vector<int64_t> shape;
+    const auto want = matmul_reference(af, bf, &shape);  // exact: integer sums far below 2^24 per term, in double
+    const Tensor y = run1(NodeCase("MatMulInteger", 10, {a, b, az, bz}));
+    REQUIRE(y.shape() == shape);
+    int wrong = 0;
+    for (int64_t i = 0; i < y.size(); ++i) wrong += y.data<int32_t>()[i] != static_cast<int32_t>(want[static_cast<size_t>(i)]);
+    CHECK(wrong == 0);
+  }
+  check_fails(NodeCase("MatMulInteger", 10, {random_ints<uint8_t>(DataType::kUInt8, {2, 3}, 0, 255),
+                                             random_ints<uint8_t>(DataType::kUInt8, {3, 2}, 0, 255), ints({1})}),
+              "zero point must be uint8 or int8");
+}
+
+/// ConvInteger against the double reference on zero-point-shifted values (exact), x scalar zero
+/// point, w per output channel.
+template <class TX, class TW>
+void check_conv_integer(const std::vector<int64_t>& xs, const std::vector<int64_t>& ws, const ConvSpec& s) {
+  const DataType tx = std::is_signed_v<TX> ? DataType::kInt8 : DataType::kUInt8;
+  const DataType tw = std::is_signed_v<TW> ? DataType::kInt8 : DataType::kUInt8;
+  const int64_t xlo = std::is_signed_v<TX> ? -128 : 0, wlo = std::is_signed_v<TW> ? -128 : 0;
+  const Tensor x = random_ints<TX>(tx, xs, xlo, xlo + 255), w = random_ints<TW>(tw, ws, wlo, wlo + 255);
+  const Tensor xz = scalar_of<TX>(tx, static_cast<TX>(xlo + 77));
+  const Tensor wz = random_ints<TW>(tw, {ws[0]}, wlo, wlo + 255);
+  const int64_t per_m = w.size() / ws[0];
+  Tensor xf(DataType::kFloat, xs), wf(DataType::kFloat, ws);
+  for (int64_t i = 0; i < x.size(); ++i) xf.mutable_data<float>()[i] = static_cast<float>(x.data<TX>()[i] - (xlo + 77));
+  for (int64_t i = 0; i < w.size(); ++i) wf.mutable_data<float>()[i] = static_cast<float>(w.data<TW>()[i] - wz.data<TW>()[i / per_m]);
+  std::vector<int64_t> shape;
+  const auto want = conv_reference(xf, wf, nullptr, s, &shape);
+  const Tensor y = run1(NodeCase("ConvInteger", 10, {x, w, xz, wz}, conv_attrs(s)));
+  REQUIRE(y.shape() == shape);
+  int wrong = 0;
+  for (int64_t i = 0; i < y.size(); ++i) wrong += y.data<int32_t>()[i] != static_cast<int32_t>(want[static_cast<size_t>(i)]);
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("ConvInteger: strides, dilations, padding, groups, depthwise, 1x1, 1-D and 3-D, many tiles") {
+  check_conv_integer<uint8_t, uint8_t>({2, 6, 11, 13}, {9, 2, 3, 3}, {{2, 1}, {1, 2}, {1, 2}, {2, 0}, 3});
+  check_conv_integer<int8_t, uint8_t>({1, 5, 9, 8}, {7, 5, 2, 3}, {{1, 3}, {2, 1}, {0, 1}, {1, 1}});
+  check_conv_integer<uint8_t, int8_t>({1, 4, 10, 9}, {4, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 4});  // depthwise
+  check_conv_integer<int8_t, int8_t>({2, 7, 13, 5}, {11, 7, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}});    // pointwise
+  check_conv_integer<uint8_t, uint8_t>({1, 3, 23}, {5, 3, 4}, {{2}, {3}, {3}, {1}});                    // 1-D
+  check_conv_integer<uint8_t, int8_t>({1, 2, 5, 6, 4}, {3, 2, 2, 3, 2}, {{1, 2, 1}, {2, 1, 1}, {1, 1, 0}, {0, 1, 1}});
+  // Deep enough for several output tiles and weight register tiles, with odd channel counts.
+  check_conv_integer<uint8_t, uint8_t>({1, 67, 19, 23}, {21, 67, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}});
+  check_conv_integer<uint8_t, uint8_t>({1, 130, 37, 41}, {19, 130, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}});
 }
 
 /// Requantization as the spec defines it: round half to even, add the zero point, saturate.

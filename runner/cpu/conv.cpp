@@ -7,6 +7,7 @@
 
 #include "runner/cpu/elementwise_util.h"
 #include "runner/cpu/gemm.h"
+#include "runner/cpu/gemm_int.h"
 #include "runner/cpu/kernels.h"
 #include "runner/cpu/tensor_util.h"
 #include "runner/geometry.h"
@@ -351,38 +352,124 @@ void conv_transpose(KernelContext& ctx) {
 
 // ---------------------------------------------------------------- integer convolutions
 
-/// Integer convolution with zero points (x: scalar; w: scalar or per output channel), int32
-/// accumulation; computed in double through the float path would lose exactness past 2^24, so
-/// this is a direct im2col + integer dot product.
-std::vector<int32_t> conv_integer_compute(const KernelContext& ctx, const ConvGeometry& g, const Tensor& x, const Tensor& w,
-                                          int32_t x_zero, const std::vector<int32_t>& w_zero) {
-  const int64_t cg = g.c / g.group, mg = g.m / g.group;
-  const int64_t ksize = g.kernel_size(), osize = g.out_size(), isize = g.in_size();
-  std::vector<int32_t> xi(static_cast<size_t>(x.size()));
-  for (int64_t i = 0; i < x.size(); ++i) xi[static_cast<size_t>(i)] = int_at(x, i) - x_zero;
-  std::vector<int32_t> wi(static_cast<size_t>(w.size()));
-  const int64_t per_m = cg * ksize;
-  for (int64_t i = 0; i < w.size(); ++i) wi[static_cast<size_t>(i)] = int_at(w, i) - w_zero[static_cast<size_t>(i / per_m)];
-  std::vector<int32_t> y(static_cast<size_t>(g.n * g.m * osize));
-  std::vector<int32_t> col(static_cast<size_t>(cg * ksize * osize));
-  for (int64_t n = 0; n < g.n; ++n)
-    for (int64_t gi = 0; gi < g.group; ++gi) {
-      im2col(g, xi.data() + (n * g.c + gi * cg) * isize, cg, col.data());
-      parallel_ranges(mg, 1, [&](int64_t m0, int64_t m1) {
-        for (int64_t m = m0; m < m1; ++m) {
-          const int32_t* wm = wi.data() + (gi * mg + m) * per_m;
-          int32_t* ym = y.data() + (n * g.m + gi * mg + m) * osize;
-          std::fill(ym, ym + osize, 0);
-          for (int64_t k = 0; k < per_m; ++k) {
-            const int32_t wv = wm[k];
-            const int32_t* cr = col.data() + k * osize;
-            for (int64_t o = 0; o < osize; ++o) ym[o] += wv * cr[o];
+/// The im2col of output positions [o0, o1) of one image and group, in x's own 8-bit type:
+/// col[(c * K + k), o - o0] = x[c, o * s - p + k * d], and the zero point in the padding (whose
+/// value minus the zero point is 0); `ld` elements between rows of col.
+template <class T>
+void im2col_tile(const ConvGeometry& g, const T* x, int64_t channels, T zero, int64_t o0, int64_t o1, T* col, int64_t ld) {
+  const size_t rank = g.in.size();
+  const int64_t ksize = g.kernel_size(), isize = g.in_size();
+  std::vector<int64_t> kidx(rank), oidx(rank);
+  for (int64_t r = 0; r < channels * ksize; ++r) {
+    const T* xc = x + (r / ksize) * isize;
+    int64_t kr = r % ksize;
+    for (size_t d = rank; d-- > 0;) {
+      kidx[d] = kr % g.kernel[d];
+      kr /= g.kernel[d];
+    }
+    T* out = col + r * ld - o0;
+    if (rank == 2) {
+      // Runs along output rows: the zero point where the input row or column is outside, else a copy.
+      const int64_t ow = g.out[1], ih = g.in[0], iw = g.in[1], sw = g.stride[1];
+      const int64_t off = kidx[1] * g.dilation[1] - g.pad_begin[1];
+      for (int64_t o = o0; o < o1;) {
+        const int64_t yo = o / ow, x0 = o % ow, x1 = std::min(ow, x0 + (o1 - o));
+        T* orow = out + yo * ow;
+        const int64_t iy = yo * g.stride[0] - g.pad_begin[0] + kidx[0] * g.dilation[0];
+        if (iy < 0 || iy >= ih) {
+          std::fill(orow + x0, orow + x1, zero);
+        } else if (sw == 1) {
+          const T* xrow = xc + iy * iw;
+          const int64_t lo = std::clamp<int64_t>(-off, x0, x1), hi = std::clamp<int64_t>(iw - off, x0, x1);
+          std::fill(orow + x0, orow + lo, zero);
+          if (hi > lo) std::copy(xrow + lo + off, xrow + hi + off, orow + lo);
+          std::fill(orow + std::max(lo, hi), orow + x1, zero);
+        } else {
+          const T* xrow = xc + iy * iw;
+          for (int64_t xo = x0; xo < x1; ++xo) {
+            const int64_t ix = xo * sw + off;
+            orow[xo] = ix >= 0 && ix < iw ? xrow[ix] : zero;
           }
         }
-      });
+        o += x1 - x0;
+      }
+      continue;
     }
-  (void)ctx;
-  return y;
+    int64_t rem = o0;
+    for (size_t d = rank; d-- > 0;) {
+      oidx[d] = rem % g.out[d];
+      rem /= g.out[d];
+    }
+    for (int64_t o = o0; o < o1; ++o) {
+      int64_t off = 0;
+      bool inside = true;
+      for (size_t d = 0; d < rank; ++d) {
+        const int64_t i = oidx[d] * g.stride[d] - g.pad_begin[d] + kidx[d] * g.dilation[d];
+        if (i < 0 || i >= g.in[d]) {
+          inside = false;
+          break;
+        }
+        off = off * g.in[d] + i;
+      }
+      out[o] = inside ? xc[off] : zero;
+      for (size_t d = rank; d-- > 0;) {
+        if (++oidx[d] < g.out[d]) break;
+        oidx[d] = 0;
+      }
+    }
+  }
+}
+
+/// Integer convolution with zero points (x: scalar; w: scalar or per output channel) into y
+/// [N, M, O...], int32 sums wrapping modulo 2^32: the integer GEMM of the packed weights of each
+/// group by the packed im2col of tiles of output positions (no im2col for 1x1 stride-1 unpadded
+/// kernels), one tile per task, so that memory stays bounded for large images.
+template <class T>
+void conv_integer_compute(const ConvGeometry& g, const T* x, const Tensor& w, int32_t x_zero, const std::vector<int32_t>& w_zero,
+                          int32_t* y) {
+  const int64_t cg = g.c / g.group, mg = g.m / g.group;
+  const int64_t ksize = g.kernel_size(), osize = g.out_size(), isize = g.in_size();
+  const int64_t depth = cg * ksize, wstride = int_gemm_a_stride(depth);
+  std::vector<int16_t> pw(static_cast<size_t>(g.m * wstride));
+  int_gemm_pack_a(g.m, depth, Int8Matrix{w.raw(), w.dtype() == DataType::kInt8, depth}, w_zero.data(), pw.data());
+  bool pointwise = true;
+  for (size_t i = 0; i < g.in.size(); ++i)
+    pointwise = pointwise && g.kernel[i] == 1 && g.stride[i] == 1 && g.pad_begin[i] == 0 && g.pad_end[i] == 0;
+  // Tiles of output positions: whole B panels, the 8-bit im2col tile about 512 KB (the packed
+  // one about as large, read once per register tile of weight rows), at least two panels so
+  // that each weight row is reused, and at least four tiles per image when it is that large so
+  // that threads share small images.
+  const int64_t tile = std::clamp<int64_t>(
+      std::min(524288 / std::max<int64_t>(depth, 1), (osize / 4 + kIntGemmPanel - 1)) / kIntGemmPanel * kIntGemmPanel,
+      2 * kIntGemmPanel, 64 * kIntGemmPanel);
+  const int64_t tiles = (osize + tile - 1) / tile;
+  const int64_t tasks = g.n * g.group * tiles;
+  const int64_t task_work = mg * std::min(tile, osize) * std::max<int64_t>(depth, 1);
+  constexpr bool is_signed = std::is_same_v<T, int8_t>;
+  parallel_ranges(tasks, std::max<int64_t>(1, (int64_t{1} << 20) / task_work), [&](int64_t t0, int64_t t1) {
+    std::vector<T> col(pointwise ? 0 : static_cast<size_t>(depth * tile));
+    std::vector<int16_t> packed(static_cast<size_t>(int_gemm_packed_b_size(depth, tile)));
+    const std::vector<int32_t> zeros(static_cast<size_t>(tile), x_zero);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = t / (g.group * tiles), gi = t / tiles % g.group, o0 = t % tiles * tile;
+      const int64_t cols = std::min(tile, osize - o0);
+      const T* xg = x + (n * g.c + gi * cg) * isize;
+      if (pointwise) {
+        int_gemm_pack_b(depth, cols, Int8Matrix{xg + o0, is_signed, isize}, zeros.data(), packed.data());
+      } else {
+        im2col_tile(g, xg, cg, static_cast<T>(x_zero), o0, o0 + cols, col.data(), cols);
+        int_gemm_pack_b(depth, cols, Int8Matrix{col.data(), is_signed, cols}, zeros.data(), packed.data());
+      }
+      int_gemm_packed(mg, cols, depth, pw.data() + gi * mg * wstride, packed.data(), y + (n * g.m + gi * mg) * osize + o0, osize);
+    }
+  });
+}
+
+/// ConvInteger / QLinearConv's int32 sums for either type of x.
+void conv_integer_sums(const ConvGeometry& g, const Tensor& x, const Tensor& w, int32_t x_zero, const std::vector<int32_t>& w_zero,
+                       int32_t* y) {
+  if (x.dtype() == DataType::kInt8) conv_integer_compute(g, x.data<int8_t>(), w, x_zero, w_zero, y);
+  else conv_integer_compute(g, x.data<uint8_t>(), w, x_zero, w_zero, y);
 }
 
 std::vector<int32_t> per_channel_ints(const KernelContext& ctx, size_t input, int64_t m, const char* what) {
@@ -401,19 +488,29 @@ void check_int8(const KernelContext& ctx, const Tensor& t, const char* what) {
     ctx.fail(std::string(what) + " must be uint8 or int8, is " + type_name(t.dtype()));
 }
 
+/// A zero point, when present, must have its operand's 8-bit type, as the spec types it (the
+/// integer GEMM relies on the range, the im2col pads with x's zero point in x's type).
+void check_zero_point(const KernelContext& ctx, size_t input, const Tensor& operand, const char* what) {
+  if (!ctx.has_input(input)) return;
+  if (ctx.input(input).dtype() != operand.dtype())
+    ctx.fail(std::string(what) + " must have the type of its operand (" + type_name(operand.dtype()) + "), is " +
+             type_name(ctx.input(input).dtype()));
+}
+
 void conv_integer(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(1);
   check_int8(ctx, x, "x");
   check_int8(ctx, w, "w");
+  check_zero_point(ctx, 2, x, "x_zero_point");
+  check_zero_point(ctx, 3, w, "w_zero_point");
   const ConvGeometry g = conv_geometry(ctx, x, w);
   const int32_t xz = ctx.has_input(2) ? int_at(ctx.input(2), 0) : 0;
   const auto wz = per_channel_ints(ctx, 3, g.m, "w_zero_point");
   std::vector<int64_t> shape{g.n, g.m};
   shape.insert(shape.end(), g.out.begin(), g.out.end());
-  const auto acc = conv_integer_compute(ctx, g, x, w, xz, wz);
   Tensor& y = ctx.output(0, DataType::kInt32, shape);
-  std::copy(acc.begin(), acc.end(), y.mutable_data<int32_t>());
+  conv_integer_sums(g, x, w, xz, wz, y.mutable_data<int32_t>());
 }
 
 void qlinear_conv(KernelContext& ctx) {
@@ -422,6 +519,8 @@ void qlinear_conv(KernelContext& ctx) {
   check_int8(ctx, x, "x");
   check_int8(ctx, w, "w");
   const Tensor& yz = ctx.input(7);
+  check_zero_point(ctx, 2, x, "x_zero_point");
+  check_zero_point(ctx, 5, w, "w_zero_point");
   const ConvGeometry g = conv_geometry(ctx, x, w);
   const float xs = ctx.input(1).data<float>()[0];
   const int32_t xz = int_at(ctx.input(2), 0);
@@ -434,7 +533,8 @@ void qlinear_conv(KernelContext& ctx) {
   const float ys = ctx.input(6).data<float>()[0];
   const int32_t zy = int_at(yz, 0);
   const auto bias = per_channel_ints(ctx, 8, g.m, "B");
-  auto acc = conv_integer_compute(ctx, g, x, w, xz, wz);
+  std::vector<int32_t> acc(static_cast<size_t>(g.n * g.m * g.out_size()));
+  conv_integer_sums(g, x, w, xz, wz, acc.data());
   std::vector<int64_t> shape{g.n, g.m};
   shape.insert(shape.end(), g.out.begin(), g.out.end());
   Tensor& y = ctx.output(0, yz.dtype(), shape);

@@ -4,6 +4,7 @@
 
 #include "runner/cpu/elementwise_util.h"
 #include "runner/cpu/gemm.h"
+#include "runner/cpu/gemm_int.h"
 #include "runner/cpu/kernels.h"
 #include "runner/cpu/tensor_util.h"
 
@@ -215,6 +216,9 @@ std::vector<int32_t> zero_points(const KernelContext& ctx, size_t input, int64_t
   std::vector<int32_t> z(static_cast<size_t>(len), 0);
   if (!ctx.has_input(input)) return z;
   const Tensor& t = ctx.input(input);
+  // The spec types it as its operand; the integer GEMM relies on the 8-bit range.
+  if (t.dtype() != DataType::kUInt8 && t.dtype() != DataType::kInt8)
+    ctx.fail(std::string(what) + " zero point must be uint8 or int8, is " + type_name(t.dtype()));
   if (t.size() == 1) {
     std::fill(z.begin(), z.end(), int_at(t, 0));
   } else if (t.size() == len) {
@@ -225,33 +229,29 @@ std::vector<int32_t> zero_points(const KernelContext& ctx, size_t input, int64_t
   return z;
 }
 
-/// Integer batched product with per-row (A) and per-column (B) zero points, int32 results.
-void integer_product(const KernelContext& ctx, const Tensor& a, const Tensor& b, const MatMulShape& s,
-                     const std::vector<int32_t>& za, const std::vector<int32_t>& zb, int32_t* out) {
+/// Integer batched product with per-row (A) and per-column (B) zero points, int32 results (sums
+/// wrap modulo 2^32): the shared integer GEMM, once over all batches when they share one B.
+void integer_product(const Tensor& a, const Tensor& b, const MatMulShape& s, const std::vector<int32_t>& za,
+                     const std::vector<int32_t>& zb, int32_t* out) {
   const int64_t batches = static_cast<int64_t>(s.a_batch.size());
   const int64_t mk = s.m * s.k, kn = s.k * s.n, mn = s.m * s.n;
-  // Widen B once (minus its zero point) as int32, transposed so that the inner loop is contiguous.
-  std::vector<int32_t> bt(static_cast<size_t>(b.size()));
-  const int64_t b_mats = b.size() / std::max<int64_t>(kn, 1);
-  for (int64_t q = 0; q < b_mats; ++q)
-    for (int64_t p = 0; p < s.k; ++p)
-      for (int64_t j = 0; j < s.n; ++j)
-        bt[static_cast<size_t>(q * kn + j * s.k + p)] = int_at(b, q * kn + p * s.n + j) - zb[static_cast<size_t>(j)];
-  parallel_ranges(batches * s.m, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, s.n * s.k / 64 + 1)), [&](int64_t r0, int64_t r1) {
-    std::vector<int32_t> row(static_cast<size_t>(s.k));
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t bi = r / s.m, i = r % s.m;
-      const int64_t abase = s.a_batch[static_cast<size_t>(bi)] * mk + i * s.k;
-      for (int64_t p = 0; p < s.k; ++p) row[static_cast<size_t>(p)] = int_at(a, abase + p) - za[static_cast<size_t>(i)];
-      const int32_t* bm = bt.data() + s.b_batch[static_cast<size_t>(bi)] * kn;
-      for (int64_t j = 0; j < s.n; ++j) {
-        int32_t acc = 0;
-        const int32_t* col = bm + j * s.k;
-        for (int64_t p = 0; p < s.k; ++p) acc += row[static_cast<size_t>(p)] * col[p];
-        out[bi * mn + i * s.n + j] = acc;
-      }
-    }
-  });
+  const bool as = a.dtype() == DataType::kInt8, bs = b.dtype() == DataType::kInt8;
+  const auto at = [&](int64_t offset) {
+    return Int8Matrix{static_cast<const uint8_t*>(a.raw()) + offset, as, s.k};  // one byte per element either way
+  };
+  const auto bt = [&](int64_t offset) { return Int8Matrix{static_cast<const uint8_t*>(b.raw()) + offset, bs, s.n}; };
+  bool shared_b = true;
+  for (int64_t i = 0; i < batches; ++i)
+    shared_b = shared_b && s.b_batch[static_cast<size_t>(i)] == 0 && s.a_batch[static_cast<size_t>(i)] == i;
+  if (shared_b && batches > 1) {
+    std::vector<int32_t> zas(static_cast<size_t>(batches * s.m));
+    for (int64_t i = 0; i < batches * s.m; ++i) zas[static_cast<size_t>(i)] = za[static_cast<size_t>(i % s.m)];
+    int_gemm(batches * s.m, s.n, s.k, at(0), zas.data(), bt(0), zb.data(), out, s.n);
+    return;
+  }
+  for (int64_t bi = 0; bi < batches; ++bi)
+    int_gemm(s.m, s.n, s.k, at(s.a_batch[static_cast<size_t>(bi)] * mk), za.data(), bt(s.b_batch[static_cast<size_t>(bi)] * kn),
+             zb.data(), out + bi * mn, s.n);
 }
 
 void check_int8(const KernelContext& ctx, const Tensor& t, const char* what) {
@@ -268,7 +268,7 @@ void matmul_integer(KernelContext& ctx) {
   const auto za = zero_points(ctx, 2, s.m, "A");
   const auto zb = zero_points(ctx, 3, s.n, "B");
   Tensor& y = ctx.output(0, DataType::kInt32, s.out);
-  integer_product(ctx, a, b, s, za, zb, y.mutable_data<int32_t>());
+  integer_product(a, b, s, za, zb, y.mutable_data<int32_t>());
 }
 
 /// A per-tensor or per-row/column float scale.
@@ -297,7 +297,7 @@ void qlinear_matmul(KernelContext& ctx) {
   const float sy = ctx.input(6).data<float>()[0];
   const int32_t zy = int_at(yz, 0);
   std::vector<int32_t> acc(static_cast<size_t>(shape_size(s.out)));
-  integer_product(ctx, a, b, s, za, zb, acc.data());
+  integer_product(a, b, s, za, zb, acc.data());
   Tensor& y = ctx.output(0, yz.dtype(), s.out);
   const int32_t lo = yz.dtype() == DataType::kUInt8 ? 0 : -128, hi = yz.dtype() == DataType::kUInt8 ? 255 : 127;
   const int64_t mn = s.m * s.n;

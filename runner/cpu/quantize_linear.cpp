@@ -4,6 +4,10 @@
 #include <limits>
 #include <vector>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 #include "runner/cpu/elementwise_util.h"
 #include "runner/cpu/kernels.h"
 #include "runner/cpu/tensor_util.h"
@@ -183,25 +187,84 @@ void dequantize_linear(KernelContext& ctx) {
   }
 }
 
+/// min(0, x...) and max(0, x...) over [b, e), NaN skipped: each is +0 or a value beyond it (a
+/// -0 never replaces the initial +0), so chunk results combine in any order to the same bits.
+void min_max(const float* x, int64_t b, int64_t e, float& lo, float& hi) {
+  lo = 0;
+  hi = 0;
+  int64_t i = b;
+#if defined(__AVX2__)
+  // vminps / vmaxps return their second operand when either is NaN or both are zeros, as the
+  // scalar comparisons below keep the running value.
+  __m256 vlo = _mm256_setzero_ps(), vhi = _mm256_setzero_ps();
+  for (; i + 8 <= e; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    vlo = _mm256_min_ps(v, vlo);
+    vhi = _mm256_max_ps(v, vhi);
+  }
+  alignas(32) float l[8], h[8];
+  _mm256_store_ps(l, vlo);
+  _mm256_store_ps(h, vhi);
+  for (int j = 0; j < 8; ++j) {
+    lo = l[j] < lo ? l[j] : lo;
+    hi = hi < h[j] ? h[j] : hi;
+  }
+#endif
+  for (; i < e; ++i) {
+    lo = x[i] < lo ? x[i] : lo;  // false for NaN
+    hi = hi < x[i] ? x[i] : hi;
+  }
+}
+
+/// y = saturate(round_half_even(x / scale) + zero) to [0, 255] over [b, e) (NaN gives 0).
+void quantize_u8(const float* x, int64_t b, int64_t e, float scale, float zero, uint8_t* y) {
+  int64_t i = b;
+#if defined(__AVX2__)
+  // In integers: x / scale lies within [-255, 255] (or is NaN, converted to INT32_MIN, which
+  // saturates to 0 as the float NaN does), vcvtps2dq rounds half to even like nearbyint in the
+  // default rounding mode, and the sum with the zero point is exact either way.
+  const __m256 vs = _mm256_set1_ps(scale);
+  const __m256i vz = _mm256_set1_epi32(static_cast<int32_t>(zero)), v0 = _mm256_setzero_si256(),
+                v255 = _mm256_set1_epi32(255), order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  const auto quantize8 = [&](const float* p) {
+    const __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_div_ps(_mm256_loadu_ps(p), vs)), vz);
+    return _mm256_min_epi32(_mm256_max_epi32(q, v0), v255);
+  };
+  for (; i + 32 <= e; i += 32) {
+    const __m256i q01 = _mm256_packus_epi32(quantize8(x + i), quantize8(x + i + 8));
+    const __m256i q23 = _mm256_packus_epi32(quantize8(x + i + 16), quantize8(x + i + 24));
+    // The packs interleave 128-bit lanes: 4-byte groups come out as 0 2 4 6 1 3 5 7.
+    const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(q01, q23), order);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), bytes);
+  }
+#endif
+  for (; i < e; ++i) y[i] = static_cast<uint8_t>(std::min(255.0f, std::max(0.0f, std::nearbyint(x[i] / scale) + zero)));
+}
+
 void dynamic_quantize_linear(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   if (x.dtype() != DataType::kFloat) ctx.fail("x must be float, is " + type_name(x.dtype()));
   const float* px = x.data<float>();
+  // Range over chunks (one min/max pass), combined in chunk order; the bits do not depend on the split.
+  const int64_t grain = 4 * kElementwiseGrain;
+  const int64_t chunks = std::max<int64_t>(1, (x.size() + grain - 1) / grain);
+  std::vector<float> los(static_cast<size_t>(chunks)), his(static_cast<size_t>(chunks));
+  parallel_ranges(chunks, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c)
+      min_max(px, c * grain, std::min(x.size(), (c + 1) * grain), los[static_cast<size_t>(c)], his[static_cast<size_t>(c)]);
+  });
   float lo = 0, hi = 0;
-  for (int64_t i = 0; i < x.size(); ++i) {
-    if (std::isnan(px[i])) continue;
-    lo = std::min(lo, px[i]);
-    hi = std::max(hi, px[i]);
+  for (int64_t c = 0; c < chunks; ++c) {
+    lo = los[static_cast<size_t>(c)] < lo ? los[static_cast<size_t>(c)] : lo;
+    hi = hi < his[static_cast<size_t>(c)] ? his[static_cast<size_t>(c)] : hi;
   }
   const float scale = (hi - lo) / 255.0f;
   float zero = 0;
   if (scale != 0) zero = std::min(255.0f, std::max(0.0f, std::nearbyint(0.0f - lo / scale)));
   Tensor& y = ctx.output(0, DataType::kUInt8, x.shape());
   uint8_t* py = y.mutable_data<uint8_t>();
-  parallel_ranges(x.size(), kElementwiseGrain, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i)
-      py[i] = scale == 0 ? static_cast<uint8_t>(zero) : static_cast<uint8_t>(std::min(255.0f, std::max(0.0f, std::nearbyint(px[i] / scale) + zero)));
-  });
+  if (scale == 0) std::fill(py, py + x.size(), static_cast<uint8_t>(zero));
+  else parallel_ranges(x.size(), kElementwiseGrain, [&](int64_t b, int64_t e) { quantize_u8(px, b, e, scale, zero, py); });
   ctx.output(1, DataType::kFloat, {}).mutable_data<float>()[0] = scale;
   ctx.output(2, DataType::kUInt8, {}).mutable_data<uint8_t>()[0] = static_cast<uint8_t>(zero);
 }
