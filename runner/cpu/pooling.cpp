@@ -130,6 +130,12 @@ void max_row_into(const float* row, float* acc, const PoolDim& w) {
     const float* base = row - w.pad;
     for (int64_t k = 0; k < w.kernel; ++k)
       for (int64_t o = first; o < last; ++o) acc[o] = base[o + k] > acc[o] ? base[o + k] : acc[o];
+  } else if (w.stride == 2) {
+    // (2x2/2 pools: a constant stride lets the loads vectorize.)
+    for (int64_t k = 0; k < w.kernel; ++k) {
+      const float* base = row - w.pad + k;
+      for (int64_t o = first; o < last; ++o) acc[o] = base[o * 2] > acc[o] ? base[o * 2] : acc[o];
+    }
   } else {
     const int64_t s = w.stride;
     for (int64_t k = 0; k < w.kernel; ++k) {
