@@ -102,12 +102,12 @@ void unary_same(KernelContext& ctx, Op op) {
       Tensor yf(DataType::kFloat, x.shape());
       // (A generic lambda: op is only called for the types of Set, and float16 is among them here.)
       map_unary(xf.data<float>(), yf.mutable_data<float>(), x.size(),
-                [&](auto v) { return static_cast<decltype(v)>(op(static_cast<calc_t<T>>(v))); });
+                [op](auto v) { return static_cast<decltype(v)>(op(static_cast<calc_t<T>>(v))); });
       ctx.set_output(0, narrow_from_float(yf, DataType::kFloat16));
     } else {
       Tensor& y = ctx.output(0, x.dtype(), x.shape());
       map_unary(x.data<T>(), y.mutable_data<T>(), x.size(),
-                [&](T v) { return Num<T>::store(static_cast<calc_t<T>>(op(Num<T>::load(v)))); });
+                [op](T v) { return Num<T>::store(static_cast<calc_t<T>>(op(Num<T>::load(v)))); });
     }
   });
 }
