@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <random>
+#include <tuple>
 
 #include "ir/error.h"
 #include "ir/graph.h"
@@ -519,6 +520,44 @@ TEST_SUITE("elementwise_kernels") {
         CHECK(bad == 0);
       }
     }
+  }
+
+  TEST_CASE("float16 activations in float32 blocks keep the per-element bits") {
+    // Random halves with signed zeros, infinities, subnormals and NaNs of several payloads.
+    const auto halves = [](std::vector<int64_t> shape) {
+      Tensor t(DataType::kFloat16, std::move(shape));
+      const uint16_t special[] = {0x0000, 0x8000, 0x7c00, 0xfc00, 0x0001, 0x83ff, 0x7e01, 0xfd55, 0x7bff, 0x3c00, 0xbc00};
+      std::uniform_real_distribution<float> d(-20.0f, 20.0f);
+      for (int64_t i = 0; i < t.size(); ++i)
+        t.mutable_data<uint16_t>()[i] = i % 5 == 0 ? special[static_cast<size_t>(i / 5) % 11] : ir::float_to_half(d(rng()));
+      return t;
+    };
+    const auto same_bits = [](const Tensor& y, const std::vector<uint16_t>& want) {
+      REQUIRE(y.dtype() == DataType::kFloat16);
+      REQUIRE(y.size() == static_cast<int64_t>(want.size()));
+      int bad = 0;
+      for (size_t i = 0; i < want.size(); ++i)
+        if (y.data<uint16_t>()[i] != want[i] && bad++ < 3) FAIL_CHECK("element " << i << ": " << y.data<uint16_t>()[i] << " vs " << want[i]);
+      CHECK(bad == 0);
+    };
+    const float alpha = 0.2f;
+    const std::vector<std::tuple<const char*, int64_t, AttrSetter, std::function<float(float)>>> unary = {
+        {"Relu", 14, nullptr, [](float v) { return v < 0 ? 0.0f : v; }},
+        {"LeakyRelu", 16, [&](ir::Node& n) { n.set_attr(ir::Attribute::make_float("alpha", alpha)); },
+         [&](float v) { return v < 0 ? v * alpha : v; }},
+        {"HardSwish", 14, nullptr, [](float v) { return v * std::max(0.0f, std::min(1.0f, v / 6.0f + 0.5f)); }},
+        {"Neg", 13, nullptr, [](float v) { return -v; }},
+    };
+    for (int64_t n : {int64_t{1}, int64_t{511}, int64_t{513}, int64_t{70001}})
+      for (const auto& [op, opset, attrs, fn] : unary) {
+        CAPTURE(std::string(op));
+        CAPTURE(n);
+        const Tensor x = halves({n});
+        const Tensor y = run({op, opset, {x}, attrs});
+        std::vector<uint16_t> want(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) want[static_cast<size_t>(i)] = ir::float_to_half(fn(ir::half_to_float(x.data<uint16_t>()[i])));
+        same_bits(y, want);
+      }
   }
 
   TEST_CASE("PRelu broadcasts the slope; Clip with attributes, inputs and integer types") {

@@ -528,6 +528,22 @@ TEST_CASE("MaxPool float32 fast path: bit-identical to the generic scan with tie
     for (int64_t len : {1, 6, 41})
       if (check_max_pool_bits(tricky_floats({2, 2, len}, 0.1), p)) ++ran1;
   CHECK(ran1 >= 7);
+  // float16 planes take the float32 fast path: the same bytes as the generic scan.
+  int ran16 = 0;
+  for (const Pool& p : g2)
+    for (const auto& hw : sizes) {
+      const Tensor xf = tricky_floats({2, 3, hw[0], hw[1]}, 0.05);
+      Tensor xh(DataType::kFloat16, xf.shape());
+      for (int64_t i = 0; i < xf.size(); ++i) xh.mutable_data<uint16_t>()[i] = ir::float_to_half(xf.data<float>()[i]);
+      Tensor want;
+      if (!max_pool_bits_reference(xf, p, &want)) continue;
+      CAPTURE(xh.describe());
+      CAPTURE(runner::shape_string(p.kernel));
+      const Tensor fast = run1({"MaxPool", 12, {xh}, p.attrs()});
+      check_same(fast, run_checked({"MaxPool", 12, {xh}, p.attrs(), 2})[0]);
+      ++ran16;
+    }
+  CHECK(ran16 > 50);
   // A NaN that starts a window wins it; one later in the window does not.
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const Tensor y = run1({"MaxPool", 12, {floats({nan, 1, 2, 3, 4, nan}, {1, 1, 2, 3})}, {attr_ints("kernel_shape", {2, 2})}});

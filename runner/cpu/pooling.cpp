@@ -206,18 +206,33 @@ void pool(KernelContext& ctx) {
   const double p = ctx.opset() < 2 ? ctx.attr_float("p", 2.0f) : static_cast<double>(ctx.attr_int("p", 2));
   const bool column_major = ctx.attr_int("storage_order", 0) != 0;
   const int64_t isize = dims_product(g.in, 0, g.in.size()), osize = dims_product(g.out, 0, g.out.size());
-  if (kKind == PoolKind::kMax && x.dtype() == DataType::kFloat && !indices && g.in.size() <= 2 &&
-      std::all_of(g.dilation.begin(), g.dilation.end(), [](int64_t d) { return d == 1; })) {
+  if (kKind == PoolKind::kMax && (x.dtype() == DataType::kFloat || x.dtype() == DataType::kFloat16) && !indices &&
+      g.in.size() <= 2 && std::all_of(g.dilation.begin(), g.dilation.end(), [](int64_t d) { return d == 1; })) {
     // 1-D pools as 2-D ones of height 1.
     const size_t r = g.in.size();
     const PoolDim h = r == 2 ? PoolDim{g.in[0], g.out[0], g.kernel[0], g.stride[0], g.pad_begin[0]} : PoolDim{1, 1, 1, 1, 0};
     const PoolDim w{g.in[r - 1], g.out[r - 1], g.kernel[r - 1], g.stride[r - 1], g.pad_begin[r - 1]};
-    const float* px = x.data<float>();
-    float* py = y.mutable_data<float>();
-    parallel_ranges(g.planes, 1, [&](int64_t p0, int64_t p1) {
-      std::vector<float> scratch;
-      for (int64_t pl = p0; pl < p1; ++pl) max_pool_plane_f32(h, w, px + pl * isize, py + pl * osize, scratch);
-    });
+    if (x.dtype() == DataType::kFloat) {
+      const float* px = x.data<float>();
+      float* py = y.mutable_data<float>();
+      parallel_ranges(g.planes, 1, [&](int64_t p0, int64_t p1) {
+        std::vector<float> scratch;
+        for (int64_t pl = p0; pl < p1; ++pl) max_pool_plane_f32(h, w, px + pl * isize, py + pl * osize, scratch);
+      });
+    } else {
+      // float16: each plane widened to float32 (exact), pooled, and narrowed back, which is
+      // exact for the maxima and maps a NaN as store_half does in pool_plane.
+      const uint16_t* px = x.data<uint16_t>();
+      uint16_t* py = y.mutable_data<uint16_t>();
+      parallel_ranges(g.planes, 1, [&](int64_t p0, int64_t p1) {
+        std::vector<float> scratch, in(static_cast<size_t>(isize)), out(static_cast<size_t>(osize));
+        for (int64_t pl = p0; pl < p1; ++pl) {
+          halves_to_floats(px + pl * isize, in.data(), isize);
+          max_pool_plane_f32(h, w, in.data(), out.data(), scratch);
+          floats_to_halves(out.data(), py + pl * osize, osize);
+        }
+      });
+    }
     return;
   }
   constexpr unsigned kTypes = kKind == PoolKind::kMax ? (kFloats | kSignedInts | kUnsignedInts) : kFloats;
