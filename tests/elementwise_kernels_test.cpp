@@ -549,7 +549,12 @@ TEST_SUITE("elementwise_kernels") {
         {"Neg", 13, nullptr, [](float v) { return -v; }},
     };
     for (int64_t n : {int64_t{1}, int64_t{511}, int64_t{513}, int64_t{70001}})
-      for (const auto& [op, opset, attrs, fn] : unary) {
+      for (const auto& u : unary) {
+        // (No structured bindings: clang 14 cannot capture them in CAPTURE's lambda.)
+        const char* op = std::get<0>(u);
+        const int64_t opset = std::get<1>(u);
+        const AttrSetter& attrs = std::get<2>(u);
+        const auto& fn = std::get<3>(u);
         CAPTURE(std::string(op));
         CAPTURE(n);
         const Tensor x = halves({n});
