@@ -5,6 +5,7 @@
 // threads and must give the same bytes. Invalid inputs must fail with an Error.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -12,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <random>
+#include <tuple>
 
 #include "ir/error.h"
 #include "ir/graph.h"
@@ -432,6 +434,135 @@ TEST_SUITE("elementwise_kernels") {
     CHECK(std::isnan(out[0]));
     CHECK(out[1] == 1.0f);
     CHECK(out[2] == 0.0f);
+  }
+
+  TEST_CASE("float32 sigmoid at the widest vector width has the bits of the four-lane formula") {
+    // The four-lane computation sigmoid_f32 had before it went to wider vectors. Both are compiled
+    // here with this file's flags; the runner's -march=native build may fuse multiply-adds (FMA),
+    // the same way at any width, so the kernel is compared with itself across thread counts only.
+    const auto four_lanes = [](const float* x, float* y, int64_t n) {
+      runner::cpu::map_f32x4(x, y, n, [](runner::cpu::f32x4 v) {
+        const runner::cpu::f32x4 e = runner::cpu::exp_f32x4(v < 0 ? v : -v);
+        const runner::cpu::f32x4 s = 1.0f / (1.0f + e);
+        const runner::cpu::f32x4 neg = v < -104.0f ? runner::cpu::f32x4{} : e * s;
+        return v >= 0 ? s : neg;
+      });
+    };
+    std::vector<float> x;
+    for (float v = -120.0f; v < 100.0f; v += 0.0371f) x.push_back(v);
+    for (float v : {0.0f, -0.0f, 1e-40f, -1e-40f, 88.7f, -103.9f, -104.0f, -104.1f, INFINITY, -INFINITY, NAN, -NAN})
+      x.push_back(v);
+    std::shuffle(x.begin(), x.end(), rng());
+    // Every tail length of the vector loop, and a tensor split into parallel chunks.
+    for (int64_t n : {int64_t{1}, int64_t{3}, int64_t{7}, int64_t{15}, int64_t{16}, int64_t{17}, int64_t{31},
+                      static_cast<int64_t>(x.size())}) {
+      CAPTURE(n);
+      std::vector<float> want(static_cast<size_t>(n)), got(static_cast<size_t>(n));
+      four_lanes(x.data(), want.data(), n);
+      runner::cpu::sigmoid_f32(x.data(), got.data(), n);
+      CHECK(std::memcmp(want.data(), got.data(), static_cast<size_t>(n) * sizeof(float)) == 0);
+    }
+  }
+
+  TEST_CASE("float32 Relu, LeakyRelu, Clip, HardSigmoid, HardSwish: vectorized loops keep the per-element bits") {
+    // Special values: signed zeros, infinities, NaNs with payloads, denormals, the Clip bounds.
+    std::vector<float> special = {0.0f, -0.0f, INFINITY, -INFINITY, 1e-40f, -1e-40f, -1.0f, 6.0f, 3.0f, -3.0f, 2.5f, -2.5f};
+    for (uint32_t bits : {0x7fc00001u, 0xffc00123u, 0x7fa00000u}) {
+      float v;
+      std::memcpy(&v, &bits, sizeof(v));
+      special.push_back(v);
+    }
+    using Fn = std::function<float(float)>;
+    // HardSigmoid's alpha is a power of two: alpha * v is exact, so the runner's build fusing
+    // alpha * v + beta into one FMA (-march=native) gives the same bits as this file's formula.
+    const float alpha = 0.2f, lo = -1.0f, hi = 6.0f, ha = 0.25f, hb = 0.4f;
+    struct Case {
+      const char* op;
+      int64_t opset;
+      AttrSetter attrs;
+      bool bounds;  // Clip-11 min and max inputs
+      Fn fn;        // the kernel's formula, element by element
+    };
+    const std::vector<Case> cases = {
+        {"Relu", 14, nullptr, false, [](float v) { return v < 0 ? 0.0f : v; }},
+        {"LeakyRelu", 16, [&](ir::Node& n) { n.set_attr(ir::Attribute::make_float("alpha", alpha)); }, false,
+         [&](float v) { return v < 0 ? v * alpha : v; }},
+        {"Clip", 13, nullptr, true, [&](float v) { v = v < lo ? lo : v; return v > hi ? hi : v; }},
+        {"Clip", 6, [&](ir::Node& n) {
+           n.set_attr(ir::Attribute::make_float("min", lo));
+           n.set_attr(ir::Attribute::make_float("max", hi));
+         }, false, [&](float v) { v = v < lo ? lo : v; return v > hi ? hi : v; }},
+        {"HardSigmoid", 6, [&](ir::Node& n) {
+           n.set_attr(ir::Attribute::make_float("alpha", ha));
+           n.set_attr(ir::Attribute::make_float("beta", hb));
+         }, false, [&](float v) { return v != v ? v : std::max(0.0f, std::min(1.0f, ha * v + hb)); }},
+        {"HardSwish", 14, nullptr, false, [](float v) { return v * std::max(0.0f, std::min(1.0f, v / 6.0f + 0.5f)); }},
+    };
+    for (int64_t n : {int64_t{1}, int64_t{15}, int64_t{17}, int64_t{70001}}) {
+      Tensor x = random_floats({n}, -8.0f, 8.0f);
+      for (int64_t i = 0; i < n; i += 7) x.mutable_data<float>()[i] = special[static_cast<size_t>(i / 7) % special.size()];
+      for (const Case& c : cases) {
+        CAPTURE(c.op);
+        CAPTURE(c.opset);
+        CAPTURE(n);
+        std::vector<Tensor> in{x};
+        if (c.bounds) {
+          in.push_back(floats({}, {lo}));
+          in.push_back(floats({}, {hi}));
+        }
+        const Tensor y = run({c.op, c.opset, in, c.attrs});
+        int bad = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          const float want = c.fn(x.data<float>()[i]), got = y.data<float>()[i];
+          if (std::memcmp(&want, &got, sizeof(float)) != 0 && bad++ < 3)
+            FAIL_CHECK("element " << i << " of " << x.data<float>()[i] << ": " << got << " vs " << want);
+        }
+        CHECK(bad == 0);
+      }
+    }
+  }
+
+  TEST_CASE("float16 activations in float32 blocks keep the per-element bits") {
+    // Random halves with signed zeros, infinities, subnormals and NaNs of several payloads.
+    const auto halves = [](std::vector<int64_t> shape) {
+      Tensor t(DataType::kFloat16, std::move(shape));
+      const uint16_t special[] = {0x0000, 0x8000, 0x7c00, 0xfc00, 0x0001, 0x83ff, 0x7e01, 0xfd55, 0x7bff, 0x3c00, 0xbc00};
+      std::uniform_real_distribution<float> d(-20.0f, 20.0f);
+      for (int64_t i = 0; i < t.size(); ++i)
+        t.mutable_data<uint16_t>()[i] = i % 5 == 0 ? special[static_cast<size_t>(i / 5) % 11] : ir::float_to_half(d(rng()));
+      return t;
+    };
+    const auto same_bits = [](const Tensor& y, const std::vector<uint16_t>& want) {
+      REQUIRE(y.dtype() == DataType::kFloat16);
+      REQUIRE(y.size() == static_cast<int64_t>(want.size()));
+      int bad = 0;
+      for (size_t i = 0; i < want.size(); ++i)
+        if (y.data<uint16_t>()[i] != want[i] && bad++ < 3) FAIL_CHECK("element " << i << ": " << y.data<uint16_t>()[i] << " vs " << want[i]);
+      CHECK(bad == 0);
+    };
+    const float alpha = 0.2f;
+    const std::vector<std::tuple<const char*, int64_t, AttrSetter, std::function<float(float)>>> unary = {
+        {"Relu", 14, nullptr, [](float v) { return v < 0 ? 0.0f : v; }},
+        {"LeakyRelu", 16, [&](ir::Node& n) { n.set_attr(ir::Attribute::make_float("alpha", alpha)); },
+         [&](float v) { return v < 0 ? v * alpha : v; }},
+        {"HardSwish", 14, nullptr, [](float v) { return v * std::max(0.0f, std::min(1.0f, v / 6.0f + 0.5f)); }},
+        {"Neg", 13, nullptr, [](float v) { return -v; }},
+    };
+    for (int64_t n : {int64_t{1}, int64_t{511}, int64_t{513}, int64_t{70001}})
+      for (const auto& u : unary) {
+        // (No structured bindings: clang 14 cannot capture them in CAPTURE's lambda.)
+        const char* op = std::get<0>(u);
+        const int64_t opset = std::get<1>(u);
+        const AttrSetter& attrs = std::get<2>(u);
+        const auto& fn = std::get<3>(u);
+        CAPTURE(std::string(op));
+        CAPTURE(n);
+        const Tensor x = halves({n});
+        const Tensor y = run({op, opset, {x}, attrs});
+        std::vector<uint16_t> want(static_cast<size_t>(n));
+        for (int64_t i = 0; i < n; ++i) want[static_cast<size_t>(i)] = ir::float_to_half(fn(ir::half_to_float(x.data<uint16_t>()[i])));
+        same_bits(y, want);
+      }
   }
 
   TEST_CASE("PRelu broadcasts the slope; Clip with attributes, inputs and integer types") {

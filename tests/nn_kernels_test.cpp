@@ -8,7 +8,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -411,6 +413,147 @@ TEST_CASE("MaxPool on double, int8 and uint8 inputs") {
   CHECK(check_pool("MaxPool", 12, random_ints<int8_t>(DataType::kInt8, {3, 5, 7, 7}, -128, 127), p));
   CHECK(check_pool("MaxPool", 12, random_ints<uint8_t>(DataType::kUInt8, {1, 3, 13, 13}, 0, 255), p));
   CHECK(check_pool("MaxPool", 12, random_ints<uint8_t>(DataType::kUInt8, {2, 1, 7, 7}, 0, 3), Pool{{2, 3}, {1, 1}, {}, {}, "", 0}));
+}
+
+// ---------------------------------------------------------------- MaxPool float32 fast path
+
+/// The float32 MaxPool bit for bit as the generic scan computes it (rank 1 or 2, no dilation):
+/// each window in row-major order, its first element taken and then any greater one, so a NaN
+/// wins only as the window's first element and of equal maxima (-0 and +0) the first stays; an
+/// empty window (all padding) gives -inf; the value goes through double, which quiets a NaN.
+/// False when the kernel does not fit.
+bool max_pool_bits_reference(const Tensor& x, const Pool& p, Tensor* y) {
+  const size_t rank = x.rank() - 2;
+  std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end()), out(rank), pb(rank), pe(rank);
+  for (size_t d = 0; d < rank; ++d)
+    if (!pool_dim(p, d, in[d], &out[d], &pb[d], &pe[d])) return false;
+  // Rank 1 as a 2-D pool of height 1.
+  const int64_t h = rank == 2 ? in[0] : 1, w = in[rank - 1], oh = rank == 2 ? out[0] : 1, ow = out[rank - 1];
+  const int64_t kh = rank == 2 ? p.kernel[0] : 1, kw = p.kernel[rank - 1];
+  const int64_t sh = rank == 2 && !p.strides.empty() ? p.strides[0] : 1, sw = p.strides.empty() ? 1 : p.strides[rank - 1];
+  const int64_t ph = rank == 2 ? pb[0] : 0, pw = pb[rank - 1];
+  std::vector<int64_t> shape{x.dim(0), x.dim(1)};
+  shape.insert(shape.end(), out.begin(), out.end());
+  *y = Tensor(DataType::kFloat, shape);
+  const float* px = x.data<float>();
+  float* py = y->mutable_data<float>();
+  for (int64_t plane = 0; plane < x.dim(0) * x.dim(1); ++plane)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j) {
+        double best = -std::numeric_limits<double>::infinity();
+        bool any = false;
+        for (int64_t a = i * sh - ph; a < i * sh - ph + kh; ++a)
+          for (int64_t b = j * sw - pw; b < j * sw - pw + kw; ++b) {
+            if (a < 0 || a >= h || b < 0 || b >= w) continue;
+            const double v = px[plane * h * w + a * w + b];
+            if (!any || v > best) best = v;
+            any = true;
+          }
+        py[(plane * oh + i) * ow + j] = static_cast<float>(best);
+      }
+  return true;
+}
+
+/// Floats with many ties (+0 next to -0, repeated small integers), -inf, and with probability
+/// `nan_rate` quiet NaNs of either sign and distinct payloads.
+Tensor tricky_floats(std::vector<int64_t> shape, double nan_rate) {
+  Tensor t(DataType::kFloat, std::move(shape));
+  const float pool[] = {-2.0f, -1.0f, -0.0f, 0.0f, 1.0f, 2.0f, -std::numeric_limits<float>::infinity(), 0.5f};
+  std::uniform_int_distribution<int> pick(0, 9);
+  std::uniform_real_distribution<double> u(0, 1);
+  std::uniform_real_distribution<float> any(-5, 5);
+  for (int64_t i = 0; i < t.size(); ++i) {
+    float v;
+    if (u(rng()) < nan_rate) {
+      const uint32_t bits = (i % 2 ? 0xffc00000u : 0x7fc00000u) | static_cast<uint32_t>(i % 4093 + 1);
+      std::memcpy(&v, &bits, sizeof(v));
+    } else {
+      const int k = pick(rng());
+      v = k < 8 ? pool[k] : any(rng());
+    }
+    t.mutable_data<float>()[i] = v;
+  }
+  return t;
+}
+
+/// Runs MaxPool on float32 x (Y only: the fast path; Y and Indices: the generic scan) and checks
+/// both against max_pool_bits_reference byte for byte; false if the kernel does not fit.
+bool check_max_pool_bits(const Tensor& x, const Pool& p) {
+  Tensor want;
+  if (!max_pool_bits_reference(x, p, &want)) return false;
+  CAPTURE(x.describe());
+  CAPTURE(runner::shape_string(p.kernel));
+  CAPTURE(runner::shape_string(p.strides));
+  CAPTURE(runner::shape_string(p.pads));
+  CAPTURE(p.ceil_mode);
+  const Tensor fast = run1({"MaxPool", 12, {x}, p.attrs()});
+  check_same(fast, want);
+  const Tensor generic = run_checked({"MaxPool", 12, {x}, p.attrs(), 2})[0];
+  check_same(generic, want);
+  return true;
+}
+
+TEST_CASE("MaxPool float32 fast path: bit-identical to the generic scan with ties, -inf and NaN") {
+  std::vector<Pool> g2{
+      // SPP blocks (stride 1, same-size output): the separable path.
+      {{5, 5}, {1, 1}, {2, 2, 2, 2}, {}, "", 0},
+      {{9, 9}, {1, 1}, {4, 4, 4, 4}, {}, "", 0},
+      {{13, 13}, {1, 1}, {6, 6, 6, 6}, {}, "", 0},
+      // Non-overlapping and strided windows: the direct path.
+      {{2, 2}, {2, 2}, {}, {}, "", 0},
+      {{2, 2}, {2, 2}, {}, {}, "", 1},
+      {{1, 2}, {1, 2}, {}, {}, "", 0},
+      {{3, 3}, {2, 2}, {1, 1, 1, 1}, {}, "", 1},
+      {{3, 2}, {2, 1}, {1, 0, 1, 1}, {}, "", 0},
+      // Stride larger than the kernel (rows and columns skipped).
+      {{2, 2}, {3, 3}, {1, 1, 0, 0}, {}, "", 1},
+      // Padding wider than the kernel's overlap: windows of padding only give -inf.
+      {{2, 3}, {1, 1}, {3, 2, 3, 4}, {}, "", 0},
+      {{3, 3}, {2, 2}, {0, 0, 2, 2}, {}, "", 1},
+      // Kernel larger than the input.
+      {{7, 6}, {1, 2}, {3, 3, 3, 3}, {}, "", 0},
+      {{4, 4}, {1, 1}, {}, {}, "SAME_UPPER", 0},
+      {{3, 4}, {2, 3}, {}, {}, "SAME_LOWER", 0},
+  };
+  const std::vector<std::vector<int64_t>> sizes{{1, 1}, {1, 5}, {6, 1}, {7, 9}, {13, 13}, {20, 37}};
+  int ran = 0;
+  for (double nan_rate : {0.0, 0.05, 0.5})
+    for (const Pool& p : g2)
+      for (const auto& hw : sizes)
+        if (check_max_pool_bits(tricky_floats({2, 3, hw[0], hw[1]}, nan_rate), p)) ++ran;
+  CHECK(ran > 150);
+  // 1-D pools run as 2-D ones of height 1.
+  int ran1 = 0;
+  for (const Pool& p : {Pool{{5}, {1}, {2, 2}, {}, "", 0}, Pool{{2}, {2}, {}, {}, "", 1}, Pool{{3}, {4}, {2, 1}, {}, "", 1}})
+    for (int64_t len : {1, 6, 41})
+      if (check_max_pool_bits(tricky_floats({2, 2, len}, 0.1), p)) ++ran1;
+  CHECK(ran1 >= 7);
+  // float16 planes take the float32 fast path: the same bytes as the generic scan.
+  int ran16 = 0;
+  for (const Pool& p : g2)
+    for (const auto& hw : sizes) {
+      const Tensor xf = tricky_floats({2, 3, hw[0], hw[1]}, 0.05);
+      Tensor xh(DataType::kFloat16, xf.shape());
+      for (int64_t i = 0; i < xf.size(); ++i) xh.mutable_data<uint16_t>()[i] = ir::float_to_half(xf.data<float>()[i]);
+      Tensor want;
+      if (!max_pool_bits_reference(xf, p, &want)) continue;
+      CAPTURE(xh.describe());
+      CAPTURE(runner::shape_string(p.kernel));
+      const Tensor fast = run1({"MaxPool", 12, {xh}, p.attrs()});
+      check_same(fast, run_checked({"MaxPool", 12, {xh}, p.attrs(), 2})[0]);
+      ++ran16;
+    }
+  CHECK(ran16 > 50);
+  // A NaN that starts a window wins it; one later in the window does not.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor y = run1({"MaxPool", 12, {floats({nan, 1, 2, 3, 4, nan}, {1, 1, 2, 3})}, {attr_ints("kernel_shape", {2, 2})}});
+  CHECK(std::isnan(y.data<float>()[0]));
+  CHECK(y.data<float>()[1] == 4.0f);
+  // Of +0 and -0 the first in the window stays.
+  const Tensor z = run1({"MaxPool", 12, {floats({-0.0f, 0.0f, 0.0f, -0.0f}, {1, 1, 1, 4})}, {attr_ints("kernel_shape", {1, 2})}});
+  CHECK(std::signbit(z.data<float>()[0]));
+  CHECK(!std::signbit(z.data<float>()[1]));
+  CHECK(!std::signbit(z.data<float>()[2]));
 }
 
 TEST_CASE("AveragePool: count_include_pad 0 and 1 with pads, strides, ceil_mode, dilations") {

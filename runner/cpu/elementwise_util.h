@@ -399,19 +399,20 @@ template <class A, class B, class O, class Op>
 void broadcast_binary(const BroadcastIter& it, const A* a, const B* b, O* out, Op op) {
   const int64_t sa = it.inner_stride(0), sb = it.inner_stride(1);
   it.parallel_runs([&](int64_t o, int64_t n, const int64_t* off) {
+    const Op f = op;  // a local copy, so that its state is known not to alias out (see map_unary)
     const A* pa = a + off[0];
     const B* pb = b + off[1];
     O* po = out + o;
     if (sa == 1 && sb == 1) {
-      for (int64_t j = 0; j < n; ++j) po[j] = op(pa[j], pb[j]);
+      for (int64_t j = 0; j < n; ++j) po[j] = f(pa[j], pb[j]);
     } else if (sa == 1) {
       const B y = *pb;
-      for (int64_t j = 0; j < n; ++j) po[j] = op(pa[j], y);
+      for (int64_t j = 0; j < n; ++j) po[j] = f(pa[j], y);
     } else if (sb == 1) {
       const A x = *pa;
-      for (int64_t j = 0; j < n; ++j) po[j] = op(x, pb[j]);
+      for (int64_t j = 0; j < n; ++j) po[j] = f(x, pb[j]);
     } else {
-      const O v = op(*pa, *pb);
+      const O v = f(*pa, *pb);
       for (int64_t j = 0; j < n; ++j) po[j] = v;
     }
   });
@@ -422,48 +423,72 @@ void broadcast_binary(const BroadcastIter& it, const A* a, const B* b, O* out, O
 /// Four floats in one SSE/NEON register (GCC/Clang vector extension).
 typedef float f32x4 __attribute__((vector_size(16)));
 typedef int32_t i32x4 __attribute__((vector_size(16)));
+/// Floats in the widest register the build targets (AVX-512, AVX, else SSE/NEON); wider
+/// vectors than the target has would change the ABI of the by-value helpers (-Wpsabi).
+#if defined(__AVX512F__)
+constexpr int kWideLanes = 16;
+#elif defined(__AVX__)
+constexpr int kWideLanes = 8;
+#else
+constexpr int kWideLanes = 4;
+#endif
+typedef float f32xw __attribute__((vector_size(kWideLanes * 4)));
+typedef int32_t i32xw __attribute__((vector_size(kWideLanes * 4)));
 
-/// exp of four floats: range reduction by ln 2 (split in two constants), a degree-6
-/// polynomial on [-ln2/2, ln2/2] and the power of two built in the exponent bits (in two halves
-/// so that denormal results and 2^128 overflow come out right). Max relative error ~1e-7;
-/// NaN stays NaN, +Inf gives +Inf, large negative inputs give 0 or a denormal.
-inline f32x4 exp_f32x4(f32x4 x) {
-  const f32x4 lo = f32x4{} - 103.9f, hi = f32x4{} + 88.73f;
-  f32x4 c = x < lo ? lo : x;
+/// exp of a vector of floats (F) with int32 lanes I of the same count: range reduction by ln 2
+/// (split in two constants), a degree-6 polynomial on [-ln2/2, ln2/2] and the power of two built
+/// in the exponent bits (in two halves so that denormal results and 2^128 overflow come out
+/// right). Max relative error ~1e-7; NaN stays NaN, +Inf gives +Inf, large negative inputs give 0
+/// or a denormal. Every lane goes through the same operations, so the width does not change
+/// the bits.
+template <class F, class I>
+inline F exp_vec(F x) {
+  const F lo = F{} - 103.9f, hi = F{} + 88.73f;
+  F c = x < lo ? lo : x;
   c = c > hi ? hi : c;
-  const f32x4 t = c * 1.44269504088896341f;
-  const i32x4 n = __builtin_convertvector(t + (t >= 0 ? f32x4{} + 0.5f : f32x4{} - 0.5f), i32x4);
-  const f32x4 fn = __builtin_convertvector(n, f32x4);
-  f32x4 r = c - fn * 0.693359375f;
+  const F t = c * 1.44269504088896341f;
+  const I n = __builtin_convertvector(t + (t >= 0 ? F{} + 0.5f : F{} - 0.5f), I);
+  const F fn = __builtin_convertvector(n, F);
+  F r = c - fn * 0.693359375f;
   r = r + fn * 2.12194440e-4f;
-  f32x4 p = f32x4{} + 1.9875691500e-4f;
+  F p = F{} + 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  const i32x4 n1 = n >> 1, n2 = n - n1;
-  const f32x4 res = p * (f32x4)((n1 + 127) << 23) * (f32x4)((n2 + 127) << 23);  // bit casts
+  const I n1 = n >> 1, n2 = n - n1;
+  const F res = p * (F)((n1 + 127) << 23) * (F)((n2 + 127) << 23);  // bit casts
   return x != x ? x : res;
 }
 
-/// Applies a four-lane function to n contiguous floats (the tail padded with zeros).
-template <class F>
-inline void map_f32x4(const float* x, float* y, int64_t n, F f) {
+/// exp_vec on four floats.
+inline f32x4 exp_f32x4(f32x4 x) { return exp_vec<f32x4, i32x4>(x); }
+
+/// Applies a function of vectors V of floats to n contiguous floats (the tail padded with zeros).
+template <class V, class F>
+inline void map_f32_vec(const float* x, float* y, int64_t n, F f) {
+  constexpr int64_t kLanes = sizeof(V) / sizeof(float);
   int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    f32x4 v;
+  for (; i + kLanes <= n; i += kLanes) {
+    V v;
     std::memcpy(&v, x + i, sizeof(v));
     v = f(v);
     std::memcpy(y + i, &v, sizeof(v));
   }
   if (i < n) {
-    f32x4 v{};
+    V v{};
     std::memcpy(&v, x + i, static_cast<size_t>(n - i) * sizeof(float));
     v = f(v);
     std::memcpy(y + i, &v, static_cast<size_t>(n - i) * sizeof(float));
   }
+}
+
+/// Applies a four-lane function to n contiguous floats (the tail padded with zeros).
+template <class F>
+inline void map_f32x4(const float* x, float* y, int64_t n, F f) {
+  map_f32_vec<f32x4>(x, y, n, f);
 }
 
 /// y = exp(x - shift) for n floats.
@@ -471,22 +496,28 @@ inline void exp_shifted_f32(const float* x, float* y, int64_t n, float shift) {
   map_f32x4(x, y, n, [shift](f32x4 v) { return exp_f32x4(v - shift); });
 }
 
-/// y = 1 / (1 + exp(-x)) for n floats, computed from exp(-|x|) so neither side overflows.
+/// y = 1 / (1 + exp(-x)) for n floats, computed from exp(-|x|) so neither side overflows;
+/// kWideLanes at a time (the same bits as four: the lanes are independent).
 inline void sigmoid_f32(const float* x, float* y, int64_t n) {
-  map_f32x4(x, y, n, [](f32x4 v) {
-    const f32x4 e = exp_f32x4(v < 0 ? v : -v);
-    const f32x4 s = 1.0f / (1.0f + e);
+  map_f32_vec<f32xw>(x, y, n, [](f32xw v) {
+    const f32xw e = exp_vec<f32xw, i32xw>(v < 0 ? v : -v);
+    const f32xw s = 1.0f / (1.0f + e);
     // Below -104 the true value is under the smallest float: flush it (sigmoid(-inf) == 0).
-    const f32x4 neg = v < -104.0f ? f32x4{} : e * s;
+    const f32xw neg = v < -104.0f ? f32xw{} : e * s;
     return v >= 0 ? s : neg;
   });
 }
 
-/// out[j] = op(in[j]) for a contiguous tensor, in parallel chunks.
+/// out[j] = op(in[j]) for a contiguous tensor, in parallel chunks. The loop works on local
+/// copies of op and the pointers: read through the captured references, op's state (LeakyRelu's
+/// alpha, Clip's bounds) might alias out, and the loop would stay scalar with a branch per element.
 template <class I, class O, class Op>
 void map_unary(const I* in, O* out, int64_t n, Op op) {
   parallel_ranges(n, kElementwiseGrain, [&](int64_t b, int64_t e) {
-    for (int64_t j = b; j < e; ++j) out[j] = op(in[j]);
+    const Op f = op;
+    const I* src = in;
+    O* dst = out;
+    for (int64_t j = b; j < e; ++j) dst[j] = f(src[j]);
   });
 }
 

@@ -104,6 +104,91 @@ void pool_plane(const PoolGeometry& g, const T* x, T* y, int64_t* indices, int64
   }
 }
 
+/// One spatial dim of an undilated pooling window: input and output sizes, kernel, stride and
+/// leading pad. Window o covers [o * stride - pad, + kernel) clipped to [0, in).
+struct PoolDim {
+  int64_t in, out, kernel, stride, pad;
+  int64_t lo(int64_t o) const { return std::max<int64_t>(o * stride - pad, 0); }
+  int64_t hi(int64_t o) const { return std::min(o * stride - pad + kernel, in); }
+};
+
+/// acc[o] = max(acc[o], row[c]) over the columns c of window o in ascending order, keeping the
+/// earlier value unless a later one is greater (so a NaN never enters). Outputs whose window lies
+/// fully inside the row take a loop over the kernel offset outside and the outputs inside, which
+/// vectorizes; the clipped ones at the ends go one by one.
+void max_row_into(const float* row, float* acc, const PoolDim& w) {
+  // Fully inside: o * stride >= pad and o * stride - pad + kernel <= in.
+  const int64_t first = std::min((w.pad + w.stride - 1) / w.stride, w.out);
+  const int64_t last = w.in - w.kernel + w.pad < 0 ? first : std::clamp((w.in - w.kernel + w.pad) / w.stride + 1, first, w.out);
+  auto clipped = [&](int64_t o) {
+    float a = acc[o];
+    for (int64_t c = w.lo(o), e = w.hi(o); c < e; ++c) a = row[c] > a ? row[c] : a;
+    acc[o] = a;
+  };
+  for (int64_t o = 0; o < first; ++o) clipped(o);
+  if (w.stride == 1) {
+    const float* base = row - w.pad;
+    for (int64_t k = 0; k < w.kernel; ++k)
+      for (int64_t o = first; o < last; ++o) acc[o] = base[o + k] > acc[o] ? base[o + k] : acc[o];
+  } else if (w.stride == 2) {
+    // (2x2/2 pools: a constant stride lets the loads vectorize.)
+    for (int64_t k = 0; k < w.kernel; ++k) {
+      const float* base = row - w.pad + k;
+      for (int64_t o = first; o < last; ++o) acc[o] = base[o * 2] > acc[o] ? base[o * 2] : acc[o];
+    }
+  } else {
+    const int64_t s = w.stride;
+    for (int64_t k = 0; k < w.kernel; ++k) {
+      const float* base = row - w.pad + k;
+      for (int64_t o = first; o < last; ++o) acc[o] = base[o * s] > acc[o] ? base[o * s] : acc[o];
+    }
+  }
+  for (int64_t o = last; o < w.out; ++o) clipped(o);
+}
+
+/// MaxPool of one float32 plane (rank 1 or 2, no dilation, no Indices); the same bits as
+/// pool_plane. pool_plane scans each window in row-major order, takes its first element and then
+/// any greater one: equal maxima (+0 and -0) resolve to the first, and a NaN wins only as the
+/// window's first element (nothing compares greater). Here windows take the max over their
+/// columns, then over their rows, both in ascending order and skipping NaNs, which picks the
+/// same element; a last pass puts back the NaN of windows that start with one. Overlapping
+/// row windows (stride < kernel) reuse each input row's column maxima from `scratch` (h x w.out
+/// floats), so a k x k window costs 2k instead of k * k; otherwise rows go straight into the output.
+void max_pool_plane_f32(const PoolDim& h, const PoolDim& w, const float* x, float* y, std::vector<float>& scratch) {
+  constexpr float kLowest = -std::numeric_limits<float>::infinity();  // an empty window's value
+  const int64_t ow = w.out;
+  std::fill(y, y + h.out * ow, kLowest);
+  if (h.stride < h.kernel) {
+    scratch.assign(static_cast<size_t>(h.in * ow), kLowest);
+    for (int64_t r = 0; r < h.in; ++r) max_row_into(x + r * w.in, scratch.data() + r * ow, w);
+    for (int64_t o = 0; o < h.out; ++o) {
+      float* out = y + o * ow;
+      for (int64_t r = h.lo(o), e = h.hi(o); r < e; ++r) {
+        const float* m = scratch.data() + r * ow;
+        for (int64_t j = 0; j < ow; ++j) out[j] = m[j] > out[j] ? m[j] : out[j];
+      }
+    }
+  } else {
+    for (int64_t o = 0; o < h.out; ++o)
+      for (int64_t r = h.lo(o), e = h.hi(o); r < e; ++r) max_row_into(x + r * w.in, y + o * ow, w);
+  }
+  bool nan = false;
+  for (int64_t i = 0; i < h.in * w.in; ++i) nan |= x[i] != x[i];
+  if (!nan) return;
+  for (int64_t o = 0; o < h.out; ++o)
+    for (int64_t j = 0; j < ow; ++j) {
+      if (h.lo(o) >= h.hi(o) || w.lo(j) >= w.hi(j)) continue;
+      const float first = x[h.lo(o) * w.in + w.lo(j)];
+      if (first != first) {
+        // pool_plane's value went through double: the NaN comes out quiet, payload kept.
+        uint32_t bits;
+        std::memcpy(&bits, &first, sizeof(bits));
+        bits |= 0x00400000u;
+        std::memcpy(y + o * ow + j, &bits, sizeof(bits));
+      }
+    }
+}
+
 template <PoolKind kKind>
 void pool(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -121,6 +206,35 @@ void pool(KernelContext& ctx) {
   const double p = ctx.opset() < 2 ? ctx.attr_float("p", 2.0f) : static_cast<double>(ctx.attr_int("p", 2));
   const bool column_major = ctx.attr_int("storage_order", 0) != 0;
   const int64_t isize = dims_product(g.in, 0, g.in.size()), osize = dims_product(g.out, 0, g.out.size());
+  if (kKind == PoolKind::kMax && (x.dtype() == DataType::kFloat || x.dtype() == DataType::kFloat16) && !indices &&
+      g.in.size() <= 2 && std::all_of(g.dilation.begin(), g.dilation.end(), [](int64_t d) { return d == 1; })) {
+    // 1-D pools as 2-D ones of height 1.
+    const size_t r = g.in.size();
+    const PoolDim h = r == 2 ? PoolDim{g.in[0], g.out[0], g.kernel[0], g.stride[0], g.pad_begin[0]} : PoolDim{1, 1, 1, 1, 0};
+    const PoolDim w{g.in[r - 1], g.out[r - 1], g.kernel[r - 1], g.stride[r - 1], g.pad_begin[r - 1]};
+    if (x.dtype() == DataType::kFloat) {
+      const float* px = x.data<float>();
+      float* py = y.mutable_data<float>();
+      parallel_ranges(g.planes, 1, [&](int64_t p0, int64_t p1) {
+        std::vector<float> scratch;
+        for (int64_t pl = p0; pl < p1; ++pl) max_pool_plane_f32(h, w, px + pl * isize, py + pl * osize, scratch);
+      });
+    } else {
+      // float16: each plane widened to float32 (exact), pooled, and narrowed back, which is
+      // exact for the maxima and maps a NaN as store_half does in pool_plane.
+      const uint16_t* px = x.data<uint16_t>();
+      uint16_t* py = y.mutable_data<uint16_t>();
+      parallel_ranges(g.planes, 1, [&](int64_t p0, int64_t p1) {
+        std::vector<float> scratch, in(static_cast<size_t>(isize)), out(static_cast<size_t>(osize));
+        for (int64_t pl = p0; pl < p1; ++pl) {
+          halves_to_floats(px + pl * isize, in.data(), isize);
+          max_pool_plane_f32(h, w, in.data(), out.data(), scratch);
+          floats_to_halves(out.data(), py + pl * osize, osize);
+        }
+      });
+    }
+    return;
+  }
   constexpr unsigned kTypes = kKind == PoolKind::kMax ? (kFloats | kSignedInts | kUnsignedInts) : kFloats;
   visit_or_fail<kTypes>(ctx, x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
