@@ -95,6 +95,7 @@ while IFS=$'\t' read -r model _ files; do
     r=$(ratio_of "$ours" "$theirs")
     ratios[$t]="${ratios[$t]:-} $r"
     rows+=("| $name | $t | $ours | $theirs | $(printf '%.2f' "$r") | $runs |")
+    say "${rows[-1]}"  # as it comes, for a run cut short
   done
   if [[ -n $PROFILE_DIR ]]; then
     say "$name: profile"

@@ -26,9 +26,10 @@ ConvGeometry conv_transpose_geometry(const KernelContext& ctx, const Tensor& x, 
 }
 
 /// im2col of the output positions [p0, p1) for one image and one group:
-/// col[(c * K + k), o - p0] = x[c, o * s - p + k * d] (0 outside), rows p1 - p0 long.
+/// col[(c * K + k), o - p0] = x[c, o * s - p + k * d], `pad` outside (0; an integer
+/// convolution's zero point, whose value minus itself is 0), rows p1 - p0 long.
 template <class T>
-void im2col_range(const ConvGeometry& g, const T* x, int64_t channels, int64_t p0, int64_t p1, T* col) {
+void im2col_range(const ConvGeometry& g, const T* x, int64_t channels, int64_t p0, int64_t p1, T* col, T pad = T(0)) {
   const size_t rank = g.in.size();
   const int64_t ksize = g.kernel_size(), isize = g.in_size(), len = p1 - p0;
   parallel_ranges(channels * ksize, std::max<int64_t>(1, 16384 / std::max<int64_t>(len, 1)), [&](int64_t r0, int64_t r1) {
@@ -46,7 +47,7 @@ void im2col_range(const ConvGeometry& g, const T* x, int64_t channels, int64_t p
         const int64_t iw = g.in[0], off = kidx[0] * g.dilation[0] - g.pad_begin[0], s = g.stride[0];
         for (int64_t xo = p0; xo < p1; ++xo) {
           const int64_t ix = xo * s + off;
-          out[xo - p0] = ix >= 0 && ix < iw ? xc[ix] : T(0);
+          out[xo - p0] = ix >= 0 && ix < iw ? xc[ix] : pad;
         }
         continue;
       }
@@ -59,20 +60,20 @@ void im2col_range(const ConvGeometry& g, const T* x, int64_t channels, int64_t p
           T* dst = out + (y * ow + x0 - p0);
           const int64_t iy = y * g.stride[0] - g.pad_begin[0] + kidx[0] * g.dilation[0];
           if (iy < 0 || iy >= ih) {
-            std::fill(dst, dst + (x1 - x0), T(0));
+            std::fill(dst, dst + (x1 - x0), pad);
             continue;
           }
           const T* xrow = xc + iy * iw;
           if (g.stride[1] == 1) {
             // Contiguous run: zeros before, a copy, zeros after.
             const int64_t lo = std::clamp<int64_t>(-off, x0, x1), hi = std::clamp<int64_t>(iw - off, x0, x1);
-            std::fill(dst, dst + (lo - x0), T(0));
+            std::fill(dst, dst + (lo - x0), pad);
             if (hi > lo) std::copy(xrow + lo + off, xrow + hi + off, dst + (lo - x0));
-            std::fill(dst + (std::max(lo, hi) - x0), dst + (x1 - x0), T(0));
+            std::fill(dst + (std::max(lo, hi) - x0), dst + (x1 - x0), pad);
           } else {
             for (int64_t xo = x0; xo < x1; ++xo) {
               const int64_t ix = xo * g.stride[1] + off;
-              dst[xo - x0] = ix >= 0 && ix < iw ? xrow[ix] : T(0);
+              dst[xo - x0] = ix >= 0 && ix < iw ? xrow[ix] : pad;
             }
           }
         }
@@ -94,7 +95,7 @@ void im2col_range(const ConvGeometry& g, const T* x, int64_t channels, int64_t p
           }
           off = off * g.in[d] + i;
         }
-        out[o - p0] = inside ? xc[off] : T(0);
+        out[o - p0] = inside ? xc[off] : pad;
         for (size_t d = rank; d-- > 0;) {
           if (++oidx[d] < g.out[d]) break;
           oidx[d] = 0;
@@ -177,7 +178,9 @@ void conv_compute(const ConvGeometry& g, const T* x, const T* w, const T* bias, 
     // Large outputs: im2col and multiply one block of kGemmTileCols output positions at a time,
     // the blocks in parallel, so the column buffer stays a few megabytes (a 1024x1024 image's
     // would be gigabytes) and in cache. The blocks follow the GEMM's own tile grid: the same
-    // bytes as one product over the whole image.
+    // bytes as one product over the whole image, but for one output channel per group, whose
+    // sums Eigen groups by the row stride (the last bit can differ from the whole-image product;
+    // still the same bytes whatever the thread count).
     const int64_t blocks = (osize + kGemmTileCols - 1) / kGemmTileCols;
     for (int64_t n = 0; n < g.n; ++n)
       for (int64_t gi = 0; gi < g.group; ++gi) {
@@ -352,74 +355,6 @@ void conv_transpose(KernelContext& ctx) {
 
 // ---------------------------------------------------------------- integer convolutions
 
-/// The im2col of output positions [o0, o1) of one image and group, in x's own 8-bit type:
-/// col[(c * K + k), o - o0] = x[c, o * s - p + k * d], and the zero point in the padding (whose
-/// value minus the zero point is 0); `ld` elements between rows of col.
-template <class T>
-void im2col_tile(const ConvGeometry& g, const T* x, int64_t channels, T zero, int64_t o0, int64_t o1, T* col, int64_t ld) {
-  const size_t rank = g.in.size();
-  const int64_t ksize = g.kernel_size(), isize = g.in_size();
-  std::vector<int64_t> kidx(rank), oidx(rank);
-  for (int64_t r = 0; r < channels * ksize; ++r) {
-    const T* xc = x + (r / ksize) * isize;
-    int64_t kr = r % ksize;
-    for (size_t d = rank; d-- > 0;) {
-      kidx[d] = kr % g.kernel[d];
-      kr /= g.kernel[d];
-    }
-    T* out = col + r * ld - o0;
-    if (rank == 2) {
-      // Runs along output rows: the zero point where the input row or column is outside, else a copy.
-      const int64_t ow = g.out[1], ih = g.in[0], iw = g.in[1], sw = g.stride[1];
-      const int64_t off = kidx[1] * g.dilation[1] - g.pad_begin[1];
-      for (int64_t o = o0; o < o1;) {
-        const int64_t yo = o / ow, x0 = o % ow, x1 = std::min(ow, x0 + (o1 - o));
-        T* orow = out + yo * ow;
-        const int64_t iy = yo * g.stride[0] - g.pad_begin[0] + kidx[0] * g.dilation[0];
-        if (iy < 0 || iy >= ih) {
-          std::fill(orow + x0, orow + x1, zero);
-        } else if (sw == 1) {
-          const T* xrow = xc + iy * iw;
-          const int64_t lo = std::clamp<int64_t>(-off, x0, x1), hi = std::clamp<int64_t>(iw - off, x0, x1);
-          std::fill(orow + x0, orow + lo, zero);
-          if (hi > lo) std::copy(xrow + lo + off, xrow + hi + off, orow + lo);
-          std::fill(orow + std::max(lo, hi), orow + x1, zero);
-        } else {
-          const T* xrow = xc + iy * iw;
-          for (int64_t xo = x0; xo < x1; ++xo) {
-            const int64_t ix = xo * sw + off;
-            orow[xo] = ix >= 0 && ix < iw ? xrow[ix] : zero;
-          }
-        }
-        o += x1 - x0;
-      }
-      continue;
-    }
-    int64_t rem = o0;
-    for (size_t d = rank; d-- > 0;) {
-      oidx[d] = rem % g.out[d];
-      rem /= g.out[d];
-    }
-    for (int64_t o = o0; o < o1; ++o) {
-      int64_t off = 0;
-      bool inside = true;
-      for (size_t d = 0; d < rank; ++d) {
-        const int64_t i = oidx[d] * g.stride[d] - g.pad_begin[d] + kidx[d] * g.dilation[d];
-        if (i < 0 || i >= g.in[d]) {
-          inside = false;
-          break;
-        }
-        off = off * g.in[d] + i;
-      }
-      out[o] = inside ? xc[off] : zero;
-      for (size_t d = rank; d-- > 0;) {
-        if (++oidx[d] < g.out[d]) break;
-        oidx[d] = 0;
-      }
-    }
-  }
-}
-
 /// Integer convolution with zero points (x: scalar; w: scalar or per output channel) into y
 /// [N, M, O...], int32 sums wrapping modulo 2^32: the integer GEMM of the packed weights of each
 /// group by the packed im2col of tiles of output positions (no im2col for 1x1 stride-1 unpadded
@@ -457,7 +392,7 @@ void conv_integer_compute(const ConvGeometry& g, const T* x, const Tensor& w, in
       if (pointwise) {
         int_gemm_pack_b(depth, cols, Int8Matrix{xg + o0, is_signed, isize}, zeros.data(), packed.data());
       } else {
-        im2col_tile(g, xg, cg, static_cast<T>(x_zero), o0, o0 + cols, col.data(), cols);
+        im2col_range(g, xg, cg, o0, o0 + cols, col.data(), static_cast<T>(x_zero));
         int_gemm_pack_b(depth, cols, Int8Matrix{col.data(), is_signed, cols}, zeros.data(), packed.data());
       }
       int_gemm_packed(mg, cols, depth, pw.data() + gi * mg * wstride, packed.data(), y + (n * g.m + gi * mg) * osize + o0, osize);

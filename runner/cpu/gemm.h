@@ -8,7 +8,8 @@ namespace onnxtool::runner::cpu {
 
 /// The column width of gemm_f32's fixed tile grid: every tile is one product of its own, so a
 /// product split into column blocks starting at multiples of kGemmTileCols (each block called
-/// with its own B and C pointers) gives the same bytes as the whole product in one call.
+/// with its own B and C pointers) gives the same bytes as the whole product in one call, except
+/// with one row of A: Eigen's matrix-vector kernel groups its sums by B's row stride.
 constexpr int64_t kGemmTileCols = 2048;
 
 /// C[M,N] = A[M,K] * B[K,N] (+ C when accumulate), all row-major with the given leading
