@@ -19,8 +19,9 @@
 # runner at 1 thread (the twin made with `onnxtool convert --to-fp32`, or for float32 models the
 # float16 one with `convert --to-fp16 --keep-io-types`).
 #
-# With --profile DIR: also `onnxtool run --profile DIR/MODEL.trace.json --json` at 1 thread for
-# every model, the summary saved as DIR/MODEL.profile.json.
+# With --profile DIR: also `onnxtool run --benchmark 3 --profile DIR/MODEL.trace.json --json` at 1
+# thread for every model (three timed runs: one can catch a stall), the summary saved as
+# DIR/MODEL.profile.json.
 #
 # A row whose run fails shows the error and stays out of the means. Prints per thread count the
 # geometric mean ratio (onnxtool / onnxruntime) and the worst.
@@ -99,7 +100,7 @@ while IFS=$'\t' read -r model _ files; do
   done
   if [[ -n $PROFILE_DIR ]]; then
     say "$name: profile"
-    "$ONNXTOOL" run "$path" "${args[@]}" --threads 1 --profile "$PROFILE_DIR/$name.trace.json" --json \
+    "$ONNXTOOL" run "$path" "${args[@]}" --threads 1 --benchmark 3 --profile "$PROFILE_DIR/$name.trace.json" --json \
       >"$PROFILE_DIR/$name.profile.json" 2>"$TMP/err" || { say "$name: run --profile failed: $(head -n 1 "$TMP/err")"; failed=1; }
   fi
 done <"$MANIFEST"
