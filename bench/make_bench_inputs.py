@@ -13,6 +13,7 @@ model's internal feature (wake-word embeddings, decoder states): there, seeded r
 the usual scale. Prints the folder; a second run with unchanged scripts only checks the stamp.
 """
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -114,8 +115,7 @@ def build(out):
                 input_name, rel = item.split("=", 1)
                 folder = os.path.join(out, os.path.dirname(rel))
                 os.makedirs(folder, exist_ok=True)
-                with open(os.path.join(real_dir, rel), "rb") as src, open(os.path.join(out, rel), "wb") as dst:
-                    dst.write(src.read())
+                shutil.copyfile(os.path.join(real_dir, rel), os.path.join(out, rel))
                 moved.append(f"{input_name}={rel}")
             lines.append(f"{model}\t{name}\t{' '.join(moved)}\n")
     with tempfile.TemporaryDirectory() as work:

@@ -148,11 +148,21 @@ void gemm_t(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, bool ta, c
   else gemm_f64(m, n, k, a, lda, ta, b, ldb, tb, c, ldc, acc);
 }
 
-/// One column block buffer per thread, kept for later convolutions as scratch() is.
+/// The im2col buffer: one per thread and element type, shared by every Conv and ConvTranspose
+/// node (each fills it and is done with it before the next node runs), so that a session holds
+/// the largest one instead of one per node for its lifetime (PaddleOCR det at 512x736: peak RSS
+/// 295 -> 177 MiB; quantizing it, two sessions at once: 877 -> 407 MiB).
 template <class T>
-std::vector<T>& thread_col() {
-  thread_local std::vector<T> block;
-  return block;
+std::vector<T>& scratch() {
+  thread_local std::vector<T> col;
+  return col;
+}
+
+/// Whether a convolution reads its input as it is, without im2col (1x1 kernel, stride 1, no pads).
+bool is_pointwise(const ConvGeometry& g) {
+  for (size_t i = 0; i < g.in.size(); ++i)
+    if (g.kernel[i] != 1 || g.stride[i] != 1 || g.pad_begin[i] != 0 || g.pad_end[i] != 0) return false;
+  return true;
 }
 
 /// Conv in float or double: Y [N, M, O...] from X [N, C, I...], W [M, C/g, K...], optional bias.
@@ -170,9 +180,7 @@ void conv_compute(const ConvGeometry& g, const T* x, const T* w, const T* bias, 
     }
     return;
   }
-  bool pointwise = true;
-  for (size_t i = 0; i < g.in.size(); ++i)
-    pointwise = pointwise && g.kernel[i] == 1 && g.stride[i] == 1 && g.pad_begin[i] == 0 && g.pad_end[i] == 0;
+  const bool pointwise = is_pointwise(g);
   const int64_t kdim = cg * ksize;
   if (!pointwise && osize > kGemmTileCols) {
     // Large outputs: im2col and multiply one block of kGemmTileCols output positions at a time,
@@ -187,7 +195,7 @@ void conv_compute(const ConvGeometry& g, const T* x, const T* w, const T* bias, 
         const T* xg = x + (n * g.c + gi * cg) * isize;
         T* yg = y + (n * g.m + gi * mg) * osize;
         parallel_ranges(blocks, 1, [&](int64_t b0, int64_t b1) {
-          std::vector<T>& block = thread_col<T>();
+          std::vector<T>& block = scratch<T>();  // this thread's
           block.resize(static_cast<size_t>(kdim * kGemmTileCols));
           for (int64_t b = b0; b < b1; ++b) {
             const int64_t p0 = b * kGemmTileCols, len = std::min(kGemmTileCols, osize - p0);
@@ -219,16 +227,6 @@ void conv_compute(const ConvGeometry& g, const T* x, const T* w, const T* bias, 
       }
     });
   }
-}
-
-/// The im2col buffer: one per thread and element type, shared by every Conv and ConvTranspose
-/// node (each fills it and is done with it before the next node runs), so that a session holds
-/// the largest one instead of one per node for its lifetime (PaddleOCR det at 512x736: peak RSS
-/// 295 -> 177 MiB; quantizing it, two sessions at once: 877 -> 407 MiB).
-template <class T>
-std::vector<T>& scratch() {
-  thread_local std::vector<T> col;
-  return col;
 }
 
 /// Conv and ConvTranspose around their compute function: the type checks, the output, and the
@@ -367,9 +365,7 @@ void conv_integer_compute(const ConvGeometry& g, const T* x, const Tensor& w, in
   const int64_t depth = cg * ksize, wstride = int_gemm_a_stride(depth);
   std::vector<int16_t> pw(static_cast<size_t>(g.m * wstride));
   int_gemm_pack_a(g.m, depth, Int8Matrix{w.raw(), w.dtype() == DataType::kInt8, depth}, w_zero.data(), pw.data());
-  bool pointwise = true;
-  for (size_t i = 0; i < g.in.size(); ++i)
-    pointwise = pointwise && g.kernel[i] == 1 && g.stride[i] == 1 && g.pad_begin[i] == 0 && g.pad_end[i] == 0;
+  const bool pointwise = is_pointwise(g);
   // Tiles of output positions: whole B panels, the 8-bit im2col tile about 512 KB (the packed
   // one about as large, read once per register tile of weight rows), at least two panels so
   // that each weight row is reused, and at least four tiles per image when it is that large so
