@@ -17,24 +17,26 @@ namespace onnxtool::quant {
 
 namespace {
 
-/// The fp32 values of a tensor that its quantized counterpart is compared with: every
-/// `stride`-th element (from 0) of its `size`. Intermediate tensors keep at most
-/// kComparedElements (the error statistics of 2^16 elements are within a percent, and the
-/// reference of a whole sample's activations no longer has to fit in memory: PaddleOCR det at
-/// 512x512 held 600 MiB of them); graph outputs are compared whole.
-struct Reference {
-  std::vector<float> values;
-  int64_t stride = 1, size = 0;
-};
-constexpr int64_t kComparedElements = int64_t{1} << 16;
+/// Intermediate tensors keep at most kComparedElements in their references: the reference of a
+/// whole sample's activations need not fit in memory (PaddleOCR det at 512x512 held 600 MiB of
+/// them), and the references of several samples are kept for all attempts.
+constexpr int64_t kComparedElements = int64_t{1} << 14;
+constexpr size_t kReferenceBudget = size_t{1} << 30;
 
 Reference sample_of(const runner::Tensor& t, int64_t limit) {
   Reference r;
   r.size = t.size();
-  r.stride = std::max<int64_t>(1, (r.size + limit - 1) / limit);
   const float* a = t.data<float>();
-  r.values.reserve(static_cast<size_t>((r.size + r.stride - 1) / r.stride));
-  for (int64_t i = 0; i < r.size; i += r.stride) r.values.push_back(a[i]);
+  if (r.size <= limit) {
+    r.values.assign(a, a + r.size);
+    return r;
+  }
+  r.run = Reference::kRun;
+  const int64_t runs = limit / Reference::kRun;
+  r.stride = (r.size + runs - 1) / runs;  // >= kRun, as size > limit
+  r.values.reserve(static_cast<size_t>(limit));
+  for (int64_t start = 0; start < r.size; start += r.stride)
+    r.values.insert(r.values.end(), a + start, a + std::min(start + r.run, r.size));
   return r;
 }
 
@@ -46,7 +48,7 @@ struct ErrorSums {
     if (ref.size != q.size()) return;
     const float* b = q.data<float>();
     for (size_t k = 0; k < ref.values.size(); ++k) {
-      const float a = ref.values[k], bq = b[static_cast<int64_t>(k) * ref.stride];
+      const float a = ref.values[k], bq = b[ref.position(static_cast<int64_t>(k))];
       if (!std::isfinite(a) || !std::isfinite(bq)) continue;
       const double x = std::clamp(double{a}, lo, hi), y = bq;
       signal += x * x;
@@ -76,7 +78,48 @@ double reduction_size(const ir::Model& model, const ir::Node& node) {
 
 }  // namespace
 
-void measure_errors(ir::Model& fp32, ir::Model& quantized, const std::vector<Feeds>& samples, QuantizeReport& report) {
+bool References::begin() {
+  if (bytes_ >= kReferenceBudget) return false;
+  samples_.emplace_back();
+  return true;
+}
+
+void References::add(const std::string& name, const runner::Tensor& t) {
+  if (t.dtype() != ir::DataType::kFloat) return;
+  Reference r = sample_of(t, kComparedElements);  // a copy: the runner reuses the buffer
+  bytes_ += r.values.size() * sizeof(float);
+  elements_[name] += static_cast<double>(t.size());
+  samples_.back().tensors[name] = std::move(r);
+}
+
+void References::end(const std::vector<runner::Value>& outputs) {
+  for (const auto& v : outputs) {
+    std::optional<Reference> r;
+    if (v.is_tensor() && v.tensor.dtype() == ir::DataType::kFloat) {
+      r = sample_of(v.tensor, std::max<int64_t>(1, v.tensor.size()));
+      bytes_ += r->values.size() * sizeof(float);
+    }
+    samples_.back().outputs.push_back(std::move(r));
+  }
+}
+
+References record_references(ir::Model& fp32, const std::vector<Feeds>& samples) {
+  References refs;
+  runner::Session session(fp32);
+  session.set_observer([&](const ir::Value& v, const runner::Value& produced) {
+    if (produced.is_tensor()) refs.add(v.name(), produced.tensor);
+  });
+  for (const Feeds& feeds : samples) {
+    if (!refs.begin()) break;
+    for (const auto& [name, value] : feeds)
+      if (value.is_tensor()) refs.add(name, value.tensor);
+    refs.end(session.run(feeds));
+  }
+  return refs;
+}
+
+void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& references,
+                    const std::vector<Feeds>& samples, QuantizeReport& report) {
   // The fp32 tensor each quantized (dequantized) tensor stands for, and the interval its values
   // are clamped to before comparing (where the tensor's readers saturate).
   struct Compared {
@@ -84,14 +127,10 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const std::vector<Fee
     double min, max;
   };
   std::map<std::string, Compared> dq_to_float;
-  std::set<std::string> float_names;
   // The fp32 name an entry is compared with: the node output (dynamic) or the tensor (static).
   auto fp32_name = [](const NodeReport& n) { return n.output.empty() ? n.tensor : n.output; };
-  for (const auto& n : report.nodes) {
-    if (n.dequantized.empty()) continue;
-    dq_to_float[n.dequantized] = Compared{fp32_name(n), n.reference_min, n.reference_max};
-    float_names.insert(fp32_name(n));
-  }
+  for (const auto& n : report.nodes)
+    if (!n.dequantized.empty()) dq_to_float[n.dequantized] = Compared{fp32_name(n), n.reference_min, n.reference_max};
   // Float graph outputs by position (both models keep their outputs in order).
   std::vector<size_t> outputs;
   for (size_t i = 0; i < fp32.graph->outputs.size(); ++i) {
@@ -99,39 +138,25 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const std::vector<Fee
     if (v && v->type.is_tensor() && v->type.data_type() == ir::DataType::kFloat) outputs.push_back(i);
   }
 
-  std::map<std::string, ErrorSums> sums;    // by float tensor name
-  std::map<std::string, double> elements;   // by float tensor name, over all samples
+  std::map<std::string, ErrorSums> sums;  // by float tensor name
+  const std::map<std::string, double>& elements = references.elements_;  // by float tensor name
   std::map<size_t, ErrorSums> output_sums;
-  runner::Session ref_session(fp32);
   runner::Session q_session(quantized);
-  for (const Feeds& feeds : samples) {
-    std::map<std::string, Reference> ref;
-    ref_session.set_observer([&](const ir::Value& v, const runner::Value& produced) {
-      if (float_names.count(v.name()) && produced.is_tensor() && produced.tensor.dtype() == ir::DataType::kFloat) {
-        ref[v.name()] = sample_of(produced.tensor, kComparedElements);  // a copy: the buffer is reused
-        elements[v.name()] += static_cast<double>(produced.tensor.size());
-      }
-    });
-    std::vector<std::optional<Reference>> ref_out;
-    for (const auto& v : ref_session.run(feeds))
-      ref_out.push_back(v.is_tensor() && v.tensor.dtype() == ir::DataType::kFloat
-                            ? std::optional<Reference>(sample_of(v.tensor, std::max<int64_t>(1, v.tensor.size())))
-                            : std::nullopt);
-    for (const auto& [name, value] : feeds)
-      if (float_names.count(name) && value.is_tensor() && value.tensor.dtype() == ir::DataType::kFloat)
-        ref[name] = sample_of(value.tensor, kComparedElements);
+  const size_t count = std::min(references.samples_.size(), samples.size());
+  for (size_t s = 0; s < count; ++s) {
+    const References::Sample& ref = references.samples_[s];
     q_session.set_observer([&](const ir::Value& v, const runner::Value& produced) {
       auto it = dq_to_float.find(v.name());
       if (it == dq_to_float.end() || !produced.is_tensor() || produced.tensor.dtype() != ir::DataType::kFloat) return;
       const Compared& want = it->second;
-      auto r = ref.find(want.name);
-      if (r != ref.end()) sums[want.name].add(r->second, produced.tensor, want.min, want.max);
+      auto r = ref.tensors.find(want.name);
+      if (r != ref.tensors.end()) sums[want.name].add(r->second, produced.tensor, want.min, want.max);
     });
-    const auto q_out = q_session.run(feeds);
+    const auto q_out = q_session.run(samples[s]);
     for (size_t i : outputs)
-      if (i < ref_out.size() && i < q_out.size() && ref_out[i] && q_out[i].is_tensor() &&
+      if (i < ref.outputs.size() && i < q_out.size() && ref.outputs[i] && q_out[i].is_tensor() &&
           q_out[i].tensor.dtype() == ir::DataType::kFloat)
-        output_sums[i].add(*ref_out[i], q_out[i].tensor);
+        output_sums[i].add(*ref.outputs[i], q_out[i].tensor);
   }
   // Per entry: its accuracy, and what it loses against the entries feeding its producer.
   std::map<std::string, double> sqnr;
@@ -149,7 +174,10 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const std::vector<Fee
   for (auto& n : report.nodes) {
     if (n.dequantized.empty() || !sums.count(fp32_name(n))) continue;
     const auto p = producer_of.find(fp32_name(n));
-    if (p != producer_of.end()) n.producer_macs = elements[fp32_name(n)] * reduction_size(fp32, *p->second);
+    if (p != producer_of.end()) {
+      const auto e = elements.find(fp32_name(n));
+      n.producer_macs = (e == elements.end() ? 0.0 : e->second) * reduction_size(fp32, *p->second);
+    }
     double inputs = 200;  // a graph input: nothing upstream (200 dB: no noise)
     if (p != producer_of.end()) {
       // The least accurate quantized tensor upstream, walking back through unquantized nodes.
@@ -177,7 +205,7 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const std::vector<Fee
   }
   report.output_cosine = outputs.empty() ? -1 : 1;
   for (const auto& [index, e] : output_sums) report.output_cosine = std::min(report.output_cosine, e.cosine());
-  report.error_samples = static_cast<int64_t>(samples.size());
+  report.error_samples = static_cast<int64_t>(count);
 }
 
 ir::Model copy_model(const ir::Model& model) {

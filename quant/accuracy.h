@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,10 +23,50 @@ using Feeds = std::map<std::string, runner::Value>;
 /// (a serialized model keeps only the declared ones).
 ir::Model copy_model(const ir::Model& model);
 
-/// Runs the fp32 and the quantized model on the samples, one sample at a time, and fills each
-/// report entry's SQNR, cosine and added noise (entries with a `dequantized` tensor), and the
-/// report's output cosine.
-void measure_errors(ir::Model& fp32, ir::Model& quantized, const std::vector<Feeds>& samples, QuantizeReport& report);
+/// A subsample of a float tensor that its quantized counterpart is compared with: runs of
+/// kRun consecutive elements, one every `stride` elements from 0 (consecutive elements: strided
+/// single elements cost a cache miss each), or the whole tensor (stride == run == 1).
+struct Reference {
+  static constexpr int64_t kRun = 16;
+  std::vector<float> values;
+  int64_t stride = 1, run = 1, size = 0;
+  /// Position in the tensor of values[k].
+  int64_t position(int64_t k) const { return k / run * stride + k % run; }
+};
+
+/// The fp32 side of the error measurement, recorded once and compared against by every
+/// quantization attempt: per sample, a subsample of every float tensor (at most 2^14 elements
+/// each: SQNR and cosine within a few percent) and the float graph outputs whole. Samples stop
+/// being recorded once they hold 1 GiB; the errors are then measured on the ones recorded.
+class References {
+ public:
+  /// One sample: begin(), then add() every float tensor the fp32 run produces (an observer)
+  /// and its float inputs, then end() with the run's outputs. Returns false from begin() when
+  /// no more samples fit.
+  bool begin();
+  void add(const std::string& name, const runner::Tensor& t);
+  void end(const std::vector<runner::Value>& outputs);
+  size_t samples() const { return samples_.size(); }
+
+ private:
+  friend void measure_errors(ir::Model&, ir::Model&, const References&, const std::vector<Feeds>&, QuantizeReport&);
+  struct Sample {
+    std::map<std::string, Reference> tensors;
+    std::vector<std::optional<Reference>> outputs;
+  };
+  std::vector<Sample> samples_;
+  std::map<std::string, double> elements_;  // per float tensor, over the recorded samples
+  size_t bytes_ = 0;
+};
+
+/// Records the fp32 references of the samples by running the model on them.
+References record_references(ir::Model& fp32, const std::vector<Feeds>& samples);
+
+/// Runs the quantized model on the first references.samples() samples, one at a time, and fills
+/// each report entry's SQNR, cosine and added noise (entries with a `dequantized` tensor), and
+/// the report's output cosine, against the fp32 references of the same samples.
+void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& references,
+                    const std::vector<Feeds>& samples, QuantizeReport& report);
 
 /// One quantization of a copy of the model, keeping these tensors in float, measured.
 using Attempt = std::function<std::pair<std::unique_ptr<ir::Model>, QuantizeReport>(const std::vector<std::string>& excluded)>;

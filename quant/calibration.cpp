@@ -36,27 +36,91 @@ void TensorStats::widen(double limit) {
   }
 }
 
-void TensorStats::observe(const runner::Tensor& t, double averaging_constant) {
-  if (!is_float(t.dtype())) return;
-  double lo = std::numeric_limits<double>::infinity(), hi = -lo, absmax = 0;
-  int64_t finite = 0;
-  for (int64_t i = 0; i < t.size(); ++i) {
-    const double v = runner::element_as_double(t, i);
-    if (std::isnan(v)) {
-      ++nan_;
-      continue;
-    }
-    if (std::isinf(v)) {
-      ++inf_;
-      continue;
-    }
-    lo = std::min(lo, v);
-    hi = std::max(hi, v);
-    absmax = std::max(absmax, std::fabs(v));
-    ++finite;
+namespace {
+
+/// What one pass over a run of values finds: extremes of the finite ones, their largest
+/// magnitude, and the counts of finite, NaN and infinite values.
+struct Summary {
+  double lo = std::numeric_limits<double>::infinity(), hi = -std::numeric_limits<double>::infinity(), absmax = 0;
+  int64_t finite = 0, nan = 0, inf = 0;
+  void merge(const Summary& o) {
+    lo = std::min(lo, o.lo);
+    hi = std::max(hi, o.hi);
+    absmax = std::max(absmax, o.absmax);
+    finite += o.finite;
+    nan += o.nan;
+    inf += o.inf;
   }
+};
+
+/// float32 values are summarized and binned in chunks of this many, in parallel: the extremes
+/// and the (integer) counts come out the same whatever the thread count.
+constexpr int64_t kChunk = int64_t{1} << 15;
+
+Summary summarize_floats(const float* p, int64_t n) {
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  std::vector<Summary> parts(static_cast<size_t>(chunks));
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    const float* q = p + c * kChunk;
+    const int64_t m = std::min(kChunk, n - c * kChunk);
+    // Branch-free so that it vectorizes: NaN and Inf are counted, and the extremes skip them.
+    float lo = std::numeric_limits<float>::infinity(), hi = -lo, absmax = 0;
+    int64_t nan = 0, inf = 0;
+    for (int64_t i = 0; i < m; ++i) {
+      const float v = q[i];
+      const float a = std::fabs(v);
+      const bool is_nan = v != v, is_inf = a == std::numeric_limits<float>::infinity();
+      nan += is_nan;
+      inf += is_inf;
+      const bool finite = !is_nan && !is_inf;
+      lo = finite && v < lo ? v : lo;
+      hi = finite && v > hi ? v : hi;
+      absmax = finite && a > absmax ? a : absmax;
+    }
+    Summary& s = parts[static_cast<size_t>(c)];
+    s.nan = nan;
+    s.inf = inf;
+    s.finite = m - nan - inf;
+    if (s.finite) {
+      s.lo = lo;
+      s.hi = hi;
+      s.absmax = absmax;
+    }
+  }
+  Summary all;
+  for (const Summary& s : parts) all.merge(s);
+  return all;
+}
+
+}  // namespace
+
+void TensorStats::observe(const runner::Tensor& t, double averaging_constant, bool histogram) {
+  if (!is_float(t.dtype())) return;
+  const bool f32 = t.dtype() == ir::DataType::kFloat;
+  Summary sum;
+  if (f32) {
+    sum = summarize_floats(t.data<float>(), t.size());
+  } else {
+    for (int64_t i = 0; i < t.size(); ++i) {
+      const double v = runner::element_as_double(t, i);
+      if (std::isnan(v)) {
+        ++sum.nan;
+      } else if (std::isinf(v)) {
+        ++sum.inf;
+      } else {
+        sum.lo = std::min(sum.lo, v);
+        sum.hi = std::max(sum.hi, v);
+        sum.absmax = std::max(sum.absmax, std::fabs(v));
+        ++sum.finite;
+      }
+    }
+  }
+  nan_ += sum.nan;
+  inf_ += sum.inf;
   ++samples_;
-  if (!finite) return;
+  if (!sum.finite) return;
+  const double lo = sum.lo, hi = sum.hi;
   if (first_) {
     min_ = moving_min_ = lo;
     max_ = moving_max_ = hi;
@@ -69,23 +133,43 @@ void TensorStats::observe(const runner::Tensor& t, double averaging_constant) {
       moving_max_ += averaging_constant * (hi - moving_max_);
     }
   }
-  values_ += finite;
-  if (absmax == 0 && bins_.empty()) {
+  values_ += sum.finite;
+  if (!histogram) return;
+  if (sum.absmax == 0 && bins_.empty()) {
     // All zeros so far (a recurrent state's usual first value): the histogram waits for a
     // magnitude to cover.
-    zeros_ += finite;
+    zeros_ += sum.finite;
     return;
   }
-  widen(absmax);
+  widen(sum.absmax);
   const double per_bin = static_cast<double>(kBins) / limit_;
-  for (int64_t i = 0; i < t.size(); ++i) {
-    const double v = runner::element_as_double(t, i);
-    if (!std::isfinite(v)) continue;
-    // Compared as a double before the conversion: a magnitude beyond the top bin (possible
-    // only when the limit stopped doubling) must not overflow int.
+  // Compared as a double before the conversion: a magnitude beyond the top bin (possible only
+  // when the limit stopped doubling) must not overflow int.
+  auto bin_of = [per_bin](double v) {
     const double scaled = std::fabs(v) * per_bin;
-    const int b = scaled >= kBins - 1 ? kBins - 1 : static_cast<int>(scaled);
-    bins_[static_cast<size_t>(b)] += 1;
+    return scaled >= kBins - 1 ? kBins - 1 : static_cast<int>(scaled);
+  };
+  if (!f32) {
+    for (int64_t i = 0; i < t.size(); ++i) {
+      const double v = runner::element_as_double(t, i);
+      if (std::isfinite(v)) bins_[static_cast<size_t>(bin_of(v))] += 1;
+    }
+    return;
+  }
+  // Per-thread counts, added up: whole numbers, so the sums do not depend on the order.
+  const float* p = t.data<float>();
+  const int64_t n = t.size(), chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel if (chunks > 1)
+  {
+    std::vector<double> local(kBins, 0.0);
+#pragma omp for schedule(static) nowait
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t end = std::min(n, (c + 1) * kChunk);
+      for (int64_t i = c * kChunk; i < end; ++i)
+        if (std::isfinite(p[i])) local[static_cast<size_t>(bin_of(p[i]))] += 1;
+    }
+#pragma omp critical
+    for (size_t b = 0; b < local.size(); ++b) bins_[b] += local[b];
   }
 }
 

@@ -21,8 +21,9 @@ class TensorStats {
  public:
   static constexpr int kBins = 2048;
 
-  /// Adds one sample's values (float types only; NaN and Inf are counted and skipped).
-  void observe(const runner::Tensor& t, double averaging_constant);
+  /// Adds one sample's values (float types only; NaN and Inf are counted and skipped). Without
+  /// `histogram` only the extremes and counts are kept (all minmax calibration needs).
+  void observe(const runner::Tensor& t, double averaging_constant, bool histogram = true);
 
   double min() const { return min_; }
   double max() const { return max_; }
@@ -75,12 +76,17 @@ Range calibrated_range(const TensorStats& stats, const CalibrationOptions& optio
 /// Statistics of many tensors, fed by a runner observer.
 class Collector {
  public:
-  explicit Collector(double moving_average = 0) : moving_average_(moving_average) {}
-  void observe(const std::string& name, const runner::Tensor& t) { stats_[name].observe(t, moving_average_); }
+  /// `histograms`: whether the calibrator needs them (entropy, percentile).
+  explicit Collector(double moving_average = 0, bool histograms = true)
+      : moving_average_(moving_average), histograms_(histograms) {}
+  void observe(const std::string& name, const runner::Tensor& t) {
+    stats_[name].observe(t, moving_average_, histograms_);
+  }
   const std::map<std::string, TensorStats>& stats() const { return stats_; }
 
  private:
   double moving_average_;
+  bool histograms_;
   std::map<std::string, TensorStats> stats_;
 };
 

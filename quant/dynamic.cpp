@@ -355,13 +355,15 @@ QuantizeReport quantize_dynamic(ir::Model& model, const QuantizeOptions& options
   } else if (options.auto_exclude) {
     throw_usage_error("--auto-exclude needs samples (--calib-data) to measure the accuracy on");
   }
+  // The fp32 references, recorded once for every attempt.
+  const References references = kept.empty() ? References{} : record_references(model, kept);
   auto attempt = [&](const std::vector<std::string>& excluded) {
     QuantizeOptions o = options;
     o.exclude_tensors.insert(o.exclude_tensors.end(), excluded.begin(), excluded.end());
     auto work = std::make_unique<ir::Model>(kept.empty() ? std::move(model) : copy_model(model));
     QuantizeReport r = report;
     rewrite_dynamic(*work, o, r);
-    if (!kept.empty()) measure_errors(model, *work, kept, r);
+    if (!kept.empty()) measure_errors(model, *work, references, kept, r);
     return std::make_pair(std::move(work), std::move(r));
   };
   auto best = quantize_with_exclusions(options, attempt);

@@ -316,26 +316,40 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
   QuantizeReport report;
   // QuantizeLinear is opset 10; per-axis scales are opset 13.
   ensure_opset(model, options.per_channel ? 13 : 10, report);
-  // Calibration: every float value of the main graph, observed as it is produced. The first
-  // error_samples feeds are kept (inputs only) to measure the errors afterwards.
-  Collector collector(options.calibration.moving_average);
+  // Calibration: every float value of the main graph, observed as it is produced. For the first
+  // error_samples samples the feeds are kept, and the fp32 references the errors are measured
+  // against are recorded in the same run (on the CPU: the quantized model runs there too; a
+  // calibration on another device leaves them to a CPU run afterwards).
+  Collector collector(options.calibration.moving_average, options.calibration.method != CalibrationMethod::kMinMax);
   std::vector<Feeds> kept;
+  References references;
   {
     runner::SessionOptions session_options;
     session_options.device = options.calibration.device;
     runner::Session session(model, session_options);
+    const bool on_cpu = options.calibration.device.kind == runner::DeviceSpec::Kind::kCpu;
+    bool recording = false;
     session.set_observer([&](const ir::Value& v, const runner::Value& produced) {
-      if (produced.is_tensor() && produced.tensor.dtype() == ir::DataType::kFloat) collector.observe(v.name(), produced.tensor);
+      if (!produced.is_tensor() || produced.tensor.dtype() != ir::DataType::kFloat) return;
+      collector.observe(v.name(), produced.tensor);
+      if (recording) references.add(v.name(), produced.tensor);
     });
     Feeds feeds;
     while (samples(feeds)) {
-      for (const auto& [name, value] : feeds)
-        if (value.is_tensor() && value.tensor.dtype() == ir::DataType::kFloat) collector.observe(name, value.tensor);
-      session.run(feeds);
+      const bool keep = static_cast<int>(kept.size()) < options.error_samples;
+      recording = keep && on_cpu && references.begin();
+      for (const auto& [name, value] : feeds) {
+        if (!value.is_tensor() || value.tensor.dtype() != ir::DataType::kFloat) continue;
+        collector.observe(name, value.tensor);
+        if (recording) references.add(name, value.tensor);
+      }
+      auto outputs = session.run(feeds);
       ++report.samples;
-      if (static_cast<int>(kept.size()) < options.error_samples) kept.push_back(feeds);
+      if (recording) references.end(outputs);
+      if (recording || (keep && !on_cpu)) kept.push_back(feeds);
       feeds.clear();
     }
+    if (!on_cpu && !kept.empty()) references = record_references(model, kept);
   }
   if (!report.samples) throw_usage_error("no calibration samples");
   std::map<std::string, Range> ranges;
@@ -372,7 +386,7 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
     passes::OptimizeOptions cleanup;
     cleanup.only = {"sort_topologically", "eliminate_dead_code"};
     passes::optimize(*work, cleanup);
-    if (!kept.empty()) measure_errors(model, *work, kept, r);
+    if (!kept.empty()) measure_errors(model, *work, references, kept, r);
     return std::make_pair(std::move(work), std::move(r));
   };
   auto best = quantize_with_exclusions(options, attempt);

@@ -18,6 +18,7 @@
 
 #include "ir/error.h"
 #include "ir/op_schema.h"
+#include "runner/buffer_pool.h"
 #include "runner/profile.h"
 
 namespace onnxtool::runner {
@@ -648,8 +649,8 @@ KernelFn KernelRegistry::find(std::string_view domain, std::string_view op_type,
 // ---------------------------------------------------------------- Session
 
 Session::Session(ir::Model& model, SessionOptions options) : model_(model), options_(options) {
-  // Large tensors are freed and reallocated on every run: keep them in the heap rather than
-  // returning them to the kernel (each fresh mmap costs page faults on every run).
+  // Tensors of a megabyte and more come from the buffer pool (runner/buffer_pool.h); the
+  // heap keeps the smaller ones' memory rather than returning it to the kernel after every run.
   static const bool tuned = [] {
     mallopt(M_MMAP_THRESHOLD, 256 << 20);
     mallopt(M_TRIM_THRESHOLD, 512 << 20);
@@ -688,7 +689,10 @@ Session::Session(ir::Model& model, SessionOptions options) : model_(model), opti
   for (const auto& vi : model.graph->outputs) outputs_.push_back(&vi);
 }
 
-Session::~Session() = default;
+Session::~Session() {
+  plan_.reset();
+  release_pooled_buffers();  // what this session's runs kept for the next run
+}
 
 void Session::set_profiler(Profiler* profiler) { executor_->profiler = profiler; }
 
@@ -753,7 +757,13 @@ std::vector<Value> Session::run(const std::map<std::string, Value>& feeds,
     if (!vi->value->is_initializer() && !feeds.count(vi->value->name()))
       throw_usage_error("input '" + vi->value->name() + "' is not given");
 #ifdef _OPENMP
-  omp_set_num_threads(options_.threads);
+  // This run's thread count, and the caller's back afterwards: a session of one thread (the
+  // constant folding of optimize) left every later session of the process on one thread.
+  struct ThreadCount {
+    int before = omp_get_max_threads();
+    explicit ThreadCount(int n) { omp_set_num_threads(n); }
+    ~ThreadCount() { omp_set_num_threads(before); }
+  } thread_count(options_.threads);
 #endif
   executor_->begin_run();
   executor_->execute(*plan_, frame);

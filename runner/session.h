@@ -62,6 +62,9 @@ class Session {
   std::vector<Value> run(const std::map<std::string, Value>& feeds,
                          const std::vector<std::string>& output_names = {});
 
+  /// The threads its runs use (the default 0 resolved when the session was made).
+  int threads() const { return options_.threads; }
+
   /// The device the session runs on ("cpu", "vulkan:0").
   const DeviceInfo* device() const { return backend_ ? &backend_->info() : nullptr; }
   /// Where the last run placed each node (empty for CPU sessions).

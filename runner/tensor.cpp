@@ -1,6 +1,8 @@
 // Runtime tensors and the 16-bit float conversions.
 #include "runner/tensor.h"
 
+#include "runner/buffer_pool.h"
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -111,11 +113,10 @@ Tensor::Tensor(DataType type, std::vector<int64_t> shape)
   auto bytes = ir::storage_bytes(type, static_cast<uint64_t>(size_));
   if (!bytes) throw_input_error("cannot allocate a tensor of type " + std::string(ir::data_type_name(type)));
   bytes_ = static_cast<size_t>(*bytes);
-  // 64-byte aligned for vectorised kernels; at least one byte so data_ is never null.
-  const size_t alloc = (bytes_ + 63) / 64 * 64 + 64;
-  auto* p = static_cast<uint8_t*>(::operator new(alloc, std::align_val_t(64)));
-  owner_ = std::shared_ptr<void>(p, [](void* q) { ::operator delete(q, std::align_val_t(64)); });
-  data_ = p;
+  // 64-byte aligned for vectorised kernels, never null (runner/buffer_pool.h).
+  auto buffer = allocate_buffer(bytes_);
+  data_ = buffer.get();
+  owner_ = std::move(buffer);
 }
 
 Tensor Tensor::view(DataType type, std::vector<int64_t> shape, const ir::Bytes& bytes) {
