@@ -22,6 +22,9 @@ namespace {
 /// them), and the references of several samples are kept for all attempts.
 constexpr int64_t kComparedElements = int64_t{1} << 14;
 constexpr size_t kReferenceBudget = size_t{1} << 30;
+/// Graph outputs are compared whole up to 2^20 elements (4 MiB), larger ones on 2^20 of them:
+/// ISNet's twelve outputs, up to 64x512x512 each, held 124 MB per sample.
+constexpr int64_t kOutputElements = int64_t{1} << 20;
 
 Reference sample_of(const runner::Tensor& t, int64_t limit) {
   Reference r;
@@ -35,8 +38,10 @@ Reference sample_of(const runner::Tensor& t, int64_t limit) {
   const int64_t runs = limit / Reference::kRun;
   r.stride = (r.size + runs - 1) / runs;  // >= kRun, as size > limit
   r.values.reserve(static_cast<size_t>(limit));
-  for (int64_t start = 0; start < r.size; start += r.stride)
+  for (int64_t k = 0; k * r.stride < r.size; ++k) {
+    const int64_t start = r.start(k);
     r.values.insert(r.values.end(), a + start, a + std::min(start + r.run, r.size));
+  }
   return r;
 }
 
@@ -96,7 +101,7 @@ void References::end(const std::vector<runner::Value>& outputs) {
   for (const auto& v : outputs) {
     std::optional<Reference> r;
     if (v.is_tensor() && v.tensor.dtype() == ir::DataType::kFloat) {
-      r = sample_of(v.tensor, std::max<int64_t>(1, v.tensor.size()));
+      r = sample_of(v.tensor, kOutputElements);
       bytes_ += r->values.size() * sizeof(float);
     }
     samples_.back().outputs.push_back(std::move(r));
@@ -208,9 +213,48 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
   report.error_samples = static_cast<int64_t>(count);
 }
 
-ir::Model copy_model(const ir::Model& model) {
-  const std::string bytes = ir::serialize_model(model);
-  ir::Model copy = ir::parse_model(ir::Bytes::copy_of(bytes.data(), bytes.size()), "model", "");
+ir::Model copy_model(ir::Model& model) {
+  // Bytes are immutable and shared: the copy takes the graph through a serialized round trip
+  // with the large raw_data left out, then shares those bytes with the original (a 176 MB model
+  // was copied whole for every attempt, and a quantized copy kept the whole buffer alive for
+  // its few float tensors).
+  constexpr size_t kShared = 4096;
+  std::vector<std::pair<size_t, ir::Bytes>> shared;  // position in the tensor walk, bytes
+  size_t position = 0;
+  for_each_tensor(model, [&](ir::Tensor& t, const std::string&) {
+    if (t.raw_data && t.raw_data->size() >= kShared) {
+      shared.emplace_back(position, std::move(*t.raw_data));
+      t.raw_data = ir::Bytes();
+    }
+    ++position;
+  });
+  auto restore = [&] {
+    size_t p = 0, next = 0;
+    for_each_tensor(model, [&](ir::Tensor& t, const std::string&) {
+      if (next < shared.size() && shared[next].first == p++) t.raw_data = shared[next++].second;
+    });
+  };
+  std::string bytes;
+  try {
+    bytes = ir::serialize_model(model);
+  } catch (...) {
+    restore();
+    throw;
+  }
+  restore();
+  ir::LoadOptions load;
+  load.validate_tensors = false;  // the shared bytes are not there yet (the original was valid)
+  ir::Model copy = ir::parse_model(ir::Bytes::copy_of(bytes.data(), bytes.size()), "model", "", load);
+  bytes.clear();
+  size_t p = 0, next = 0;
+  for_each_tensor(copy, [&](ir::Tensor& t, const std::string&) {
+    if (next < shared.size() && shared[next].first == p++) {
+      if (!t.raw_data || !t.raw_data->empty())
+        throw Error(ErrorKind::kInternal, "copy_model: tensor '" + t.name + "' moved in the copy");
+      t.raw_data = shared[next++].second;
+    }
+  });
+  if (next != shared.size()) throw Error(ErrorKind::kInternal, "copy_model: the copy has fewer tensors");
   ir::DiagnosticSink sink;
   ir::infer_shapes(copy, sink);
   return copy;

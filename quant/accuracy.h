@@ -3,6 +3,8 @@
 // the dynamic and the static quantizer.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -20,23 +22,34 @@ namespace onnxtool::quant {
 using Feeds = std::map<std::string, runner::Value>;
 
 /// A copy of the model to rewrite, with the value types the quantizers select by inferred again
-/// (a serialized model keeps only the declared ones).
-ir::Model copy_model(const ir::Model& model);
+/// (a serialized model keeps only the declared ones). The copy shares the weights' bytes with
+/// `model` (which is left as it was: its raw_data is set aside while the graph is serialized).
+ir::Model copy_model(ir::Model& model);
 
 /// A subsample of a float tensor that its quantized counterpart is compared with: runs of
-/// kRun consecutive elements, one every `stride` elements from 0 (consecutive elements: strided
-/// single elements cost a cache miss each), or the whole tensor (stride == run == 1).
+/// kRun consecutive elements, one run in every `stride` elements (consecutive elements: strided
+/// single elements cost a cache miss each), or the whole tensor (stride == run == 1). Each run
+/// starts at a fixed pseudo-random offset within its stride: at regular offsets the runs fell
+/// on the same columns of every row of an image (its left edge and middle).
 struct Reference {
   static constexpr int64_t kRun = 16;
   std::vector<float> values;
   int64_t stride = 1, run = 1, size = 0;
+  /// Where run r starts.
+  int64_t start(int64_t r) const {
+    const int64_t base = r * stride, span = std::min(stride, size - base);
+    if (span <= run) return base;
+    const uint64_t mixed = (static_cast<uint64_t>(r) + 1) * 0x9E3779B97F4A7C15ull;  // Fibonacci hashing
+    return base + static_cast<int64_t>((mixed >> 32) % static_cast<uint64_t>(span - run + 1));
+  }
   /// Position in the tensor of values[k].
-  int64_t position(int64_t k) const { return k / run * stride + k % run; }
+  int64_t position(int64_t k) const { return start(k / run) + k % run; }
 };
 
 /// The fp32 side of the error measurement, recorded once and compared against by every
 /// quantization attempt: per sample, a subsample of every float tensor (at most 2^14 elements
-/// each: SQNR and cosine within a few percent) and the float graph outputs whole. Samples stop
+/// each: SQNR and cosine within a few percent) and the float graph outputs (whole up to 2^20
+/// elements, a subsample of that many beyond). Samples stop
 /// being recorded once they hold 1 GiB; the errors are then measured on the ones recorded.
 class References {
  public:

@@ -5,11 +5,13 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
 #include "ir/error.h"
 #include "ir/graph.h"
+#include "ir/tensor.h"
 #include "passes/rewrite.h"
 #include "quant/accuracy.h"
 #include "quant/calibration.h"
@@ -190,6 +192,68 @@ TEST_SUITE("quant") {
     only_nan.observe(floats({NAN, NAN}), 0);
     CHECK(only_nan.empty());
     CHECK(quant::calibrated_range(only_nan, {}).max == 0);
+  }
+
+  TEST_CASE("float32 statistics, summarized in parallel chunks, equal those of the same values as double") {
+    // Several chunks of 2^15 and a partial one; NaN and Inf scattered; values over 12 octaves.
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    const int64_t n = 3 * 32768 + 1001;
+    Tensor f(ir::DataType::kFloat, {n}), d(ir::DataType::kDouble, {n});
+    for (int64_t i = 0; i < n; ++i) {
+      float v = dist(rng) * std::ldexp(1.0f, static_cast<int>(i % 12));
+      if (i % 977 == 5) v = NAN;
+      if (i % 1231 == 7) v = i % 2 ? INFINITY : -INFINITY;
+      f.mutable_data<float>()[i] = v;
+      d.mutable_data<double>()[i] = v;
+    }
+    quant::TensorStats a, b, minmax_only;
+    for (int k = 0; k < 2; ++k) {
+      a.observe(f, 0.5);
+      b.observe(d, 0.5);
+      minmax_only.observe(f, 0.5, false);
+    }
+    for (const quant::TensorStats* s : {&a, &minmax_only}) {
+      CHECK(s->min() == b.min());
+      CHECK(s->max() == b.max());
+      CHECK(s->moving_min() == b.moving_min());
+      CHECK(s->moving_max() == b.moving_max());
+      CHECK(s->nan_count() == b.nan_count());
+      CHECK(s->inf_count() == b.inf_count());
+      CHECK(s->values() == b.values());
+    }
+    CHECK(a.percentile_threshold(99.9) == b.percentile_threshold(99.9));
+    CHECK(a.entropy_threshold(128) == b.entropy_threshold(128));
+  }
+
+  TEST_CASE("copy_model shares the weights' bytes with the original and leaves it as it was") {
+    ir::Model m;
+    m.ir_version = 9;
+    m.set_opset_version("", 17);
+    m.graph = std::make_unique<ir::Graph>();
+    ir::Graph& g = *m.graph;
+    ir::Value* x = g.add_input("x", ir::TypeInfo::tensor(ir::DataType::kFloat)).value;
+    std::vector<float> big(4096, 0.25f), small{1, 2};
+    ir::Value* w = g.add_initializer(ir::make_tensor("w", ir::DataType::kFloat, {64, 64}, big.data(), big.size() * 4));
+    ir::Value* b = g.add_initializer(ir::make_tensor("b", ir::DataType::kFloat, {2}, small.data(), small.size() * 4));
+    ir::Node* mm = g.add_node("MatMul", {x, w}, {"y"}, "", "mm");
+    ir::Node* add = g.add_node("Add", {mm->output(0), b}, {"z"}, "", "add");
+    g.add_output(add->output(0), std::nullopt);
+    const uint8_t* weight_bytes = w->initializer()->raw_bytes().data();
+    ir::Model copy = quant::copy_model(m);
+    // The original keeps its bytes; the copy views the same ones for the large tensor, and has
+    // its own for the small one.
+    CHECK(w->initializer()->raw_bytes().data() == weight_bytes);
+    CHECK(w->initializer()->raw_bytes().size() == big.size() * 4);
+    const ir::Value* cw = copy.graph->find("w");
+    REQUIRE(cw);
+    REQUIRE(cw->initializer());
+    CHECK(cw->initializer()->raw_bytes().data() == weight_bytes);
+    const ir::Value* cb = copy.graph->find("b");
+    REQUIRE(cb);
+    CHECK(cb->initializer()->raw_bytes().data() != b->initializer()->raw_bytes().data());
+    CHECK(std::memcmp(cb->initializer()->raw_bytes().data(), small.data(), 8) == 0);
+    CHECK(copy.graph->nodes().size() == 2);
   }
 
   TEST_CASE("every calibrator takes all-zero, constant, NaN, Inf and huge samples at any position") {

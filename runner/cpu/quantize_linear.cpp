@@ -96,6 +96,27 @@ void store_quantized(Tensor& y, const std::vector<double>& q) {
   for (int64_t i = 0; i < y.size(); ++i) set_element_from_double(y, i, q[static_cast<size_t>(i)]);
 }
 
+/// y[i] = clamp(nearbyint(x[i] / s) + z, lo, hi) for n float32 values into an 8-bit type Q: the
+/// same operations in the same order as one element at a time, so the same bytes.
+template <class Q>
+void quantize_run(const float* x, float s, float z, float lo, float hi, Q* y, int64_t n) {
+  int64_t i = 0;
+#if defined(__AVX2__)
+  const __m256 vs = _mm256_set1_ps(s), vz = _mm256_set1_ps(z), vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
+  for (; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + i), vs);
+    // Ties to even, as nearbyint in the default rounding mode.
+    v = _mm256_add_ps(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);
+    // max_ps returns its second operand when the first is NaN: lo, as std::max(lo, NaN) does.
+    v = _mm256_min_ps(_mm256_max_ps(v, vlo), vhi);
+    alignas(32) int32_t lanes[8];  // whole numbers within [lo, hi]: converted exactly
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), _mm256_cvtps_epi32(v));
+    for (int k = 0; k < 8; ++k) y[i + k] = static_cast<Q>(lanes[k]);
+  }
+#endif
+  for (; i < n; ++i) y[i] = static_cast<Q>(std::min(hi, std::max(lo, std::nearbyint(x[i] / s) + z)));
+}
+
 void quantize_linear(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& scale = ctx.input(1);
@@ -123,11 +144,24 @@ void quantize_linear(KernelContext& ctx) {
     int8_t* pk = out == DataType::kInt8 ? y.mutable_data<int8_t>() : nullptr;
     std::vector<float> zf(zps.begin(), zps.end());
     parallel_ranges(n, kElementwiseGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
+      if (pi.block != 0) {
+        for (int64_t i = b; i < e; ++i) {
+          const int64_t k = pi(i);
+          const float c = std::min(fhi, std::max(flo, std::nearbyint(px[i] / ps[k]) + zf[static_cast<size_t>(k)]));
+          if (pu) pu[i] = static_cast<uint8_t>(c);
+          else pk[i] = static_cast<int8_t>(c);
+        }
+        return;
+      }
+      // Per tensor or per axis: runs of elements that share a scale (a whole range, or the
+      // `inner` elements of one channel).
+      for (int64_t i = b; i < e;) {
+        const int64_t end = pi.per_tensor ? e : std::min(e, (i / pi.inner + 1) * pi.inner);
         const int64_t k = pi(i);
-        const float c = std::min(fhi, std::max(flo, std::nearbyint(px[i] / ps[k]) + zf[static_cast<size_t>(k)]));
-        if (pu) pu[i] = static_cast<uint8_t>(c);
-        else pk[i] = static_cast<int8_t>(c);
+        const float s = ps[k], z = zf[static_cast<size_t>(k)];
+        if (pu) quantize_run(px + i, s, z, flo, fhi, pu + i, end - i);
+        else quantize_run(px + i, s, z, flo, fhi, pk + i, end - i);
+        i = end;
       }
     });
     return;
@@ -170,13 +204,22 @@ void dequantize_linear(KernelContext& ctx) {
   if (out == DataType::kFloat && scale.dtype() == DataType::kFloat && (x.dtype() == DataType::kUInt8 || x.dtype() == DataType::kInt8 || x.dtype() == DataType::kInt32)) {
     const float* ps = scale.data<float>();
     float* py = y.mutable_data<float>();
-    parallel_ranges(n, kElementwiseGrain, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) {
-        const int64_t k = pi(i);
-        const float v = x.dtype() == DataType::kUInt8 ? x.data<uint8_t>()[i] : x.dtype() == DataType::kInt8 ? x.data<int8_t>()[i] : static_cast<float>(x.data<int32_t>()[i]);
-        py[i] = (v - static_cast<float>(zps[static_cast<size_t>(k)])) * ps[k];
-      }
-    });
+    // (x - zero_point) * scale in float32, over runs of elements that share a scale (a whole
+    // range per tensor, one channel's `inner` elements per axis, one element when blocked).
+    auto dequantize = [&](const auto* px) {
+      parallel_ranges(n, kElementwiseGrain, [&](int64_t b, int64_t e) {
+        for (int64_t i = b; i < e;) {
+          const int64_t end = pi.per_tensor ? e : pi.block != 0 ? i + 1 : std::min(e, (i / pi.inner + 1) * pi.inner);
+          const int64_t k = pi(i);
+          const float s = ps[k], z = static_cast<float>(zps[static_cast<size_t>(k)]);
+          for (int64_t j = i; j < end; ++j) py[j] = (static_cast<float>(px[j]) - z) * s;
+          i = end;
+        }
+      });
+    };
+    if (x.dtype() == DataType::kUInt8) dequantize(x.data<uint8_t>());
+    else if (x.dtype() == DataType::kInt8) dequantize(x.data<int8_t>());
+    else dequantize(x.data<int32_t>());
     return;
   }
   const std::vector<double> xs = quantized_values(x);
