@@ -78,6 +78,8 @@ void print_profile(const runner::ProfileSummary& p, const std::string& trace_fil
   };
   std::cout << "profile over " << p.runs << " run(s): " << ms(p.run_ms) << " ms per run, of which nodes "
             << ms(p.nodes_ms) << " ms" << (device ? " (device nodes: the device's time)" : "") << "\n";
+  std::cout << "  the run's tensors of 1 MiB and more held at most " << ms(static_cast<double>(p.tensor_peak_bytes) / (1 << 20))
+            << " MiB at once\n";
   std::cout << "  op type                      count/run    ms/run   share" << (device ? "  host ms/run" : "") << "\n";
   for (const auto& r : p.op_types) {
     char line[200];
@@ -118,6 +120,7 @@ nlohmann::json profile_json(const runner::ProfileSummary& p, const std::string& 
   return {{"runs", p.runs},
           {"run_ms", p.run_ms},
           {"nodes_ms", p.nodes_ms},
+          {"tensor_peak_bytes", p.tensor_peak_bytes},
           {"op_types", rows(p.op_types, false)},
           {"nodes", rows(p.nodes, true)},
           {"trace", trace_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(trace_file)}};

@@ -141,6 +141,18 @@ MappedFile::~MappedFile() {
   ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
+void release_pages(const void* data, size_t size) {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = (reinterpret_cast<uintptr_t>(data) + page - 1) / page * page;
+  const auto end = (reinterpret_cast<uintptr_t>(data) + size) / page * page;
+#ifdef MADV_PAGEOUT
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_PAGEOUT);
+#else
+  (void)begin;
+  (void)end;
+#endif
+}
+
 void MappedFile::advise_random(bool on) const {
   if (mapped_) ::madvise(const_cast<uint8_t*>(data_), size_, on ? MADV_RANDOM : MADV_NORMAL);
 }

@@ -35,6 +35,13 @@ class Bytes {
   size_t size_ = 0;
 };
 
+/// Hands the whole pages inside [data, data + size) back to the kernel (MADV_PAGEOUT) once their
+/// bytes have been read or copied for good: the content stays (read again from its file, or
+/// swap, if touched), the resident memory goes. For the weights of a mapped model that a
+/// session copied to aligned storage, or that a quantizer has replaced. Pages shared with data
+/// outside the range are left alone; kernels before Linux 5.4 ignore the advice.
+void release_pages(const void* data, size_t size);
+
 /// A read-only memory mapping of a whole regular file. Empty files map to an empty range.
 class MappedFile {
  public:

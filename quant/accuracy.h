@@ -48,7 +48,7 @@ struct Reference {
 
 /// The fp32 side of the error measurement, recorded once and compared against by every
 /// quantization attempt: per sample, a subsample of every float tensor (at most 2^14 elements
-/// each: SQNR and cosine within a few percent) and the float graph outputs (whole up to 2^20
+/// each: SQNR and cosine within a few percent) and the float graph outputs (whole up to 2^18
 /// elements, a subsample of that many beyond). Samples stop
 /// being recorded once they hold 1 GiB; the errors are then measured on the ones recorded.
 class References {

@@ -170,6 +170,8 @@ class StaticQuantizer {
     if (!w || w->type != ir::DataType::kFloat) return nullptr;
     const int64_t a = o_.per_channel && per_axis_ && axis >= 0 && axis < static_cast<int64_t>(w->dims.size()) ? axis : -1;
     QuantizedWeight qw = quantize_weight(g_, n->input(index)->name(), w->values, w->dims, a, o_.weight_type, wt_);
+    // Read for the last time in this attempt: a mapped file's pages of it go back to the kernel.
+    if (const ir::Tensor* t = n->input(index)->initializer(); t && t->raw_data) ir::release_pages(t->raw_data->data(), t->raw_data->size());
     ir::Node* dq = g_.add_node("DequantizeLinear", {qw.data, qw.scale, qw.zero_point},
                                {passes::unique_name(g_, n->input(index)->name() + "_dequantized")}, "",
                                passes::unique_name(g_, n->input(index)->name() + "_DequantizeLinear"), n);
@@ -364,9 +366,18 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
     }
     ranges[name] = calibrated_range(stats, options.calibration);
   }
-  // Constant operands of Add/Mul/Concat get their exact range.
+  // Constant operands of Add/Mul/Concat get their exact range (not the weights and biases of
+  // Conv, ConvTranspose, Gemm and MatMul: decoding them all touched every page of the model).
+  std::set<const ir::Value*> operands;
+  for (const auto& node : model.graph->nodes()) {
+    const bool weighted = node->op_type == "Conv" || node->op_type == "ConvTranspose" || node->op_type == "Gemm" ||
+                          node->op_type == "MatMul";
+    for (size_t i = 0; i < (weighted ? 1 : node->inputs().size()); ++i)
+      if (const ir::Value* in = node->input(i); in && in->is_initializer()) operands.insert(in);
+  }
   for (const auto& t : model.graph->initializers()) {
     const ir::Value* v = model.graph->find(t->name);
+    if (!operands.count(v)) continue;
     const auto c = passes::float_constant(model, v);
     if (!c || c->type != ir::DataType::kFloat || c->values.empty()) continue;
     const auto [lo, hi] = std::minmax_element(c->values.begin(), c->values.end());

@@ -3,6 +3,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <new>
@@ -48,6 +49,7 @@ class Pool {
         void* p = it->second;
         free_bytes_ -= it->first;
         sizes_[p] = it->first;
+        count_in(it->first);
         free_.erase(it);
 #ifdef ONNXTOOL_POOL_ASAN
         ASAN_UNPOISON_MEMORY_REGION(p, bytes);
@@ -58,6 +60,7 @@ class Pool {
     void* p = map(bytes);
     std::lock_guard<std::mutex> lock(mutex_);
     sizes_[p] = bytes;
+    count_in(bytes);
     return p;
   }
 
@@ -66,6 +69,7 @@ class Pool {
     auto it = sizes_.find(p);
     const size_t bytes = it->second;
     sizes_.erase(it);
+    in_use_ -= bytes;
 #ifdef ONNXTOOL_POOL_ASAN
     ASAN_POISON_MEMORY_REGION(p, bytes);
 #endif
@@ -88,7 +92,24 @@ class Pool {
     return free_bytes_;
   }
 
+  PoolUsage usage() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return {in_use_, peak_};
+  }
+
+  void reset_peak() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    peak_ = in_use_;
+  }
+
  private:
+  // Called with the mutex held; counts whole buffers (a request that took a larger free buffer
+  // counts all of it: that memory is in use).
+  void count_in(size_t bytes) {
+    in_use_ += bytes;
+    peak_ = std::max(peak_, in_use_);
+  }
+
   static void* map(size_t bytes) {
 #ifdef ONNXTOOL_POOL_ASAN
     return ::operator new(bytes, std::align_val_t(kAlignment));
@@ -111,6 +132,7 @@ class Pool {
   std::multimap<size_t, void*> free_;
   std::map<void*, size_t> sizes_;  // buffers in use, by address
   size_t free_bytes_ = 0;
+  size_t in_use_ = 0, peak_ = 0;
 };
 
 // Never destroyed: tensors may still be freed while the program exits.
@@ -139,5 +161,9 @@ std::shared_ptr<void> allocate_buffer(size_t bytes) {
 void release_pooled_buffers() { pool().release(); }
 
 size_t pooled_free_bytes() { return pool().free_bytes(); }
+
+PoolUsage pooled_usage() { return pool().usage(); }
+
+void reset_pooled_peak() { pool().reset_peak(); }
 
 }  // namespace onnxtool::runner

@@ -23,4 +23,12 @@ void release_pooled_buffers();
 /// Bytes held by the pool and not in use (for tests).
 size_t pooled_free_bytes();
 
+/// Bytes of pooled buffers in use (tensors of a megabyte and more: a model's activations), now
+/// and at most since the last reset_pooled_peak(). `run --profile` reports the peak of its runs.
+struct PoolUsage {
+  size_t in_use = 0, peak = 0;
+};
+PoolUsage pooled_usage();
+void reset_pooled_peak();
+
 }  // namespace onnxtool::runner

@@ -1,5 +1,7 @@
 #include "runner/profile.h"
 
+#include "runner/buffer_pool.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <map>
@@ -10,11 +12,15 @@
 
 namespace onnxtool::runner {
 
-void Profiler::begin_run() { run_start_ = Clock::now(); }
+void Profiler::begin_run() {
+  reset_pooled_peak();
+  run_held_ = pooled_usage().in_use;
+  run_start_ = Clock::now();
+}
 
 void Profiler::end_run() {
   const int64_t start = since_origin(run_start_);
-  runs_.push_back({start, since_origin(Clock::now()) - start});
+  runs_.push_back({start, since_origin(Clock::now()) - start, pooled_usage().peak - run_held_});
 }
 
 size_t Profiler::record(const ir::Node& node, bool on_device, Clock::time_point start, Clock::time_point end) {
@@ -68,6 +74,7 @@ ProfileSummary summarize(const Profiler& profiler, const std::string& device_id)
   ProfileSummary s;
   s.runs = static_cast<int>(profiler.runs().size());
   if (s.runs == 0) return s;
+  for (const auto& r : profiler.runs()) s.tensor_peak_bytes = std::max(s.tensor_peak_bytes, r.tensor_peak_bytes);
   const auto names = display_names(profiler);
   std::unordered_map<const ir::Node*, ProfileSummary::Row> by_node;
   std::map<std::string, ProfileSummary::Row> by_type;

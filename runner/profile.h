@@ -33,6 +33,10 @@ class Profiler {
   struct Run {
     int64_t start_ns;
     int64_t duration_ns;
+    /// The most memory the run's own tensors of a megabyte and more (activations and outputs,
+    /// not the inputs or constants held before it) held at once: the buffer pool's buffers in
+    /// use beyond those at its start (runner/buffer_pool.h).
+    size_t tensor_peak_bytes;
   };
 
   Profiler() : origin_(Clock::now()) {}
@@ -51,6 +55,7 @@ class Profiler {
   }
   Clock::time_point origin_;
   Clock::time_point run_start_;
+  size_t run_held_ = 0;  // pooled bytes in use when the run began
   std::vector<Event> events_;
   std::vector<Run> runs_;
 };
@@ -72,6 +77,7 @@ struct ProfileSummary {
   int runs = 0;
   double run_ms = 0;    ///< wall time of a run, feeds to outputs
   double nodes_ms = 0;  ///< the nodes' time per run
+  size_t tensor_peak_bytes = 0;  ///< the largest Run::tensor_peak_bytes
   std::vector<Row> op_types;
   std::vector<Row> nodes;
 };

@@ -93,6 +93,8 @@ class Executor {
   Placement placement;
   /// Times every node of the main graph when set (Session::set_profiler).
   Profiler* profiler = nullptr;
+  /// SessionOptions::keep_constants.
+  bool keep_constants = true;
 
  private:
   bool run_on_device(const Step& step, Frame& frame, std::vector<Value>& outputs,
@@ -521,7 +523,7 @@ void Executor::run_on_cpu(const Step& step, Frame& frame, std::vector<Value>& ou
     throw Error(ErrorKind::kFailed,
                 step.node->describe() + ": out of memory (physical memory " + gigabytes(physical_memory()) + ")");
   }
-  if (step.constant) {
+  if (step.constant && keep_constants) {
     // Keep constant results (up to a size that is worth holding between runs).
     size_t bytes = 0;
     for (const auto& v : outputs) bytes += v.is_tensor() ? v.tensor.bytes() : 0;
@@ -682,6 +684,7 @@ Session::Session(ir::Model& model, SessionOptions options) : model_(model), opti
 #endif
   options_.threads = threads;
   executor_ = std::make_unique<Executor>(threads, &observer_, &observe_subgraphs_, backend_.get());
+  executor_->keep_constants = options_.keep_constants;
   for (const auto& vi : model.graph->inputs)
     if (!vi.value->is_initializer()) inputs_.push_back(&vi);
   for (const auto& vi : model.graph->inputs)

@@ -20,6 +20,10 @@ struct SessionOptions {
   int threads = 0;
   /// Where nodes run: the CPU, or a Vulkan device with the CPU for the nodes it has no kernel for.
   DeviceSpec device;
+  /// Keep the results of constant nodes (up to 64 MiB each) for the following runs, as the
+  /// default does; off, they are computed again in every run, and their memory is not held
+  /// between runs (the dequantized weights of a QDQ model: as much as the float model).
+  bool keep_constants = true;
 };
 
 /// Where the nodes of the main graph ran in the last run of a device session.

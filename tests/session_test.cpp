@@ -5,8 +5,13 @@
 #include <omp.h>
 
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <vector>
 
+#include "ir/bytes.h"
 #include "ir/graph.h"
+#include "ir/tensor.h"
 #include "runner/buffer_pool.h"
 #include "runner/session.h"
 #include "runner/tensor.h"
@@ -14,12 +19,18 @@
 namespace onnxtool {
 namespace {
 
-// One Relu over x: float[n].
-ir::Model relu_model() {
+// An opset-17 model with an empty graph.
+ir::Model empty_model() {
   ir::Model m;
   m.ir_version = 9;
   m.set_opset_version("", 17);
   m.graph = std::make_unique<ir::Graph>();
+  return m;
+}
+
+// One Relu over x: float[n].
+ir::Model relu_model() {
+  ir::Model m = empty_model();
   ir::Graph& g = *m.graph;
   ir::Value* x = g.add_input("x", ir::TypeInfo::tensor(ir::DataType::kFloat)).value;
   ir::Node* relu = g.add_node("Relu", {x}, {"y"}, "", "relu");
@@ -66,6 +77,56 @@ TEST_SUITE("session") {
     }
     runner::release_pooled_buffers();
     CHECK(runner::pooled_free_bytes() == 0);
+  }
+
+  TEST_CASE("without keep_constants, constant nodes are computed in every run, with the same results") {
+    // y = x + DequantizeLinear(w): the DequantizeLinear of initializers only is a constant node.
+    ir::Model m = empty_model();
+    ir::Graph& g = *m.graph;
+    ir::Value* x = g.add_input("x", ir::TypeInfo::tensor(ir::DataType::kFloat)).value;
+    const std::vector<int8_t> wq{-3, 0, 5, 127};
+    const float scale = 0.5f;
+    const int8_t zero = 1;
+    ir::Value* w = g.add_initializer(ir::make_tensor("w", ir::DataType::kInt8, {4}, wq.data(), 4));
+    ir::Value* sc = g.add_initializer(ir::make_tensor("s", ir::DataType::kFloat, {}, &scale, 4));
+    ir::Value* zp = g.add_initializer(ir::make_tensor("z", ir::DataType::kInt8, {}, &zero, 1));
+    ir::Node* dq = g.add_node("DequantizeLinear", {w, sc, zp}, {"wf"}, "", "dq");
+    ir::Node* add = g.add_node("Add", {x, dq->output(0)}, {"y"}, "", "add");
+    g.add_output(add->output(0), std::nullopt);
+    runner::Tensor in(ir::DataType::kFloat, {4});
+    for (int i = 0; i < 4; ++i) in.mutable_data<float>()[i] = static_cast<float>(i);
+    for (bool keep : {true, false}) {
+      CAPTURE(keep);
+      runner::SessionOptions options;
+      options.keep_constants = keep;
+      runner::Session s(m, options);
+      for (int run = 0; run < 3; ++run) {
+        auto out = s.run({{"x", runner::Value::of(in)}});
+        const float* y = out[0].tensor.data<float>();
+        CHECK(y[0] == 0.0f + (-3 - 1) * 0.5f);
+        CHECK(y[1] == 1.0f + (0 - 1) * 0.5f);
+        CHECK(y[2] == 2.0f + (5 - 1) * 0.5f);
+        CHECK(y[3] == 3.0f + (127 - 1) * 0.5f);
+      }
+    }
+  }
+
+  TEST_CASE("release_pages keeps the content of a mapped file and of heap memory") {
+    const std::string path = std::filesystem::temp_directory_path() / "onnxtool_release_pages.bin";
+    std::vector<uint8_t> bytes(5 * 4096 + 123);
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + 3);
+    {
+      std::ofstream f(path, std::ios::binary);
+      f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    }
+    auto file = ir::MappedFile::open(path);
+    const ir::Bytes view = ir::MappedFile::view(file, 100, bytes.size() - 200);
+    ir::release_pages(view.data(), view.size());
+    CHECK(std::memcmp(view.data(), bytes.data() + 100, view.size()) == 0);
+    std::vector<uint8_t> heap = bytes;
+    ir::release_pages(heap.data() + 1, heap.size() - 1);
+    CHECK(heap == bytes);
+    std::filesystem::remove(path);
   }
 
   TEST_CASE("a session's run leaves the caller's OpenMP thread count as it was") {

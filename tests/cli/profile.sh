@@ -79,6 +79,27 @@ else
   missing_data "$MODELS/ch_PP-OCRv4_rec_infer.onnx"
 fi
 
+# The run's peak of large tensors: a Relu over float[1,2^20] allocates its 4 MiB output (whole
+# pages), the 4 MiB input being held before the run.
+if "$PYTHON" - "$WORK/relu.onnx" <<'EOF'
+import sys
+import onnx
+from onnx import TensorProto, helper
+io = [helper.make_tensor_value_info(n, TensorProto.FLOAT, [1, 1 << 20]) for n in "xy"]
+g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", io[:1], io[1:])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+m.ir_version = 8
+onnx.save(m, sys.argv[1])
+EOF
+then
+  expect_tool "tensor peak as text" 0 "held at most 4.0" -- run "$WORK/relu.onnx" --random --profile
+  expect_tool "tensor peak in the JSON" 0 '"tensor_peak_bytes"' -- run "$WORK/relu.onnx" --random --benchmark 2 --profile --json
+  peak=$("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["profile"]["tensor_peak_bytes"])' "$WORK/stdout")
+  ((peak >= 4194304 && peak <= 4194304 + 4096)) && ok || fail "tensor_peak_bytes $peak for one 4 MiB output"
+else
+  missing_data "python3-onnx (the Relu model)"
+fi
+
 # On the Vulkan device: the device's own time per node (timestamp queries).
 if "$ONNXTOOL" devices --json 2>/dev/null | grep -q '"vulkan:0"'; then
   export ONNXTOOL_VULKAN_VALIDATION="${ONNXTOOL_VULKAN_VALIDATION:-1}"
