@@ -25,7 +25,9 @@ namespace {
 
 constexpr size_t kAlignment = 64;
 constexpr size_t kPooledBytes = size_t{1} << 20;
+#ifndef ONNXTOOL_POOL_ASAN
 constexpr size_t kPage = 4096;
+#endif
 
 /// Free buffers by size. A request takes the smallest free buffer of its size up to a quarter
 /// larger (more waste would let small tensors hold the buffers large ones need), else a new one.
