@@ -367,13 +367,15 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
     ranges[name] = calibrated_range(stats, options.calibration);
   }
   // Constant operands of Add/Mul/Concat get their exact range (not the weights and biases of
-  // Conv, ConvTranspose, Gemm and MatMul: decoding them all touched every page of the model).
+  // the ops that quantize them on their own: decoding them all touched every page of the model).
   std::set<const ir::Value*> operands;
   for (const auto& node : model.graph->nodes()) {
-    const bool weighted = node->op_type == "Conv" || node->op_type == "ConvTranspose" || node->op_type == "Gemm" ||
-                          node->op_type == "MatMul";
-    for (size_t i = 0; i < (weighted ? 1 : node->inputs().size()); ++i)
+    const OpRule* rule = static_rule(*node);
+    for (size_t i = 0; i < node->inputs().size(); ++i) {
+      const int k = static_cast<int>(i);
+      if (rule && (k == rule->weight_input || k == rule->bias_input)) continue;
       if (const ir::Value* in = node->input(i); in && in->is_initializer()) operands.insert(in);
+    }
   }
   for (const auto& t : model.graph->initializers()) {
     const ir::Value* v = model.graph->find(t->name);

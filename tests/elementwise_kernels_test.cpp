@@ -19,6 +19,7 @@
 #include "ir/graph.h"
 #include "runner/cpu/elementwise_util.h"
 #include "runner/session.h"
+#include "tests/empty_model.h"
 
 namespace onnxtool {
 namespace {
@@ -50,10 +51,7 @@ struct OpRun {
 };
 
 std::vector<Value> execute(const OpRun& r, int threads) {
-  ir::Model model;
-  model.ir_version = 9;
-  model.set_opset_version("", r.opset);
-  model.graph = std::make_unique<ir::Graph>();
+  ir::Model model = testing::empty_model(r.opset);
   ir::Graph& g = *model.graph;
   std::vector<ir::Value*> ins;
   std::map<std::string, Value> feeds;

@@ -18,6 +18,7 @@
 #include "ir/graph.h"
 #include "ir/tensor.h"
 #include "runner/session.h"
+#include "tests/empty_model.h"
 
 namespace onnxtool::testing {
 
@@ -68,10 +69,7 @@ struct NodeCase {
 };
 
 inline std::vector<Value> run_node(const NodeCase& c, int threads) {
-  ir::Model m;
-  m.ir_version = 9;
-  m.set_opset_version("", c.opset);
-  m.graph = std::make_unique<ir::Graph>();
+  ir::Model m = empty_model(c.opset);
   ir::Graph& g = *m.graph;
   std::vector<ir::Value*> ins;
   std::map<std::string, Value> feeds;

@@ -30,9 +30,7 @@ struct ModelBuilder {
   std::mt19937 rng{42};
 
   explicit ModelBuilder(int64_t opset, int64_t ir_version = 8) {
-    m.ir_version = ir_version;
-    m.set_opset_version("", opset);
-    m.graph = std::make_unique<ir::Graph>();
+    m = empty_model(opset, ir_version);
     g = m.graph.get();
     g->name = "test";
   }
@@ -106,10 +104,8 @@ struct ShapeNet {
 
   /// The default opset, and ai.onnx.ml's when ml_opset > 0.
   explicit ShapeNet(int64_t opset, int64_t ml_opset = 0) {
-    model.ir_version = 9;
-    model.graph = std::make_unique<ir::Graph>();
+    model = empty_model(opset);
     model.graph->name = "main";
-    model.set_opset_version("", opset);
     if (ml_opset > 0) model.set_opset_version("ai.onnx.ml", ml_opset);
     g = model.graph.get();
   }

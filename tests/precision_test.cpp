@@ -20,6 +20,7 @@
 #include "passes/pass.h"
 #include "runner/session.h"
 #include "runner/tensor.h"
+#include "tests/empty_model.h"
 #include "tests/test_data.h"
 
 namespace onnxtool {
@@ -40,9 +41,7 @@ struct Builder {
   std::mt19937 rng{42};
 
   explicit Builder(int64_t opset) {
-    m.ir_version = 9;
-    m.set_opset_version("", opset);
-    m.graph = std::make_unique<ir::Graph>();
+    m = testing::empty_model(opset);
     g = m.graph.get();
     g->name = "test";
   }

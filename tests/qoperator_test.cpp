@@ -25,6 +25,7 @@
 #include "quant/quantize.h"
 #include "runner/session.h"
 #include "runner/tensor_io.h"
+#include "tests/empty_model.h"
 #include "tests/test_data.h"
 
 namespace onnxtool {
@@ -47,9 +48,7 @@ struct Builder {
   std::mt19937 rng{42};
 
   Builder() {
-    m.ir_version = 9;
-    m.set_opset_version("", 13);
-    m.graph = std::make_unique<ir::Graph>();
+    m = testing::empty_model(13);
     g = m.graph.get();
     g->name = "qoperator";
   }

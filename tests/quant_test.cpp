@@ -18,6 +18,7 @@
 #include "quant/quant_params.h"
 #include "quant/quantize.h"
 #include "runner/session.h"
+#include "tests/empty_model.h"
 
 namespace onnxtool {
 namespace {
@@ -29,10 +30,7 @@ using runner::Tensor;
 /// multiplies that Conv's output itself -> "s" (a reader that does not saturate). Conv outputs
 /// reach well below -3 and above 3.
 ir::Model saturating_readers_model() {
-  ir::Model m;
-  m.ir_version = 9;
-  m.set_opset_version("", 14);
-  m.graph = std::make_unique<ir::Graph>();
+  ir::Model m = testing::empty_model(14);
   ir::Graph& g = *m.graph;
   ir::Shape shape;
   for (int64_t d : {1, 2, 6, 6}) shape.dims.push_back(ir::Dim::of(d));
@@ -227,10 +225,7 @@ TEST_SUITE("quant") {
   }
 
   TEST_CASE("copy_model shares the weights' bytes with the original and leaves it as it was") {
-    ir::Model m;
-    m.ir_version = 9;
-    m.set_opset_version("", 17);
-    m.graph = std::make_unique<ir::Graph>();
+    ir::Model m = testing::empty_model(17);
     ir::Graph& g = *m.graph;
     ir::Value* x = g.add_input("x", ir::TypeInfo::tensor(ir::DataType::kFloat)).value;
     std::vector<float> big(4096, 0.25f), small{1, 2};

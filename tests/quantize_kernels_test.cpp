@@ -228,6 +228,21 @@ TEST_CASE("QuantizeLinear rounds half to even and saturates at both ends") {
   const float inf = std::numeric_limits<float>::infinity();
   const Tensor yi = run1({"QuantizeLinear", 13, {floats({inf, -inf}), scale, zero8}});
   CHECK(std::vector<int8_t>(yi.data<int8_t>(), yi.data<int8_t>() + 2) == std::vector<int8_t>{127, -128});
+  // The same 12 values repeated: runs of 32 and more take the vector path, with its packs.
+  std::vector<float> many;
+  for (int r = 0; r < 6; ++r) {
+    many.insert(many.end(), x.data<float>(), x.data<float>() + 10);
+    many.push_back(inf);
+    many.push_back(-inf);
+  }
+  const Tensor y8_many = run1({"QuantizeLinear", 13, {floats(many), scale, zero8}});
+  const Tensor yu_many = run1({"QuantizeLinear", 13, {floats(many), scale, ten}});
+  for (size_t i = 0; i < many.size(); ++i) {
+    const size_t k = i % 12;
+    CAPTURE(i);
+    CHECK(y8_many.data<int8_t>()[i] == (k < 10 ? y8.data<int8_t>()[k] : k == 10 ? 127 : -128));
+    CHECK(yu_many.data<uint8_t>()[i] == (k < 10 ? yu.data<uint8_t>()[k] : k == 10 ? 255 : 0));
+  }
   // The same ties through the reference, on 16-bit types at opset 21.
   check_quantize(21, kInt16, x, scale, nullptr, {});
   const Tensor zu16 = make(DataType::kUInt16, {}, {3});

@@ -15,22 +15,14 @@
 #include "runner/buffer_pool.h"
 #include "runner/session.h"
 #include "runner/tensor.h"
+#include "tests/empty_model.h"
 
 namespace onnxtool {
 namespace {
 
-// An opset-17 model with an empty graph.
-ir::Model empty_model() {
-  ir::Model m;
-  m.ir_version = 9;
-  m.set_opset_version("", 17);
-  m.graph = std::make_unique<ir::Graph>();
-  return m;
-}
-
 // One Relu over x: float[n].
 ir::Model relu_model() {
-  ir::Model m = empty_model();
+  ir::Model m = testing::empty_model(17);
   ir::Graph& g = *m.graph;
   ir::Value* x = g.add_input("x", ir::TypeInfo::tensor(ir::DataType::kFloat)).value;
   ir::Node* relu = g.add_node("Relu", {x}, {"y"}, "", "relu");
@@ -81,7 +73,7 @@ TEST_SUITE("session") {
 
   TEST_CASE("without keep_constants, constant nodes are computed in every run, with the same results") {
     // y = x + DequantizeLinear(w): the DequantizeLinear of initializers only is a constant node.
-    ir::Model m = empty_model();
+    ir::Model m = testing::empty_model(17);
     ir::Graph& g = *m.graph;
     ir::Value* x = g.add_input("x", ir::TypeInfo::tensor(ir::DataType::kFloat)).value;
     const std::vector<int8_t> wq{-3, 0, 5, 127};

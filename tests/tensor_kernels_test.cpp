@@ -395,10 +395,7 @@ TEST_SUITE("tensor_kernels") {
   }
 
   TEST_CASE("Sequence ops inside a graph") {
-    ir::Model m;
-    m.ir_version = 9;
-    m.set_opset_version("", 17);
-    m.graph = std::make_unique<ir::Graph>();
+    ir::Model m = empty_model(17);
     ir::Graph& g = *m.graph;
     ir::Value* x = g.add_input("x", ir::TypeInfo::tensor(DataType::kFloat)).value;
     ir::Node* split = g.add_node("SplitToSequence", {x}, {"seq"}, "", "split");

@@ -20,10 +20,7 @@ using namespace testing;  // NOLINT: the kernel-test harness
 /// A model of one node whose inputs are graph inputs with their full static shapes.
 ir::Model one_node(const std::string& op, int64_t opset, const std::vector<Tensor>& inputs,
                    const std::vector<Attr>& attrs, size_t outputs = 1) {
-  ir::Model m;
-  m.ir_version = 8;
-  m.set_opset_version("", opset);
-  m.graph = std::make_unique<ir::Graph>();
+  ir::Model m = empty_model(opset, 8);
   ir::Graph& g = *m.graph;
   std::vector<ir::Value*> ins;
   for (size_t i = 0; i < inputs.size(); ++i) {

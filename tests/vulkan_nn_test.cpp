@@ -49,9 +49,7 @@ struct OneNode {
   std::vector<ir::Value*> ins;
 
   explicit OneNode(int64_t opset) {
-    m.ir_version = 9;
-    m.set_opset_version("", opset);
-    m.graph = std::make_unique<ir::Graph>();
+    m = testing::empty_model(opset);
   }
   OneNode& in(const Tensor& t) {
     const std::string name = "in" + std::to_string(ins.size());

@@ -2,6 +2,7 @@
 // 4-bit and float8 types) and DynamicQuantizeLinear.
 #include <cmath>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #if defined(__AVX2__)
@@ -96,22 +97,34 @@ void store_quantized(Tensor& y, const std::vector<double>& q) {
   for (int64_t i = 0; i < y.size(); ++i) set_element_from_double(y, i, q[static_cast<size_t>(i)]);
 }
 
-/// y[i] = clamp(nearbyint(x[i] / s) + z, lo, hi) for n float32 values into an 8-bit type Q: the
-/// same operations in the same order as one element at a time, so the same bytes.
+/// y[i] = clamp(nearbyint(x[i] / s) + z, lo, hi) for n float32 values into an 8-bit type Q
+/// (lo and hi within Q's range): the same operations in the same order as one element at a
+/// time, so the same bytes. NaN gives lo.
 template <class Q>
 void quantize_run(const float* x, float s, float z, float lo, float hi, Q* y, int64_t n) {
+  static_assert(std::is_same_v<Q, uint8_t> || std::is_same_v<Q, int8_t>);
   int64_t i = 0;
 #if defined(__AVX2__)
   const __m256 vs = _mm256_set1_ps(s), vz = _mm256_set1_ps(z), vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
-  for (; i + 8 <= n; i += 8) {
-    __m256 v = _mm256_div_ps(_mm256_loadu_ps(x + i), vs);
+  const auto quantize8 = [&](const float* p) {
+    __m256 v = _mm256_div_ps(_mm256_loadu_ps(p), vs);
     // Ties to even, as nearbyint in the default rounding mode.
     v = _mm256_add_ps(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), vz);
     // max_ps returns its second operand when the first is NaN: lo, as std::max(lo, NaN) does.
-    v = _mm256_min_ps(_mm256_max_ps(v, vlo), vhi);
-    alignas(32) int32_t lanes[8];  // whole numbers within [lo, hi]: converted exactly
-    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), _mm256_cvtps_epi32(v));
-    for (int k = 0; k < 8; ++k) y[i + k] = static_cast<Q>(lanes[k]);
+    // Whole numbers within [lo, hi] are then converted exactly.
+    return _mm256_cvtps_epi32(_mm256_min_ps(_mm256_max_ps(v, vlo), vhi));
+  };
+  // The packs interleave 128-bit lanes: 4-byte groups come out as 0 2 4 6 1 3 5 7. The values
+  // already lie in Q's range, so the saturating packs change none.
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  for (; i + 32 <= n; i += 32) {
+    const __m256i a = quantize8(x + i), b = quantize8(x + i + 8), c = quantize8(x + i + 16), d = quantize8(x + i + 24);
+    __m256i bytes;
+    if constexpr (std::is_same_v<Q, uint8_t>)
+      bytes = _mm256_packus_epi16(_mm256_packus_epi32(a, b), _mm256_packus_epi32(c, d));
+    else
+      bytes = _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_packs_epi32(c, d));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), _mm256_permutevar8x32_epi32(bytes, order));
   }
 #endif
   for (; i < n; ++i) y[i] = static_cast<Q>(std::min(hi, std::max(lo, std::nearbyint(x[i] / s) + z)));
@@ -259,31 +272,6 @@ void min_max(const float* x, int64_t b, int64_t e, float& lo, float& hi) {
   }
 }
 
-/// y = saturate(round_half_even(x / scale) + zero) to [0, 255] over [b, e) (NaN gives 0).
-void quantize_u8(const float* x, int64_t b, int64_t e, float scale, float zero, uint8_t* y) {
-  int64_t i = b;
-#if defined(__AVX2__)
-  // In integers: x / scale lies within [-255, 255] (or is NaN, converted to INT32_MIN, which
-  // saturates to 0 as the float NaN does), vcvtps2dq rounds half to even like nearbyint in the
-  // default rounding mode, and the sum with the zero point is exact either way.
-  const __m256 vs = _mm256_set1_ps(scale);
-  const __m256i vz = _mm256_set1_epi32(static_cast<int32_t>(zero)), v0 = _mm256_setzero_si256(),
-                v255 = _mm256_set1_epi32(255), order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-  const auto quantize8 = [&](const float* p) {
-    const __m256i q = _mm256_add_epi32(_mm256_cvtps_epi32(_mm256_div_ps(_mm256_loadu_ps(p), vs)), vz);
-    return _mm256_min_epi32(_mm256_max_epi32(q, v0), v255);
-  };
-  for (; i + 32 <= e; i += 32) {
-    const __m256i q01 = _mm256_packus_epi32(quantize8(x + i), quantize8(x + i + 8));
-    const __m256i q23 = _mm256_packus_epi32(quantize8(x + i + 16), quantize8(x + i + 24));
-    // The packs interleave 128-bit lanes: 4-byte groups come out as 0 2 4 6 1 3 5 7.
-    const __m256i bytes = _mm256_permutevar8x32_epi32(_mm256_packus_epi16(q01, q23), order);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y + i), bytes);
-  }
-#endif
-  for (; i < e; ++i) y[i] = static_cast<uint8_t>(std::min(255.0f, std::max(0.0f, std::nearbyint(x[i] / scale) + zero)));
-}
-
 void dynamic_quantize_linear(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   if (x.dtype() != DataType::kFloat) ctx.fail("x must be float, is " + type_name(x.dtype()));
@@ -307,7 +295,7 @@ void dynamic_quantize_linear(KernelContext& ctx) {
   Tensor& y = ctx.output(0, DataType::kUInt8, x.shape());
   uint8_t* py = y.mutable_data<uint8_t>();
   if (scale == 0) std::fill(py, py + x.size(), static_cast<uint8_t>(zero));
-  else parallel_ranges(x.size(), kElementwiseGrain, [&](int64_t b, int64_t e) { quantize_u8(px, b, e, scale, zero, py); });
+  else parallel_ranges(x.size(), kElementwiseGrain, [&](int64_t b, int64_t e) { quantize_run(px + b, scale, zero, 0.0f, 255.0f, py + b, e - b); });
   ctx.output(1, DataType::kFloat, {}).mutable_data<float>()[0] = scale;
   ctx.output(2, DataType::kUInt8, {}).mutable_data<uint8_t>()[0] = static_cast<uint8_t>(zero);
 }
