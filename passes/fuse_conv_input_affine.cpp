@@ -57,7 +57,9 @@ PassStats fuse_conv_input_affine(ir::Model& model, const PassContext&) {
   for_each_node(model, [&](ir::Graph& g, ir::Node* conv) {
     if (!is_op(conv, "Conv") || conv->inputs().size() < 2) return;
     const auto w0 = float_constant(model, conv->input(1));
-    if (!w0 || w0->dims.size() < 3 || w0->dims[0] <= 0) return;
+    // An empty weight has nothing to fold into, and its other dims may be any size at all
+    // (channel vectors of that size were allocated).
+    if (!w0 || w0->dims.size() < 3 || w0->values.empty()) return;
     const int64_t group = conv->attr_int("group", 1);
     const int64_t cin_g = w0->dims[1], cout = w0->dims[0];
     if (group < 1 || cout % group != 0) return;

@@ -136,7 +136,8 @@ std::optional<OutputChannels> conv_output_channels(const ir::Model& model, const
   if (transposed && node.attr_int("group", 1) != 1) return std::nullopt;
   const auto w = float_constant(model, node.input(1));
   const size_t axis = transposed ? 1 : 0;
-  if (!w || w->dims.size() <= axis) return std::nullopt;
+  // An empty weight has nothing to fold into, and its other dims may be any size at all.
+  if (!w || w->dims.size() <= axis || w->values.empty()) return std::nullopt;
   return OutputChannels{axis, w->dims[axis], w->dims.size()};
 }
 

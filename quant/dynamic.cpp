@@ -114,7 +114,7 @@ class DynamicQuantizer {
   bool matmul(ir::Node* n) {
     const auto w = passes::float_constant(model_, n->input(1));
     ir::Value* a = n->input(0);
-    if (!w || w->type != ir::DataType::kFloat || w->dims.size() != 2 || !a || !a->type.is_tensor() ||
+    if (!w || w->type != ir::DataType::kFloat || w->values.empty() || w->dims.size() != 2 || !a || !a->type.is_tensor() ||
         a->type.data_type() != ir::DataType::kFloat)
       return false;
     const int64_t cols = w->dims[1];
@@ -144,7 +144,7 @@ class DynamicQuantizer {
     if (n->attr_int("transA", 0)) return false;
     const auto w = passes::float_constant(model_, n->input(1));
     ir::Value* a = n->input(0);
-    if (!w || w->type != ir::DataType::kFloat || w->dims.size() != 2 || !a || !a->type.is_tensor() ||
+    if (!w || w->type != ir::DataType::kFloat || w->values.empty() || w->dims.size() != 2 || !a || !a->type.is_tensor() ||
         a->type.data_type() != ir::DataType::kFloat)
       return false;
     std::vector<double> values = w->values;
@@ -187,7 +187,7 @@ class DynamicQuantizer {
   bool conv(ir::Node* n) {
     const auto w = passes::float_constant(model_, n->input(1));
     ir::Value* x = n->input(0);
-    if (!w || w->type != ir::DataType::kFloat || w->dims.size() < 3 || !x || !x->type.is_tensor() ||
+    if (!w || w->type != ir::DataType::kFloat || w->values.empty() || w->dims.size() < 3 || !x || !x->type.is_tensor() ||
         x->type.data_type() != ir::DataType::kFloat)
       return false;
     ParamOptions po;
@@ -237,7 +237,7 @@ class DynamicQuantizer {
     const bool per_axis = o_.per_channel && model_.onnx_opset() >= 13;
     for (size_t index : {size_t{1}, size_t{2}}) {
       const auto w = passes::float_constant(model_, n->input(index));
-      if (!w || w->type != ir::DataType::kFloat || w->dims.size() != 3) continue;
+      if (!w || w->type != ir::DataType::kFloat || w->values.empty() || w->dims.size() != 3) continue;
       const std::string name = n->input(index)->name();
       const QuantizedWeight qw = quantize_weight(g_, name, w->values, w->dims, per_axis ? 1 : -1, o_.weight_type, po);
       ir::Node* dq = g_.add_node("DequantizeLinear", {qw.data, qw.scale, qw.zero_point},

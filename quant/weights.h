@@ -22,7 +22,8 @@ struct QuantizedWeight {
 
 /// Quantizes a float constant (values, dims) into new initializers named after `base` (fresh
 /// names), per tensor (axis -1) or per channel along `axis`, with symmetric ranges (zero point 0
-/// for int8, 128 for uint8) as weights want.
+/// for int8, 128 for uint8) as weights want. `values` must not be empty: callers leave an op with
+/// an empty weight in float (its channel dim may be any size at all).
 QuantizedWeight quantize_weight(ir::Graph& graph, const std::string& base, const std::vector<double>& values,
                                 const std::vector<int64_t>& dims, int64_t axis, QuantType type, const ParamOptions& options);
 

@@ -389,7 +389,7 @@ void infer_max_unpool(InferenceContext& ctx) {
                                    " values but X " + x->to_string() + " has rank " +
                                    str(static_cast<int64_t>(x->rank())));
       propagate_type(ctx, 0, 0, std::move(out));
-    } else if (os && os->rank() == 1 && os->dims[0].is_static()) {
+    } else if (os && os->rank() == 1 && os->dims[0].is_static() && os->dims[0].value <= shape::kMaxVectorLength) {
       Shape out = shape::unknown_shape(static_cast<size_t>(os->dims[0].value));
       // Unpooling keeps N and C.
       if (x && out.rank() == x->rank() && out.rank() >= 2) {

@@ -159,7 +159,9 @@ std::optional<int64_t> vector_length(const InferenceContext& ctx, size_t i) {
   const Shape* s = ctx.input_shape(i);
   if (!s) return std::nullopt;
   if (s->rank() == 0) return 1;
-  if (s->rank() == 1 && s->dims[0].is_static()) return s->dims[0].value;
+  // A declared length beyond any tensor's rank says nothing usable (a shape of that many dims
+  // would not even fit in memory).
+  if (s->rank() == 1 && s->dims[0].is_static() && s->dims[0].value <= kMaxVectorLength) return s->dims[0].value;
   return std::nullopt;
 }
 

@@ -76,7 +76,13 @@ int64_t rank_of(const Shape& s);
 /// a * b, failing with shape.overflow when it overflows int64.
 int64_t checked_mul(const InferenceContext& ctx, int64_t a, int64_t b);
 
-/// Number of elements of a 0-D/1-D input: from its values, else from its static shape.
+/// The longest 1-D input whose declared length vector_length trusts: these inputs list axes or
+/// dims, and a tensor of more dims than this is not real (a fuzzed Reshape's shape input declared
+/// about 2e8 elements, and an output shape of that many unknown dims took 8 GB).
+constexpr int64_t kMaxVectorLength = int64_t{1} << 16;
+
+/// Number of elements of a 0-D/1-D input: from its values, else from its static shape (when at
+/// most kMaxVectorLength).
 std::optional<int64_t> vector_length(const InferenceContext& ctx, size_t i);
 
 /// The single value of a scalar (or one-element) integer input, as a dim.

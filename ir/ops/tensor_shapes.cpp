@@ -188,8 +188,7 @@ void infer_reshape(InferenceContext& ctx) {
   if (!target) {
     std::optional<Shape> out;
     if (ctx.opset() >= 5) {
-      const Shape* s = ctx.input_shape(1);
-      if (s && s->rank() == 1 && s->dims[0].is_static()) out = unknown_shape(static_cast<size_t>(s->dims[0].value));
+      if (const auto len = vector_length(ctx, 1)) out = unknown_shape(static_cast<size_t>(*len));
     }
     propagate_type(ctx, 0, 0, std::move(out));
     return;

@@ -58,6 +58,14 @@ for method in minmax entropy percentile; do
   expect "all-zero first sample ($method)" 0 "" -- "${Q[@]}" --mode static --calib-data "$WORK/zero_first" --calib-method "$method"
 done
 expect "empty calibration folder" 2 "" -- "${Q[@]}" --mode static --calib-data "$WORK/empty"
+# A Conv whose weight has no elements and an output channel dim of 2^36: one scale per channel
+# was allocated (out of memory, then a crash). The op stays float, so nothing is quantized.
+EMPTY_W=$ONNXTOOL_SOURCE_DIR/fuzz/regressions/optimize/conv_empty_weight_huge_output_channels
+for mode in "dynamic --per-channel" "dynamic"; do
+  # shellcheck disable=SC2086
+  expect "empty weight of 2^36 channels ($mode)" 1 "no node was quantized" -- \
+    "$ONNXTOOL" quantize "$EMPTY_W" -o "$OUT/e.onnx" --mode $mode
+done
 expect "missing calibration folder" 2 "" -- "${Q[@]}" --mode static --calib-data "$WORK/nonexistent"
 expect "static without --calib-data" 2 "" -- "${Q[@]}" --mode static
 expect "wrong input name" 2 "" -- "${Q[@]}" --mode static --calib-data "$WORK/wrong_name"
