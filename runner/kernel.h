@@ -18,6 +18,7 @@ namespace onnxtool::runner {
 class Executor;
 struct Frame;
 struct Step;
+struct Epilogue;
 
 /// A node's attributes with the spec's defaults, for the kernels of every device.
 class NodeAttributes {
@@ -67,6 +68,12 @@ class KernelContext : public NodeAttributes {
   /// values resolve through the calling frame.
   std::vector<Value> run_subgraph(const ir::Graph& graph, const std::vector<Value>& inputs);
 
+  /// The activations the planner fused into this node (runner/cpu/epilogue.h), or nullptr. A
+  /// kernel that applied them to its output says so with epilogue_applied(); otherwise the
+  /// fused nodes run on their own after it.
+  const Epilogue* epilogue() const { return epilogue_; }
+  void epilogue_applied() { epilogue_applied_ = true; }
+
   /// Per-node state a kernel may keep between runs (e.g. packed weights), created on first use.
   template <class T>
   T& state() {
@@ -88,6 +95,8 @@ class KernelContext : public NodeAttributes {
   std::vector<const Value*> inputs_;
   std::vector<Value>& outputs_;
   std::shared_ptr<void>* state_;
+  const Epilogue* epilogue_ = nullptr;
+  bool epilogue_applied_ = false;
 };
 
 using KernelFn = void (*)(KernelContext&);

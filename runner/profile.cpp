@@ -23,9 +23,11 @@ void Profiler::end_run() {
   runs_.push_back({start, since_origin(Clock::now()) - start, pooled_usage().peak - run_held_});
 }
 
-size_t Profiler::record(const ir::Node& node, bool on_device, Clock::time_point start, Clock::time_point end) {
+size_t Profiler::record(const ir::Node& node, bool on_device, Clock::time_point start, Clock::time_point end,
+                        const std::string& op_type) {
   const int64_t s = since_origin(start);
-  events_.push_back({&node, static_cast<int>(runs_.size()), on_device, s, since_origin(end) - s, -1});
+  events_.push_back({&node, op_type.empty() ? node.op_type : op_type, static_cast<int>(runs_.size()), on_device, s,
+                     since_origin(end) - s, -1});
   return events_.size() - 1;
 }
 
@@ -89,12 +91,12 @@ ProfileSummary summarize(const Profiler& profiler, const std::string& device_id)
     auto& n = by_node[e.node];
     if (n.count == 0) {
       n.name = names.at(e.node);
-      n.op_type = e.node->op_type;
+      n.op_type = e.op_type;
       n.device = e.on_device ? device_id : "cpu";
     }
     add(n, e);
-    auto& t = by_type[e.node->op_type];
-    t.name = e.node->op_type;
+    auto& t = by_type[e.op_type];
+    t.name = e.op_type;
     add(t, e);
     total += static_cast<double>(e.time_ns()) / 1e6;
   }
@@ -139,7 +141,7 @@ std::string chrome_trace(const Profiler& profiler, const std::string& device_id)
   }
   for (const auto& e : profiler.events())
     event("Node", names.at(e.node) + "_kernel_time", e.start_ns, e.duration_ns,
-          "\"op_name\":" + json_string(e.node->op_type) +
+          "\"op_name\":" + json_string(e.op_type) +
               ",\"provider\":" + json_string(e.on_device ? provider : "CPUExecutionProvider") +
               ",\"run\":" + std::to_string(e.run) +
               (e.device_ns >= 0 ? ",\"device_dur\":" + std::to_string(e.device_ns / 1000) : std::string()));

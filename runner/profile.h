@@ -22,6 +22,9 @@ class Profiler {
 
   struct Event {
     const ir::Node* node;
+    /// The node's op type, or for a Conv with activations fused into it the ops it ran
+    /// ("Conv+BatchNormalization+Relu"; the fused nodes have no events of their own).
+    std::string op_type;
     int run;              ///< 0-based index of the run
     bool on_device;       ///< the node's kernel ran on the session's device
     int64_t start_ns;     ///< since the profiler's creation
@@ -42,8 +45,10 @@ class Profiler {
   Profiler() : origin_(Clock::now()) {}
   void begin_run();
   void end_run();
-  /// Adds a node's event; returns its index for set_device_time.
-  size_t record(const ir::Node& node, bool on_device, Clock::time_point start, Clock::time_point end);
+  /// Adds a node's event (`op_type`: what ran, when not the node's op type alone); returns its
+  /// index for set_device_time.
+  size_t record(const ir::Node& node, bool on_device, Clock::time_point start, Clock::time_point end,
+                const std::string& op_type = {});
   void set_device_time(size_t event, int64_t ns) { events_[event].device_ns = ns; }
 
   const std::vector<Event>& events() const { return events_; }

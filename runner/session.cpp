@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <queue>
 #include <set>
@@ -19,6 +20,7 @@
 #include "ir/error.h"
 #include "ir/op_schema.h"
 #include "runner/buffer_pool.h"
+#include "runner/cpu/epilogue.h"
 #include "runner/profile.h"
 
 namespace onnxtool::runner {
@@ -46,6 +48,12 @@ struct Step {
   bool constant = false;
   mutable bool computed = false;
   mutable std::vector<Value> cached;
+  /// A Conv with activations fused into it (CPU sessions): the ops, the steps they came from
+  /// (skipped when the Conv applied them) and the slot of the chain's last output.
+  std::shared_ptr<const Epilogue> epilogue;
+  std::vector<size_t> absorbed;
+  int fused_output = -1;
+  std::string fused_op_type;  ///< "Conv+Relu"... for the profile
 };
 
 struct GraphPlan {
@@ -99,7 +107,8 @@ class Executor {
  private:
   bool run_on_device(const Step& step, Frame& frame, std::vector<Value>& outputs,
                      std::vector<DeviceTensorPtr>& device_outputs);
-  void run_on_cpu(const Step& step, Frame& frame, std::vector<Value>& outputs);
+  /// Runs a step's CPU kernel; with `epilogue`, the kernel may apply it (returns whether it did).
+  bool run_on_cpu(const Step& step, Frame& frame, std::vector<Value>& outputs, const Epilogue* epilogue = nullptr);
 
   static Frame& frame_of(Frame& frame, SlotRef ref) {
     Frame* f = &frame;
@@ -222,6 +231,7 @@ class Planner {
     }
     for (const auto& vi : g.outputs) p->output_slots.push_back(resolve(*p, vi.value));
     p->constants.resize(static_cast<size_t>(p->n_slots));
+    if (!backend_) plan_epilogues(*p);
     compute_lifetimes(*p);
     return p;
   }
@@ -305,6 +315,127 @@ class Planner {
     if (order.size() != nodes.size())
       throw Error(ErrorKind::kFailed, "graph '" + g.name + "' has a cycle; it cannot run");
     return order;
+  }
+
+  /// Fuses into each float Conv the chain of activations that alone read its output
+  /// (runner/cpu/epilogue.h): BatchNormalization with constant parameters, Relu, LeakyRelu,
+  /// Sigmoid, HardSigmoid, HardSwish, Clip with constant bounds, Mul and Add of a per-channel
+  /// initializer, and Sigmoid + Mul (SiLU). No value of the chain but its last may be a graph
+  /// output or read by a subgraph.
+  static void plan_epilogues(GraphPlan& p) {
+    std::vector<std::vector<size_t>> readers(static_cast<size_t>(p.n_slots));
+    for (size_t i = 0; i < p.steps.size(); ++i)
+      for (const auto& r : p.steps[i].inputs)
+        if (r.up == 0 && r.slot >= 0) {
+          auto& list = readers[static_cast<size_t>(r.slot)];
+          if (list.empty() || list.back() != i) list.push_back(i);
+        }
+    std::vector<bool> pinned(static_cast<size_t>(p.n_slots), false);
+    for (const auto& r : p.output_slots)
+      if (r.up == 0 && r.slot >= 0) pinned[static_cast<size_t>(r.slot)] = true;
+    for (const auto& [g, sub] : p.subplans) mark_outer_uses(*sub, 1, pinned);
+    const auto local = [&](const Step& st, size_t i) { return i < st.inputs.size() && st.inputs[i].up == 0 ? st.inputs[i].slot : -1; };
+    // Constant values known now: initializers, and Constant nodes' `value` tensors (exporters
+    // such as Paddle's write BatchNormalization's parameters as Constant nodes).
+    std::vector<int> constant_node(static_cast<size_t>(p.n_slots), -1);
+    for (size_t i = 0; i < p.steps.size(); ++i) {
+      const Step& st = p.steps[i];
+      if (st.constant && st.node->op_type == "Constant" && st.outputs.size() == 1 && st.outputs[0] >= 0 &&
+          st.node->attr("value"))
+        constant_node[static_cast<size_t>(st.outputs[0])] = static_cast<int>(i);
+    }
+    std::map<int, Tensor> decoded;
+    const auto constant_value = [&](int slot) -> const Tensor* {
+      if (slot < 0) return nullptr;
+      const auto s = static_cast<size_t>(slot);
+      if (p.constants[s].is_tensor()) return &p.constants[s].tensor;
+      if (constant_node[s] < 0) return nullptr;
+      auto it = decoded.find(slot);
+      if (it == decoded.end()) {
+        const ir::Attribute* value = p.steps[static_cast<size_t>(constant_node[s])].node->attr("value");
+        if (!value->t) return nullptr;
+        try {
+          it = decoded.emplace(slot, from_ir(*value->t)).first;
+        } catch (const Error&) {
+          return nullptr;  // the Constant node reports its own error when it runs
+        }
+      }
+      return &it->second;
+    };
+    const auto op = [](const Step& st, const char* type) {
+      return st.node->op_type == type && (st.node->domain.empty() || st.node->domain == "ai.onnx");
+    };
+    for (size_t ci = 0; ci < p.steps.size(); ++ci) {
+      Step& conv = p.steps[ci];
+      if (!op(conv, "Conv") || conv.constant || conv.outputs.size() != 1 || conv.outputs[0] < 0) continue;
+      auto ep = std::make_shared<Epilogue>();
+      std::vector<size_t> absorbed;
+      int slot = conv.outputs[0];
+      // The output's rank and channels, from a constant weight (Mul and Add need them).
+      int64_t rank = -1, channels = -1;
+      if (const Tensor* w = constant_value(local(conv, 1))) {
+        const Tensor& weight = *w;
+        if (weight.rank() >= 3) {
+          rank = static_cast<int64_t>(weight.rank());
+          channels = weight.dim(0);
+        }
+      }
+      for (;;) {
+        const auto s = static_cast<size_t>(slot);
+        if (pinned[s] || readers[s].empty() || readers[s].size() > 2) break;
+        const Step& first = p.steps[readers[s][0]];
+        if (readers[s].size() == 1) {
+          if (first.constant || first.outputs.size() != 1 || first.outputs[0] < 0) break;
+          // The input that reads the chain (exactly one does), and the others' constants.
+          std::vector<const Tensor*> constants;
+          size_t data = first.inputs.size(), reads = 0;
+          for (size_t i = 0; i < first.inputs.size(); ++i) {
+            const int c = local(first, i);
+            if (c == slot) {
+              data = i;
+              ++reads;
+            }
+            constants.push_back(c != slot ? constant_value(c) : nullptr);
+          }
+          if (reads != 1) break;
+          auto e = epilogue_op(*first.node, first.opset, data, constants, rank, channels);
+          if (!e) break;
+          ep->ops.push_back(std::move(*e));
+          absorbed.push_back(readers[s][0]);
+          slot = first.outputs[0];
+          continue;
+        }
+        // SiLU: Sigmoid(y) read by one Mul of y and it, in either order.
+        const Step* sig = &first;
+        const Step* mul = &p.steps[readers[s][1]];
+        size_t sig_i = readers[s][0], mul_i = readers[s][1];
+        if (!op(*sig, "Sigmoid")) {
+          std::swap(sig, mul);
+          std::swap(sig_i, mul_i);
+        }
+        if (!op(*sig, "Sigmoid") || !op(*mul, "Mul") || sig->constant || mul->constant || sig->inputs.size() != 1 ||
+            sig->outputs.size() != 1 || sig->outputs[0] < 0 || mul->inputs.size() != 2 || mul->outputs.size() != 1 ||
+            mul->outputs[0] < 0)
+          break;
+        const int s_out = sig->outputs[0];
+        if (pinned[static_cast<size_t>(s_out)] || readers[static_cast<size_t>(s_out)] != std::vector<size_t>{mul_i}) break;
+        const int a = local(*mul, 0), b = local(*mul, 1);
+        EpilogueOp silu;
+        if (a == slot && b == s_out) silu.kind = EpilogueOp::Kind::kSilu;
+        else if (a == s_out && b == slot) silu.kind = EpilogueOp::Kind::kSiluSwapped;
+        else break;
+        ep->ops.push_back(silu);
+        absorbed.push_back(sig_i);
+        absorbed.push_back(mul_i);
+        slot = mul->outputs[0];
+      }
+      if (absorbed.empty()) continue;
+      conv.epilogue = std::move(ep);
+      conv.absorbed = std::move(absorbed);
+      conv.fused_output = slot;
+      conv.fused_op_type = conv.node->op_type;
+      for (size_t a : conv.absorbed) conv.fused_op_type += "+" + p.steps[a].node->op_type;
+    }
   }
 
   static void compute_lifetimes(GraphPlan& p) {
@@ -455,7 +586,16 @@ void Executor::execute(const GraphPlan& plan, Frame& frame) {
   if (on_device && frame.device.size() != frame.slots.size()) frame.device.assign(frame.slots.size(), nullptr);
   static const Value kNone;
   const bool timed = profiler != nullptr && frame.parent == nullptr;
-  for (const Step& step : plan.steps) {
+  // Fused activations run only where nothing watches the values between them (calibration
+  // observes every tensor) and the nodes run on the CPU.
+  const bool fuse = !on_device && !(observer_ && *observer_);
+  std::vector<bool> skipped;  // steps whose work a fused Conv did in this run
+  for (size_t si = 0; si < plan.steps.size(); ++si) {
+    const Step& step = plan.steps[si];
+    if (!skipped.empty() && skipped[si]) {
+      for (int s : step.release_after) frame.slots[static_cast<size_t>(s)] = kNone;
+      continue;
+    }
     std::vector<Value> outputs(step.outputs.size());
     std::vector<DeviceTensorPtr> device_outputs;
     const auto start = timed ? Profiler::Clock::now() : Profiler::Clock::time_point();
@@ -474,13 +614,22 @@ void Executor::execute(const GraphPlan& plan, Frame& frame) {
       else if (!step.device_fn)
         placement.cpu_nodes.push_back({step.node, std::string("no ") + backend_->api_name() + " kernel"});
     }
-    if (!ran) run_on_cpu(step, frame, outputs);
+    bool fused = false;
+    if (!ran) fused = run_on_cpu(step, frame, outputs, fuse ? step.epilogue.get() : nullptr);
+    if (fused) {
+      // The Conv's output is the chain's last value; the chain's own steps are done.
+      if (skipped.empty()) skipped.assign(plan.steps.size(), false);
+      for (size_t a : step.absorbed) skipped[a] = true;
+      frame.slots[static_cast<size_t>(step.fused_output)] = std::move(outputs[0]);
+      outputs[0] = Value();
+    }
     if (timed && !step.constant) {
-      const size_t event = profiler->record(*step.node, ran, start, Profiler::Clock::now());
+      const size_t event =
+          profiler->record(*step.node, ran, start, Profiler::Clock::now(), fused ? step.fused_op_type : std::string());
       if (device_timed && ran)
         backend_->end_timed([profiler = profiler, event](int64_t ns) { profiler->set_device_time(event, ns); });
     }
-    for (size_t i = 0; i < step.outputs.size(); ++i) {
+    for (size_t i = 0; i < step.outputs.size() && !fused; ++i) {
       if (step.outputs[i] < 0) continue;
       const auto slot = static_cast<size_t>(step.outputs[i]);
       frame.slots[slot] = std::move(outputs[i]);
@@ -495,10 +644,10 @@ void Executor::execute(const GraphPlan& plan, Frame& frame) {
   }
 }
 
-void Executor::run_on_cpu(const Step& step, Frame& frame, std::vector<Value>& outputs) {
+bool Executor::run_on_cpu(const Step& step, Frame& frame, std::vector<Value>& outputs, const Epilogue* epilogue) {
   if (step.computed) {
     outputs = step.cached;
-    return;
+    return false;
   }
   std::vector<const Value*> inputs;
   inputs.reserve(step.inputs.size());
@@ -513,6 +662,7 @@ void Executor::run_on_cpu(const Step& step, Frame& frame, std::vector<Value>& ou
   }
   KernelContext ctx(*this, frame, *step.node, step.opset, threads_, std::move(inputs), outputs,
                     const_cast<std::shared_ptr<void>*>(&step.state));
+  ctx.epilogue_ = epilogue;
   try {
     step.fn(ctx);
   } catch (const Error& e) {
@@ -532,6 +682,7 @@ void Executor::run_on_cpu(const Step& step, Frame& frame, std::vector<Value>& ou
       step.computed = true;
     }
   }
+  return ctx.epilogue_applied_;
 }
 
 std::vector<Value> Executor::run_subgraph(Frame& caller, const ir::Graph& g,

@@ -1,21 +1,30 @@
 // Tests of what a Session does around the kernels: the storage of large tensors (the buffer
-// pool) and the process-wide OpenMP thread count, which a run must leave as it found it.
+// pool), the process-wide OpenMP thread count, which a run must leave as it found it, and the
+// activations fused into convolutions, which must give the bytes the nodes give one by one.
 #include <doctest/doctest.h>
 
 #include <omp.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/bytes.h"
 #include "ir/graph.h"
 #include "ir/tensor.h"
 #include "runner/buffer_pool.h"
+#include "runner/profile.h"
 #include "runner/session.h"
 #include "runner/tensor.h"
 #include "tests/empty_model.h"
+#include "tests/model_builder.h"
 
 namespace onnxtool {
 namespace {
@@ -36,7 +45,145 @@ constexpr bool kSanitized = true;
 constexpr bool kSanitized = false;
 #endif
 
+/// Runs a model with activations fused into its convolutions, and again with an observer set
+/// (which turns fusion off: calibration watches every tensor); returns both outputs.
+std::pair<std::vector<runner::Value>, std::vector<runner::Value>> fused_and_not(ir::Model& m, const runner::Tensor& x,
+                                                                                 int threads) {
+  std::map<std::string, runner::Value> feeds{{"x", runner::Value::of(x)}};
+  runner::Session fused(m, runner::SessionOptions{threads});
+  auto a = fused.run(feeds);
+  runner::Session plain(m, runner::SessionOptions{threads});
+  size_t seen = 0;
+  plain.set_observer([&seen](const ir::Value&, const runner::Value&) { ++seen; });
+  auto b = plain.run(feeds);
+  CHECK(seen > 0);
+  return {std::move(a), std::move(b)};
+}
+
+/// The float tensors hold the same bits, but for NaNs, which must be NaN in both (their sign
+/// and payload are the compiler's choice: it may swap a product's operands).
+void check_same_bits(const std::vector<runner::Value>& a, const std::vector<runner::Value>& b) {
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    REQUIRE(a[i].is_tensor());
+    REQUIRE(b[i].is_tensor());
+    REQUIRE(a[i].tensor.dtype() == ir::DataType::kFloat);
+    REQUIRE(a[i].tensor.shape() == b[i].tensor.shape());
+    const float* p = a[i].tensor.data<float>();
+    const float* q = b[i].tensor.data<float>();
+    int64_t differ = 0, nans = 0;
+    for (int64_t k = 0; k < a[i].tensor.size(); ++k) {
+      if (std::isnan(p[k]) || std::isnan(q[k])) {
+        ++nans;
+        differ += std::isnan(p[k]) != std::isnan(q[k]);
+      } else {
+        differ += std::memcmp(p + k, q + k, sizeof(float)) != 0;
+      }
+    }
+    CHECK(differ == 0);
+    CHECK(nans < a[i].tensor.size());  // the NaN spreads, but not everywhere
+  }
+}
+
 TEST_SUITE("session") {
+  TEST_CASE("activations fused into Conv give the same bytes as the nodes one by one") {
+    using testing::attr_float;
+    using testing::attr_int;
+    using testing::attr_ints;
+    // Images of 9x9 (the whole output at once) and 50x50 (2500 positions: blocks of output
+    // positions, the activations applied per block); dense, pointwise and depthwise Convs.
+    for (int64_t side : {9, 50}) {
+      for (int kind = 0; kind < 3; ++kind) {
+        CAPTURE(side);
+        CAPTURE(kind);
+        testing::ModelBuilder b(17);
+        ir::Value* x = b.input("x", ir::DataType::kFloat, {1, 8, side, side});
+        const int64_t group = kind == 2 ? 8 : 1, k = kind == 1 ? 1 : 3;
+        auto conv = [&](const std::string& out, ir::Value* in, bool bias) {
+          std::vector<ir::Value*> ins{in, b.weight(out + "_w", {8, 8 / group, k, k})};
+          if (bias) ins.push_back(b.weight(out + "_b", {8}));
+          return b.op("Conv", ins, out, {attr_int("group", group), attr_ints("pads", {k / 2, k / 2, k / 2, k / 2})});
+        };
+        // Conv -> BatchNormalization -> Relu
+        ir::Value* c1 = conv("c1", x, true);
+        ir::Value* bn = b.op("BatchNormalization", {c1, b.weight("g", {8}), b.weight("beta", {8}), b.weight("mu", {8}),
+                                                    b.weight("var", {8}, 0.5f, 2)},
+                             "bn", {attr_float("epsilon", 1e-3f)});
+        ir::Value* r1 = b.op("Relu", {bn}, "r1");
+        // Conv -> SiLU both ways (Mul(y, Sigmoid(y)), Mul(Sigmoid(y), y))
+        ir::Value* c2 = conv("c2", r1, false);
+        ir::Value* s2 = b.op("Mul", {c2, b.op("Sigmoid", {c2}, "sig2")}, "s2");
+        ir::Value* c3 = conv("c3", s2, true);
+        ir::Value* s3 = b.op("Mul", {b.op("Sigmoid", {c3}, "sig3"), c3}, "s3");
+        // Conv -> LeakyRelu -> Sigmoid, whose Conv output is also a graph output (not fused)
+        ir::Value* c4 = conv("c4", s3, true);
+        ir::Value* l4 = b.op("Sigmoid", {b.op("LeakyRelu", {c4}, "lr4", {attr_float("alpha", 0.2f)})}, "sg4");
+        ir::Value* c5 = conv("c5", l4, true);
+        ir::Value* l5 = b.op("Sigmoid", {b.op("LeakyRelu", {c5}, "lr5", {attr_float("alpha", 0.2f)})}, "sg5");
+        // Conv -> Mul by a per-channel constant -> Add of a constant scalar (the constant
+        // first) -> HardSwish; Conv -> Clip (bounds as inputs) -> HardSigmoid
+        ir::Value* c6 = conv("c6", l5, true);
+        ir::Value* m6 = b.op("Mul", {c6, b.weight("m6_c", {8, 1, 1}, 0.5f, 2)}, "m6");
+        ir::Value* h6 = b.op("HardSwish", {b.op("Add", {b.weight("a6_c", {1}), m6}, "a6o")}, "h6");
+        ir::Value* c7 = conv("c7", h6, true);
+        ir::Value* k7 = b.op("Clip", {c7, b.scalar("lo7", -0.25f), b.scalar("hi7", 0.75f)}, "k7");
+        ir::Value* h7 = b.op("HardSigmoid", {k7}, "h7", {attr_float("alpha", 0.3f), attr_float("beta", 0.4f)});
+        // Mul by a constant that broadcasts the output to a larger shape: not fused
+        ir::Value* c8 = conv("c8", h7, true);
+        ir::Value* m8 = b.op("Mul", {c8, b.weight("m8_c", {2, 1, 1, 1, 1})}, "m8");
+        b.output(m8);
+        b.output(c4);
+        runner::Tensor input = testing::random_float({1, 8, side, side});
+        // One NaN in the large image (in the small one it would spread everywhere).
+        if (side == 50) input.mutable_data<float>()[3] = std::numeric_limits<float>::quiet_NaN();
+        for (int threads : {1, 3}) {
+          auto [fused, plain] = fused_and_not(b.m, input, threads);
+          check_same_bits(fused, plain);
+        }
+        // The fused nodes are gone from the profile, the unfused Conv's readers are not.
+        runner::Session s(b.m, runner::SessionOptions{1});
+        runner::Profiler profiler;
+        s.set_profiler(&profiler);
+        s.run({{"x", runner::Value::of(input)}});
+        std::set<std::string> timed;
+        for (const auto& e : profiler.events()) timed.insert(e.node->name);
+        CHECK(timed.count("c1_node"));
+        CHECK(!timed.count("bn_node"));
+        CHECK(!timed.count("r1_node"));
+        CHECK(!timed.count("s2_node"));
+        CHECK(!timed.count("sig3_node"));
+        CHECK(timed.count("lr4_node"));
+        CHECK(!timed.count("lr5_node"));
+        for (const char* fused : {"m6_node", "a6o_node", "h6_node", "k7_node", "h7_node"}) CHECK(!timed.count(fused));
+        CHECK(timed.count("m8_node"));
+        std::set<std::string> types;
+        for (const auto& e : profiler.events()) types.insert(e.op_type);
+        CHECK(types.count("Conv+BatchNormalization+Relu"));
+        CHECK(types.count("Conv+Sigmoid+Mul"));
+        CHECK(types.count("Conv+Mul+Add+HardSwish"));
+        CHECK(types.count("Conv+Clip+HardSigmoid"));
+      }
+    }
+  }
+
+  TEST_CASE("a BatchNormalization that does not fit its Conv still fails naming itself") {
+    testing::ModelBuilder b(17);
+    ir::Value* x = b.input("x", ir::DataType::kFloat, {1, 2, 4, 4});
+    ir::Value* c = b.op("Conv", {x, b.weight("w", {3, 2, 1, 1})}, "c");
+    ir::Value* bn = b.op("BatchNormalization", {c, b.weight("g", {4}), b.weight("beta", {4}), b.weight("mu", {4}),
+                                                b.weight("var", {4}, 0.5f, 2)},
+                         "bn");
+    b.output(b.op("Relu", {bn}, "r"));
+    runner::Session s(b.m, runner::SessionOptions{1});
+    try {
+      s.run({{"x", runner::Value::of(testing::random_float({1, 2, 4, 4}))}});
+      FAIL("the run should fail");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("bn") != std::string::npos);
+      CHECK(std::string(e.what()).find("4 elements for 3 channels") != std::string::npos);
+    }
+  }
+
   TEST_CASE("large tensors reuse the storage of freed ones; small ones and releases do not keep any") {
     runner::release_pooled_buffers();
     CHECK(runner::pooled_free_bytes() == 0);

@@ -3,9 +3,11 @@
 // Conv goes through im2col + GEMM (no im2col for 1x1 stride-1 unpadded kernels) and a direct
 // loop for depthwise convolutions; ConvTranspose through GEMM + col2im.
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "runner/cpu/elementwise_util.h"
+#include "runner/cpu/epilogue.h"
 #include "runner/cpu/gemm.h"
 #include "runner/cpu/gemm_int.h"
 #include "runner/cpu/kernels.h"
@@ -165,9 +167,25 @@ bool is_pointwise(const ConvGeometry& g) {
   return true;
 }
 
-/// Conv in float or double: Y [N, M, O...] from X [N, C, I...], W [M, C/g, K...], optional bias.
+/// Conv in float or double: Y [N, M, O...] from X [N, C, I...], W [M, C/g, K...], optional bias,
+/// then the fused activations `ep` (float only; nullptr: none).
 template <class T>
-void conv_compute(const ConvGeometry& g, const T* x, const T* w, const T* bias, T* y, std::vector<T>& col) {
+void conv_compute(const ConvGeometry& g, const T* x, const T* w, const T* bias, T* y, std::vector<T>& col,
+                  const Epilogue* ep = nullptr) {
+  // Applies the bias and `ep` to rows [0, rows) of the output block at `out` (row stride osize,
+  // channels from `channel0`), `len` positions each: while the block is still in cache.
+  const auto finish_block = [&](T* out, int64_t channel0, int64_t rows, int64_t stride, int64_t len) {
+    if constexpr (std::is_same_v<T, float>) {
+      for (int64_t r = 0; r < rows; ++r) {
+        T* row = out + r * stride;
+        if (bias) {
+          const T b = bias[channel0 + r];
+          for (int64_t o = 0; o < len; ++o) row[o] += b;
+        }
+        ep->apply(row, channel0 + r, len);
+      }
+    }
+  };
   const int64_t cg = g.c / g.group, mg = g.m / g.group;
   const int64_t ksize = g.kernel_size(), osize = g.out_size(), isize = g.in_size();
   if (cg == 1 && g.in.size() == 2) {
@@ -175,6 +193,7 @@ void conv_compute(const ConvGeometry& g, const T* x, const T* w, const T* bias, 
       const DepthwiseArgs a{g.n, g.c, g.m, g.in[0], g.in[1], g.out[0], g.out[1], g.kernel[0], g.kernel[1], g.stride[0],
                             g.stride[1], g.dilation[0], g.dilation[1], g.pad_begin[0], g.pad_begin[1]};
       depthwise_conv2d_f32(a, x, w, bias, y);
+      if (ep) ep->apply_all(y, g.n, g.m, osize);
     } else {
       depthwise_2d(g, x, w, bias, y);
     }
@@ -201,9 +220,11 @@ void conv_compute(const ConvGeometry& g, const T* x, const T* w, const T* bias, 
             const int64_t p0 = b * kGemmTileCols, len = std::min(kGemmTileCols, osize - p0);
             im2col_range(g, xg, cg, p0, p0 + len, block.data());
             gemm_t<T>(mg, len, kdim, w + gi * mg * kdim, kdim, false, block.data(), len, false, yg + p0, osize, false);
+            if (ep) finish_block(yg + p0, gi * mg, mg, osize, len);
           }
         });
       }
+    if (ep) return;  // the bias went in with the activations
   } else {
     if (!pointwise) col.resize(static_cast<size_t>(kdim * osize));
     for (int64_t n = 0; n < g.n; ++n)
@@ -226,6 +247,9 @@ void conv_compute(const ConvGeometry& g, const T* x, const T* w, const T* bias, 
         for (int64_t o = 0; o < osize; ++o) yp[o] += b;
       }
     });
+  }
+  if constexpr (std::is_same_v<T, float>) {
+    if (ep) ep->apply_all(y, g.n, g.m, osize);
   }
 }
 
@@ -266,8 +290,20 @@ void conv_family(KernelContext& ctx, Geometry geometry, Compute compute) {
 }
 
 void conv(KernelContext& ctx) {
-  conv_family(ctx, conv_geometry, [](const ConvGeometry& g, const auto* x, const auto* w, const auto* bias, auto* y,
-                                     auto& col) { conv_compute(g, x, w, bias, y, col); });
+  conv_family(ctx, conv_geometry, [&ctx](const ConvGeometry& g, const auto* x, const auto* w, const auto* bias, auto* y,
+                                         auto& col) {
+    using T = std::remove_cv_t<std::remove_pointer_t<decltype(x)>>;
+    if constexpr (std::is_same_v<T, float>) {
+      // Fused activations only on float32 data: float16 rounds the Conv's output first.
+      const Epilogue* ep = ctx.epilogue();
+      if (ep && ctx.input(0).dtype() == DataType::kFloat && ep->fits(g.m)) {
+        conv_compute(g, x, w, bias, y, col, ep);
+        ctx.epilogue_applied();
+        return;
+      }
+    }
+    conv_compute(g, x, w, bias, y, col);
+  });
 }
 
 // ---------------------------------------------------------------- ConvTranspose

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runner/cpu/elementwise_util.h"
+#include "runner/cpu/epilogue.h"
 #include "runner/cpu/kernels.h"
 
 namespace onnxtool::runner::cpu {
@@ -25,6 +26,22 @@ const Tensor& per_channel(const KernelContext& ctx, size_t input, int64_t c, con
   if (t.size() != c) ctx.fail(std::string(what) + " has " + std::to_string(t.size()) + " elements for " + std::to_string(c) + " channels");
   return t;
 }
+
+}  // namespace
+
+void batch_norm_factors(const Tensor& scale, const Tensor& bias, const std::vector<double>& mean,
+                        const std::vector<double>& var, double eps, std::vector<float>& a, std::vector<float>& b) {
+  const size_t c = mean.size();
+  a.assign(c, 0.0f);
+  b.assign(c, 0.0f);
+  for (size_t ch = 0; ch < c; ++ch) {
+    const double s = element_as_double(scale, static_cast<int64_t>(ch)) / std::sqrt(var[ch] + eps);
+    a[ch] = static_cast<float>(s);
+    b[ch] = static_cast<float>(element_as_double(bias, static_cast<int64_t>(ch)) - mean[ch] * s);
+  }
+}
+
+namespace {
 
 void batch_norm(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -72,12 +89,8 @@ void batch_norm(KernelContext& ctx) {
     }
   }
   Tensor& y = ctx.output(0, x.dtype(), x.shape());
-  std::vector<float> a(static_cast<size_t>(c)), b(static_cast<size_t>(c));
-  for (int64_t ch = 0; ch < c; ++ch) {
-    const double s = element_as_double(scale, ch) / std::sqrt(sigma2[static_cast<size_t>(ch)] + eps);
-    a[static_cast<size_t>(ch)] = static_cast<float>(s);
-    b[static_cast<size_t>(ch)] = static_cast<float>(element_as_double(bias, ch) - mu[static_cast<size_t>(ch)] * s);
-  }
+  std::vector<float> a, b;
+  batch_norm_factors(scale, bias, mu, sigma2, eps, a, b);
   if (x.dtype() == DataType::kFloat) {
     const float* px = x.data<float>();
     float* py = y.mutable_data<float>();
