@@ -201,7 +201,9 @@ void conv_compute(const ConvGeometry& g, const T* x, const T* w, const T* bias, 
   }
   const bool pointwise = is_pointwise(g);
   const int64_t kdim = cg * ksize;
-  if (!pointwise && osize > kGemmTileCols) {
+  // A pointwise Conv with fused activations goes by blocks too, so that they find each block in
+  // cache (but with one output channel per group: that product's bits depend on the split).
+  if (osize > kGemmTileCols && (!pointwise || (ep && mg > 1))) {
     // Large outputs: im2col and multiply one block of kGemmTileCols output positions at a time,
     // the blocks in parallel, so the column buffer stays a few megabytes (a 1024x1024 image's
     // would be gigabytes) and in cache. The blocks follow the GEMM's own tile grid: the same
@@ -215,11 +217,15 @@ void conv_compute(const ConvGeometry& g, const T* x, const T* w, const T* bias, 
         T* yg = y + (n * g.m + gi * mg) * osize;
         parallel_ranges(blocks, 1, [&](int64_t b0, int64_t b1) {
           std::vector<T>& block = scratch<T>();  // this thread's
-          block.resize(static_cast<size_t>(kdim * kGemmTileCols));
+          if (!pointwise) block.resize(static_cast<size_t>(kdim * kGemmTileCols));
           for (int64_t b = b0; b < b1; ++b) {
             const int64_t p0 = b * kGemmTileCols, len = std::min(kGemmTileCols, osize - p0);
-            im2col_range(g, xg, cg, p0, p0 + len, block.data());
-            gemm_t<T>(mg, len, kdim, w + gi * mg * kdim, kdim, false, block.data(), len, false, yg + p0, osize, false);
+            if (pointwise) {
+              gemm_t<T>(mg, len, kdim, w + gi * mg * kdim, kdim, false, xg + p0, osize, false, yg + p0, osize, false);
+            } else {
+              im2col_range(g, xg, cg, p0, p0 + len, block.data());
+              gemm_t<T>(mg, len, kdim, w + gi * mg * kdim, kdim, false, block.data(), len, false, yg + p0, osize, false);
+            }
             if (ep) finish_block(yg + p0, gi * mg, mg, osize, len);
           }
         });
