@@ -116,100 +116,104 @@ void recurrent(KernelContext& ctx, Cell cell) {
   auto y_at = [&](int64_t t, int64_t d, int64_t b) { return y->mutable_data<float>() + (layout ? ((b * seq + t) * dirs + d) : ((t * dirs + d) * batch + b)) * hidden; };
 
   std::vector<float> xs(static_cast<size_t>(seq * batch * input));
-  std::vector<float> xw(static_cast<size_t>(seq * batch * gh)), hr(static_cast<size_t>(batch * gh));
   for (int64_t t = 0; t < seq; ++t)
     for (int64_t b = 0; b < batch; ++b) std::copy(x_at(t, b), x_at(t, b) + input, xs.data() + (t * batch + b) * input);
-  for (int64_t d = 0; d < dirs; ++d) {
-    const bool reverse = direction == "reverse" || d == 1;
-    const float* wd = w.data<float>() + d * gh * input;
-    const float* rd = r.data<float>() + d * gh * hidden;
-    const float* wb = pb ? pb + d * 2 * gh : nullptr;
-    const float* rb = pb ? wb + gh : nullptr;
-    const Activation* a = &acts[static_cast<size_t>(d) * per_dir];
-    // X W^T for all steps at once: [seq*batch, gh].
-    gemm_f32(seq * batch, gh, input, xs.data(), input, false, wd, input, true, xw.data(), gh, false);
-    std::vector<float> h(static_cast<size_t>(batch * hidden), 0.0f), c(static_cast<size_t>(batch * hidden), 0.0f);
-    for (int64_t b = 0; b < batch; ++b) {
-      if (h0) std::copy(h0 + state_index(d, b), h0 + state_index(d, b) + hidden, h.data() + b * hidden);
-      if (c0) std::copy(c0 + state_index(d, b), c0 + state_index(d, b) + hidden, c.data() + b * hidden);
-    }
-    std::vector<float> hprev;
-    for (int64_t step = 0; step < seq; ++step) {
-      // H R^T: [batch, gh].
-      gemm_f32(batch, gh, hidden, h.data(), hidden, false, rd, hidden, true, hr.data(), gh, false);
-      hprev = h;
+  // The two directions of a bidirectional layer are independent: one thread each (their
+  // products then run on one thread, in the same order as alone: the same bytes).
+  parallel_ranges(dirs, 1, [&](int64_t d0, int64_t d1) {
+    for (int64_t d = d0; d < d1; ++d) {
+      std::vector<float> xw(static_cast<size_t>(seq * batch * gh)), hr(static_cast<size_t>(batch * gh));
+      const bool reverse = direction == "reverse" || d == 1;
+      const float* wd = w.data<float>() + d * gh * input;
+      const float* rd = r.data<float>() + d * gh * hidden;
+      const float* wb = pb ? pb + d * 2 * gh : nullptr;
+      const float* rb = pb ? wb + gh : nullptr;
+      const Activation* a = &acts[static_cast<size_t>(d) * per_dir];
+      // X W^T for all steps at once: [seq*batch, gh].
+      gemm_f32(seq * batch, gh, input, xs.data(), input, false, wd, input, true, xw.data(), gh, false);
+      std::vector<float> h(static_cast<size_t>(batch * hidden), 0.0f), c(static_cast<size_t>(batch * hidden), 0.0f);
       for (int64_t b = 0; b < batch; ++b) {
-        const int64_t len = lens[static_cast<size_t>(b)];
-        if (step >= len) continue;  // past this sequence's end: the state stays
-        const int64_t t = reverse ? len - 1 - step : step;
-        const float* g = xw.data() + (t * batch + b) * gh;
-        const float* q = hr.data() + b * gh;
-        float* hb = h.data() + b * hidden;
-        float* cb = c.data() + b * hidden;
-        const float* hp = hprev.data() + b * hidden;
-        auto pre = [&](int64_t gate, int64_t j, bool with_r) {
-          float v = g[gate * hidden + j] + (with_r ? q[gate * hidden + j] : 0.0f);
-          if (wb) v += wb[gate * hidden + j] + (with_r ? rb[gate * hidden + j] : 0.0f);
-          return v;
-        };
-        auto clipped = [&](float v) { return clip > 0 ? std::min(clip, std::max(-clip, v)) : v; };
-        for (int64_t j = 0; j < hidden; ++j) {
-          if (cell == Cell::kRnn) {
-            hb[j] = a[0](clipped(pre(0, j, true)));
-          } else if (cell == Cell::kGru) {
-            const float z = a[0](clipped(pre(0, j, true)));
-            const float rg = a[0](clipped(pre(1, j, true)));
-            float hh;
-            if (lbr) {
-              const float rpart = q[2 * hidden + j] + (rb ? rb[2 * hidden + j] : 0.0f);
-              hh = a[1](clipped(g[2 * hidden + j] + (wb ? wb[2 * hidden + j] : 0.0f) + rg * rpart));
-            } else {
-              // (r * H_prev) R_h^T needs its own product: computed below per row.
-              hh = 0;
-            }
-            if (lbr) hb[j] = (1 - z) * hh + z * hp[j];
-            else hb[j] = z;  // finished after the reset product below
-            if (!lbr) cb[j] = rg;  // stash r in c (unused by GRU)
-          } else {
-            float i = pre(0, j, true), o = pre(1, j, true), f = pre(2, j, true);
-            const float cc = pre(3, j, true);
-            if (peep) {
-              const float* pd = peep + d * 3 * hidden;
-              i += pd[j] * cb[j];
-              f += pd[2 * hidden + j] * cb[j];
-            }
-            i = a[0](clipped(i));
-            f = input_forget ? 1 - i : a[0](clipped(f));
-            const float gg = a[1](clipped(cc));
-            const float cn = f * cb[j] + i * gg;
-            if (peep) o += (peep + d * 3 * hidden)[hidden + j] * cn;
-            o = a[0](clipped(o));
-            cb[j] = cn;
-            hb[j] = o * a[2](cn);
-          }
-        }
-        if (cell == Cell::kGru && !lbr) {
-          // h~ = g(X W_h^T + (r * H_prev) R_h^T + Rb_h + Wb_h).
-          std::vector<float> rh(static_cast<size_t>(hidden));
-          for (int64_t j = 0; j < hidden; ++j) rh[static_cast<size_t>(j)] = cb[j] * hp[j];
+        if (h0) std::copy(h0 + state_index(d, b), h0 + state_index(d, b) + hidden, h.data() + b * hidden);
+        if (c0) std::copy(c0 + state_index(d, b), c0 + state_index(d, b) + hidden, c.data() + b * hidden);
+      }
+      std::vector<float> hprev;
+      for (int64_t step = 0; step < seq; ++step) {
+        // H R^T: [batch, gh].
+        gemm_f32(batch, gh, hidden, h.data(), hidden, false, rd, hidden, true, hr.data(), gh, false);
+        hprev = h;
+        for (int64_t b = 0; b < batch; ++b) {
+          const int64_t len = lens[static_cast<size_t>(b)];
+          if (step >= len) continue;  // past this sequence's end: the state stays
+          const int64_t t = reverse ? len - 1 - step : step;
+          const float* g = xw.data() + (t * batch + b) * gh;
+          const float* q = hr.data() + b * gh;
+          float* hb = h.data() + b * hidden;
+          float* cb = c.data() + b * hidden;
+          const float* hp = hprev.data() + b * hidden;
+          auto pre = [&](int64_t gate, int64_t j, bool with_r) {
+            float v = g[gate * hidden + j] + (with_r ? q[gate * hidden + j] : 0.0f);
+            if (wb) v += wb[gate * hidden + j] + (with_r ? rb[gate * hidden + j] : 0.0f);
+            return v;
+          };
+          auto clipped = [&](float v) { return clip > 0 ? std::min(clip, std::max(-clip, v)) : v; };
           for (int64_t j = 0; j < hidden; ++j) {
-            float v = g[2 * hidden + j];
-            const float* rrow = rd + (2 * hidden + j) * hidden;
-            for (int64_t k = 0; k < hidden; ++k) v += rh[static_cast<size_t>(k)] * rrow[k];
-            if (wb) v += wb[2 * hidden + j] + rb[2 * hidden + j];
-            const float hh = a[1](clipped(v));
-            const float z = hb[j];
-            hb[j] = (1 - z) * hh + z * hp[j];
+            if (cell == Cell::kRnn) {
+              hb[j] = a[0](clipped(pre(0, j, true)));
+            } else if (cell == Cell::kGru) {
+              const float z = a[0](clipped(pre(0, j, true)));
+              const float rg = a[0](clipped(pre(1, j, true)));
+              float hh;
+              if (lbr) {
+                const float rpart = q[2 * hidden + j] + (rb ? rb[2 * hidden + j] : 0.0f);
+                hh = a[1](clipped(g[2 * hidden + j] + (wb ? wb[2 * hidden + j] : 0.0f) + rg * rpart));
+              } else {
+                // (r * H_prev) R_h^T needs its own product: computed below per row.
+                hh = 0;
+              }
+              if (lbr) hb[j] = (1 - z) * hh + z * hp[j];
+              else hb[j] = z;  // finished after the reset product below
+              if (!lbr) cb[j] = rg;  // stash r in c (unused by GRU)
+            } else {
+              float i = pre(0, j, true), o = pre(1, j, true), f = pre(2, j, true);
+              const float cc = pre(3, j, true);
+              if (peep) {
+                const float* pd = peep + d * 3 * hidden;
+                i += pd[j] * cb[j];
+                f += pd[2 * hidden + j] * cb[j];
+              }
+              i = a[0](clipped(i));
+              f = input_forget ? 1 - i : a[0](clipped(f));
+              const float gg = a[1](clipped(cc));
+              const float cn = f * cb[j] + i * gg;
+              if (peep) o += (peep + d * 3 * hidden)[hidden + j] * cn;
+              o = a[0](clipped(o));
+              cb[j] = cn;
+              hb[j] = o * a[2](cn);
+            }
           }
+          if (cell == Cell::kGru && !lbr) {
+            // h~ = g(X W_h^T + (r * H_prev) R_h^T + Rb_h + Wb_h).
+            std::vector<float> rh(static_cast<size_t>(hidden));
+            for (int64_t j = 0; j < hidden; ++j) rh[static_cast<size_t>(j)] = cb[j] * hp[j];
+            for (int64_t j = 0; j < hidden; ++j) {
+              float v = g[2 * hidden + j];
+              const float* rrow = rd + (2 * hidden + j) * hidden;
+              for (int64_t k = 0; k < hidden; ++k) v += rh[static_cast<size_t>(k)] * rrow[k];
+              if (wb) v += wb[2 * hidden + j] + rb[2 * hidden + j];
+              const float hh = a[1](clipped(v));
+              const float z = hb[j];
+              hb[j] = (1 - z) * hh + z * hp[j];
+            }
+          }
+          if (y) std::copy(hb, hb + hidden, y_at(t, d, b));
         }
-        if (y) std::copy(hb, hb + hidden, y_at(t, d, b));
+      }
+      for (int64_t b = 0; b < batch; ++b) {
+        if (yh) std::copy(h.data() + b * hidden, h.data() + (b + 1) * hidden, yh->mutable_data<float>() + state_index(d, b));
+        if (yc) std::copy(c.data() + b * hidden, c.data() + (b + 1) * hidden, yc->mutable_data<float>() + state_index(d, b));
       }
     }
-    for (int64_t b = 0; b < batch; ++b) {
-      if (yh) std::copy(h.data() + b * hidden, h.data() + (b + 1) * hidden, yh->mutable_data<float>() + state_index(d, b));
-      if (yc) std::copy(c.data() + b * hidden, c.data() + (b + 1) * hidden, yc->mutable_data<float>() + state_index(d, b));
-    }
-  }
+  });
   if (narrow) {
     Tensor* results[3] = {y, yh, yc};
     for (size_t i = 0; i < 3; ++i)
