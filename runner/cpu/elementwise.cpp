@@ -161,7 +161,7 @@ ONNXTOOL_FLOAT_FN(SoftsignOp, v / (C(1) + std::fabs(v)))
 ONNXTOOL_FLOAT_FN(SigmoidOp, v >= 0 ? C(1) / (C(1) + std::exp(-v)) : std::exp(v) / (C(1) + std::exp(v)))
 ONNXTOOL_FLOAT_FN(SoftplusOp, v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v)))
 ONNXTOOL_FLOAT_FN(MishOp, v * std::tanh(v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v))))
-ONNXTOOL_FLOAT_FN(HardSwishOp, v * std::max(C(0), std::min(C(1), v / C(6) + C(0.5))))
+ONNXTOOL_FLOAT_FN(HardSwishOp, hard_swish_value(v))
 #undef ONNXTOOL_FLOAT_FN
 
 // float32 takes the vectorized path (PaddleOCR's detection head and SiLU blocks).
@@ -201,7 +201,7 @@ void sign_kernel(KernelContext& ctx) {
 }
 
 void relu_kernel(KernelContext& ctx) {
-  unary_same<kFloats | kSignedInts>(ctx, [](auto v) { return v < 0 ? decltype(v)(0) : v; });
+  unary_same<kFloats | kSignedInts>(ctx, [](auto v) { return relu_value(v); });
 }
 
 void not_kernel(KernelContext& ctx) {
@@ -238,7 +238,7 @@ void isinf_kernel(KernelContext& ctx) {
 
 void leaky_relu_kernel(KernelContext& ctx) {
   const float alpha = ctx.attr_float("alpha", 0.01f);
-  unary_same<kFloats>(ctx, [alpha](auto v) { return v < 0 ? v * static_cast<decltype(v)>(alpha) : v; });
+  unary_same<kFloats>(ctx, [alpha](auto v) { return leaky_relu_value(v, static_cast<decltype(v)>(alpha)); });
 }
 
 void elu_kernel(KernelContext& ctx) {
@@ -279,8 +279,7 @@ void hard_sigmoid_kernel(KernelContext& ctx) {
   const double beta = ctx.attr_float("beta", 0.5f);
   unary_same<kFloats>(ctx, [alpha, beta](auto v) {
     using C = decltype(v);
-    if (v != v) return v;  // NaN propagates, as in the spec's definition (numpy clip)
-    return std::max(C(0), std::min(C(1), static_cast<C>(alpha) * v + static_cast<C>(beta)));
+    return hard_sigmoid_value(v, static_cast<C>(alpha), static_cast<C>(beta));
   });
 }
 
@@ -334,12 +333,8 @@ void shrink_kernel(KernelContext& ctx) {
 /// y = min(max(x, lo), hi): NaN stays NaN, and lo > hi gives hi everywhere (the spec's rule).
 template <class T>
 void clip_values(const Tensor& x, Tensor& y, calc_t<T> lo, calc_t<T> hi) {
-  map_unary(x.data<T>(), y.mutable_data<T>(), x.size(), [lo, hi](T v) {
-    calc_t<T> c = Num<T>::load(v);
-    c = c < lo ? lo : c;
-    c = c > hi ? hi : c;
-    return Num<T>::store(c);
-  });
+  map_unary(x.data<T>(), y.mutable_data<T>(), x.size(),
+            [lo, hi](T v) { return Num<T>::store(clip_value(Num<T>::load(v), lo, hi)); });
 }
 
 // Clip-1 and Clip-6: bounds as attributes.

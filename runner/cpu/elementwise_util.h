@@ -508,6 +508,35 @@ inline void sigmoid_f32(const float* x, float* y, int64_t n) {
   });
 }
 
+// ---------------------------------------------------------------- activations
+// One definition each, shared by the activation kernels and the activations fused into Conv
+// (runner/cpu/epilogue.h): the fused output must be the same bits as the nodes' one by one.
+
+template <class C>
+inline C relu_value(C v) {
+  return v < 0 ? C(0) : v;
+}
+template <class C>
+inline C leaky_relu_value(C v, C alpha) {
+  return v < 0 ? v * alpha : v;
+}
+/// NaN propagates, as in the spec's definition (numpy clip).
+template <class C>
+inline C hard_sigmoid_value(C v, C alpha, C beta) {
+  if (v != v) return v;
+  return std::max(C(0), std::min(C(1), alpha * v + beta));
+}
+template <class C>
+inline C hard_swish_value(C v) {
+  return v * std::max(C(0), std::min(C(1), v / C(6) + C(0.5)));
+}
+/// min(max(v, lo), hi) as two comparisons: NaN stays NaN, and lo > hi gives hi (the spec's rule).
+template <class C>
+inline C clip_value(C v, C lo, C hi) {
+  v = v < lo ? lo : v;
+  return v > hi ? hi : v;
+}
+
 /// out[j] = op(in[j]) for a contiguous tensor, in parallel chunks. The loop works on local
 /// copies of op and the pointers: read through the captured references, op's state (LeakyRelu's
 /// alpha, Clip's bounds) might alias out, and the loop would stay scalar with a branch per element.

@@ -31,11 +31,11 @@ void Epilogue::apply(float* y, int64_t channel, int64_t n) const {
         break;
       }
       case EpilogueOp::Kind::kRelu:
-        for (int64_t i = 0; i < n; ++i) y[i] = y[i] < 0 ? 0.0f : y[i];
+        for (int64_t i = 0; i < n; ++i) y[i] = cpu::relu_value(y[i]);
         break;
       case EpilogueOp::Kind::kLeakyRelu: {
         const float alpha = op.alpha;
-        for (int64_t i = 0; i < n; ++i) y[i] = y[i] < 0 ? y[i] * alpha : y[i];
+        for (int64_t i = 0; i < n; ++i) y[i] = cpu::leaky_relu_value(y[i], alpha);
         break;
       }
       case EpilogueOp::Kind::kSigmoid:
@@ -43,19 +43,15 @@ void Epilogue::apply(float* y, int64_t channel, int64_t n) const {
         break;
       case EpilogueOp::Kind::kHardSigmoid: {
         const float a = op.alpha, b = op.beta;
-        for (int64_t i = 0; i < n; ++i)
-          if (y[i] == y[i]) y[i] = std::max(0.0f, std::min(1.0f, a * y[i] + b));
+        for (int64_t i = 0; i < n; ++i) y[i] = cpu::hard_sigmoid_value(y[i], a, b);
         break;
       }
       case EpilogueOp::Kind::kHardSwish:
-        for (int64_t i = 0; i < n; ++i) y[i] = y[i] * std::max(0.0f, std::min(1.0f, y[i] / 6.0f + 0.5f));
+        for (int64_t i = 0; i < n; ++i) y[i] = cpu::hard_swish_value(y[i]);
         break;
       case EpilogueOp::Kind::kClip: {
         const float lo = op.alpha, hi = op.beta;
-        for (int64_t i = 0; i < n; ++i) {
-          float c = y[i] < lo ? lo : y[i];
-          y[i] = c > hi ? hi : c;
-        }
+        for (int64_t i = 0; i < n; ++i) y[i] = cpu::clip_value(y[i], lo, hi);
         break;
       }
       case EpilogueOp::Kind::kMul:
