@@ -4,13 +4,17 @@
 // several threads must give identical bytes; invalid inputs must fail with an Error naming the node.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
+#include "runner/cpu/conv_gemm.h"
 #include "runner/cpu/gemm_int.h"
 #include "tests/kernel_test_util.h"
 
@@ -339,6 +343,43 @@ TEST_CASE("Conv 2-D: general, strided, dilated, padded, grouped, 1x1 and depthwi
   check_conv({1, 1, 7, 7}, {3, 1, 2, 2}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, true);        // one channel
   // Large enough that the product is split over threads.
   check_conv({1, 16, 67, 69}, {24, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}}, true);
+}
+
+TEST_CASE("Conv's float product: every row count of a tile, column tails, any split gives the same bytes") {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  for (const auto& [m, k, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+           {1, 1, 1}, {3, 5, 47}, {8, 27, 48}, {9, 16, 49}, {16, 64, 96}, {17, 33, 150}, {7, 0, 20}, {24, 300, 200}}) {
+    CAPTURE(m);
+    CAPTURE(k);
+    CAPTURE(n);
+    std::vector<float> w(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), bias(static_cast<size_t>(m));
+    for (auto* v : {&w, &b, &bias})
+      for (float& e : *v) e = dist(rng);
+    // The whole product in one call, with and without the bias.
+    std::vector<float> whole(static_cast<size_t>(m * n)), plain(static_cast<size_t>(m * n));
+    std::vector<int64_t> rows(static_cast<size_t>(k));
+    for (int64_t p = 0; p < k; ++p) rows[size_t(p)] = p * n;
+    runner::cpu::conv_gemm_f32(m, n, k, w.data(), k, b.data(), rows.data(), whole.data(), n, bias.data());
+    runner::cpu::conv_gemm_f32(m, n, k, w.data(), k, b.data(), rows.data(), plain.data(), n, nullptr);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double want = 0;
+        for (int64_t p = 0; p < k; ++p) want += double(w[size_t(i * k + p)]) * b[size_t(p * n + j)];
+        CHECK(std::abs(plain[size_t(i * n + j)] - want) <= 1e-5 * (1.0 + 4.0 * double(k)));
+        CHECK(whole[size_t(i * n + j)] == plain[size_t(i * n + j)] + bias[size_t(i)]);
+      }
+    // Rows and columns split at odd points (each block a call of its own, W, B and C offset):
+    // every element is the same chain of multiply-adds, so the bytes are the same.
+    std::vector<float> split(whole.size(), -1.0f);
+    for (int64_t r0 = 0; r0 < m; r0 += 5)
+      for (int64_t c0 = 0; c0 < n; c0 += 13) {
+        const int64_t cols = std::min<int64_t>(13, n - c0);
+        runner::cpu::conv_gemm_f32(std::min<int64_t>(5, m - r0), cols, k, w.data() + r0 * k, k, b.data() + c0, rows.data(),
+                                   split.data() + r0 * n + c0, n, bias.data() + r0);
+      }
+    CHECK(std::memcmp(split.data(), whole.data(), whole.size() * sizeof(float)) == 0);
+  }
 }
 
 TEST_CASE("Conv 1-D and 3-D") {

@@ -2,10 +2,12 @@
 // Geometry (output sizes, pads) is runner/geometry.h's, shared with the device kernels.
 // Conv goes through im2col + GEMM (no im2col for 1x1 stride-1 unpadded kernels) and a direct
 // loop for depthwise convolutions; ConvTranspose through GEMM + col2im.
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 #include <vector>
 
+#include "runner/cpu/conv_gemm.h"
 #include "runner/cpu/elementwise_util.h"
 #include "runner/cpu/epilogue.h"
 #include "runner/cpu/gemm.h"
@@ -67,11 +69,13 @@ void im2col_range(const ConvGeometry& g, const T* x, int64_t channels, int64_t p
           }
           const T* xrow = xc + iy * iw;
           if (g.stride[1] == 1) {
-            // Contiguous run: zeros before, a copy, zeros after.
-            const int64_t lo = std::clamp<int64_t>(-off, x0, x1), hi = std::clamp<int64_t>(iw - off, x0, x1);
-            std::fill(dst, dst + (lo - x0), pad);
-            if (hi > lo) std::copy(xrow + lo + off, xrow + hi + off, dst + (lo - x0));
-            std::fill(dst + (std::max(lo, hi) - x0), dst + (x1 - x0), pad);
+            // Contiguous run: pads before, a copy, pads after. Plain loops: the runs are often
+            // a few dozen elements, where calls to memmove and memset cost more than the copy.
+            const int64_t lo = std::clamp<int64_t>(-off, x0, x1), hi = std::max(std::clamp<int64_t>(iw - off, x0, x1), lo);
+            const T* src = xrow + off + x0;
+            for (int64_t i = 0; i < lo - x0; ++i) dst[i] = pad;
+            for (int64_t i = lo - x0; i < hi - x0; ++i) dst[i] = src[i];
+            for (int64_t i = hi - x0; i < x1 - x0; ++i) dst[i] = pad;
           } else {
             for (int64_t xo = x0; xo < x1; ++xo) {
               const int64_t ix = xo * g.stride[1] + off;
@@ -167,25 +171,118 @@ bool is_pointwise(const ConvGeometry& g) {
   return true;
 }
 
+/// Float Conv (not depthwise): Y [N, M, O...] = W x im2col(X) + bias, then the fused activations
+/// `ep` (nullptr: none), by blocks of output positions, each block a task of its own (with a
+/// share of the output channels when there are fewer blocks than threads). The product reads B
+/// where it lies: a pointwise convolution's input in place; for a 2-D convolution of stride 1,
+/// a copy of the block's input rows with the pads written out, whose shifted views are the rows
+/// of im2col (the product then runs over the padded width, and the extra columns are dropped);
+/// otherwise an im2col block. About 512 KB of B per block (a quarter of the second-level cache
+/// of the machines this was measured on). conv_gemm_f32 makes the bytes independent of the
+/// blocks and the threads.
+void conv_f32(const ConvGeometry& g, const float* x, const float* w, const float* bias, float* y, const Epilogue* ep) {
+  constexpr int64_t kBlockFloats = 131072;
+  const int64_t cg = g.c / g.group, mg = g.m / g.group;
+  const int64_t osize = g.out_size(), isize = g.in_size(), kdim = cg * g.kernel_size();
+  const bool pointwise = is_pointwise(g);
+  // Padded rows: 2-D, stride 1, and the padded width at most an eighth more than the output's.
+  const bool rank2 = g.in.size() == 2;
+  const int64_t halo_x = rank2 ? (g.kernel[1] - 1) * g.dilation[1] : 0, wp = rank2 ? g.out[1] + halo_x : 0;
+  const bool padded = !pointwise && rank2 && g.stride[0] == 1 && g.stride[1] == 1 && halo_x * 8 <= wp;
+  const int64_t halo_y = padded ? (g.kernel[0] - 1) * g.dilation[0] : 0;
+  // Blocks: output rows for padded rows, positions (whole register tiles) otherwise.
+  int64_t block = 0, blocks = 0;
+  if (padded) {
+    block = std::clamp<int64_t>(kBlockFloats / std::max<int64_t>(cg * wp, 1) - halo_y, 1, g.out[0]);
+    blocks = (g.out[0] + block - 1) / block;
+  } else {
+    block = std::min(std::max<int64_t>(kBlockFloats / std::max<int64_t>(kdim, 1) / kConvTileCols, 1) * kConvTileCols, osize);
+    blocks = (osize + block - 1) / block;
+  }
+  // Output channels in parts (multiples of the register tile) when there are fewer tasks than
+  // threads can share, for products worth a second thread (a million multiply-adds).
+  int threads = 1;
+#ifdef _OPENMP
+  threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+#endif
+  const int64_t images = g.n * g.group * blocks;
+  const double work = static_cast<double>(g.n * g.m) * static_cast<double>(osize) * static_cast<double>(std::max<int64_t>(kdim, 1));
+  int64_t part = mg;
+  if (threads > 1 && images < 2 * threads && work >= 4.0e6)
+    part = std::max<int64_t>(kConvTileRows, (mg * images + 2 * threads - 1) / (2 * threads) + kConvTileRows - 1) /
+           kConvTileRows * kConvTileRows;
+  const int64_t parts = (mg + part - 1) / part, tasks = images * parts;
+  const int64_t task_work = std::max<int64_t>(static_cast<int64_t>(work / static_cast<double>(tasks)), 1);
+  parallel_ranges(tasks, std::max<int64_t>(1, (int64_t{1} << 20) / task_work), [&](int64_t t0, int64_t t1) {
+    std::vector<float>& buf = scratch<float>();  // this thread's
+    thread_local std::vector<int64_t> rows;
+    thread_local std::vector<float> out;
+    rows.resize(static_cast<size_t>(kdim));
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t n = t / (g.group * blocks * parts), gi = t / (blocks * parts) % g.group;
+      const int64_t bi = t / parts % blocks, r0 = t % parts * part, mrows = std::min(part, mg - r0);
+      const float* xg = x + (n * g.c + gi * cg) * isize;
+      float* yg = y + (n * g.m + gi * mg + r0) * osize;
+      const float* wg = w + (gi * mg + r0) * kdim;
+      const float* gb = bias ? bias + gi * mg + r0 : nullptr;
+      int64_t p0 = 0, len = 0;
+      if (padded) {
+        const int64_t ih = g.in[0], iw = g.in[1], ow = g.out[1], y0 = bi * block, ny = std::min(block, g.out[0] - y0);
+        const int64_t in_rows = ny + halo_y, plane = in_rows * wp + halo_x, pl = g.pad_begin[1];
+        buf.resize(static_cast<size_t>(cg * plane));
+        for (int64_t c = 0; c < cg; ++c)
+          for (int64_t r = 0; r < in_rows; ++r) {
+            float* dst = buf.data() + c * plane + r * wp;
+            const int64_t iy = y0 - g.pad_begin[0] + r;
+            if (iy < 0 || iy >= ih) {
+              std::fill_n(dst, wp, 0.0f);
+              continue;
+            }
+            // Columns [lo, hi) of the padded row are input columns [lo - pl, hi - pl).
+            const int64_t lo = std::clamp<int64_t>(pl, 0, wp), hi = std::clamp<int64_t>(pl + iw, lo, wp);
+            const float* src = xg + c * isize + iy * iw;
+            for (int64_t i = 0; i < lo; ++i) dst[i] = 0.0f;
+            for (int64_t i = lo; i < hi; ++i) dst[i] = src[i - pl];
+            for (int64_t i = hi; i < wp; ++i) dst[i] = 0.0f;
+          }
+        for (int64_t c = 0; c < cg; ++c) std::fill_n(buf.data() + c * plane + in_rows * wp, halo_x, 0.0f);
+        for (int64_t c = 0, p = 0; c < cg; ++c)
+          for (int64_t ky = 0; ky < g.kernel[0]; ++ky)
+            for (int64_t kx = 0; kx < g.kernel[1]; ++kx)
+              rows[static_cast<size_t>(p++)] = c * plane + ky * g.dilation[0] * wp + kx * g.dilation[1];
+        out.resize(static_cast<size_t>(mrows * ny * wp));
+        conv_gemm_f32(mrows, ny * wp, kdim, wg, kdim, buf.data(), rows.data(), out.data(), ny * wp, gb);
+        for (int64_t r = 0; r < mrows; ++r)
+          for (int64_t yy = 0; yy < ny; ++yy)
+            std::copy_n(out.data() + (r * ny + yy) * wp, ow, yg + r * osize + (y0 + yy) * ow);
+        p0 = y0 * ow;
+        len = ny * ow;
+      } else {
+        p0 = bi * block;
+        len = std::min(block, osize - p0);
+        const float* src = xg + p0;
+        int64_t ld = isize;
+        if (!pointwise) {
+          buf.resize(static_cast<size_t>(kdim * block));
+          im2col_range(g, xg, cg, p0, p0 + len, buf.data());
+          src = buf.data();
+          ld = len;
+        }
+        for (int64_t p = 0; p < kdim; ++p) rows[static_cast<size_t>(p)] = p * ld;
+        conv_gemm_f32(mrows, len, kdim, wg, kdim, src, rows.data(), yg + p0, osize, gb);
+      }
+      if (ep)
+        for (int64_t r = 0; r < mrows; ++r) ep->apply(yg + r * osize + p0, gi * mg + r0 + r, len);
+    }
+  });
+}
+
 /// Conv in float or double: Y [N, M, O...] from X [N, C, I...], W [M, C/g, K...], optional bias,
-/// then the fused activations `ep` (float only; nullptr: none).
+/// then the fused activations `ep` (float only; nullptr: none). Double goes through im2col of
+/// the whole output and the Eigen GEMM.
 template <class T>
 void conv_compute(const ConvGeometry& g, const T* x, const T* w, const T* bias, T* y, std::vector<T>& col,
                   const Epilogue* ep = nullptr) {
-  // Applies the bias and `ep` to rows [0, rows) of the output block at `out` (row stride osize,
-  // channels from `channel0`), `len` positions each: while the block is still in cache.
-  const auto finish_block = [&](T* out, int64_t channel0, int64_t rows, int64_t stride, int64_t len) {
-    if constexpr (std::is_same_v<T, float>) {
-      for (int64_t r = 0; r < rows; ++r) {
-        T* row = out + r * stride;
-        if (bias) {
-          const T b = bias[channel0 + r];
-          for (int64_t o = 0; o < len; ++o) row[o] += b;
-        }
-        ep->apply(row, channel0 + r, len);
-      }
-    }
-  };
   const int64_t cg = g.c / g.group, mg = g.m / g.group;
   const int64_t ksize = g.kernel_size(), osize = g.out_size(), isize = g.in_size();
   if (cg == 1 && g.in.size() == 2) {
@@ -199,39 +296,12 @@ void conv_compute(const ConvGeometry& g, const T* x, const T* w, const T* bias, 
     }
     return;
   }
-  const bool pointwise = is_pointwise(g);
-  const int64_t kdim = cg * ksize;
-  // A pointwise Conv with fused activations goes by blocks too, so that they find each block in
-  // cache (but with one output channel per group: that product's bits depend on the split).
-  if (osize > kGemmTileCols && (!pointwise || (ep && mg > 1))) {
-    // Large outputs: im2col and multiply one block of kGemmTileCols output positions at a time,
-    // the blocks in parallel, so the column buffer stays a few megabytes (a 1024x1024 image's
-    // would be gigabytes) and in cache. The blocks follow the GEMM's own tile grid: the same
-    // bytes as one product over the whole image, but for one output channel per group, whose
-    // sums Eigen groups by the row stride (the last bit can differ from the whole-image product;
-    // still the same bytes whatever the thread count).
-    const int64_t blocks = (osize + kGemmTileCols - 1) / kGemmTileCols;
-    for (int64_t n = 0; n < g.n; ++n)
-      for (int64_t gi = 0; gi < g.group; ++gi) {
-        const T* xg = x + (n * g.c + gi * cg) * isize;
-        T* yg = y + (n * g.m + gi * mg) * osize;
-        parallel_ranges(blocks, 1, [&](int64_t b0, int64_t b1) {
-          std::vector<T>& block = scratch<T>();  // this thread's
-          if (!pointwise) block.resize(static_cast<size_t>(kdim * kGemmTileCols));
-          for (int64_t b = b0; b < b1; ++b) {
-            const int64_t p0 = b * kGemmTileCols, len = std::min(kGemmTileCols, osize - p0);
-            if (pointwise) {
-              gemm_t<T>(mg, len, kdim, w + gi * mg * kdim, kdim, false, xg + p0, osize, false, yg + p0, osize, false);
-            } else {
-              im2col_range(g, xg, cg, p0, p0 + len, block.data());
-              gemm_t<T>(mg, len, kdim, w + gi * mg * kdim, kdim, false, block.data(), len, false, yg + p0, osize, false);
-            }
-            if (ep) finish_block(yg + p0, gi * mg, mg, osize, len);
-          }
-        });
-      }
-    if (ep) return;  // the bias went in with the activations
+  if constexpr (std::is_same_v<T, float>) {
+    conv_f32(g, x, w, bias, y, ep);
+    return;
   } else {
+    const bool pointwise = is_pointwise(g);
+    const int64_t kdim = cg * ksize;
     if (!pointwise) col.resize(static_cast<size_t>(kdim * osize));
     for (int64_t n = 0; n < g.n; ++n)
       for (int64_t gi = 0; gi < g.group; ++gi) {
@@ -244,18 +314,15 @@ void conv_compute(const ConvGeometry& g, const T* x, const T* w, const T* bias, 
         T* yg = y + (n * g.m + gi * mg) * osize;
         gemm_t<T>(mg, osize, kdim, w + gi * mg * kdim, kdim, false, src, osize, false, yg, osize, false);
       }
-  }
-  if (bias) {
-    parallel_ranges(g.n * g.m, std::max<int64_t>(1, 16384 / std::max<int64_t>(osize, 1)), [&](int64_t p0, int64_t p1) {
-      for (int64_t p = p0; p < p1; ++p) {
-        const T b = bias[p % g.m];
-        T* yp = y + p * osize;
-        for (int64_t o = 0; o < osize; ++o) yp[o] += b;
-      }
-    });
-  }
-  if constexpr (std::is_same_v<T, float>) {
-    if (ep) ep->apply_all(y, g.n, g.m, osize);
+    if (bias) {
+      parallel_ranges(g.n * g.m, std::max<int64_t>(1, 16384 / std::max<int64_t>(osize, 1)), [&](int64_t p0, int64_t p1) {
+        for (int64_t p = p0; p < p1; ++p) {
+          const T b = bias[p % g.m];
+          T* yp = y + p * osize;
+          for (int64_t o = 0; o < osize; ++o) yp[o] += b;
+        }
+      });
+    }
   }
 }
 

@@ -1,0 +1,116 @@
+// The float product of a convolution, in register tiles of 8 rows by 48 columns. Written with
+// GCC's vector extensions: 16-float vectors are one AVX-512 register each where the build
+// machine has them (ONNXTOOL_NATIVE), pairs of AVX registers or quadruples of SSE ones elsewhere.
+#include "runner/cpu/conv_gemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#if defined(__SSE__)
+#include <xmmintrin.h>
+#endif
+
+namespace onnxtool::runner::cpu {
+
+namespace {
+
+using Vec = float __attribute__((vector_size(64)));
+constexpr int kLanes = 16;
+constexpr int kVecs = kConvTileCols / kLanes;
+static_assert(kVecs * kLanes == kConvTileCols);
+
+inline Vec load(const float* p) {
+  Vec v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+inline void store(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
+
+/// R rows by kConvTileCols columns: out[i, j] = sum over k of a[i, k] * b[k, j] (+ bias[i]).
+/// Each accumulator is one fused multiply-add chain in k order (-ffp-contract=fast, which GCC
+/// applies to vector types too; the loads and the chain order are what make results independent
+/// of the tiling, not the contraction).
+template <int R>
+void tile(int64_t k, const float* a, int64_t lda, const float* b, const int64_t* rows, float* out, int64_t ldo,
+          const float* bias) {
+  Vec acc[R][kVecs];
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < kVecs; ++j) acc[i][j] = Vec{};
+  for (int64_t p = 0; p < k; ++p) {
+    const float* bp = b + rows[p];
+    Vec bv[kVecs];
+    for (int j = 0; j < kVecs; ++j) bv[j] = load(bp + j * kLanes);
+    for (int i = 0; i < R; ++i) {
+      const float av = a[i * lda + p];
+      for (int j = 0; j < kVecs; ++j) acc[i][j] += bv[j] * av;
+    }
+  }
+  for (int i = 0; i < R; ++i)
+    for (int j = 0; j < kVecs; ++j) store(out + i * ldo + j * kLanes, bias ? acc[i][j] + bias[i] : acc[i][j]);
+}
+
+void run_tile(int64_t m, int64_t k, const float* a, int64_t lda, const float* b, const int64_t* rows, float* out, int64_t ldo,
+              const float* bias) {
+  switch (m) {
+    case 1: tile<1>(k, a, lda, b, rows, out, ldo, bias); break;
+    case 2: tile<2>(k, a, lda, b, rows, out, ldo, bias); break;
+    case 3: tile<3>(k, a, lda, b, rows, out, ldo, bias); break;
+    case 4: tile<4>(k, a, lda, b, rows, out, ldo, bias); break;
+    case 5: tile<5>(k, a, lda, b, rows, out, ldo, bias); break;
+    case 6: tile<6>(k, a, lda, b, rows, out, ldo, bias); break;
+    case 7: tile<7>(k, a, lda, b, rows, out, ldo, bias); break;
+    default: tile<8>(k, a, lda, b, rows, out, ldo, bias); break;
+  }
+}
+
+static_assert(kConvTileRows == 8, "run_tile dispatches 1..8 rows");
+
+/// Subnormal operands read as zero and subnormal results flushed to zero (MXCSR's DAZ and FTZ)
+/// while it lives, on this thread; the previous mode back after.
+class FlushSubnormals {
+ public:
+#if defined(__SSE__)
+  FlushSubnormals() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | 0x8040u); }
+  ~FlushSubnormals() { _mm_setcsr(saved_); }
+
+ private:
+  unsigned saved_;
+#endif
+};
+
+}  // namespace
+
+void conv_gemm_f32(int64_t m, int64_t n, int64_t k, const float* w, int64_t ldw, const float* b, const int64_t* b_rows,
+                   float* c, int64_t ldc, const float* bias) {
+  const FlushSubnormals flush;
+  const int64_t full = n / kConvTileCols * kConvTileCols, tail = n - full;
+  // The last columns, fewer than a tile: copied once into a zero-padded panel, computed into a
+  // local tile and copied out, so that no load or store passes the end of a row.
+  thread_local std::vector<float> tail_b;
+  thread_local std::vector<int64_t> tail_rows;
+  float tail_c[kConvTileRows * kConvTileCols];
+  if (tail > 0) {
+    tail_b.assign(static_cast<size_t>(k * kConvTileCols), 0.0f);
+    tail_rows.resize(static_cast<size_t>(k));
+    for (int64_t p = 0; p < k; ++p) {
+      const float* row = b + b_rows[p];
+      std::copy(row + full, row + n, tail_b.data() + p * kConvTileCols);
+      tail_rows[static_cast<size_t>(p)] = p * kConvTileCols;
+    }
+  }
+  for (int64_t r = 0; r < m; r += kConvTileRows) {
+    const int64_t rows = std::min(kConvTileRows, m - r);
+    const float* a = w + r * ldw;
+    const float* rb = bias ? bias + r : nullptr;
+    for (int64_t j = 0; j < full; j += kConvTileCols) run_tile(rows, k, a, ldw, b + j, b_rows, c + r * ldc + j, ldc, rb);
+    if (tail > 0) {
+      run_tile(rows, k, a, ldw, tail_b.data(), tail_rows.data(), tail_c, kConvTileCols, rb);
+      for (int64_t i = 0; i < rows; ++i)
+        std::copy(tail_c + i * kConvTileCols, tail_c + i * kConvTileCols + tail, c + (r + i) * ldc + full);
+    }
+  }
+}
+
+}  // namespace onnxtool::runner::cpu
