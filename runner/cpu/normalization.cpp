@@ -143,9 +143,32 @@ void instance_norm(KernelContext& ctx) {
   const Tensor& scale = per_channel(ctx, 1, c, "scale");
   const Tensor& bias = per_channel(ctx, 2, c, "B");
   Tensor& y = ctx.output(0, x.dtype(), x.shape());
-  normalize_rows(ctx, x, y, x.dim(0) * c, len, ctx.attr_float("epsilon", 1e-5f),
-                 [&](int64_t r, int64_t) { return element_as_double(scale, r % c); }, [&](int64_t r, int64_t) { return element_as_double(bias, r % c); }, nullptr,
-                 nullptr);
+  const double eps = ctx.attr_float("epsilon", 1e-5f);
+  if (x.dtype() == DataType::kFloat) {
+    // float32: normalize_rows' arithmetic (double sums, the same expression per element, so the
+    // same bits) on the raw arrays, without its per-element type dispatch.
+    const float* px = x.data<float>();
+    float* py = y.mutable_data<float>();
+    parallel_ranges(x.dim(0) * c, std::max<int64_t>(1, 4096 / std::max<int64_t>(len, 1)), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* row = px + r * len;
+        double s = 0;
+        for (int64_t k = 0; k < len; ++k) s += row[k];
+        const double m = len ? s / static_cast<double>(len) : 0;
+        double v = 0;
+        for (int64_t k = 0; k < len; ++k) {
+          const double d = row[k] - m;
+          v += d * d;
+        }
+        const double inv = 1 / std::sqrt((len ? v / static_cast<double>(len) : 0) + eps);
+        const double sc = element_as_double(scale, r % c), b = element_as_double(bias, r % c);
+        for (int64_t k = 0; k < len; ++k) py[r * len + k] = static_cast<float>((row[k] - m) * inv * sc + b);
+      }
+    });
+    return;
+  }
+  normalize_rows(ctx, x, y, x.dim(0) * c, len, eps, [&](int64_t r, int64_t) { return element_as_double(scale, r % c); },
+                 [&](int64_t r, int64_t) { return element_as_double(bias, r % c); }, nullptr, nullptr);
 }
 
 /// Index of element k of the normalized block into a parameter broadcast to the block's shape.
