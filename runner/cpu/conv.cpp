@@ -190,28 +190,37 @@ void conv_f32(const ConvGeometry& g, const float* x, const float* w, const float
   const int64_t halo_x = rank2 ? (g.kernel[1] - 1) * g.dilation[1] : 0, wp = rank2 ? g.out[1] + halo_x : 0;
   const bool padded = !pointwise && rank2 && g.stride[0] == 1 && g.stride[1] == 1 && halo_x * 8 <= wp;
   const int64_t halo_y = padded ? (g.kernel[0] - 1) * g.dilation[0] : 0;
-  // Blocks: output rows for padded rows, positions (whole register tiles) otherwise.
-  int64_t block = 0, blocks = 0;
-  if (padded) {
-    block = std::clamp<int64_t>(kBlockFloats / std::max<int64_t>(cg * wp, 1) - halo_y, 1, g.out[0]);
-    blocks = (g.out[0] + block - 1) / block;
-  } else {
-    block = std::min(std::max<int64_t>(kBlockFloats / std::max<int64_t>(kdim, 1) / kConvTileCols, 1) * kConvTileCols, osize);
-    blocks = (osize + block - 1) / block;
-  }
-  // Output channels in parts (multiples of the register tile) when there are fewer tasks than
-  // threads can share, for products worth a second thread (a million multiply-adds).
+  // Tasks: with threads, at least two per thread for products worth waking them for (four
+  // million multiply-adds), all of about the same size so that the threads finish together.
   int threads = 1;
 #ifdef _OPENMP
   threads = omp_in_parallel() ? 1 : omp_get_max_threads();
 #endif
-  const int64_t images = g.n * g.group * blocks;
   const double work = static_cast<double>(g.n * g.m) * static_cast<double>(osize) * static_cast<double>(std::max<int64_t>(kdim, 1));
+  const int64_t want = threads > 1 && work >= 4.0e6 ? 2 * threads : 1;
+  const int64_t images = g.n * g.group;
+  const auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
+  // Blocks: output rows for padded rows, positions (whole register tiles) otherwise; as many as
+  // the cache size asks for, more when there are too few tasks, then evened out.
+  int64_t block = 0, blocks = 0;
+  if (padded) {
+    const int64_t rows_max = std::clamp<int64_t>(kBlockFloats / std::max<int64_t>(cg * wp, 1) - halo_y, 1, g.out[0]);
+    const int64_t count = std::min(g.out[0], std::max(ceil_div(g.out[0], rows_max), ceil_div(want, images)));
+    block = ceil_div(g.out[0], count);
+    blocks = ceil_div(g.out[0], block);
+  } else {
+    const int64_t cols_max = std::max<int64_t>(kBlockFloats / std::max<int64_t>(kdim, 1) / kConvTileCols, 1) * kConvTileCols;
+    const int64_t count = std::min(ceil_div(osize, kConvTileCols), std::max(ceil_div(osize, cols_max), ceil_div(want, images)));
+    block = std::min(osize, ceil_div(ceil_div(osize, count), kConvTileCols) * kConvTileCols);
+    blocks = ceil_div(osize, block);
+  }
+  // Output channels in parts (multiples of the register tile) when there are still too few.
   int64_t part = mg;
-  if (threads > 1 && images < 2 * threads && work >= 4.0e6)
-    part = std::max<int64_t>(kConvTileRows, (mg * images + 2 * threads - 1) / (2 * threads) + kConvTileRows - 1) /
-           kConvTileRows * kConvTileRows;
-  const int64_t parts = (mg + part - 1) / part, tasks = images * parts;
+  if (images * blocks < want) {
+    const int64_t count = std::min(ceil_div(mg, kConvTileRows), ceil_div(want, images * blocks));
+    part = ceil_div(ceil_div(mg, count), kConvTileRows) * kConvTileRows;
+  }
+  const int64_t parts = ceil_div(mg, part), tasks = images * blocks * parts;
   const int64_t task_work = std::max<int64_t>(static_cast<int64_t>(work / static_cast<double>(tasks)), 1);
   parallel_ranges(tasks, std::max<int64_t>(1, (int64_t{1} << 20) / task_work), [&](int64_t t0, int64_t t1) {
     std::vector<float>& buf = scratch<float>();  // this thread's
