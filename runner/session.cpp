@@ -319,9 +319,10 @@ class Planner {
 
   /// Fuses into each float Conv the chain of activations that alone read its output
   /// (runner/cpu/epilogue.h): BatchNormalization with constant parameters, Relu, LeakyRelu,
-  /// Sigmoid, HardSigmoid, HardSwish, Clip with constant bounds, Mul and Add of a per-channel
-  /// initializer, and Sigmoid + Mul (SiLU). No value of the chain but its last may be a graph
-  /// output or read by a subgraph.
+  /// Sigmoid, HardSigmoid, HardSwish, Clip with constant bounds, Add, Sub, Mul and Div of a
+  /// per-channel constant, and a Mul of the value by a chain of these that starts from it (SiLU:
+  /// Sigmoid + Mul; HardSwish written out: Add, Clip, Mul). No value of the chain but its last
+  /// may be a graph output or read by a subgraph.
   static void plan_epilogues(GraphPlan& p) {
     std::vector<std::vector<size_t>> readers(static_cast<size_t>(p.n_slots));
     for (size_t i = 0; i < p.steps.size(); ++i)
@@ -380,54 +381,75 @@ class Planner {
           channels = weight.dim(0);
         }
       }
+      // The epilogue op of step `si` reading `from` (its only input that does), or nullopt.
+      const auto as_op = [&](size_t si, int from) -> std::optional<EpilogueOp> {
+        const Step& st = p.steps[si];
+        if (st.constant || st.outputs.size() != 1 || st.outputs[0] < 0) return std::nullopt;
+        std::vector<const Tensor*> constants;
+        size_t data = st.inputs.size(), reads = 0;
+        for (size_t i = 0; i < st.inputs.size(); ++i) {
+          const int c = local(st, i);
+          if (c == from) {
+            data = i;
+            ++reads;
+          }
+          constants.push_back(c != from ? constant_value(c) : nullptr);
+        }
+        if (reads != 1) return std::nullopt;
+        return epilogue_op(*st.node, st.opset, data, constants, rank, channels);
+      };
       for (;;) {
         const auto s = static_cast<size_t>(slot);
         if (pinned[s] || readers[s].empty() || readers[s].size() > 2) break;
-        const Step& first = p.steps[readers[s][0]];
         if (readers[s].size() == 1) {
-          if (first.constant || first.outputs.size() != 1 || first.outputs[0] < 0) break;
-          // The input that reads the chain (exactly one does), and the others' constants.
-          std::vector<const Tensor*> constants;
-          size_t data = first.inputs.size(), reads = 0;
-          for (size_t i = 0; i < first.inputs.size(); ++i) {
-            const int c = local(first, i);
-            if (c == slot) {
-              data = i;
-              ++reads;
-            }
-            constants.push_back(c != slot ? constant_value(c) : nullptr);
-          }
-          if (reads != 1) break;
-          auto e = epilogue_op(*first.node, first.opset, data, constants, rank, channels);
+          auto e = as_op(readers[s][0], slot);
           if (!e) break;
           ep->ops.push_back(std::move(*e));
           absorbed.push_back(readers[s][0]);
-          slot = first.outputs[0];
+          slot = p.steps[readers[s][0]].outputs[0];
           continue;
         }
-        // SiLU: Sigmoid(y) read by one Mul of y and it, in either order.
-        const Step* sig = &first;
-        const Step* mul = &p.steps[readers[s][1]];
-        size_t sig_i = readers[s][0], mul_i = readers[s][1];
-        if (!op(*sig, "Sigmoid")) {
-          std::swap(sig, mul);
-          std::swap(sig_i, mul_i);
+        // A gate: one reader is a Mul of the value by the end of a chain of up to four ops that
+        // the other reader starts (SiLU: Sigmoid; HardSwish written out: Add, Clip), each
+        // value of the chain read only by the next.
+        bool fused = false;
+        for (int k = 0; k < 2 && !fused; ++k) {
+          const size_t mul_i = readers[s][static_cast<size_t>(k)], start = readers[s][static_cast<size_t>(1 - k)];
+          const Step& mul = p.steps[mul_i];
+          if (!op(mul, "Mul") || mul.constant || mul.inputs.size() != 2 || mul.outputs.size() != 1 || mul.outputs[0] < 0)
+            continue;
+          EpilogueOp gate;
+          gate.kind = EpilogueOp::Kind::kGate;
+          std::vector<size_t> chain;
+          int at = slot;
+          size_t step_i = start;
+          bool ok = false;
+          while (chain.size() < 4) {
+            auto e = as_op(step_i, at);
+            if (!e) break;
+            gate.gate.push_back(std::move(*e));
+            chain.push_back(step_i);
+            at = p.steps[step_i].outputs[0];
+            const auto& next = readers[static_cast<size_t>(at)];
+            if (pinned[static_cast<size_t>(at)] || next.size() != 1) break;
+            if (next[0] == mul_i) {
+              ok = true;
+              break;
+            }
+            step_i = next[0];
+          }
+          if (!ok) continue;
+          const int a = local(mul, 0), b = local(mul, 1);
+          if (a == slot && b == at) gate.swapped = false;
+          else if (a == at && b == slot) gate.swapped = true;
+          else continue;
+          ep->ops.push_back(std::move(gate));
+          absorbed.insert(absorbed.end(), chain.begin(), chain.end());
+          absorbed.push_back(mul_i);
+          slot = mul.outputs[0];
+          fused = true;
         }
-        if (!op(*sig, "Sigmoid") || !op(*mul, "Mul") || sig->constant || mul->constant || sig->inputs.size() != 1 ||
-            sig->outputs.size() != 1 || sig->outputs[0] < 0 || mul->inputs.size() != 2 || mul->outputs.size() != 1 ||
-            mul->outputs[0] < 0)
-          break;
-        const int s_out = sig->outputs[0];
-        if (pinned[static_cast<size_t>(s_out)] || readers[static_cast<size_t>(s_out)] != std::vector<size_t>{mul_i}) break;
-        const int a = local(*mul, 0), b = local(*mul, 1);
-        EpilogueOp silu;
-        if (a == slot && b == s_out) silu.kind = EpilogueOp::Kind::kSilu;
-        else if (a == s_out && b == slot) silu.kind = EpilogueOp::Kind::kSiluSwapped;
-        else break;
-        ep->ops.push_back(silu);
-        absorbed.push_back(sig_i);
-        absorbed.push_back(mul_i);
-        slot = mul->outputs[0];
+        if (!fused) break;
       }
       if (absorbed.empty()) continue;
       conv.epilogue = std::move(ep);

@@ -128,8 +128,23 @@ TEST_SUITE("session") {
         ir::Value* c7 = conv("c7", h6, true);
         ir::Value* k7 = b.op("Clip", {c7, b.scalar("lo7", -0.25f), b.scalar("hi7", 0.75f)}, "k7");
         ir::Value* h7 = b.op("HardSigmoid", {k7}, "h7", {attr_float("alpha", 0.3f), attr_float("beta", 0.4f)});
+        // HardSwish written out (PaddleOCR's export): y * Clip(y + 3, 0, 6) / 6, then the same
+        // with the Mul's operands swapped, Sub and a constant divided by the value
+        ir::Value* c9 = conv("c9", h7, true);
+        ir::Value* g9 = b.op("Clip", {b.op("Add", {c9, b.scalar("three9", 3.0f)}, "a9"), b.scalar("lo9", 0.0f),
+                                      b.scalar("hi9", 6.0f)},
+                             "k9");
+        ir::Value* d9 = b.op("Div", {b.op("Mul", {c9, g9}, "m9"), b.scalar("six9", 6.0f)}, "d9");
+        ir::Value* c10 = conv("c10", d9, true);
+        ir::Value* g10 = b.op("Div", {b.scalar("one10", 1.5f), b.op("Sub", {c10, b.weight("s10_c", {8, 1, 1}, 4.0f, 5)}, "s10")},
+                              "v10");
+        ir::Value* m10 = b.op("Mul", {g10, c10}, "m10");
+        // A gate whose chain value is read by another node too: not fused
+        ir::Value* c11 = conv("c11", m10, true);
+        ir::Value* g11 = b.op("Sigmoid", {c11}, "sig11");
+        ir::Value* m11 = b.op("Add", {b.op("Mul", {c11, g11}, "m11"), g11}, "e11");
         // Mul by a constant that broadcasts the output to a larger shape: not fused
-        ir::Value* c8 = conv("c8", h7, true);
+        ir::Value* c8 = conv("c8", m11, true);
         ir::Value* m8 = b.op("Mul", {c8, b.weight("m8_c", {2, 1, 1, 1, 1})}, "m8");
         b.output(m8);
         b.output(c4);
@@ -155,6 +170,10 @@ TEST_SUITE("session") {
         CHECK(timed.count("lr4_node"));
         CHECK(!timed.count("lr5_node"));
         for (const char* fused : {"m6_node", "a6o_node", "h6_node", "k7_node", "h7_node"}) CHECK(!timed.count(fused));
+        for (const char* fused : {"a9_node", "k9_node", "m9_node", "d9_node", "s10_node", "v10_node", "m10_node"})
+          CHECK(!timed.count(fused));
+        CHECK(timed.count("sig11_node"));
+        CHECK(timed.count("m11_node"));
         CHECK(timed.count("m8_node"));
         std::set<std::string> types;
         for (const auto& e : profiler.events()) types.insert(e.op_type);
@@ -162,6 +181,8 @@ TEST_SUITE("session") {
         CHECK(types.count("Conv+Sigmoid+Mul"));
         CHECK(types.count("Conv+Mul+Add+HardSwish"));
         CHECK(types.count("Conv+Clip+HardSigmoid"));
+        CHECK(types.count("Conv+Add+Clip+Mul+Div"));
+        CHECK(types.count("Conv+Sub+Div+Mul"));
       }
     }
   }

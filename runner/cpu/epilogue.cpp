@@ -9,19 +9,40 @@
 
 namespace onnxtool::runner {
 
-bool Epilogue::fits(int64_t channels) const {
+namespace {
+
+bool ops_fit(const std::vector<EpilogueOp>& ops, int64_t channels) {
   for (const auto& op : ops) {
-    if (op.kind == EpilogueOp::Kind::kAffine &&
-        (static_cast<int64_t>(op.scale.size()) != channels || static_cast<int64_t>(op.shift.size()) != channels))
-      return false;
-    if ((op.kind == EpilogueOp::Kind::kMul || op.kind == EpilogueOp::Kind::kAdd) && op.scale.size() != 1 &&
-        static_cast<int64_t>(op.scale.size()) != channels)
-      return false;
+    switch (op.kind) {
+      case EpilogueOp::Kind::kAffine:
+        if (static_cast<int64_t>(op.scale.size()) != channels || static_cast<int64_t>(op.shift.size()) != channels)
+          return false;
+        break;
+      case EpilogueOp::Kind::kMul:
+      case EpilogueOp::Kind::kAdd:
+      case EpilogueOp::Kind::kSub:
+      case EpilogueOp::Kind::kDiv:
+        if (op.scale.size() != 1 && static_cast<int64_t>(op.scale.size()) != channels) return false;
+        break;
+      case EpilogueOp::Kind::kGate:
+        if (!ops_fit(op.gate, channels)) return false;
+        break;
+      default: break;
+    }
   }
   return true;
 }
 
-void Epilogue::apply(float* y, int64_t channel, int64_t n) const {
+/// y[i] = f(y[i], c) for a binary op with a constant operand, in the node's operand order.
+template <class F>
+void with_constant(float* y, int64_t n, float c, bool swapped, F f) {
+  if (swapped)
+    for (int64_t i = 0; i < n; ++i) y[i] = f(c, y[i]);
+  else
+    for (int64_t i = 0; i < n; ++i) y[i] = f(y[i], c);
+}
+
+void apply_ops(const std::vector<EpilogueOp>& ops, float* y, int64_t channel, int64_t n) {
   for (const auto& op : ops) {
     switch (op.kind) {
       case EpilogueOp::Kind::kAffine: {
@@ -55,39 +76,44 @@ void Epilogue::apply(float* y, int64_t channel, int64_t n) const {
         break;
       }
       case EpilogueOp::Kind::kMul:
-      case EpilogueOp::Kind::kAdd: {
+      case EpilogueOp::Kind::kAdd:
+      case EpilogueOp::Kind::kSub:
+      case EpilogueOp::Kind::kDiv: {
+        // The float32 arithmetic of the Add, Sub, Mul and Div kernels.
         const float c = op.scale[op.scale.size() == 1 ? 0 : static_cast<size_t>(channel)];
-        const bool mul = op.kind == EpilogueOp::Kind::kMul;
-        if (mul && !op.swapped)
-          for (int64_t i = 0; i < n; ++i) y[i] = y[i] * c;
-        else if (mul)
-          for (int64_t i = 0; i < n; ++i) y[i] = c * y[i];
-        else if (!op.swapped)
-          for (int64_t i = 0; i < n; ++i) y[i] = y[i] + c;
-        else
-          for (int64_t i = 0; i < n; ++i) y[i] = c + y[i];
+        switch (op.kind) {
+          case EpilogueOp::Kind::kMul: with_constant(y, n, c, op.swapped, [](float a, float b) { return a * b; }); break;
+          case EpilogueOp::Kind::kAdd: with_constant(y, n, c, op.swapped, [](float a, float b) { return a + b; }); break;
+          case EpilogueOp::Kind::kSub: with_constant(y, n, c, op.swapped, [](float a, float b) { return a - b; }); break;
+          default: with_constant(y, n, c, op.swapped, [](float a, float b) { return a / b; }); break;
+        }
         break;
       }
-      case EpilogueOp::Kind::kSilu:
-      case EpilogueOp::Kind::kSiluSwapped: {
-        // The Sigmoid node's output, then the Mul's product in its operand order.
+      case EpilogueOp::Kind::kGate: {
+        // The chain's nodes on a copy, then the Mul's product in its operand order.
         constexpr int64_t kChunk = 1024;
-        float s[kChunk];
-        const bool swapped = op.kind == EpilogueOp::Kind::kSiluSwapped;
+        float g[kChunk];
         for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
           const int64_t len = std::min(kChunk, n - i0);
-          cpu::sigmoid_f32(y + i0, s, len);
           float* yc = y + i0;
-          if (swapped)
-            for (int64_t i = 0; i < len; ++i) yc[i] = s[i] * yc[i];
+          std::copy(yc, yc + len, g);
+          apply_ops(op.gate, g, channel, len);
+          if (op.swapped)
+            for (int64_t i = 0; i < len; ++i) yc[i] = g[i] * yc[i];
           else
-            for (int64_t i = 0; i < len; ++i) yc[i] = yc[i] * s[i];
+            for (int64_t i = 0; i < len; ++i) yc[i] = yc[i] * g[i];
         }
         break;
       }
     }
   }
 }
+
+}  // namespace
+
+bool Epilogue::fits(int64_t channels) const { return ops_fit(ops, channels); }
+
+void Epilogue::apply(float* y, int64_t channel, int64_t n) const { apply_ops(ops, y, channel, n); }
 
 void Epilogue::apply_all(float* y, int64_t images, int64_t channels, int64_t inner) const {
   cpu::parallel_ranges(images * channels, std::max<int64_t>(1, 16384 / std::max<int64_t>(inner, 1)),
@@ -159,11 +185,14 @@ std::optional<EpilogueOp> epilogue_op(const ir::Node& node, int64_t opset, size_
     }
     return op;
   }
-  if (t == "Mul" || t == "Add") {
+  if (t == "Mul" || t == "Add" || t == "Sub" || t == "Div") {
     if (inputs != 2 || data > 1) return std::nullopt;
     auto v = channel_values(constants[1 - data], rank, channels);
     if (!v) return std::nullopt;
-    op.kind = t == "Mul" ? EpilogueOp::Kind::kMul : EpilogueOp::Kind::kAdd;
+    op.kind = t == "Mul"   ? EpilogueOp::Kind::kMul
+              : t == "Add" ? EpilogueOp::Kind::kAdd
+              : t == "Sub" ? EpilogueOp::Kind::kSub
+                           : EpilogueOp::Kind::kDiv;
     op.swapped = data == 1;
     op.scale = std::move(*v);
     return op;

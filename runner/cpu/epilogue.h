@@ -1,8 +1,9 @@
 // Activations fused into a float32 Conv's output: the session's planner hands a Conv the
 // elementwise nodes that only read its output (BatchNormalization in inference mode, Relu,
-// LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Clip, Mul and Add of a per-channel constant, and
-// SiLU as Sigmoid + Mul), and the Conv applies them to each block of its output while the block
-// is still in cache, instead of one more pass over memory per node.
+// LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Clip, Add, Sub, Mul and Div of a per-channel
+// constant, and a Mul of the output by a chain of these that starts from it: SiLU as Sigmoid +
+// Mul, HardSwish written out as Add, Clip, Mul), and the Conv applies them to each block of its
+// output while the block is still in cache, instead of one more pass over memory per node.
 //
 // Every op computes what its own kernel computes, in the same float operations: the fused
 // output is the same bytes as the unfused one.
@@ -23,18 +24,22 @@ struct EpilogueOp {
     kRelu,       ///< y < 0 ? 0 : y
     kLeakyRelu,  ///< y < 0 ? y * alpha : y
     kSigmoid,    ///< 1 / (1 + exp(-y)), runner/cpu/elementwise_util.h's
-    kSilu,       ///< y * Sigmoid(y): Mul(y, Sigmoid(y))
-    kSiluSwapped,///< Sigmoid(y) * y: Mul(Sigmoid(y), y) (a NaN's payload follows the first operand)
     kHardSigmoid,///< NaN stays, else max(0, min(1, alpha * y + beta))
     kHardSwish,  ///< y * max(0, min(1, y / 6 + 0.5))
     kClip,       ///< min(max(y, lo), hi) as two comparisons: NaN stays
     kMul,        ///< y * scale[c] (scale[c] * y when swapped)
     kAdd,        ///< y + scale[c] (scale[c] + y when swapped)
+    kSub,        ///< y - scale[c] (scale[c] - y when swapped)
+    kDiv,        ///< y / scale[c] (scale[c] / y when swapped)
+    kGate,       ///< y * g (g * y when swapped), g = the `gate` ops applied to y: a Mul of y by
+                 ///< a chain that starts from y (SiLU: Sigmoid; HardSwish written out: Add, Clip)
   };
   Kind kind = Kind::kRelu;
   float alpha = 0, beta = 0;        // LeakyRelu, HardSigmoid; Clip's bounds
-  bool swapped = false;             // kMul, kAdd: the constant is the first operand
-  std::vector<float> scale, shift;  // kAffine; kMul and kAdd (scale), per channel
+  bool swapped = false;             // kMul, kAdd, kSub, kDiv: the constant is the first operand;
+                                    // kGate: the chain's value is the Mul's first operand
+  std::vector<float> scale, shift;  // kAffine; kMul, kAdd, kSub and kDiv (scale), per channel
+  std::vector<EpilogueOp> gate;     // kGate
 };
 
 /// The ops fused into one Conv, in order.
@@ -54,7 +59,7 @@ struct Epilogue {
 /// inputs given as constants, nullptr when not constant), or nullopt when it cannot be fused.
 /// `rank` and `channels` are the Conv output's (-1: unknown; then no Mul or Add, whose constant
 /// must not broadcast the output to another shape). Sigmoid + Mul is recognized by the planner
-/// itself (it spans two nodes).
+/// itself (it spans several nodes).
 std::optional<EpilogueOp> epilogue_op(const ir::Node& node, int64_t opset, size_t data,
                                       const std::vector<const Tensor*>& constants, int64_t rank, int64_t channels);
 
