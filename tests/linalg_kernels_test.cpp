@@ -340,6 +340,11 @@ TEST_CASE("Conv 2-D: general, strided, dilated, padded, grouped, 1x1 and depthwi
   check_conv({2, 5, 17, 19}, {5, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 5}, true);  // depthwise
   check_conv({1, 4, 16, 15}, {4, 1, 5, 5}, {{2, 2}, {1, 1}, {2, 2}, {2, 2}, 4}, false);
   check_conv({1, 3, 9, 10}, {6, 1, 3, 3}, {{1, 2}, {2, 1}, {0, 3}, {1, 0}, 3}, true);   // multiplier 2
+  // Depthwise with strided columns (each input row split into phases; rows of 70 and 67 take
+  // the vector split of stride 2 and its scalar tail), dilated, multiplier 2.
+  check_conv({1, 3, 20, 70}, {3, 1, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 3}, true);
+  check_conv({1, 2, 15, 50}, {2, 1, 3, 3}, {{3, 3}, {2, 2}, {2, 1}, {1, 2}, 2}, false);
+  check_conv({1, 2, 9, 67}, {4, 1, 3, 3}, {{1, 4}, {1, 1}, {0, 1}, {0, 1}, 2}, true);
   check_conv({1, 1, 7, 7}, {3, 1, 2, 2}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, true);        // one channel
   // Large enough that the product is split over threads.
   check_conv({1, 16, 67, 69}, {24, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}}, true);

@@ -298,8 +298,7 @@ void conv_compute(const ConvGeometry& g, const T* x, const T* w, const T* bias, 
     if constexpr (std::is_same_v<T, float>) {
       const DepthwiseArgs a{g.n, g.c, g.m, g.in[0], g.in[1], g.out[0], g.out[1], g.kernel[0], g.kernel[1], g.stride[0],
                             g.stride[1], g.dilation[0], g.dilation[1], g.pad_begin[0], g.pad_begin[1]};
-      depthwise_conv2d_f32(a, x, w, bias, y);
-      if (ep) ep->apply_all(y, g.n, g.m, osize);
+      depthwise_conv2d_f32(a, x, w, bias, y, ep);
     } else {
       depthwise_2d(g, x, w, bias, y);
     }

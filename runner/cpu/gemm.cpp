@@ -6,8 +6,11 @@
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
 
 #include "runner/cpu/elementwise_util.h"
+#include "runner/cpu/epilogue.h"
 
 namespace onnxtool::runner::cpu {
 
@@ -98,7 +101,20 @@ void gemm_f64(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, boo
   gemm_tiles<double>(m, n, k, a, lda, ta, b, ldb, tb, c, ldc, accumulate);
 }
 
-void depthwise_conv2d_f32(const DepthwiseArgs& g, const float* x, const float* w, const float* bias, float* y) {
+namespace {
+
+/// Lane indices 0, 2, 4... of a pair of vectors (for __builtin_shuffle).
+constexpr i32xw even_lanes() {
+  i32xw v{};
+  for (int l = 0; l < kWideLanes; ++l) v[l] = 2 * l;
+  return v;
+}
+const i32xw kEvenLanes = even_lanes();
+
+}  // namespace
+
+void depthwise_conv2d_f32(const DepthwiseArgs& g, const float* x, const float* w, const float* bias, float* y,
+                          const Epilogue* ep) {
   const int64_t oh = g.out_h, ow = g.out_w, ih = g.in_h, iw = g.in_w, kh = g.kernel_h, kw = g.kernel_w;
   const int64_t sh = g.stride_h, sw = g.stride_w, dh = g.dilation_h, dw = g.dilation_w, ph = g.pad_top, pw = g.pad_left;
   const int64_t per_group = g.m / g.c;
@@ -107,13 +123,40 @@ void depthwise_conv2d_f32(const DepthwiseArgs& g, const float* x, const float* w
   while (x_lo < ow && x_lo * sw - pw < 0) ++x_lo;
   int64_t x_hi = ow;
   while (x_hi > x_lo && (x_hi - 1) * sw - pw + (kw - 1) * dw >= iw) --x_hi;
+  // Strided columns (2 to 4): each input row split once into its sw phases, phase q holding
+  // columns q, q + sw, q + 2 sw..., so that every tap of the interior reads contiguous floats
+  // (input column xo * sw + off is element xo + floor(off / sw) of phase off mod sw).
+  const bool phased = sw > 1 && sw <= 4;
+  const int64_t phase_len = (iw + sw - 1) / sw;
   parallel_ranges(g.n * g.m, 1, [&](int64_t p0, int64_t p1) {
+    thread_local std::vector<float> phases;
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t n = p / g.m, m = p % g.m, c = m / per_group;
       const float* xc = x + (n * g.c + c) * ih * iw;
       const float* wm = w + m * kh * kw;
       float* ym = y + p * oh * ow;
       const float b = bias ? bias[m] : 0.0f;
+      if (phased) {
+        phases.resize(static_cast<size_t>(ih * sw * phase_len));
+        for (int64_t iy = 0; iy < ih; ++iy) {
+          const float* xr = xc + iy * iw;
+          float* dst = phases.data() + iy * sw * phase_len;
+          int64_t j0 = 0;
+          if (sw == 2) {
+            // Two vectors of input at a time into one of even and one of odd columns.
+            for (; 2 * j0 + 2 * kWideLanes <= iw; j0 += kWideLanes) {
+              f32xw a, b;
+              std::memcpy(&a, xr + 2 * j0, sizeof a);
+              std::memcpy(&b, xr + 2 * j0 + kWideLanes, sizeof b);
+              const f32xw even = __builtin_shuffle(a, b, kEvenLanes), odd = __builtin_shuffle(a, b, kEvenLanes + 1);
+              std::memcpy(dst + j0, &even, sizeof even);
+              std::memcpy(dst + phase_len + j0, &odd, sizeof odd);
+            }
+          }
+          for (int64_t q = 0; q < sw; ++q)
+            for (int64_t j = j0; j * sw + q < iw; ++j) dst[q * phase_len + j] = xr[j * sw + q];
+        }
+      }
       for (int64_t yo = 0; yo < oh; ++yo) {
         float* row = ym + yo * ow;
         std::fill(row, row + ow, b);
@@ -132,6 +175,11 @@ void depthwise_conv2d_f32(const DepthwiseArgs& g, const float* x, const float* w
             if (sw == 1) {
               const float* src = xr + off;
               for (int64_t xo = x_lo; xo < x_hi; ++xo) row[xo] += wv * src[xo];
+            } else if (phased && x_hi > x_lo) {
+              // off may be negative: floor division into phase and shift.
+              const int64_t q = ((off % sw) + sw) % sw, shift = (off - q) / sw;
+              const float* src = phases.data() + (iy * sw + q) * phase_len;
+              for (int64_t xo = x_lo; xo < x_hi; ++xo) row[xo] += wv * src[xo + shift];
             } else {
               for (int64_t xo = x_lo; xo < x_hi; ++xo) row[xo] += wv * xr[xo * sw + off];
             }
@@ -142,6 +190,8 @@ void depthwise_conv2d_f32(const DepthwiseArgs& g, const float* x, const float* w
           }
         }
       }
+      // The fused activations while the plane is in cache.
+      if (ep) ep->apply(ym, m, oh * ow);
     }
   });
 }

@@ -4,6 +4,10 @@
 
 #include <cstdint>
 
+namespace onnxtool::runner {
+struct Epilogue;
+}
+
 namespace onnxtool::runner::cpu {
 
 /// The column width of gemm_f32's fixed tile grid: every tile is one product of its own, so a
@@ -27,7 +31,9 @@ struct DepthwiseArgs {
   int64_t in_h, in_w, out_h, out_w, kernel_h, kernel_w, stride_h, stride_w, dilation_h, dilation_w, pad_top, pad_left;
 };
 
-/// Y[n, m] = bias[m] + depthwise 2-D convolution of X[n, m / (M / C)] with W[m] (float).
-void depthwise_conv2d_f32(const DepthwiseArgs& g, const float* x, const float* w, const float* bias, float* y);
+/// Y[n, m] = bias[m] + depthwise 2-D convolution of X[n, m / (M / C)] with W[m] (float), then
+/// the fused activations `ep` on each output channel (nullptr: none).
+void depthwise_conv2d_f32(const DepthwiseArgs& g, const float* x, const float* w, const float* bias, float* y,
+                          const Epilogue* ep = nullptr);
 
 }  // namespace onnxtool::runner::cpu
