@@ -239,6 +239,19 @@ TEST_CASE("Gemm: transposes, alpha, beta and every broadcast form of C") {
       }
 }
 
+TEST_CASE("Gemm by a transposed B of many rows: a few rows of A, as C^T = B A^T in register tiles") {
+  // A classifier's shape (m rows of A against n >= 64 rows of B), with column tails of one, two
+  // and three vectors (m = 13, 37, 61) and an m of more than one tile; any thread count gives
+  // the same bytes (run1 checks).
+  for (int64_t m : {4, 13, 37, 61, 100}) {
+    CAPTURE(m);
+    const int64_t k = 70, n = 150;
+    const Tensor a = random_float({m, k}), b = random_float({n, k}), c = random_float({n});
+    const Tensor y = run1(NodeCase("Gemm", 13, {a, b, c}, {attr_int("transB", 1)}));
+    check_near(y, gemm_reference(a, b, &c, false, true, 1.0, 1.0), 1e-5);
+  }
+}
+
 TEST_CASE("Gemm: C omitted (opset 11+), opset 6 broadcast attribute, double and int32") {
   const Tensor a = random_float({4, 9}), b = random_float({9, 3});
   check_near(run1(NodeCase("Gemm", 11, {a, b})), gemm_reference(a, b, nullptr, false, false, 1, 1), 1e-5);

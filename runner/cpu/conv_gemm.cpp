@@ -18,7 +18,7 @@ namespace {
 using Vec = float __attribute__((vector_size(64)));
 constexpr int kLanes = 16;
 constexpr int kVecs = kConvTileCols / kLanes;
-static_assert(kVecs * kLanes == kConvTileCols);
+static_assert(kVecs * kLanes == kConvTileCols && kVecs == 3, "run_tile dispatches 1..3 vectors");
 
 inline Vec load(const float* p) {
   Vec v;
@@ -28,41 +28,50 @@ inline Vec load(const float* p) {
 
 inline void store(float* p, Vec v) { std::memcpy(p, &v, sizeof v); }
 
-/// R rows by kConvTileCols columns: out[i, j] = sum over k of a[i, k] * b[k, j] (+ bias[i]).
+/// R rows by V vectors of columns: out[i, j] = sum over k of a[i, k] * b[k, j] (+ bias[i]).
 /// Each accumulator is one fused multiply-add chain in k order (-ffp-contract=fast, which GCC
 /// applies to vector types too; the loads and the chain order are what make results independent
 /// of the tiling, not the contraction).
-template <int R>
+template <int R, int V>
 void tile(int64_t k, const float* a, int64_t lda, const float* b, const int64_t* rows, float* out, int64_t ldo,
           const float* bias) {
-  Vec acc[R][kVecs];
+  Vec acc[R][V];
   for (int i = 0; i < R; ++i)
-    for (int j = 0; j < kVecs; ++j) acc[i][j] = Vec{};
+    for (int j = 0; j < V; ++j) acc[i][j] = Vec{};
   for (int64_t p = 0; p < k; ++p) {
     const float* bp = b + rows[p];
-    Vec bv[kVecs];
-    for (int j = 0; j < kVecs; ++j) bv[j] = load(bp + j * kLanes);
+    Vec bv[V];
+    for (int j = 0; j < V; ++j) bv[j] = load(bp + j * kLanes);
     for (int i = 0; i < R; ++i) {
       const float av = a[i * lda + p];
-      for (int j = 0; j < kVecs; ++j) acc[i][j] += bv[j] * av;
+      for (int j = 0; j < V; ++j) acc[i][j] += bv[j] * av;
     }
   }
   for (int i = 0; i < R; ++i)
-    for (int j = 0; j < kVecs; ++j) store(out + i * ldo + j * kLanes, bias ? acc[i][j] + bias[i] : acc[i][j]);
+    for (int j = 0; j < V; ++j) store(out + i * ldo + j * kLanes, bias ? acc[i][j] + bias[i] : acc[i][j]);
 }
 
-void run_tile(int64_t m, int64_t k, const float* a, int64_t lda, const float* b, const int64_t* rows, float* out, int64_t ldo,
-              const float* bias) {
+template <int V>
+void run_tile_v(int64_t m, int64_t k, const float* a, int64_t lda, const float* b, const int64_t* rows, float* out,
+                int64_t ldo, const float* bias) {
   switch (m) {
-    case 1: tile<1>(k, a, lda, b, rows, out, ldo, bias); break;
-    case 2: tile<2>(k, a, lda, b, rows, out, ldo, bias); break;
-    case 3: tile<3>(k, a, lda, b, rows, out, ldo, bias); break;
-    case 4: tile<4>(k, a, lda, b, rows, out, ldo, bias); break;
-    case 5: tile<5>(k, a, lda, b, rows, out, ldo, bias); break;
-    case 6: tile<6>(k, a, lda, b, rows, out, ldo, bias); break;
-    case 7: tile<7>(k, a, lda, b, rows, out, ldo, bias); break;
-    default: tile<8>(k, a, lda, b, rows, out, ldo, bias); break;
+    case 1: tile<1, V>(k, a, lda, b, rows, out, ldo, bias); break;
+    case 2: tile<2, V>(k, a, lda, b, rows, out, ldo, bias); break;
+    case 3: tile<3, V>(k, a, lda, b, rows, out, ldo, bias); break;
+    case 4: tile<4, V>(k, a, lda, b, rows, out, ldo, bias); break;
+    case 5: tile<5, V>(k, a, lda, b, rows, out, ldo, bias); break;
+    case 6: tile<6, V>(k, a, lda, b, rows, out, ldo, bias); break;
+    case 7: tile<7, V>(k, a, lda, b, rows, out, ldo, bias); break;
+    default: tile<8, V>(k, a, lda, b, rows, out, ldo, bias); break;
   }
+}
+
+/// m rows (1 to kConvTileRows) by `vecs` vectors of columns (1 to kVecs).
+void run_tile(int64_t m, int vecs, int64_t k, const float* a, int64_t lda, const float* b, const int64_t* rows, float* out,
+              int64_t ldo, const float* bias) {
+  if (vecs == 1) run_tile_v<1>(m, k, a, lda, b, rows, out, ldo, bias);
+  else if (vecs == 2) run_tile_v<2>(m, k, a, lda, b, rows, out, ldo, bias);
+  else run_tile_v<kVecs>(m, k, a, lda, b, rows, out, ldo, bias);
 }
 
 static_assert(kConvTileRows == 8, "run_tile dispatches 1..8 rows");
@@ -104,9 +113,11 @@ void conv_gemm_f32(int64_t m, int64_t n, int64_t k, const float* w, int64_t ldw,
     const int64_t rows = std::min(kConvTileRows, m - r);
     const float* a = w + r * ldw;
     const float* rb = bias ? bias + r : nullptr;
-    for (int64_t j = 0; j < full; j += kConvTileCols) run_tile(rows, k, a, ldw, b + j, b_rows, c + r * ldc + j, ldc, rb);
+    for (int64_t j = 0; j < full; j += kConvTileCols) run_tile(rows, kVecs, k, a, ldw, b + j, b_rows, c + r * ldc + j, ldc, rb);
     if (tail > 0) {
-      run_tile(rows, k, a, ldw, tail_b.data(), tail_rows.data(), tail_c, kConvTileCols, rb);
+      // Only the vectors the tail needs.
+      const int vecs = static_cast<int>((tail + kLanes - 1) / kLanes);
+      run_tile(rows, vecs, k, a, ldw, tail_b.data(), tail_rows.data(), tail_c, kConvTileCols, rb);
       for (int64_t i = 0; i < rows; ++i)
         std::copy(tail_c + i * kConvTileCols, tail_c + i * kConvTileCols + tail, c + (r + i) * ldc + full);
     }

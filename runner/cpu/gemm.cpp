@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "runner/cpu/conv_gemm.h"
 #include "runner/cpu/elementwise_util.h"
 #include "runner/cpu/epilogue.h"
 
@@ -91,8 +92,41 @@ void gemm_tiles(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, bool t
 
 }  // namespace
 
+/// C = A B^T for a few rows of A and many of B (a classifier over thousands of classes, a
+/// recurrent layer's input projection): computed as C^T = B A^T by the convolution kernel, B's
+/// rows as its weights, read once in tiles of eight, and A^T (small) in cache. Eigen packed the
+/// transposed B for every tile instead (ddddocr's 61x1024 by 8210x1024 Gemm: 23 GFLOP/s).
+void product_by_transposed(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+                           float* c, int64_t ldc, bool accumulate) {
+  std::vector<float> at(static_cast<size_t>(k * m)), ct(static_cast<size_t>(n * m));
+  std::vector<int64_t> rows(static_cast<size_t>(k));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t p = 0; p < k; ++p) at[static_cast<size_t>(p * m + i)] = a[i * lda + p];
+  for (int64_t p = 0; p < k; ++p) rows[static_cast<size_t>(p)] = p * m;
+  constexpr int64_t kBlockRows = 64;
+  const int64_t blocks = (n + kBlockRows - 1) / kBlockRows;
+  const int64_t block_work = kBlockRows * m * k;
+  parallel_ranges(blocks, std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(block_work, 1)), [&](int64_t b0, int64_t b1) {
+    const int64_t r0 = b0 * kBlockRows, r1 = std::min(n, b1 * kBlockRows);
+    conv_gemm_f32(r1 - r0, m, k, b + r0 * ldb, ldb, at.data(), rows.data(), ct.data() + r0 * m, m, nullptr);
+  });
+  parallel_ranges(m, std::max<int64_t>(1, 16384 / std::max<int64_t>(n, 1)), [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      float* ci = c + i * ldc;
+      if (accumulate)
+        for (int64_t j = 0; j < n; ++j) ci[j] += ct[static_cast<size_t>(j * m + i)];
+      else
+        for (int64_t j = 0; j < n; ++j) ci[j] = ct[static_cast<size_t>(j * m + i)];
+    }
+  });
+}
+
 void gemm_f32(int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, bool ta, const float* b, int64_t ldb, bool tb,
               float* c, int64_t ldc, bool accumulate) {
+  if (!ta && tb && m >= 4 && m <= 256 && n >= 64 && k >= 16) {
+    product_by_transposed(m, n, k, a, lda, b, ldb, c, ldc, accumulate);
+    return;
+  }
   gemm_tiles<float>(m, n, k, a, lda, ta, b, ldb, tb, c, ldc, accumulate);
 }
 
