@@ -358,6 +358,11 @@ TEST_CASE("Conv 2-D: general, strided, dilated, padded, grouped, 1x1 and depthwi
   check_conv({1, 3, 20, 70}, {3, 1, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 3}, true);
   check_conv({1, 2, 15, 50}, {2, 1, 3, 3}, {{3, 3}, {2, 2}, {2, 1}, {1, 2}, 2}, false);
   check_conv({1, 2, 9, 67}, {4, 1, 3, 3}, {{1, 4}, {1, 1}, {0, 1}, {0, 1}, 2}, true);
+  // Short rows of stride 1 (whole rows in registers): dilated 5x5 with wide, uneven pads, and
+  // a row stride of 2, at widths of one to four vectors.
+  check_conv({1, 4, 12, 30}, {4, 1, 5, 5}, {{1, 1}, {2, 2}, {4, 3}, {4, 5}, 4}, true);
+  check_conv({1, 3, 11, 5}, {3, 1, 3, 3}, {{2, 1}, {1, 1}, {1, 1}, {0, 1}, 3}, false);
+  check_conv({1, 2, 6, 64}, {2, 1, 3, 7}, {{1, 1}, {1, 1}, {1, 3}, {1, 3}, 2}, true);
   check_conv({1, 1, 7, 7}, {3, 1, 2, 2}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, true);        // one channel
   // Large enough that the product is split over threads.
   check_conv({1, 16, 67, 69}, {24, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}}, true);

@@ -147,6 +147,55 @@ const i32xw kEvenLanes = even_lanes();
 
 }  // namespace
 
+namespace {
+
+/// One output channel of a depthwise convolution with stride 1 along rows of at most 16 V
+/// columns: each output row accumulates in V vector registers over all taps. The input plane is
+/// copied into rows padded with zeros so that every load stays inside the buffer, and a lane
+/// mask per tap column keeps the taps that fall outside the input out of the sum (adding a zero
+/// product would turn a -0 into +0): the same operations, in the same order, as the row loop.
+template <int V>
+void depthwise_plane_rows(const DepthwiseArgs& g, const float* xc, const float* wm, float b, float* ym,
+                          std::vector<float>& buf) {
+  const int64_t oh = g.out_h, ow = g.out_w, ih = g.in_h, iw = g.in_w, kh = g.kernel_h, kw = g.kernel_w;
+  const int64_t dw = g.dilation_w, pw = g.pad_left;
+  // Row r of the buffer holds input row r at [lead, lead + iw); a tap's loads start at
+  // lead + kx * dw - pw >= 0 and end within V vectors after it.
+  const int64_t lead = pw, width = lead + (kw - 1) * dw - pw + V * kWideLanes + 1;
+  buf.assign(static_cast<size_t>(ih * width), 0.0f);
+  for (int64_t iy = 0; iy < ih; ++iy) std::copy(xc + iy * iw, xc + (iy + 1) * iw, buf.data() + iy * width + lead);
+  i32xw inside[16][V];  // per tap column (kw <= 16) and vector: lanes whose input column exists
+  for (int64_t kx = 0; kx < kw; ++kx)
+    for (int v = 0; v < V; ++v)
+      for (int l = 0; l < kWideLanes; ++l) {
+        const int64_t xo = v * kWideLanes + l, ix = xo + kx * dw - pw;
+        inside[kx][v][l] = xo < ow && ix >= 0 && ix < iw ? -1 : 0;
+      }
+  for (int64_t yo = 0; yo < oh; ++yo) {
+    f32xw acc[V];
+    for (int v = 0; v < V; ++v) acc[v] = f32xw{} + b;
+    for (int64_t ky = 0; ky < kh; ++ky) {
+      const int64_t iy = yo * g.stride_h - g.pad_top + ky * g.dilation_h;
+      if (iy < 0 || iy >= ih) continue;
+      const float* row = buf.data() + iy * width + lead - pw;
+      for (int64_t kx = 0; kx < kw; ++kx) {
+        const float wv = wm[ky * kw + kx];
+        const float* src = row + kx * dw;
+        for (int v = 0; v < V; ++v) {
+          f32xw xv;
+          std::memcpy(&xv, src + v * kWideLanes, sizeof xv);
+          acc[v] = inside[kx][v] ? acc[v] + wv * xv : acc[v];
+        }
+      }
+    }
+    float out[V * kWideLanes];
+    std::memcpy(out, acc, sizeof out);
+    std::copy(out, out + ow, ym + yo * ow);
+  }
+}
+
+}  // namespace
+
 void depthwise_conv2d_f32(const DepthwiseArgs& g, const float* x, const float* w, const float* bias, float* y,
                           const Epilogue* ep) {
   const int64_t oh = g.out_h, ow = g.out_w, ih = g.in_h, iw = g.in_w, kh = g.kernel_h, kw = g.kernel_w;
@@ -161,6 +210,9 @@ void depthwise_conv2d_f32(const DepthwiseArgs& g, const float* x, const float* w
   // columns q, q + sw, q + 2 sw..., so that every tap of the interior reads contiguous floats
   // (input column xo * sw + off is element xo + floor(off / sw) of phase off mod sw).
   const bool phased = sw > 1 && sw <= 4;
+  // Rows of at most four vectors with stride 1: whole rows in registers (the row loop below
+  // spends more on loop overhead than on arithmetic when rows are this short).
+  const bool rows_in_registers = sw == 1 && ow <= 4 * kWideLanes && kw <= 16;
   const int64_t phase_len = (iw + sw - 1) / sw;
   parallel_ranges(g.n * g.m, 1, [&](int64_t p0, int64_t p1) {
     thread_local std::vector<float> phases;
@@ -170,6 +222,16 @@ void depthwise_conv2d_f32(const DepthwiseArgs& g, const float* x, const float* w
       const float* wm = w + m * kh * kw;
       float* ym = y + p * oh * ow;
       const float b = bias ? bias[m] : 0.0f;
+      if (rows_in_registers) {
+        thread_local std::vector<float> padded;
+        const int vecs = static_cast<int>((ow + kWideLanes - 1) / kWideLanes);
+        if (vecs == 1) depthwise_plane_rows<1>(g, xc, wm, b, ym, padded);
+        else if (vecs == 2) depthwise_plane_rows<2>(g, xc, wm, b, ym, padded);
+        else if (vecs == 3) depthwise_plane_rows<3>(g, xc, wm, b, ym, padded);
+        else depthwise_plane_rows<4>(g, xc, wm, b, ym, padded);
+        if (ep) ep->apply(ym, m, oh * ow);
+        continue;
+      }
       if (phased) {
         phases.resize(static_cast<size_t>(ih * sw * phase_len));
         for (int64_t iy = 0; iy < ih; ++iy) {
