@@ -149,6 +149,30 @@ const i32xw kEvenLanes = even_lanes();
 
 namespace {
 
+/// Splits each of the ih rows of a plane (iw floats) into its sw phases: row iy's phase q, at
+/// out + (iy * sw + q) * phase_len, holds columns q, q + sw, q + 2 sw... (A function of its own:
+/// in the kernel's lambda the sizes were reloaded from the captures after every store.)
+void split_phases(const float* xc, int64_t ih, int64_t iw, int64_t sw, int64_t phase_len, float* out) {
+  for (int64_t iy = 0; iy < ih; ++iy) {
+    const float* xr = xc + iy * iw;
+    float* dst = out + iy * sw * phase_len;
+    int64_t j0 = 0;
+    if (sw == 2) {
+      // Two vectors of input at a time into one of even and one of odd columns.
+      for (; 2 * j0 + 2 * kWideLanes <= iw; j0 += kWideLanes) {
+        f32xw a, b;
+        std::memcpy(&a, xr + 2 * j0, sizeof a);
+        std::memcpy(&b, xr + 2 * j0 + kWideLanes, sizeof b);
+        const f32xw even = __builtin_shuffle(a, b, kEvenLanes), odd = __builtin_shuffle(a, b, kEvenLanes + 1);
+        std::memcpy(dst + j0, &even, sizeof even);
+        std::memcpy(dst + phase_len + j0, &odd, sizeof odd);
+      }
+    }
+    for (int64_t q = 0; q < sw; ++q)
+      for (int64_t j = j0; j * sw + q < iw; ++j) dst[q * phase_len + j] = xr[j * sw + q];
+  }
+}
+
 /// One output channel of a depthwise convolution with stride 1 along rows of at most 16 V
 /// columns: each output row accumulates in V vector registers over all taps. The input plane is
 /// copied into rows padded with zeros so that every load stays inside the buffer, and a lane
@@ -234,24 +258,7 @@ void depthwise_conv2d_f32(const DepthwiseArgs& g, const float* x, const float* w
       }
       if (phased) {
         phases.resize(static_cast<size_t>(ih * sw * phase_len));
-        for (int64_t iy = 0; iy < ih; ++iy) {
-          const float* xr = xc + iy * iw;
-          float* dst = phases.data() + iy * sw * phase_len;
-          int64_t j0 = 0;
-          if (sw == 2) {
-            // Two vectors of input at a time into one of even and one of odd columns.
-            for (; 2 * j0 + 2 * kWideLanes <= iw; j0 += kWideLanes) {
-              f32xw a, b;
-              std::memcpy(&a, xr + 2 * j0, sizeof a);
-              std::memcpy(&b, xr + 2 * j0 + kWideLanes, sizeof b);
-              const f32xw even = __builtin_shuffle(a, b, kEvenLanes), odd = __builtin_shuffle(a, b, kEvenLanes + 1);
-              std::memcpy(dst + j0, &even, sizeof even);
-              std::memcpy(dst + phase_len + j0, &odd, sizeof odd);
-            }
-          }
-          for (int64_t q = 0; q < sw; ++q)
-            for (int64_t j = j0; j * sw + q < iw; ++j) dst[q * phase_len + j] = xr[j * sw + q];
-        }
+        split_phases(xc, ih, iw, sw, phase_len, phases.data());
       }
       for (int64_t yo = 0; yo < oh; ++yo) {
         float* row = ym + yo * ow;
