@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace onnxtool::quant {
@@ -65,12 +66,40 @@ Summary summarize_floats(const float* p, int64_t n) {
     const float* q = p + c * kChunk;
     const int64_t m = std::min(kChunk, n - c * kChunk);
     // Branch-free so that it vectorizes: NaN and Inf are counted, and the extremes skip them.
-    float lo = std::numeric_limits<float>::infinity(), hi = -lo, absmax = 0;
-    int64_t nan = 0, inf = 0;
-    for (int64_t i = 0; i < m; ++i) {
+    // Sixteen lanes at a time (GCC's vector types: one AVX-512 register, or several narrower
+    // ones), 32-bit counts (a chunk is 2^15 elements), then the lanes and the tail.
+    using V = float __attribute__((vector_size(64)));
+    using I = int32_t __attribute__((vector_size(64)));
+    constexpr int kLanes = 16;
+    const float inf_f = std::numeric_limits<float>::infinity();
+    V vlo = V{} + inf_f, vhi = V{} - inf_f, vabs = V{};
+    I vnan = I{}, vinf = I{};
+    int64_t i = 0;
+    for (; i + kLanes <= m; i += kLanes) {
+      V v;
+      std::memcpy(&v, q + i, sizeof v);
+      const V a = (V)((I)v & 0x7fffffff);
+      const I is_nan = v != v, is_inf = a == inf_f;
+      vnan -= is_nan;  // masks are -1 where true
+      vinf -= is_inf;
+      const I finite = ~(is_nan | is_inf);
+      vlo = (finite & (v < vlo)) ? v : vlo;
+      vhi = (finite & (v > vhi)) ? v : vhi;
+      vabs = (finite & (a > vabs)) ? a : vabs;
+    }
+    float lo = inf_f, hi = -inf_f, absmax = 0;
+    int32_t nan = 0, inf = 0;
+    for (int l = 0; l < kLanes; ++l) {
+      lo = vlo[l] < lo ? vlo[l] : lo;
+      hi = vhi[l] > hi ? vhi[l] : hi;
+      absmax = vabs[l] > absmax ? vabs[l] : absmax;
+      nan += vnan[l];
+      inf += vinf[l];
+    }
+    for (; i < m; ++i) {
       const float v = q[i];
       const float a = std::fabs(v);
-      const bool is_nan = v != v, is_inf = a == std::numeric_limits<float>::infinity();
+      const bool is_nan = v != v, is_inf = a == inf_f;
       nan += is_nan;
       inf += is_inf;
       const bool finite = !is_nan && !is_inf;
