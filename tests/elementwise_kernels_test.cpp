@@ -599,6 +599,36 @@ TEST_SUITE("elementwise_kernels") {
         for (int64_t i = 0; i < n; ++i) want[static_cast<size_t>(i)] = ir::float_to_half(fn(ir::half_to_float(x.data<uint16_t>()[i])));
         same_bits(y, want);
       }
+    // Clip, and Sub and Div with a scalar on either side or two operands of one shape (blocks
+    // of widened halves), and with a broadcast operand (whole tensors widened).
+    const auto half_scalar = [](float v) {
+      Tensor t(DataType::kFloat16, {});
+      t.mutable_data<uint16_t>()[0] = ir::float_to_half(v);
+      return t;
+    };
+    const auto h = [](const Tensor& t, int64_t i) { return ir::half_to_float(t.data<uint16_t>()[i]); };
+    for (int64_t n : {int64_t{1}, int64_t{513}, int64_t{70001}}) {
+      CAPTURE(n);
+      const Tensor x = halves({n}), other = halves({n});
+      const Tensor lo = half_scalar(-1.5f), hi = half_scalar(3.0f), c = half_scalar(0.7f);
+      std::vector<uint16_t> want(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) want[static_cast<size_t>(i)] = ir::float_to_half(runner::cpu::clip_value(h(x, i), -1.5f, 3.0f));
+      same_bits(run({"Clip", 13, {x, lo, hi}}), want);
+      for (const char* op : {"Sub", "Div"}) {
+        CAPTURE(std::string(op));
+        const bool sub = std::string(op) == "Sub";
+        const auto f = [sub](float a, float b) { return sub ? a - b : a / b; };
+        for (int form = 0; form < 3; ++form) {
+          CAPTURE(form);
+          const Tensor y = form == 0 ? run({op, 14, {x, c}}) : form == 1 ? run({op, 14, {c, x}}) : run({op, 14, {x, other}});
+          for (int64_t i = 0; i < n; ++i) {
+            const float a = form == 1 ? 0.7f : h(x, i), b = form == 0 ? h(c, 0) : form == 1 ? h(x, i) : h(other, i);
+            want[static_cast<size_t>(i)] = ir::float_to_half(f(form == 1 ? h(c, 0) : a, b));
+          }
+          same_bits(y, want);
+        }
+      }
+    }
   }
 
   TEST_CASE("PRelu broadcasts the slope; Clip with attributes, inputs and integer types") {

@@ -93,28 +93,33 @@ T int_pow(T base, int64_t exp) {
 constexpr int64_t kHalfBlock = 512;
 
 /// y = op(x) elementwise for the types of Set; op maps calc -> calc (generic lambda).
+/// y = f(x) for n float16 values: the float32 function on blocks widened in bulk, each result
+/// rounded once (the same values as element by element, faster, and without float32 copies of
+/// the tensors).
+template <class F>
+void map_halves(const uint16_t* px, uint16_t* py, int64_t n, F f) {
+  parallel_ranges(n, kElementwiseGrain, [&](int64_t b, int64_t e) {
+    const F fn = f;
+    float buf[kHalfBlock];
+    for (int64_t i = b; i < e; i += kHalfBlock) {
+      const int64_t m = std::min(kHalfBlock, e - i);
+      halves_to_floats(px + i, buf, m);
+      for (int64_t k = 0; k < m; ++k) buf[k] = fn(buf[k]);
+      floats_to_halves(buf, py + i, m);
+    }
+  });
+}
+
 template <unsigned Set, class Op>
 void unary_same(KernelContext& ctx, Op op) {
   const Tensor& x = ctx.input(0);
   visit_or_fail<Set>(ctx, x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, Half>) {
-      // float16: the float32 computation on blocks widened in bulk, each rounded once at the end
-      // (the same values as element by element, faster, and without float32 copies of the tensors).
       Tensor& y = ctx.output(0, x.dtype(), x.shape());
-      const uint16_t* px = x.data<uint16_t>();
-      uint16_t* py = y.mutable_data<uint16_t>();
-      parallel_ranges(x.size(), kElementwiseGrain, [&](int64_t b, int64_t e) {
-        const Op f = op;
-        float buf[kHalfBlock];
-        for (int64_t i = b; i < e; i += kHalfBlock) {
-          const int64_t m = std::min(kHalfBlock, e - i);
-          halves_to_floats(px + i, buf, m);
-          // (A generic lambda: op is only called for the types of Set, and float16 is among them here.)
-          for (int64_t k = 0; k < m; ++k) buf[k] = static_cast<float>(f(static_cast<calc_t<T>>(buf[k])));
-          floats_to_halves(buf, py + i, m);
-        }
-      });
+      // (A generic lambda: op is only called for the types of Set, and float16 is among them here.)
+      map_halves(x.data<uint16_t>(), y.mutable_data<uint16_t>(), x.size(),
+                 [op](float v) { return static_cast<float>(op(static_cast<calc_t<T>>(v))); });
     } else {
       Tensor& y = ctx.output(0, x.dtype(), x.shape());
       map_unary(x.data<T>(), y.mutable_data<T>(), x.size(),
@@ -356,8 +361,12 @@ void shrink_kernel(KernelContext& ctx) {
 /// y = min(max(x, lo), hi): NaN stays NaN, and lo > hi gives hi everywhere (the spec's rule).
 template <class T>
 void clip_values(const Tensor& x, Tensor& y, calc_t<T> lo, calc_t<T> hi) {
-  map_unary(x.data<T>(), y.mutable_data<T>(), x.size(),
-            [lo, hi](T v) { return Num<T>::store(clip_value(Num<T>::load(v), lo, hi)); });
+  if constexpr (std::is_same_v<T, Half>) {
+    map_halves(x.data<uint16_t>(), y.mutable_data<uint16_t>(), x.size(), [lo, hi](float v) { return clip_value(v, lo, hi); });
+  } else {
+    map_unary(x.data<T>(), y.mutable_data<T>(), x.size(),
+              [lo, hi](T v) { return Num<T>::store(clip_value(Num<T>::load(v), lo, hi)); });
+  }
 }
 
 // Clip-1 and Clip-6: bounds as attributes.
@@ -605,6 +614,36 @@ void arith_kernel(KernelContext& ctx) {
         // end (the same values as element by element, faster).
         const Tensor& a = ctx.input(0);
         const Tensor& b = ctx.input(1);
+        // A scalar operand, or two of the same shape: by blocks, without float32 copies.
+        if (b.size() == 1 && a.size() >= 1 && a.rank() >= b.rank()) {
+          const float c = half_to_float(b.data<uint16_t>()[0]);
+          Tensor& y = ctx.output(0, a.dtype(), a.shape());
+          map_halves(a.data<uint16_t>(), y.mutable_data<uint16_t>(), a.size(), [c, arith](float v) { return arith(v, c); });
+          return;
+        }
+        if (a.size() == 1 && b.size() >= 1 && b.rank() >= a.rank()) {
+          const float c = half_to_float(a.data<uint16_t>()[0]);
+          Tensor& y = ctx.output(0, b.dtype(), b.shape());
+          map_halves(b.data<uint16_t>(), y.mutable_data<uint16_t>(), b.size(), [c, arith](float v) { return arith(c, v); });
+          return;
+        }
+        if (a.shape() == b.shape()) {
+          Tensor& y = ctx.output(0, a.dtype(), a.shape());
+          const uint16_t* pa = a.data<uint16_t>();
+          const uint16_t* pb = b.data<uint16_t>();
+          uint16_t* py = y.mutable_data<uint16_t>();
+          parallel_ranges(a.size(), kElementwiseGrain, [&](int64_t e0, int64_t e1) {
+            float fa[kHalfBlock], fb[kHalfBlock];
+            for (int64_t i = e0; i < e1; i += kHalfBlock) {
+              const int64_t m = std::min(kHalfBlock, e1 - i);
+              halves_to_floats(pa + i, fa, m);
+              halves_to_floats(pb + i, fb, m);
+              for (int64_t k = 0; k < m; ++k) fa[k] = arith(fa[k], fb[k]);
+              floats_to_halves(fa, py + i, m);
+            }
+          });
+          return;
+        }
         BroadcastIter it(ctx, binary_shapes(ctx, a, b));
         const Tensor af = widen_to_float(a), bf = widen_to_float(b);
         Tensor yf(DataType::kFloat, it.shape());
