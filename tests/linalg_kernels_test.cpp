@@ -366,6 +366,10 @@ TEST_CASE("Conv 2-D: general, strided, dilated, padded, grouped, 1x1 and depthwi
   check_conv({1, 1, 7, 7}, {3, 1, 2, 2}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, true);        // one channel
   // Large enough that the product is split over threads.
   check_conv({1, 16, 67, 69}, {24, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}}, true);
+  // Stride 2 along rows of 70 and 77 (im2col reads every other column two vectors at a time,
+  // with pads and a dilation at the row ends).
+  check_conv({1, 3, 20, 70}, {5, 3, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}}, true);
+  check_conv({1, 2, 9, 77}, {3, 2, 3, 3}, {{1, 2}, {1, 2}, {0, 3}, {1, 0}}, false);
 }
 
 TEST_CASE("Conv's float product: every row count of a tile, column tails, any split gives the same bytes") {

@@ -435,6 +435,14 @@ constexpr int kWideLanes = 4;
 typedef float f32xw __attribute__((vector_size(kWideLanes * 4)));
 typedef int32_t i32xw __attribute__((vector_size(kWideLanes * 4)));
 
+/// Lane indices 0, 2, 4... of a pair of vectors: __builtin_shuffle(a, b, even_lanes()) takes
+/// every other float of the two (a stride-2 read).
+constexpr i32xw even_lanes() {
+  i32xw v{};
+  for (int l = 0; l < kWideLanes; ++l) v[l] = 2 * l;
+  return v;
+}
+
 /// exp of a vector of floats (F) with int32 lanes I of the same count: range reduction by ln 2
 /// (split in two constants), a degree-6 polynomial on [-ln2/2, ln2/2] and the power of two built
 /// in the exponent bits (in two halves so that denormal results and 2^128 overflow come out

@@ -137,12 +137,6 @@ void gemm_f64(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, boo
 
 namespace {
 
-/// Lane indices 0, 2, 4... of a pair of vectors (for __builtin_shuffle).
-constexpr i32xw even_lanes() {
-  i32xw v{};
-  for (int l = 0; l < kWideLanes; ++l) v[l] = 2 * l;
-  return v;
-}
 const i32xw kEvenLanes = even_lanes();
 
 }  // namespace
