@@ -375,8 +375,10 @@ TEST_CASE("Conv 2-D: general, strided, dilated, padded, grouped, 1x1 and depthwi
 TEST_CASE("Conv's float product: every row count of a tile, column tails, any split gives the same bytes") {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
-  for (const auto& [m, k, n] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
+  for (const auto& size : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
            {1, 1, 1}, {3, 5, 47}, {8, 27, 48}, {9, 16, 49}, {16, 64, 96}, {17, 33, 150}, {7, 0, 20}, {24, 300, 200}}) {
+    // (No structured bindings: clang 14 cannot capture them in CAPTURE's lambda.)
+    const int64_t m = std::get<0>(size), k = std::get<1>(size), n = std::get<2>(size);
     CAPTURE(m);
     CAPTURE(k);
     CAPTURE(n);

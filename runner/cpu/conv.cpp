@@ -91,7 +91,7 @@ void im2col_range(const ConvGeometry& g, const T* x, int64_t channels, int64_t p
                   f32xw a, b;
                   std::memcpy(&a, xrow + 2 * xo + off, sizeof a);
                   std::memcpy(&b, xrow + 2 * xo + off + kWideLanes, sizeof b);
-                  const f32xw even = __builtin_shuffle(a, b, even_lanes());
+                  const f32xw even = even_floats(a, b);
                   std::memcpy(dst + (xo - x0), &even, sizeof even);
                 }
               }

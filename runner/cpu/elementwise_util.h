@@ -435,12 +435,25 @@ constexpr int kWideLanes = 4;
 typedef float f32xw __attribute__((vector_size(kWideLanes * 4)));
 typedef int32_t i32xw __attribute__((vector_size(kWideLanes * 4)));
 
-/// Lane indices 0, 2, 4... of a pair of vectors: __builtin_shuffle(a, b, even_lanes()) takes
-/// every other float of the two (a stride-2 read).
-constexpr i32xw even_lanes() {
-  i32xw v{};
-  for (int l = 0; l < kWideLanes; ++l) v[l] = 2 * l;
-  return v;
+/// Every other float of two vectors, from the first (even) or the second (odd) of each pair: a
+/// stride-2 read (__builtin_shufflevector, which GCC 12 and clang both have).
+inline f32xw even_floats(f32xw a, f32xw b) {
+#if defined(__AVX512F__)
+  return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+#elif defined(__AVX__)
+  return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+#else
+  return __builtin_shufflevector(a, b, 0, 2, 4, 6);
+#endif
+}
+inline f32xw odd_floats(f32xw a, f32xw b) {
+#if defined(__AVX512F__)
+  return __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+#elif defined(__AVX__)
+  return __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+#else
+  return __builtin_shufflevector(a, b, 1, 3, 5, 7);
+#endif
 }
 
 /// exp of a vector of floats (F) with int32 lanes I of the same count: range reduction by ln 2

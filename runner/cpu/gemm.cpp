@@ -137,12 +137,6 @@ void gemm_f64(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, boo
 
 namespace {
 
-const i32xw kEvenLanes = even_lanes();
-
-}  // namespace
-
-namespace {
-
 /// Splits each of the ih rows of a plane (iw floats) into its sw phases: row iy's phase q, at
 /// out + (iy * sw + q) * phase_len, holds columns q, q + sw, q + 2 sw... (A function of its own:
 /// in the kernel's lambda the sizes were reloaded from the captures after every store.)
@@ -157,7 +151,7 @@ void split_phases(const float* xc, int64_t ih, int64_t iw, int64_t sw, int64_t p
         f32xw a, b;
         std::memcpy(&a, xr + 2 * j0, sizeof a);
         std::memcpy(&b, xr + 2 * j0 + kWideLanes, sizeof b);
-        const f32xw even = __builtin_shuffle(a, b, kEvenLanes), odd = __builtin_shuffle(a, b, kEvenLanes + 1);
+        const f32xw even = even_floats(a, b), odd = odd_floats(a, b);
         std::memcpy(dst + j0, &even, sizeof even);
         std::memcpy(dst + phase_len + j0, &odd, sizeof odd);
       }
