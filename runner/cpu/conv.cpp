@@ -70,13 +70,11 @@ void im2col_range(const ConvGeometry& g, const T* x, int64_t channels, int64_t p
           }
           const T* xrow = xc + iy * iw;
           if (g.stride[1] == 1) {
-            // Contiguous run: pads before, a copy, pads after. Plain loops: the runs are often
-            // a few dozen elements, where calls to memmove and memset cost more than the copy.
-            const int64_t lo = std::clamp<int64_t>(-off, x0, x1), hi = std::max(std::clamp<int64_t>(iw - off, x0, x1), lo);
-            const T* src = xrow + off + x0;
-            for (int64_t i = 0; i < lo - x0; ++i) dst[i] = pad;
-            for (int64_t i = lo - x0; i < hi - x0; ++i) dst[i] = src[i];
-            for (int64_t i = hi - x0; i < x1 - x0; ++i) dst[i] = pad;
+            // Contiguous run: zeros before, a copy, zeros after.
+            const int64_t lo = std::clamp<int64_t>(-off, x0, x1), hi = std::clamp<int64_t>(iw - off, x0, x1);
+            std::fill(dst, dst + (lo - x0), pad);
+            if (hi > lo) std::copy(xrow + lo + off, xrow + hi + off, dst + (lo - x0));
+            std::fill(dst + (std::max(lo, hi) - x0), dst + (x1 - x0), pad);
           } else {
             int64_t xo = x0;
             if constexpr (std::is_same_v<T, float>) {
@@ -91,7 +89,7 @@ void im2col_range(const ConvGeometry& g, const T* x, int64_t channels, int64_t p
                   f32xw a, b;
                   std::memcpy(&a, xrow + 2 * xo + off, sizeof a);
                   std::memcpy(&b, xrow + 2 * xo + off + kWideLanes, sizeof b);
-                  const f32xw even = even_floats(a, b);
+                  const f32xw even = every_other_float<0>(a, b);
                   std::memcpy(dst + (xo - x0), &even, sizeof even);
                 }
               }

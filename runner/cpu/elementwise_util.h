@@ -435,24 +435,18 @@ constexpr int kWideLanes = 4;
 typedef float f32xw __attribute__((vector_size(kWideLanes * 4)));
 typedef int32_t i32xw __attribute__((vector_size(kWideLanes * 4)));
 
-/// Every other float of two vectors, from the first (even) or the second (odd) of each pair: a
-/// stride-2 read (__builtin_shufflevector, which GCC 12 and clang both have).
-inline f32xw even_floats(f32xw a, f32xw b) {
+/// Every other float of two vectors, starting from the first (kOdd = 0) or the second (kOdd = 1)
+/// of each pair: a stride-2 read (__builtin_shufflevector, which GCC 12 and clang both have).
+template <int kOdd>
+inline f32xw every_other_float(f32xw a, f32xw b) {
+  constexpr int o = kOdd;
 #if defined(__AVX512F__)
-  return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  return __builtin_shufflevector(a, b, o, o + 2, o + 4, o + 6, o + 8, o + 10, o + 12, o + 14, o + 16, o + 18, o + 20,
+                                 o + 22, o + 24, o + 26, o + 28, o + 30);
 #elif defined(__AVX__)
-  return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+  return __builtin_shufflevector(a, b, o, o + 2, o + 4, o + 6, o + 8, o + 10, o + 12, o + 14);
 #else
-  return __builtin_shufflevector(a, b, 0, 2, 4, 6);
-#endif
-}
-inline f32xw odd_floats(f32xw a, f32xw b) {
-#if defined(__AVX512F__)
-  return __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-#elif defined(__AVX__)
-  return __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
-#else
-  return __builtin_shufflevector(a, b, 1, 3, 5, 7);
+  return __builtin_shufflevector(a, b, o, o + 2, o + 4, o + 6);
 #endif
 }
 

@@ -151,7 +151,7 @@ void split_phases(const float* xc, int64_t ih, int64_t iw, int64_t sw, int64_t p
         f32xw a, b;
         std::memcpy(&a, xr + 2 * j0, sizeof a);
         std::memcpy(&b, xr + 2 * j0 + kWideLanes, sizeof b);
-        const f32xw even = even_floats(a, b), odd = odd_floats(a, b);
+        const f32xw even = every_other_float<0>(a, b), odd = every_other_float<1>(a, b);
         std::memcpy(dst + j0, &even, sizeof even);
         std::memcpy(dst + phase_len + j0, &odd, sizeof odd);
       }
