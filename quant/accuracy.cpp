@@ -17,14 +17,22 @@ namespace onnxtool::quant {
 
 namespace {
 
-/// Intermediate tensors keep at most kComparedElements in their references: the reference of a
-/// whole sample's activations need not fit in memory (PaddleOCR det at 512x512 held 600 MiB of
-/// them), and the references of several samples are kept for all attempts.
-constexpr int64_t kComparedElements = int64_t{1} << 14;
+/// Intermediate tensors keep at most 2^14 elements per sample in their references, and 2^15 over
+/// all samples (at least 2^11 per sample): the reference of a whole sample's activations need
+/// not fit in memory (PaddleOCR det at 512x512 held 600 MiB of them), the references of all
+/// samples are kept for all attempts, and what decides the precision of an SQNR or a cosine is
+/// how many values it sums, not how many samples they come from.
+constexpr int64_t kComparedElements = int64_t{1} << 14, kComparedOverall = int64_t{1} << 15, kComparedLeast = int64_t{1} << 11;
 constexpr size_t kReferenceBudget = size_t{1} << 30;
-/// Graph outputs are compared whole up to 2^18 elements (1 MiB), larger ones on 2^18 of them:
-/// ISNet's twelve outputs, up to 64x512x512 each, held 124 MB per sample.
-constexpr int64_t kOutputElements = int64_t{1} << 18;
+/// Graph outputs are compared whole up to 2^18 elements (1 MiB), larger ones on 2^18 of them,
+/// and on 2^20 over all samples (at least 2^16 per sample): ISNet's twelve outputs, up to
+/// 64x512x512 each, held 12 MB per sample, and 124 MB when they were compared whole.
+constexpr int64_t kOutputElements = int64_t{1} << 18, kOutputOverall = int64_t{1} << 20, kOutputLeast = int64_t{1} << 16;
+
+/// Elements per sample of a budget of `overall` shared by `samples` samples, within [least, most].
+int64_t per_sample(int64_t overall, size_t samples, int64_t least, int64_t most) {
+  return std::clamp(overall / static_cast<int64_t>(std::max<size_t>(samples, 1)), least, most);
+}
 
 Reference sample_of(const runner::Tensor& t, int64_t limit) {
   Reference r;
@@ -50,10 +58,15 @@ struct ErrorSums {
   double signal = 0, noise = 0, dot = 0, quantized = 0;
   /// Adds ref against q, ref clamped to [lo, hi] first (where the readers saturate).
   void add(const Reference& ref, const runner::Tensor& q, double lo = -INFINITY, double hi = INFINITY) {
-    if (ref.size != q.size()) return;
     const float* b = q.data<float>();
+    add(ref, q.size(), [b](int64_t i) { return b[i]; }, lo, hi);
+  }
+  /// The same with q's elements given by `at` (position -> float).
+  template <class At>
+  void add(const Reference& ref, int64_t size, const At& at, double lo = -INFINITY, double hi = INFINITY) {
+    if (ref.size != size) return;
     for (size_t k = 0; k < ref.values.size(); ++k) {
-      const float a = ref.values[k], bq = b[ref.position(static_cast<int64_t>(k))];
+      const float a = ref.values[k], bq = at(ref.position(static_cast<int64_t>(k)));
       if (!std::isfinite(a) || !std::isfinite(bq)) continue;
       const double x = std::clamp(double{a}, lo, hi), y = bq;
       signal += x * x;
@@ -91,7 +104,8 @@ bool References::begin() {
 
 void References::add(const std::string& name, const runner::Tensor& t) {
   if (t.dtype() != ir::DataType::kFloat) return;
-  Reference r = sample_of(t, kComparedElements);  // a copy: the runner reuses the buffer
+  // A copy: the runner reuses the buffer.
+  Reference r = sample_of(t, per_sample(kComparedOverall, planned_, kComparedLeast, kComparedElements));
   bytes_ += r.values.size() * sizeof(float);
   elements_[name] += static_cast<double>(t.size());
   samples_.back().tensors[name] = std::move(r);
@@ -101,20 +115,21 @@ void References::end(const std::vector<runner::Value>& outputs) {
   for (const auto& v : outputs) {
     std::optional<Reference> r;
     if (v.is_tensor() && v.tensor.dtype() == ir::DataType::kFloat) {
-      r = sample_of(v.tensor, kOutputElements);
+      r = sample_of(v.tensor, per_sample(kOutputOverall, planned_, kOutputLeast, kOutputElements));
       bytes_ += r->values.size() * sizeof(float);
     }
     samples_.back().outputs.push_back(std::move(r));
   }
 }
 
-References record_references(ir::Model& fp32, const std::vector<Feeds>& samples) {
-  References refs;
+References record_references(ir::Model& fp32, const SampleSource& samples, size_t count) {
+  References refs(count);
   runner::Session session(fp32);
   session.set_observer([&](const ir::Value& v, const runner::Value& produced) {
     if (produced.is_tensor()) refs.add(v.name(), produced.tensor);
   });
-  for (const Feeds& feeds : samples) {
+  Feeds feeds;
+  for (size_t s = 0; s < count && samples(s, feeds); ++s, feeds.clear()) {
     if (!refs.begin()) break;
     for (const auto& [name, value] : feeds)
       if (value.is_tensor()) refs.add(name, value.tensor);
@@ -124,7 +139,7 @@ References record_references(ir::Model& fp32, const std::vector<Feeds>& samples)
 }
 
 void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& references,
-                    const std::vector<Feeds>& samples, QuantizeReport& report) {
+                    const SampleSource& samples, QuantizeReport& report) {
   // The fp32 tensor each quantized (dequantized) tensor stands for, and the interval its values
   // are clamped to before comparing (where the tensor's readers saturate).
   struct Compared {
@@ -136,6 +151,35 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
   auto fp32_name = [](const NodeReport& n) { return n.output.empty() ? n.tensor : n.output; };
   for (const auto& n : report.nodes)
     if (!n.dequantized.empty()) dq_to_float[n.dequantized] = Compared{fp32_name(n), n.reference_min, n.reference_max};
+  // Where a DequantizeLinear has one constant scale and zero point, its 8-bit input is watched
+  // instead and only the compared elements are dequantized (as its kernel does): the runner
+  // need not compute the dequantized tensor when only integer convolutions read it.
+  struct Dequantize {
+    Compared compared;
+    float scale;
+    int32_t zero_point;
+  };
+  std::map<std::string, Dequantize> q_to_float;
+  for (const auto& node : quantized.graph->nodes()) {
+    if (node->op_type != "DequantizeLinear" || !node->domain.empty() || node->inputs().size() < 2 || !node->output(0)) continue;
+    const auto it = dq_to_float.find(node->output(0)->name());
+    if (it == dq_to_float.end() || !node->input(0)) continue;
+    const ir::Tensor* scale = passes::constant_of(quantized, node->input(1));
+    const ir::Tensor* zero = node->inputs().size() > 2 && node->input(2) ? passes::constant_of(quantized, node->input(2)) : nullptr;
+    if (!scale || scale->type() != ir::DataType::kFloat || scale->element_count() != 1u) continue;
+    if (node->inputs().size() > 2 && node->input(2) && (!zero || zero->element_count() != 1u)) continue;
+    if (q_to_float.count(node->input(0)->name())) continue;  // read by several: each watched as it is
+    const runner::Tensor s = runner::from_ir(*scale);
+    int32_t z = 0;
+    if (zero) {
+      const runner::Tensor zt = runner::from_ir(*zero);
+      if (zt.dtype() == ir::DataType::kUInt8) z = zt.data<uint8_t>()[0];
+      else if (zt.dtype() == ir::DataType::kInt8) z = zt.data<int8_t>()[0];
+      else continue;
+    }
+    q_to_float[node->input(0)->name()] = Dequantize{it->second, s.data<float>()[0], z};
+    dq_to_float.erase(it->first);
+  }
   // Float graph outputs by position (both models keep their outputs in order).
   std::vector<size_t> outputs;
   for (size_t i = 0; i < fp32.graph->outputs.size(); ++i) {
@@ -151,17 +195,38 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
   runner::SessionOptions q_options;
   q_options.keep_constants = false;
   runner::Session q_session(quantized, q_options);
-  const size_t count = std::min(references.samples_.size(), samples.size());
-  for (size_t s = 0; s < count; ++s) {
+  Feeds feeds;
+  size_t count = 0;
+  for (size_t s = 0; s < references.samples_.size() && samples(s, feeds); ++s) {
+    ++count;
     const References::Sample& ref = references.samples_[s];
-    q_session.set_observer([&](const ir::Value& v, const runner::Value& produced) {
-      auto it = dq_to_float.find(v.name());
-      if (it == dq_to_float.end() || !produced.is_tensor() || produced.tensor.dtype() != ir::DataType::kFloat) return;
-      const Compared& want = it->second;
-      auto r = ref.tensors.find(want.name);
-      if (r != ref.tensors.end()) sums[want.name].add(r->second, produced.tensor, want.min, want.max);
-    });
-    const auto q_out = q_session.run(samples[s]);
+    q_session.set_observer(
+        [&](const ir::Value& v, const runner::Value& produced) {
+          if (!produced.is_tensor()) return;
+          const runner::Tensor& t = produced.tensor;
+          if (auto q = q_to_float.find(v.name()); q != q_to_float.end()) {
+            const Compared& want = q->second.compared;
+            auto r = ref.tensors.find(want.name);
+            if (r == ref.tensors.end()) return;
+            const float scale = q->second.scale;
+            const int32_t zero = q->second.zero_point;
+            if (t.dtype() == ir::DataType::kUInt8)
+              sums[want.name].add(r->second, t.size(), [&](int64_t i) { return static_cast<float>(t.data<uint8_t>()[i] - zero) * scale; },
+                                  want.min, want.max);
+            else if (t.dtype() == ir::DataType::kInt8)
+              sums[want.name].add(r->second, t.size(), [&](int64_t i) { return static_cast<float>(t.data<int8_t>()[i] - zero) * scale; },
+                                  want.min, want.max);
+            return;
+          }
+          auto it = dq_to_float.find(v.name());
+          if (it == dq_to_float.end() || t.dtype() != ir::DataType::kFloat) return;
+          const Compared& want = it->second;
+          auto r = ref.tensors.find(want.name);
+          if (r != ref.tensors.end()) sums[want.name].add(r->second, t, want.min, want.max);
+        },
+        false, [&](const ir::Value& v) { return q_to_float.count(v.name()) > 0 || dq_to_float.count(v.name()) > 0; });
+    const auto q_out = q_session.run(feeds);
+    feeds.clear();
     for (size_t i : outputs)
       if (i < ref.outputs.size() && i < q_out.size() && ref.outputs[i] && q_out[i].is_tensor() &&
           q_out[i].tensor.dtype() == ir::DataType::kFloat)

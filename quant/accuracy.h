@@ -47,12 +47,16 @@ struct Reference {
 };
 
 /// The fp32 side of the error measurement, recorded once and compared against by every
-/// quantization attempt: per sample, a subsample of every float tensor (at most 2^14 elements
-/// each: SQNR and cosine within a few percent) and the float graph outputs (whole up to 2^18
-/// elements, a subsample of that many beyond). Samples stop
-/// being recorded once they hold 1 GiB; the errors are then measured on the ones recorded.
+/// quantization attempt: per sample, a subsample of every float tensor (2^14 elements, fewer
+/// per sample when there are more than two samples: 2^15 over all of them, SQNR and cosine
+/// within a few percent) and the float graph outputs (whole up to 2^18 elements, a subsample
+/// beyond, 2^20 over all samples). Samples stop being recorded once they hold 1 GiB; the errors
+/// are then measured on the ones recorded.
 class References {
  public:
+  /// `planned`: how many samples will be recorded (the elements kept per sample shrink as they
+  /// grow in number).
+  explicit References(size_t planned = 1) : planned_(planned) {}
   /// One sample: begin(), then add() every float tensor the fp32 run produces (an observer)
   /// and its float inputs, then end() with the run's outputs. Returns false from begin() when
   /// no more samples fit.
@@ -62,7 +66,7 @@ class References {
   size_t samples() const { return samples_.size(); }
 
  private:
-  friend void measure_errors(ir::Model&, ir::Model&, const References&, const std::vector<Feeds>&, QuantizeReport&);
+  friend void measure_errors(ir::Model&, ir::Model&, const References&, const SampleSource&, QuantizeReport&);
   struct Sample {
     std::map<std::string, Reference> tensors;
     std::vector<std::optional<Reference>> outputs;
@@ -70,16 +74,17 @@ class References {
   std::vector<Sample> samples_;
   std::map<std::string, double> elements_;  // per float tensor, over the recorded samples
   size_t bytes_ = 0;
+  size_t planned_ = 1;
 };
 
-/// Records the fp32 references of the samples by running the model on them.
-References record_references(ir::Model& fp32, const std::vector<Feeds>& samples);
+/// Records the fp32 references of the first `count` samples by running the model on them.
+References record_references(ir::Model& fp32, const SampleSource& samples, size_t count);
 
 /// Runs the quantized model on the first references.samples() samples, one at a time, and fills
 /// each report entry's SQNR, cosine and added noise (entries with a `dequantized` tensor), and
 /// the report's output cosine, against the fp32 references of the same samples.
 void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& references,
-                    const std::vector<Feeds>& samples, QuantizeReport& report);
+                    const SampleSource& samples, QuantizeReport& report);
 
 /// One quantization of a copy of the model, keeping these tensors in float, measured.
 using Attempt = std::function<std::pair<std::unique_ptr<ir::Model>, QuantizeReport>(const std::vector<std::string>& excluded)>;

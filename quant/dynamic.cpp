@@ -339,31 +339,27 @@ void rewrite_dynamic(ir::Model& model, const QuantizeOptions& options, QuantizeR
 }  // namespace
 
 QuantizeReport quantize_dynamic(ir::Model& model, const QuantizeOptions& options,
-                                const std::function<bool(std::map<std::string, runner::Value>&)>& samples) {
+                                const SampleSource& samples) {
   validate_selection(model, options, dynamic_op_types());
   QuantizeReport report;
   ensure_opset(model, 11, report);  // DynamicQuantizeLinear is opset 11
-  std::vector<Feeds> kept;
+  // The fp32 references of the first error_samples samples, recorded once for every attempt.
+  References references;
   if (samples) {
-    Feeds feeds;
-    while (static_cast<int>(kept.size()) < options.error_samples && samples(feeds)) {
-      kept.push_back(std::move(feeds));
-      feeds.clear();
-    }
-    if (kept.empty()) throw_usage_error("no samples in --calib-data");
-    report.samples = static_cast<int64_t>(kept.size());
+    references = record_references(model, samples, static_cast<size_t>(options.error_samples));
+    if (!references.samples()) throw_usage_error("no samples in --calib-data");
+    report.samples = static_cast<int64_t>(references.samples());
   } else if (options.auto_exclude) {
     throw_usage_error("--auto-exclude needs samples (--calib-data) to measure the accuracy on");
   }
-  // The fp32 references, recorded once for every attempt.
-  const References references = kept.empty() ? References{} : record_references(model, kept);
+  const bool measured = references.samples() > 0;
   auto attempt = [&](const std::vector<std::string>& excluded) {
     QuantizeOptions o = options;
     o.exclude_tensors.insert(o.exclude_tensors.end(), excluded.begin(), excluded.end());
-    auto work = std::make_unique<ir::Model>(kept.empty() ? std::move(model) : copy_model(model));
+    auto work = std::make_unique<ir::Model>(!measured ? std::move(model) : copy_model(model));
     QuantizeReport r = report;
     rewrite_dynamic(*work, o, r);
-    if (!kept.empty()) measure_errors(model, *work, references, kept, r);
+    if (measured) measure_errors(model, *work, references, samples, r);
     return std::make_pair(std::move(work), std::move(r));
   };
   auto best = quantize_with_exclusions(options, attempt);

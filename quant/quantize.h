@@ -102,11 +102,12 @@ const std::vector<std::string>& dynamic_op_types();
 /// for an --op-types / --exclude name that matches nothing the model has.
 /// With `samples` (optional), the first options.error_samples of them measure each node's error
 /// and the outputs' cosine against fp32, and drive options.auto_exclude.
-QuantizeReport quantize_dynamic(ir::Model& model, const QuantizeOptions& options, const std::function<bool(std::map<std::string, runner::Value>&)>& samples = {});
+/// A source of calibration samples: loads sample `index` (from 0) into `feeds`, one sample at a
+/// time so that memory stays bounded whatever their number, and again when asked again (the
+/// error measurement reads its samples once more); returns false past the last one.
+using SampleSource = std::function<bool(size_t index, std::map<std::string, runner::Value>& feeds)>;
 
-/// A source of calibration samples: feeds for the model's inputs, one sample at a time (so that
-/// memory stays bounded whatever their number); returns false when there are no more.
-using SampleSource = std::function<bool(std::map<std::string, runner::Value>& feeds)>;
+QuantizeReport quantize_dynamic(ir::Model& model, const QuantizeOptions& options, const SampleSource& samples = {});
 
 /// The op types static quantization handles.
 const std::vector<std::string>& static_op_types();

@@ -57,18 +57,20 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
   // rewrite the model while they read samples).
   ir::Model probe_model = inputs_only(model);
   runner::Session probe(probe_model);
-  size_t next = 0;
-  SampleSource source = [&](std::map<std::string, runner::Value>& feeds) {
-    if (next >= sample_dirs.size()) return false;
+  size_t read = 0;  // samples read so far (the progress counts each once)
+  SampleSource source = [&](size_t index, std::map<std::string, runner::Value>& feeds) {
+    if (index >= sample_dirs.size()) return false;
     runner::FeedOptions f;
-    f.dir = sample_dirs[next];
+    f.dir = sample_dirs[index];
     try {
       feeds = runner::load_feeds(probe, f);
     } catch (const Error& e) {
       throw Error(e.kind(), "--calib-data sample " + std::filesystem::path(f.dir).filename().string() + ": " + e.what());
     }
-    ++next;
-    if (progress) progress(next, sample_dirs.size());
+    if (index >= read) {
+      read = index + 1;
+      if (progress) progress(read, sample_dirs.size());
+    }
     return true;
   };
   QuantizeReport report = options.mode == Mode::kDynamic

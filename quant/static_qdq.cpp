@@ -319,12 +319,11 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
   // QuantizeLinear is opset 10; per-axis scales are opset 13.
   ensure_opset(model, options.per_channel ? 13 : 10, report);
   // Calibration: every float value of the main graph, observed as it is produced. For the first
-  // error_samples samples the feeds are kept, and the fp32 references the errors are measured
-  // against are recorded in the same run (on the CPU: the quantized model runs there too; a
-  // calibration on another device leaves them to a CPU run afterwards).
+  // error_samples samples the fp32 references the errors are measured against are recorded in
+  // the same run (on the CPU: the quantized model runs there too; a calibration on another
+  // device leaves them to a CPU run afterwards); the measurement reads those samples again.
   Collector collector(options.calibration.moving_average, options.calibration.method != CalibrationMethod::kMinMax);
-  std::vector<Feeds> kept;
-  References references;
+  References references(static_cast<size_t>(std::max(options.error_samples, 0)));
   {
     runner::SessionOptions session_options;
     session_options.device = options.calibration.device;
@@ -337,9 +336,8 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
       if (recording) references.add(v.name(), produced.tensor);
     });
     Feeds feeds;
-    while (samples(feeds)) {
-      const bool keep = static_cast<int>(kept.size()) < options.error_samples;
-      recording = keep && on_cpu && references.begin();
+    for (size_t s = 0; samples(s, feeds); ++s, feeds.clear()) {
+      recording = on_cpu && static_cast<int>(s) < options.error_samples && references.begin();
       for (const auto& [name, value] : feeds) {
         if (!value.is_tensor() || value.tensor.dtype() != ir::DataType::kFloat) continue;
         collector.observe(name, value.tensor);
@@ -348,11 +346,10 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
       auto outputs = session.run(feeds);
       ++report.samples;
       if (recording) references.end(outputs);
-      if (recording || (keep && !on_cpu)) kept.push_back(feeds);
-      feeds.clear();
     }
-    if (!on_cpu && !kept.empty()) references = record_references(model, kept);
   }
+  if (options.calibration.device.kind != runner::DeviceSpec::Kind::kCpu && report.samples)
+    references = record_references(model, samples, static_cast<size_t>(options.error_samples));
   if (!report.samples) throw_usage_error("no calibration samples");
   std::map<std::string, Range> ranges;
   for (const auto& [name, stats] : collector.stats()) {
@@ -399,7 +396,7 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
     passes::OptimizeOptions cleanup;
     cleanup.only = {"sort_topologically", "eliminate_dead_code"};
     passes::optimize(*work, cleanup);
-    if (!kept.empty()) measure_errors(model, *work, references, kept, r);
+    if (references.samples()) measure_errors(model, *work, references, samples, r);
     return std::make_pair(std::move(work), std::move(r));
   };
   auto best = quantize_with_exclusions(options, attempt);

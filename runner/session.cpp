@@ -21,6 +21,7 @@
 #include "ir/op_schema.h"
 #include "runner/buffer_pool.h"
 #include "runner/cpu/epilogue.h"
+#include "runner/cpu/kernels.h"
 #include "runner/profile.h"
 
 namespace onnxtool::runner {
@@ -54,6 +55,11 @@ struct Step {
   std::vector<size_t> absorbed;
   int fused_output = -1;
   std::string fused_op_type;  ///< "Conv+Relu"... for the profile
+  /// What the profile calls the step when it is not the node's op type ("Conv(int8)").
+  std::string label;
+  /// A DequantizeLinear whose output nothing reads since its readers run on its quantized input
+  /// (plan_quantized_convs): skipped unless an observer wants the value.
+  bool unread = false;
 };
 
 struct GraphPlan {
@@ -82,8 +88,8 @@ struct Frame {
 
 class Executor {
  public:
-  Executor(int threads, const Observer* observer, const bool* observe_subgraphs, Backend* backend)
-      : threads_(threads), observer_(observer), observe_subgraphs_(observe_subgraphs), backend_(backend) {}
+  Executor(int threads, const Observation* observation, Backend* backend)
+      : threads_(threads), observation_(observation), backend_(backend) {}
   void execute(const GraphPlan& plan, Frame& frame);
   std::vector<Value> run_subgraph(Frame& caller, const ir::Graph& g, const std::vector<Value>& inputs);
 
@@ -103,6 +109,8 @@ class Executor {
   Profiler* profiler = nullptr;
   /// SessionOptions::keep_constants.
   bool keep_constants = true;
+  /// Values of the main graph the caller of this run asked for by name (Session::run).
+  std::unordered_set<const ir::Value*> requested;
 
  private:
   bool run_on_device(const Step& step, Frame& frame, std::vector<Value>& outputs,
@@ -118,8 +126,7 @@ class Executor {
   /// Counts a node in the placement report once per run (Loop bodies run it many times).
   bool first_placement(const Step& step) { return placed_.insert(step.node).second; }
   int threads_;
-  const Observer* observer_;
-  const bool* observe_subgraphs_;
+  const Observation* observation_;
   Backend* backend_;
   std::unordered_set<const ir::Node*> placed_;
 };
@@ -231,7 +238,10 @@ class Planner {
     }
     for (const auto& vi : g.outputs) p->output_slots.push_back(resolve(*p, vi.value));
     p->constants.resize(static_cast<size_t>(p->n_slots));
-    if (!backend_) plan_epilogues(*p);
+    if (!backend_) {
+      plan_epilogues(*p);
+      plan_quantized_convs(*p);
+    }
     compute_lifetimes(*p);
     return p;
   }
@@ -331,10 +341,7 @@ class Planner {
           auto& list = readers[static_cast<size_t>(r.slot)];
           if (list.empty() || list.back() != i) list.push_back(i);
         }
-    std::vector<bool> pinned(static_cast<size_t>(p.n_slots), false);
-    for (const auto& r : p.output_slots)
-      if (r.up == 0 && r.slot >= 0) pinned[static_cast<size_t>(r.slot)] = true;
-    for (const auto& [g, sub] : p.subplans) mark_outer_uses(*sub, 1, pinned);
+    const std::vector<bool> pinned = pinned_slots(p);
     const auto local = [&](const Step& st, size_t i) { return i < st.inputs.size() && st.inputs[i].up == 0 ? st.inputs[i].slot : -1; };
     // Constant values known now: initializers, and Constant nodes' `value` tensors (exporters
     // such as Paddle's write BatchNormalization's parameters as Constant nodes).
@@ -457,6 +464,95 @@ class Planner {
       conv.fused_output = slot;
       conv.fused_op_type = conv.node->op_type;
       for (size_t a : conv.absorbed) conv.fused_op_type += "+" + p.steps[a].node->op_type;
+    }
+  }
+
+  /// Slots whose values must exist as they are: graph outputs and values subgraphs read.
+  static std::vector<bool> pinned_slots(const GraphPlan& p) {
+    std::vector<bool> pinned(static_cast<size_t>(p.n_slots), false);
+    for (const auto& r : p.output_slots)
+      if (r.up == 0 && r.slot >= 0) pinned[static_cast<size_t>(r.slot)] = true;
+    for (const auto& [g, sub] : p.subplans) mark_outer_uses(*sub, 1, pinned);
+    return pinned;
+  }
+
+  /// Runs each float Conv of a QDQ model whose data and weight are DequantizeLinear outputs (8-bit
+  /// data with one scale; constant 8-bit weights with one scale or one per output channel) as
+  /// an integer convolution of the quantized tensors (cpu::conv_from_quantized, the sums exact).
+  /// The DequantizeLinear outputs nothing else reads are then not computed (Step::unread).
+  static void plan_quantized_convs(GraphPlan& p) {
+    std::vector<int> producer(static_cast<size_t>(p.n_slots), -1);
+    for (size_t i = 0; i < p.steps.size(); ++i)
+      for (int o : p.steps[i].outputs)
+        if (o >= 0) producer[static_cast<size_t>(o)] = static_cast<int>(i);
+    const auto local = [](const Step& st, size_t i) {
+      return i < st.inputs.size() && st.inputs[i].up == 0 ? st.inputs[i].slot : -1;
+    };
+    const auto initializer = [&](const Step& st, size_t i) -> const Tensor* {
+      const int slot = local(st, i);
+      return slot >= 0 && p.constants[static_cast<size_t>(slot)].is_tensor() ? &p.constants[static_cast<size_t>(slot)].tensor
+                                                                              : nullptr;
+    };
+    const auto given = [](const Step& st, size_t i) { return i < st.inputs.size() && st.inputs[i].slot >= 0; };
+    const auto is_op = [](const Step& st, const char* type) {
+      return st.node->op_type == type && (st.node->domain.empty() || st.node->domain == "ai.onnx");
+    };
+    // The DequantizeLinear (one scale per tensor or per axis, not blocked) producing input i.
+    const auto dequantized = [&](const Step& st, size_t i) -> Step* {
+      const int slot = local(st, i);
+      if (slot < 0 || producer[static_cast<size_t>(slot)] < 0) return nullptr;
+      Step& d = p.steps[static_cast<size_t>(producer[static_cast<size_t>(slot)])];
+      if (!is_op(d, "DequantizeLinear") || d.outputs.size() != 1 || d.inputs.size() < 2) return nullptr;
+      if (const ir::Attribute* b = d.node->attr("block_size"); b && b->i != 0) return nullptr;
+      return &d;
+    };
+    const auto is_8bit = [](DataType t) { return t == DataType::kUInt8 || t == DataType::kInt8; };
+    std::vector<size_t> rewired;  // the DequantizeLinear steps some Conv no longer reads
+    for (Step& conv : p.steps) {
+      if (!is_op(conv, "Conv") || conv.constant || conv.inputs.size() < 2 || conv.outputs.size() != 1) continue;
+      Step* dx = dequantized(conv, 0);
+      Step* dw = dequantized(conv, 1);
+      if (!dx || !dw || dx->constant || !dw->constant) continue;
+      // x: 8-bit (its zero point's type, which the spec makes x's, or its declared type).
+      const Tensor* xs = initializer(*dx, 1);
+      const Tensor* xz = initializer(*dx, 2);
+      if (!xs || xs->dtype() != DataType::kFloat || xs->size() != 1 || (given(*dx, 2) && !xz)) continue;
+      const ir::Value* xq = dx->node->input(0);
+      const DataType xt = xz ? xz->dtype() : xq && xq->type.is_tensor() ? xq->type.data_type() : DataType::kUndefined;
+      if (!is_8bit(xt)) continue;
+      // w: constant, 8-bit, rank 3 or more; one scale, or one per output channel (axis 0).
+      const Tensor* wq = initializer(*dw, 0);
+      const Tensor* ws = initializer(*dw, 1);
+      const Tensor* wz = initializer(*dw, 2);
+      if (!wq || !is_8bit(wq->dtype()) || wq->rank() < 3 || !ws || ws->dtype() != DataType::kFloat) continue;
+      if (given(*dw, 2) && (!wz || wz->dtype() != wq->dtype() || wz->size() != ws->size())) continue;
+      const int64_t m = wq->dim(0);
+      if (ws->size() != 1) {
+        int64_t axis = 1;
+        if (const ir::Attribute* a = dw->node->attr("axis")) axis = a->i;
+        if (axis < 0) axis += static_cast<int64_t>(wq->rank());
+        if (ws->size() != m || axis != 0) continue;
+      }
+      // Exact int32 sums: each term is at most 255^2 in magnitude.
+      if (wq->size() / std::max<int64_t>(m, 1) > (int64_t{1} << 31) / (255 * 255)) continue;
+      const SlotRef none;
+      conv.inputs = {dx->inputs[0], dx->inputs[1], given(*dx, 2) ? dx->inputs[2] : none,
+                     dw->inputs[0], dw->inputs[1], given(*dw, 2) ? dw->inputs[2] : none,
+                     given(conv, 2) ? conv.inputs[2] : none};
+      conv.fn = cpu::conv_from_quantized;
+      conv.label = "Conv(int8)";
+      if (!conv.fused_op_type.empty()) conv.fused_op_type.replace(0, 4, conv.label);
+      rewired.push_back(static_cast<size_t>(dx - p.steps.data()));
+      rewired.push_back(static_cast<size_t>(dw - p.steps.data()));
+    }
+    if (rewired.empty()) return;
+    std::vector<bool> read = pinned_slots(p);
+    for (const Step& st : p.steps)
+      for (const SlotRef& r : st.inputs)
+        if (r.up == 0 && r.slot >= 0) read[static_cast<size_t>(r.slot)] = true;
+    for (size_t i : rewired) {
+      Step& d = p.steps[i];
+      if (d.outputs[0] >= 0 && !read[static_cast<size_t>(d.outputs[0])]) d.unread = true;
     }
   }
 
@@ -608,15 +704,29 @@ void Executor::execute(const GraphPlan& plan, Frame& frame) {
   if (on_device && frame.device.size() != frame.slots.size()) frame.device.assign(frame.slots.size(), nullptr);
   static const Value kNone;
   const bool timed = profiler != nullptr && frame.parent == nullptr;
-  // Fused activations run only where nothing watches the values between them (calibration
-  // observes every tensor) and the nodes run on the CPU.
-  const bool fuse = !on_device && !(observer_ && *observer_);
+  const Observation& observation = *observation_;
+  const bool observing = observation.active() && (frame.parent == nullptr || observation.subgraphs);
+  const auto wanted = [&](const ir::Value* v) { return observing && v && observation.wanted(*v); };
   std::vector<bool> skipped;  // steps whose work a fused Conv did in this run
   for (size_t si = 0; si < plan.steps.size(); ++si) {
     const Step& step = plan.steps[si];
-    if (!skipped.empty() && skipped[si]) {
+    const bool requested_here = step.unread && frame.parent == nullptr && requested.count(step.node->output(0));
+    if ((!skipped.empty() && skipped[si]) || (step.unread && !requested_here && !wanted(step.node->output(0)))) {
       for (int s : step.release_after) frame.slots[static_cast<size_t>(s)] = kNone;
       continue;
+    }
+    // Fused activations run only where nothing watches the values between them (calibration
+    // observes every tensor) and the nodes run on the CPU.
+    const Epilogue* epilogue = nullptr;
+    const ir::Value* fused_value = nullptr;  // the chain's last value
+    if (!on_device && step.epilogue) {
+      bool watched = wanted(step.node->output(0));
+      for (size_t a : step.absorbed) {
+        const Step& link = plan.steps[a];
+        if (link.outputs[0] == step.fused_output) fused_value = link.node->output(0);
+        else watched = watched || wanted(link.node->output(0));
+      }
+      if (!watched) epilogue = step.epilogue.get();
     }
     std::vector<Value> outputs(step.outputs.size());
     std::vector<DeviceTensorPtr> device_outputs;
@@ -637,17 +747,19 @@ void Executor::execute(const GraphPlan& plan, Frame& frame) {
         placement.cpu_nodes.push_back({step.node, std::string("no ") + backend_->api_name() + " kernel"});
     }
     bool fused = false;
-    if (!ran) fused = run_on_cpu(step, frame, outputs, fuse ? step.epilogue.get() : nullptr);
+    if (!ran) fused = run_on_cpu(step, frame, outputs, epilogue);
     if (fused) {
       // The Conv's output is the chain's last value; the chain's own steps are done.
       if (skipped.empty()) skipped.assign(plan.steps.size(), false);
       for (size_t a : step.absorbed) skipped[a] = true;
       frame.slots[static_cast<size_t>(step.fused_output)] = std::move(outputs[0]);
       outputs[0] = Value();
+      if (wanted(fused_value))
+        observation.observer(*fused_value, frame.slots[static_cast<size_t>(step.fused_output)]);
     }
     if (timed && !step.constant) {
       const size_t event =
-          profiler->record(*step.node, ran, start, Profiler::Clock::now(), fused ? step.fused_op_type : std::string());
+          profiler->record(*step.node, ran, start, Profiler::Clock::now(), fused ? step.fused_op_type : step.label);
       if (device_timed && ran)
         backend_->end_timed([profiler = profiler, event](int64_t ns) { profiler->set_device_time(event, ns); });
     }
@@ -656,9 +768,10 @@ void Executor::execute(const GraphPlan& plan, Frame& frame) {
       const auto slot = static_cast<size_t>(step.outputs[i]);
       frame.slots[slot] = std::move(outputs[i]);
       if (on_device) frame.device[slot] = ran ? device_outputs[i] : nullptr;
-      if (observer_ && *observer_ && (frame.parent == nullptr || *observe_subgraphs_))
-        (*observer_)(*step.node->output(i), host(frame, SlotRef{0, static_cast<int>(slot)}));
+      if (wanted(step.node->output(i))) observation.observer(*step.node->output(i), host(frame, SlotRef{0, static_cast<int>(slot)}));
     }
+    // An unread value was computed for the observer: nothing else holds on to it.
+    if (step.unread && !requested_here && step.outputs[0] >= 0) frame.slots[static_cast<size_t>(step.outputs[0])] = kNone;
     for (int s : step.release_after) {
       frame.slots[static_cast<size_t>(s)] = kNone;
       if (on_device) frame.device[static_cast<size_t>(s)] = nullptr;
@@ -856,7 +969,7 @@ Session::Session(ir::Model& model, SessionOptions options) : model_(model), opti
   if (threads <= 0) threads = 1;
 #endif
   options_.threads = threads;
-  executor_ = std::make_unique<Executor>(threads, &observer_, &observe_subgraphs_, backend_.get());
+  executor_ = std::make_unique<Executor>(threads, &observation_, backend_.get());
   executor_->keep_constants = options_.keep_constants;
   for (const auto& vi : model.graph->inputs)
     if (!vi.value->is_initializer()) inputs_.push_back(&vi);
@@ -942,6 +1055,9 @@ std::vector<Value> Session::run(const std::map<std::string, Value>& feeds,
   } thread_count(options_.threads);
 #endif
   executor_->begin_run();
+  executor_->requested.clear();
+  for (const auto& name : output_names)
+    if (const ir::Value* v = g.find(name)) executor_->requested.insert(v);
   executor_->execute(*plan_, frame);
   std::vector<Value> out;
   if (output_names.empty()) {

@@ -40,6 +40,18 @@ struct Placement {
 /// Called with every value a node of the main graph produces (calibration, per-layer compare),
 /// and of the subgraphs too when asked (each run of a Loop body calls it again).
 using Observer = std::function<void(const ir::Value& value, const Value& produced)>;
+/// Which values an observer needs (by default all): the others may be fused away or never
+/// computed (the dequantized tensors only integer convolutions read).
+using ObserverFilter = std::function<bool(const ir::Value& value)>;
+
+/// An observer as the session holds it.
+struct Observation {
+  Observer observer;
+  bool subgraphs = false;
+  ObserverFilter wants;
+  bool active() const { return static_cast<bool>(observer); }
+  bool wanted(const ir::Value& v) const { return observer && (!wants || wants(v)); }
+};
 
 struct GraphPlan;
 class Profiler;
@@ -78,9 +90,10 @@ class Session {
   /// must outlive its use.
   void set_profiler(Profiler* profiler);
 
-  void set_observer(Observer observer, bool subgraphs = false) {
-    observer_ = std::move(observer);
-    observe_subgraphs_ = subgraphs;
+  /// Calls `observer` with each value `wants` accepts (nullptr: all of them) as it is produced;
+  /// an empty observer stops it.
+  void set_observer(Observer observer, bool subgraphs = false, ObserverFilter wants = nullptr) {
+    observation_ = Observation{std::move(observer), subgraphs, std::move(wants)};
   }
 
  private:
@@ -91,8 +104,7 @@ class Session {
   std::unique_ptr<Executor> executor_;
   std::vector<const ir::ValueInfo*> inputs_;
   std::vector<const ir::ValueInfo*> outputs_;
-  Observer observer_;
-  bool observe_subgraphs_ = false;
+  Observation observation_;
 };
 
 /// Converts a stored tensor (initializer, Constant, test data) to a runtime tensor; raw and

@@ -16,6 +16,7 @@
 
 #include "runner/cpu/conv_gemm.h"
 #include "runner/cpu/gemm_int.h"
+#include "runner/profile.h"
 #include "tests/kernel_test_util.h"
 
 namespace onnxtool {
@@ -763,6 +764,79 @@ TEST_CASE("ConvInteger: strides, dilations, padding, groups, depthwise, 1x1, 1-D
   // Deep enough for several output tiles and weight register tiles, with odd channel counts.
   check_conv_integer<uint8_t, uint8_t>({1, 67, 19, 23}, {21, 67, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}});
   check_conv_integer<uint8_t, uint8_t>({1, 130, 37, 41}, {19, 130, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}});
+}
+
+/// A QDQ model's Conv: DequantizeLinear(x) and DequantizeLinear(constant w, per output channel)
+/// into a float Conv (and a Relu after it), which the session runs as an integer convolution.
+/// Checked against the double convolution of the dequantized tensors, with 1 and 3 threads
+/// giving the same bytes, and the profile naming the integer kernel.
+template <class TX, class TW>
+void check_qdq_conv(const std::vector<int64_t>& xs, const std::vector<int64_t>& ws, const ConvSpec& s, bool relu,
+                    bool dequantized_output) {
+  const DataType tx = std::is_signed_v<TX> ? DataType::kInt8 : DataType::kUInt8;
+  const DataType tw = std::is_signed_v<TW> ? DataType::kInt8 : DataType::kUInt8;
+  const int64_t xlo = std::is_signed_v<TX> ? -128 : 0, wlo = std::is_signed_v<TW> ? -128 : 0, m = ws[0];
+  const Tensor x = random_ints<TX>(tx, xs, xlo, xlo + 255), w = random_ints<TW>(tw, ws, wlo, wlo + 255);
+  const Tensor xz = scalar_of<TX>(tx, static_cast<TX>(xlo + 93));
+  const Tensor wz = random_ints<TW>(tw, {m}, wlo + 100, wlo + 155);
+  const Tensor xscale = scalar_float(0.0371f), b = random_float({m});
+  Tensor wscale(DataType::kFloat, {m});
+  for (int64_t i = 0; i < m; ++i) wscale.mutable_data<float>()[i] = 0.002f * static_cast<float>(i + 3);
+  // The dequantized tensors as DequantizeLinear computes them (float), then the reference.
+  const int64_t per_m = w.size() / m;
+  Tensor xf(DataType::kFloat, xs), wf(DataType::kFloat, ws);
+  for (int64_t i = 0; i < x.size(); ++i) xf.mutable_data<float>()[i] = static_cast<float>(x.data<TX>()[i] - (xlo + 93)) * 0.0371f;
+  for (int64_t i = 0; i < w.size(); ++i)
+    wf.mutable_data<float>()[i] = static_cast<float>(w.data<TW>()[i] - wz.data<TW>()[i / per_m]) * wscale.data<float>()[i / per_m];
+  std::vector<int64_t> shape;
+  auto want = conv_reference(xf, wf, &b, s, &shape);
+  if (relu)
+    for (double& v : want) v = std::max(v, 0.0);
+
+  ir::Model model = empty_model(13);
+  ir::Graph& g = *model.graph;
+  const auto init = [&](const std::string& name, const Tensor& t) {
+    return g.add_initializer(ir::make_tensor(name, t.dtype(), t.shape(), t.raw(), t.bytes()));
+  };
+  ir::Shape xshape;
+  for (int64_t d : xs) xshape.dims.push_back(ir::Dim::of(d));
+  ir::Value* xq = g.add_input("xq", ir::TypeInfo::tensor(tx, xshape)).value;
+  ir::Node* dx = g.add_node("DequantizeLinear", {xq, init("xs", xscale), init("xz", xz)}, {"x"});
+  ir::Node* dw = g.add_node("DequantizeLinear", {init("wq", w), init("wscale", wscale), init("wz", wz)}, {"w"});
+  dw->set_attr(ir::Attribute::make_int("axis", 0));
+  ir::Node* conv = g.add_node("Conv", {dx->output(0), dw->output(0), init("b", b)}, {"c"}, "", "conv");
+  for (const Attr& a : conv_attrs(s)) conv->set_attr(a.make());
+  ir::Value* y = conv->output(0);
+  if (relu) y = g.add_node("Relu", {y}, {"y"})->output(0);
+  g.add_output(y, std::nullopt);
+  if (dequantized_output) g.add_output(dx->output(0), std::nullopt);
+  std::map<std::string, Value> feeds{{"xq", Value::of(x)}};
+  std::vector<std::vector<uint8_t>> bytes;
+  for (int threads : {1, 3}) {
+    runner::SessionOptions o;
+    o.threads = threads;
+    runner::Session session(model, o);
+    runner::Profiler profiler;
+    session.set_profiler(&profiler);
+    const auto out = session.run(feeds);
+    REQUIRE(out[0].tensor.shape() == shape);
+    check_near(out[0].tensor, want, 1e-6);
+    const auto* p = static_cast<const uint8_t*>(out[0].tensor.raw());
+    bytes.emplace_back(p, p + out[0].tensor.bytes());
+    std::string ran;
+    for (const auto& e : profiler.events()) ran += e.op_type + ";";
+    CHECK(ran == std::string(relu ? "Conv(int8)+Relu;" : "Conv(int8);").insert(0, dequantized_output ? "DequantizeLinear;" : ""));
+    if (dequantized_output) check_same(out[1].tensor, xf);
+  }
+  CHECK(bytes[0] == bytes[1]);
+}
+
+TEST_CASE("QDQ Conv: DequantizeLinear -> Conv runs as an integer convolution of the quantized tensors") {
+  check_qdq_conv<uint8_t, int8_t>({1, 6, 11, 13}, {8, 6, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}}, true, false);
+  check_qdq_conv<int8_t, int8_t>({2, 6, 11, 13}, {9, 2, 3, 3}, {{2, 1}, {1, 2}, {1, 2}, {2, 0}, 3}, false, false);
+  check_qdq_conv<uint8_t, uint8_t>({1, 4, 10, 9}, {4, 1, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 4}, true, true);  // depthwise
+  check_qdq_conv<int8_t, uint8_t>({1, 70, 19, 23}, {21, 70, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, false, true);  // pointwise
+  check_qdq_conv<uint8_t, int8_t>({1, 3, 23}, {5, 3, 4}, {{2}, {3}, {3}, {1}}, true, false);  // 1-D
 }
 
 /// Requantization as the spec defines it: round half to even, add the zero point, saturate.

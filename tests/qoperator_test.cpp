@@ -112,10 +112,9 @@ Feeds random_feeds(const ir::Model& m, uint32_t seed) {
 void quantize_qdq(ir::Model& m, quant::QuantizeOptions o) {
   o.mode = quant::Mode::kStatic;
   o.format = quant::Format::kQdq;
-  uint32_t sample = 0;
-  quant::quantize_static(m, o, [&](Feeds& feeds) {
+  quant::quantize_static(m, o, [&](size_t sample, Feeds& feeds) {
     if (sample == 8) return false;
-    feeds = random_feeds(m, 100 + sample++);
+    feeds = random_feeds(m, 100 + static_cast<uint32_t>(sample));
     return true;
   });
 }

@@ -310,11 +310,10 @@ TEST_SUITE("quant") {
     quant::QuantizeOptions o;
     o.mode = quant::Mode::kStatic;
     o.error_samples = 2;
-    std::mt19937 rng(5);
     std::uniform_real_distribution<float> dist(-10, 10);
-    int samples = 0;
-    const auto report = quant::quantize_static(m, o, [&](std::map<std::string, runner::Value>& feeds) {
-      if (samples++ == 4) return false;
+    const auto report = quant::quantize_static(m, o, [&](size_t sample, std::map<std::string, runner::Value>& feeds) {
+      if (sample == 4) return false;
+      std::mt19937 rng(5 + static_cast<uint32_t>(sample));
       Tensor t(ir::DataType::kFloat, {1, 2, 6, 6});
       for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<float>()[i] = dist(rng);
       feeds["x"] = runner::Value::of(t);

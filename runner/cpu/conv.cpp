@@ -487,18 +487,27 @@ void conv_transpose(KernelContext& ctx) {
 
 // ---------------------------------------------------------------- integer convolutions
 
-/// Integer convolution with zero points (x: scalar; w: scalar or per output channel) into y
+/// An integer convolution's weights with their zero points (scalar or per output channel),
+/// packed for the integer GEMM (int_gemm_pack_a): M rows of int_gemm_a_stride(C / group x kernel).
+std::vector<int16_t> pack_conv_weights(const ConvGeometry& g, const Tensor& w, const std::vector<int32_t>& w_zero) {
+  const int64_t depth = g.c / g.group * g.kernel_size();
+  std::vector<int16_t> packed(static_cast<size_t>(g.m * int_gemm_a_stride(depth)));
+  int_gemm_pack_a(g.m, depth, Int8Matrix{w.raw(), w.dtype() == DataType::kInt8, depth}, w_zero.data(), packed.data());
+  return packed;
+}
+
+/// Integer convolution with x's zero point and packed weights (pack_conv_weights) into y
 /// [N, M, O...], int32 sums wrapping modulo 2^32: the integer GEMM of the packed weights of each
 /// group by the packed im2col of tiles of output positions (no im2col for 1x1 stride-1 unpadded
-/// kernels), one tile per task, so that memory stays bounded for large images.
-template <class T>
-void conv_integer_compute(const ConvGeometry& g, const T* x, const Tensor& w, int32_t x_zero, const std::vector<int32_t>& w_zero,
-                          int32_t* y) {
+/// kernels), one tile per task, so that memory stays bounded for large images. After each tile,
+/// `finish(n, m0, rows, o0, cols)` may rewrite its sums in place while they are in cache:
+/// channels [m0, m0 + rows) of image n, positions [o0, o0 + cols).
+template <class T, class Finish>
+void conv_integer_compute(const ConvGeometry& g, const T* x, const int16_t* pw, int32_t x_zero, int32_t* y,
+                          const Finish& finish) {
   const int64_t cg = g.c / g.group, mg = g.m / g.group;
   const int64_t ksize = g.kernel_size(), osize = g.out_size(), isize = g.in_size();
   const int64_t depth = cg * ksize, wstride = int_gemm_a_stride(depth);
-  std::vector<int16_t> pw(static_cast<size_t>(g.m * wstride));
-  int_gemm_pack_a(g.m, depth, Int8Matrix{w.raw(), w.dtype() == DataType::kInt8, depth}, w_zero.data(), pw.data());
   const bool pointwise = is_pointwise(g);
   // Tiles of output positions: whole B panels, the 8-bit im2col tile about 512 KB (the packed
   // one about as large, read once per register tile of weight rows), at least two panels so
@@ -525,7 +534,8 @@ void conv_integer_compute(const ConvGeometry& g, const T* x, const Tensor& w, in
         im2col_range(g, xg, cg, o0, o0 + cols, col.data(), static_cast<T>(x_zero));
         int_gemm_pack_b(depth, cols, Int8Matrix{col.data(), is_signed, cols}, zeros.data(), packed.data());
       }
-      int_gemm_packed(mg, cols, depth, pw.data() + gi * mg * wstride, packed.data(), y + (n * g.m + gi * mg) * osize + o0, osize);
+      int_gemm_packed(mg, cols, depth, pw + gi * mg * wstride, packed.data(), y + (n * g.m + gi * mg) * osize + o0, osize);
+      finish(n, gi * mg, mg, o0, cols);
     }
   });
 }
@@ -533,8 +543,10 @@ void conv_integer_compute(const ConvGeometry& g, const T* x, const Tensor& w, in
 /// ConvInteger / QLinearConv's int32 sums for either type of x.
 void conv_integer_sums(const ConvGeometry& g, const Tensor& x, const Tensor& w, int32_t x_zero, const std::vector<int32_t>& w_zero,
                        int32_t* y) {
-  if (x.dtype() == DataType::kInt8) conv_integer_compute(g, x.data<int8_t>(), w, x_zero, w_zero, y);
-  else conv_integer_compute(g, x.data<uint8_t>(), w, x_zero, w_zero, y);
+  const std::vector<int16_t> pw = pack_conv_weights(g, w, w_zero);
+  const auto none = [](int64_t, int64_t, int64_t, int64_t, int64_t) {};
+  if (x.dtype() == DataType::kInt8) conv_integer_compute(g, x.data<int8_t>(), pw.data(), x_zero, y, none);
+  else conv_integer_compute(g, x.data<uint8_t>(), pw.data(), x_zero, y, none);
 }
 
 std::vector<int32_t> per_channel_ints(const KernelContext& ctx, size_t input, int64_t m, const char* what) {
@@ -562,14 +574,22 @@ void check_zero_point(const KernelContext& ctx, size_t input, const Tensor& oper
              type_name(ctx.input(input).dtype()));
 }
 
+/// The geometry of an integer convolution of inputs x and w (8-bit), after checking their types
+/// and their zero points' (inputs xz and wz, when given).
+ConvGeometry integer_conv_geometry(const KernelContext& ctx, size_t xi, size_t xz, size_t wi, size_t wz) {
+  const Tensor& x = ctx.input(xi);
+  const Tensor& w = ctx.input(wi);
+  check_int8(ctx, x, "x");
+  check_int8(ctx, w, "w");
+  check_zero_point(ctx, xz, x, "x_zero_point");
+  check_zero_point(ctx, wz, w, "w_zero_point");
+  return conv_geometry(ctx, x, w);
+}
+
 void conv_integer(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(1);
-  check_int8(ctx, x, "x");
-  check_int8(ctx, w, "w");
-  check_zero_point(ctx, 2, x, "x_zero_point");
-  check_zero_point(ctx, 3, w, "w_zero_point");
-  const ConvGeometry g = conv_geometry(ctx, x, w);
+  const ConvGeometry g = integer_conv_geometry(ctx, 0, 2, 1, 3);
   const int32_t xz = ctx.has_input(2) ? int_at(ctx.input(2), 0) : 0;
   const auto wz = per_channel_ints(ctx, 3, g.m, "w_zero_point");
   std::vector<int64_t> shape{g.n, g.m};
@@ -581,12 +601,8 @@ void conv_integer(KernelContext& ctx) {
 void qlinear_conv(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& w = ctx.input(3);
-  check_int8(ctx, x, "x");
-  check_int8(ctx, w, "w");
   const Tensor& yz = ctx.input(7);
-  check_zero_point(ctx, 2, x, "x_zero_point");
-  check_zero_point(ctx, 5, w, "w_zero_point");
-  const ConvGeometry g = conv_geometry(ctx, x, w);
+  const ConvGeometry g = integer_conv_geometry(ctx, 0, 2, 3, 5);
   const float xs = ctx.input(1).data<float>()[0];
   const int32_t xz = int_at(ctx.input(2), 0);
   const Tensor& wst = ctx.input(4);
@@ -615,7 +631,66 @@ void qlinear_conv(KernelContext& ctx) {
   }
 }
 
+/// Packed weights of conv_from_quantized, kept between runs (the weights are constants).
+struct QuantizedConvState {
+  const void* source = nullptr;
+  std::vector<int16_t> packed;
+};
+
 }  // namespace
+
+void conv_from_quantized(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& w = ctx.input(3);
+  const ConvGeometry g = integer_conv_geometry(ctx, 0, 2, 3, 5);
+  const Tensor& xs = ctx.input(1);
+  if (xs.dtype() != DataType::kFloat || xs.size() != 1) ctx.fail("x_scale must be one float32 value");
+  const int32_t xz = ctx.has_input(2) ? int_at(ctx.input(2), 0) : 0;
+  const Tensor& wst = ctx.input(4);
+  if (wst.dtype() != DataType::kFloat || (wst.size() != 1 && wst.size() != g.m))
+    ctx.fail("w_scale must hold 1 or " + std::to_string(g.m) + " float32 values");
+  const float* bias = nullptr;
+  if (ctx.has_input(6)) {
+    const Tensor& b = ctx.input(6);
+    if (b.dtype() != DataType::kFloat || b.size() != g.m) ctx.fail("B must hold " + std::to_string(g.m) + " float32 values");
+    bias = b.data<float>();
+  }
+  // The product of the two scales once per channel, in double: each output is its exact
+  // integer sum scaled, rounded once to float, plus the bias.
+  std::vector<double> multiplier(static_cast<size_t>(g.m));
+  for (int64_t m = 0; m < g.m; ++m)
+    multiplier[static_cast<size_t>(m)] = double{xs.data<float>()[0]} * wst.data<float>()[wst.size() == 1 ? 0 : m];
+  auto& state = ctx.state<QuantizedConvState>();
+  if (state.source != w.raw() || state.packed.empty()) {
+    state.packed = pack_conv_weights(g, w, per_channel_ints(ctx, 5, g.m, "w_zero_point"));
+    state.source = w.raw();
+  }
+  std::vector<int64_t> shape{g.n, g.m};
+  shape.insert(shape.end(), g.out.begin(), g.out.end());
+  Tensor& y = ctx.output(0, DataType::kFloat, shape);
+  // The sums are written where their floats go, then replaced tile by tile.
+  auto* out = static_cast<unsigned char*>(y.mutable_raw());
+  const Epilogue* ep = ctx.epilogue() && ctx.epilogue()->fits(g.m) ? ctx.epilogue() : nullptr;
+  const int64_t osize = g.out_size();
+  const auto finish = [&](int64_t n, int64_t m0, int64_t rows, int64_t o0, int64_t cols) {
+    for (int64_t m = m0; m < m0 + rows; ++m) {
+      unsigned char* row = out + ((n * g.m + m) * osize + o0) * 4;
+      const double k = multiplier[static_cast<size_t>(m)];
+      const float b = bias ? bias[m] : 0.0f;
+      for (int64_t i = 0; i < cols; ++i) {
+        int32_t a;
+        std::memcpy(&a, row + i * 4, 4);
+        const float v = static_cast<float>(a * k) + b;
+        std::memcpy(row + i * 4, &v, 4);
+      }
+      if (ep) ep->apply(reinterpret_cast<float*>(row), m, cols);  // the bytes are floats now
+    }
+  };
+  auto* sums = reinterpret_cast<int32_t*>(out);
+  if (x.dtype() == DataType::kInt8) conv_integer_compute(g, x.data<int8_t>(), state.packed.data(), xz, sums, finish);
+  else conv_integer_compute(g, x.data<uint8_t>(), state.packed.data(), xz, sums, finish);
+  if (ep) ctx.epilogue_applied();
+}
 
 void register_conv_kernels(KernelRegistry& r) {
   r.add("", "Conv", 1, kMaxOpset, conv);

@@ -28,4 +28,14 @@ void register_attention_kernels(KernelRegistry& registry);
 void register_image_kernels(KernelRegistry& registry);
 void register_string_kernels(KernelRegistry& registry);
 
+/// A float Conv of a QDQ model run on the quantized tensors its DequantizeLinear nodes read
+/// (the session plans it: runner/session.cpp). Inputs: x (uint8/int8), x_scale (one float),
+/// x_zero_point (optional), w (uint8/int8 constant), w_scale (1 or M floats), w_zero_point
+/// (optional, 1 or M), B (optional, M floats); the node's attributes are the Conv's. Each output
+/// is the exact integer sum of (x - x_zero_point)(w - w_zero_point), times x_scale x w_scale in
+/// double, rounded once to float, plus B: what the float Conv of the dequantized tensors
+/// computes up to its own rounding (it rounds each product and partial sum), and what integer
+/// runtimes compute.
+void conv_from_quantized(KernelContext& ctx);
+
 }  // namespace onnxtool::runner::cpu
