@@ -109,8 +109,9 @@ class Executor {
   Profiler* profiler = nullptr;
   /// SessionOptions::keep_constants.
   bool keep_constants = true;
-  /// Values of the main graph the caller of this run asked for by name (Session::run).
-  std::unordered_set<const ir::Value*> requested;
+  /// Slots of the main graph the caller of this run asked for by name (Session::run): computed
+  /// and kept to the end of the run.
+  std::vector<bool> requested;
 
  private:
   bool run_on_device(const Step& step, Frame& frame, std::vector<Value>& outputs,
@@ -710,9 +711,13 @@ void Executor::execute(const GraphPlan& plan, Frame& frame) {
   std::vector<bool> skipped;  // steps whose work a fused Conv did in this run
   for (size_t si = 0; si < plan.steps.size(); ++si) {
     const Step& step = plan.steps[si];
-    const bool requested_here = step.unread && frame.parent == nullptr && requested.count(step.node->output(0));
+    const auto kept = [&](int slot) {
+      return frame.parent == nullptr && slot >= 0 && static_cast<size_t>(slot) < requested.size() && requested[static_cast<size_t>(slot)];
+    };
+    const bool requested_here = step.unread && kept(step.outputs[0]);
     if ((!skipped.empty() && skipped[si]) || (step.unread && !requested_here && !wanted(step.node->output(0)))) {
-      for (int s : step.release_after) frame.slots[static_cast<size_t>(s)] = kNone;
+      for (int s : step.release_after)
+        if (!kept(s)) frame.slots[static_cast<size_t>(s)] = kNone;
       continue;
     }
     // Fused activations run only where nothing watches the values between them (calibration
@@ -720,11 +725,11 @@ void Executor::execute(const GraphPlan& plan, Frame& frame) {
     const Epilogue* epilogue = nullptr;
     const ir::Value* fused_value = nullptr;  // the chain's last value
     if (!on_device && step.epilogue) {
-      bool watched = wanted(step.node->output(0));
+      bool watched = wanted(step.node->output(0)) || kept(step.outputs[0]);
       for (size_t a : step.absorbed) {
         const Step& link = plan.steps[a];
         if (link.outputs[0] == step.fused_output) fused_value = link.node->output(0);
-        else watched = watched || wanted(link.node->output(0));
+        else watched = watched || wanted(link.node->output(0)) || kept(link.outputs[0]);
       }
       if (!watched) epilogue = step.epilogue.get();
     }
@@ -773,6 +778,7 @@ void Executor::execute(const GraphPlan& plan, Frame& frame) {
     // An unread value was computed for the observer: nothing else holds on to it.
     if (step.unread && !requested_here && step.outputs[0] >= 0) frame.slots[static_cast<size_t>(step.outputs[0])] = kNone;
     for (int s : step.release_after) {
+      if (kept(s)) continue;
       frame.slots[static_cast<size_t>(s)] = kNone;
       if (on_device) frame.device[static_cast<size_t>(s)] = nullptr;
     }
@@ -1055,9 +1061,10 @@ std::vector<Value> Session::run(const std::map<std::string, Value>& feeds,
   } thread_count(options_.threads);
 #endif
   executor_->begin_run();
-  executor_->requested.clear();
+  executor_->requested.assign(output_names.empty() ? 0 : static_cast<size_t>(plan_->n_slots), false);
   for (const auto& name : output_names)
-    if (const ir::Value* v = g.find(name)) executor_->requested.insert(v);
+    if (const ir::Value* v = g.find(name))
+      if (auto it = plan_->slots.find(v); it != plan_->slots.end()) executor_->requested[static_cast<size_t>(it->second)] = true;
   executor_->execute(*plan_, frame);
   std::vector<Value> out;
   if (output_names.empty()) {
@@ -1074,7 +1081,7 @@ std::vector<Value> Session::run(const std::map<std::string, Value>& feeds,
     if (it == plan_->slots.end()) throw_usage_error("the model has no value '" + name + "'");
     const Value& val = executor_->host(frame, SlotRef{0, it->second});
     if (val.kind == Value::Kind::kNone)
-      throw_usage_error("value '" + name + "' is not kept after its last use; ask for graph outputs");
+      throw_usage_error("value '" + name + "' was not computed (a value of a branch not taken, or an output no node fills)");
     out.push_back(val);
   }
   if (backend_) backend_->finish();

@@ -365,6 +365,11 @@ TEST_CASE("Conv 2-D: general, strided, dilated, padded, grouped, 1x1 and depthwi
   check_conv({1, 3, 11, 5}, {3, 1, 3, 3}, {{2, 1}, {1, 1}, {1, 1}, {0, 1}, 3}, false);
   check_conv({1, 2, 6, 64}, {2, 1, 3, 7}, {{1, 1}, {1, 1}, {1, 3}, {1, 3}, 2}, true);
   check_conv({1, 1, 7, 7}, {3, 1, 2, 2}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, true);        // one channel
+  // Rows of several register chunks (edge chunks masked, interior ones not), strides 1 and 2,
+  // 7 wide with a multiplier of 2; 17 wide (the loop over taps).
+  check_conv({1, 3, 6, 150}, {3, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 3}, true);
+  check_conv({1, 2, 8, 301}, {4, 1, 3, 7}, {{2, 2}, {1, 1}, {1, 3}, {1, 3}, 2}, false);
+  check_conv({1, 2, 5, 90}, {2, 1, 1, 17}, {{1, 1}, {1, 1}, {0, 8}, {0, 8}, 2}, true);
   // Large enough that the product is split over threads.
   check_conv({1, 16, 67, 69}, {24, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}}, true);
   // Stride 2 along rows of 70 and 77 (im2col reads every other column two vectors at a time,

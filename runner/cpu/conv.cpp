@@ -207,6 +207,8 @@ void conv_f32(const ConvGeometry& g, const float* x, const float* w, const float
   const int64_t halo_x = rank2 ? (g.kernel[1] - 1) * g.dilation[1] : 0, wp = rank2 ? g.out[1] + halo_x : 0;
   const bool padded = !pointwise && rank2 && g.stride[0] == 1 && g.stride[1] == 1 && halo_x * 8 <= wp;
   const int64_t halo_y = padded ? (g.kernel[0] - 1) * g.dilation[0] : 0;
+  // The activations the product applies in its registers, or else to each block after it.
+  const Epilogue* in_product = ep && conv_gemm_fuses(*ep) ? ep : nullptr;
   // Tasks: with threads, at least two per thread for products worth waking them for (four
   // million multiply-adds), all of about the same size so that the threads finish together.
   int threads = 1;
@@ -251,7 +253,7 @@ void conv_f32(const ConvGeometry& g, const float* x, const float* w, const float
       float* yg = y + (n * g.m + gi * mg + r0) * osize;
       const float* wg = w + (gi * mg + r0) * kdim;
       const float* gb = bias ? bias + gi * mg + r0 : nullptr;
-      int64_t p0 = 0, len = 0;
+      int64_t p_start = 0, p_len = 0;  // the block's output positions
       if (padded) {
         const int64_t ih = g.in[0], iw = g.in[1], ow = g.out[1], y0 = bi * block, ny = std::min(block, g.out[0] - y0);
         const int64_t in_rows = ny + halo_y, plane = in_rows * wp + halo_x, pl = g.pad_begin[1];
@@ -277,15 +279,14 @@ void conv_f32(const ConvGeometry& g, const float* x, const float* w, const float
             for (int64_t kx = 0; kx < g.kernel[1]; ++kx)
               rows[static_cast<size_t>(p++)] = c * plane + ky * g.dilation[0] * wp + kx * g.dilation[1];
         out.resize(static_cast<size_t>(mrows * ny * wp));
-        conv_gemm_f32(mrows, ny * wp, kdim, wg, kdim, buf.data(), rows.data(), out.data(), ny * wp, gb);
+        conv_gemm_f32(mrows, ny * wp, kdim, wg, kdim, buf.data(), rows.data(), out.data(), ny * wp, gb, in_product, gi * mg + r0);
         for (int64_t r = 0; r < mrows; ++r)
           for (int64_t yy = 0; yy < ny; ++yy)
             std::copy_n(out.data() + (r * ny + yy) * wp, ow, yg + r * osize + (y0 + yy) * ow);
-        p0 = y0 * ow;
-        len = ny * ow;
+        p_start = y0 * ow;
+        p_len = ny * ow;
       } else {
-        p0 = bi * block;
-        len = std::min(block, osize - p0);
+        const int64_t p0 = bi * block, len = std::min(block, osize - p0);
         const float* src = xg + p0;
         int64_t ld = isize;
         if (!pointwise) {
@@ -295,10 +296,12 @@ void conv_f32(const ConvGeometry& g, const float* x, const float* w, const float
           ld = len;
         }
         for (int64_t p = 0; p < kdim; ++p) rows[static_cast<size_t>(p)] = p * ld;
-        conv_gemm_f32(mrows, len, kdim, wg, kdim, src, rows.data(), yg + p0, osize, gb);
+        conv_gemm_f32(mrows, len, kdim, wg, kdim, src, rows.data(), yg + p0, osize, gb, in_product, gi * mg + r0);
+        p_start = p0;
+        p_len = len;
       }
-      if (ep)
-        for (int64_t r = 0; r < mrows; ++r) ep->apply(yg + r * osize + p0, gi * mg + r0 + r, len);
+      if (ep && !in_product)
+        for (int64_t r = 0; r < mrows; ++r) ep->apply(yg + r * osize + p_start, gi * mg + r0 + r, p_len);
     }
   });
 }

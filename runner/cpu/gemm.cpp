@@ -137,13 +137,25 @@ void gemm_f64(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, boo
 
 namespace {
 
-/// Splits each of the ih rows of a plane (iw floats) into its sw phases: row iy's phase q, at
-/// out + (iy * sw + q) * phase_len, holds columns q, q + sw, q + 2 sw... (A function of its own:
-/// in the kernel's lambda the sizes were reloaded from the captures after every store.)
-void split_phases(const float* xc, int64_t ih, int64_t iw, int64_t sw, int64_t phase_len, float* out) {
-  for (int64_t iy = 0; iy < ih; ++iy) {
+/// Input rows [r0, r1) of a plane split into their sw phases (phase q of a row: its columns q,
+/// q + sw, q + 2 sw...), each phase at `lead` in a row of `width` floats with zeros around it,
+/// so that every tap reads contiguous floats and no load leaves the buffer: phase q of input row
+/// iy starts at out + (iy * sw + q) * width + lead.
+void padded_phases(const float* xc, int64_t r0, int64_t r1, int64_t iw, int64_t sw, int64_t lead, int64_t width, float* out) {
+  const int64_t phase_len = (iw + sw - 1) / sw;
+  for (int64_t iy = r0; iy < r1; ++iy) {
     const float* xr = xc + iy * iw;
-    float* dst = out + iy * sw * phase_len;
+    float* dst = out + iy * sw * width + lead;
+    for (int64_t q = 0; q < sw; ++q) {
+      float* row = dst + q * width;
+      std::fill(row - lead, row, 0.0f);
+      const int64_t len = (iw - q + sw - 1) / sw;  // this phase's columns
+      std::fill(row + len, row - lead + width, 0.0f);
+    }
+    if (sw == 1) {
+      std::copy(xr, xr + iw, dst);
+      continue;
+    }
     int64_t j0 = 0;
     if (sw == 2) {
       // Two vectors of input at a time into one of even and one of odd columns.
@@ -153,56 +165,94 @@ void split_phases(const float* xc, int64_t ih, int64_t iw, int64_t sw, int64_t p
         std::memcpy(&b, xr + 2 * j0 + kWideLanes, sizeof b);
         const f32xw even = every_other_float<0>(a, b), odd = every_other_float<1>(a, b);
         std::memcpy(dst + j0, &even, sizeof even);
-        std::memcpy(dst + phase_len + j0, &odd, sizeof odd);
+        std::memcpy(dst + width + j0, &odd, sizeof odd);
       }
     }
     for (int64_t q = 0; q < sw; ++q)
-      for (int64_t j = j0; j * sw + q < iw; ++j) dst[q * phase_len + j] = xr[j * sw + q];
+      for (int64_t j = j0; j < phase_len && j * sw + q < iw; ++j) dst[q * width + j] = xr[j * sw + q];
   }
 }
 
-/// One output channel of a depthwise convolution with stride 1 along rows of at most 16 V
-/// columns: each output row accumulates in V vector registers over all taps. The input plane is
-/// copied into rows padded with zeros so that every load stays inside the buffer, and a lane
-/// mask per tap column keeps the taps that fall outside the input out of the sum (adding a zero
-/// product would turn a -0 into +0): the same operations, in the same order, as the row loop.
+/// Adds the taps of one kernel row (weights `wrow`, tap kx reading at row + tap_at[kx]) to a
+/// chunk's V accumulators; masked, only in the lanes masks[kx * V + v] keeps.
+template <int V, bool kMasked>
+inline void add_taps(f32xw (&acc)[V], const float* row, const int64_t* tap_at, const float* wrow, int64_t kw,
+                     const i32xw* masks) {
+  for (int64_t kx = 0; kx < kw; ++kx) {
+    const float wv = wrow[kx];
+    const float* src = row + tap_at[kx];
+    for (int v = 0; v < V; ++v) {
+      f32xw xv;
+      std::memcpy(&xv, src + v * kWideLanes, sizeof xv);
+      if constexpr (kMasked) acc[v] = masks[kx * V + v] ? acc[v] + wv * xv : acc[v];
+      else acc[v] = acc[v] + wv * xv;
+    }
+  }
+}
+
+/// Output columns a register chunk covers: kChunkVectors vectors.
+constexpr int kChunkVectors = 4;
+
+/// One output channel of a depthwise convolution, each output row in chunks of V vectors that
+/// accumulate in registers over all taps. The input rows go through padded_phases into
+/// `phases` just before the first output row that reads them (so that reading the input, which
+/// is rarely in cache, overlaps the arithmetic); `ready` input rows are there already. A lane mask per chunk,
+/// tap column and vector keeps the taps that fall outside the input (and the lanes past the
+/// row) out of the sum, since adding a zero product would turn a -0 into +0: the same
+/// operations, in the same order, as a loop over taps adding into the output row.
 template <int V>
-void depthwise_plane_rows(const DepthwiseArgs& g, const float* xc, const float* wm, float b, float* ym,
-                          std::vector<float>& buf) {
+void depthwise_plane_chunks(const DepthwiseArgs& g, const float* xc, float* phases, int64_t ready, int64_t lead,
+                            int64_t width, const float* wm, float b, float* ym, std::vector<i32xw>& inside) {
   const int64_t oh = g.out_h, ow = g.out_w, ih = g.in_h, iw = g.in_w, kh = g.kernel_h, kw = g.kernel_w;
-  const int64_t dw = g.dilation_w, pw = g.pad_left;
-  // Row r of the buffer holds input row r at [lead, lead + iw); a tap's loads start at
-  // lead + kx * dw - pw >= 0 and end within V vectors after it.
-  const int64_t lead = pw, width = lead + (kw - 1) * dw - pw + V * kWideLanes + 1;
-  buf.assign(static_cast<size_t>(ih * width), 0.0f);
-  for (int64_t iy = 0; iy < ih; ++iy) std::copy(xc + iy * iw, xc + (iy + 1) * iw, buf.data() + iy * width + lead);
-  i32xw inside[16][V];  // per tap column (kw <= 16) and vector: lanes whose input column exists
-  for (int64_t kx = 0; kx < kw; ++kx)
-    for (int v = 0; v < V; ++v)
-      for (int l = 0; l < kWideLanes; ++l) {
-        const int64_t xo = v * kWideLanes + l, ix = xo + kx * dw - pw;
-        inside[kx][v][l] = xo < ow && ix >= 0 && ix < iw ? -1 : 0;
-      }
-  for (int64_t yo = 0; yo < oh; ++yo) {
-    f32xw acc[V];
-    for (int v = 0; v < V; ++v) acc[v] = f32xw{} + b;
-    for (int64_t ky = 0; ky < kh; ++ky) {
-      const int64_t iy = yo * g.stride_h - g.pad_top + ky * g.dilation_h;
-      if (iy < 0 || iy >= ih) continue;
-      const float* row = buf.data() + iy * width + lead - pw;
-      for (int64_t kx = 0; kx < kw; ++kx) {
-        const float wv = wm[ky * kw + kx];
-        const float* src = row + kx * dw;
-        for (int v = 0; v < V; ++v) {
-          f32xw xv;
-          std::memcpy(&xv, src + v * kWideLanes, sizeof xv);
-          acc[v] = inside[kx][v] ? acc[v] + wv * xv : acc[v];
+  const int64_t sw = g.stride_w, dw = g.dilation_w, pw = g.pad_left;
+  constexpr int64_t kCols = int64_t{V} * kWideLanes;
+  const int64_t chunks = (ow + kCols - 1) / kCols;
+  // Per tap column: its phase row and the shift of its columns within it.
+  int64_t tap_at[16];
+  for (int64_t kx = 0; kx < kw; ++kx) {
+    const int64_t off = kx * dw - pw, q = ((off % sw) + sw) % sw, shift = (off - q) / sw;
+    tap_at[kx] = q * width + lead + shift;
+  }
+  inside.resize(static_cast<size_t>(chunks * kw * V));
+  for (int64_t c = 0; c < chunks; ++c)
+    for (int64_t kx = 0; kx < kw; ++kx)
+      for (int v = 0; v < V; ++v) {
+        i32xw& mask = inside[static_cast<size_t>((c * kw + kx) * V + v)];
+        for (int l = 0; l < kWideLanes; ++l) {
+          const int64_t xo = c * kCols + v * kWideLanes + l, ix = xo * sw + kx * dw - pw;
+          mask[l] = xo < ow && ix >= 0 && ix < iw ? -1 : 0;
         }
       }
+  // Whether every lane of chunk c takes every tap (the interior): no masks there.
+  const auto whole = [&](int64_t c) {
+    const int64_t first = c * kCols, last = first + kCols - 1;
+    return first * sw - pw >= 0 && last < ow && last * sw + (kw - 1) * dw - pw < iw;
+  };
+  for (int64_t yo = 0; yo < oh; ++yo) {
+    const int64_t needed = std::min(ih, yo * g.stride_h - g.pad_top + (kh - 1) * g.dilation_h + 1);
+    if (needed > ready) {
+      padded_phases(xc, ready, needed, iw, sw, lead, width, phases);
+      ready = needed;
     }
-    float out[V * kWideLanes];
-    std::memcpy(out, acc, sizeof out);
-    std::copy(out, out + ow, ym + yo * ow);
+    for (int64_t c = 0; c < chunks; ++c) {
+      f32xw acc[V];
+      for (int v = 0; v < V; ++v) acc[v] = f32xw{} + b;
+      for (int64_t ky = 0; ky < kh; ++ky) {
+        const int64_t iy = yo * g.stride_h - g.pad_top + ky * g.dilation_h;
+        if (iy < 0 || iy >= ih) continue;
+        const float* row = phases + iy * sw * width + c * kCols;
+        if (whole(c)) add_taps<V, false>(acc, row, tap_at, wm + ky * kw, kw, nullptr);
+        else add_taps<V, true>(acc, row, tap_at, wm + ky * kw, kw, inside.data() + c * kw * V);
+      }
+      const int64_t c0 = c * kCols, n = std::min(kCols, ow - c0);
+      if (n == kCols) {
+        std::memcpy(ym + yo * ow + c0, acc, sizeof acc);
+      } else {
+        float out[kCols];
+        std::memcpy(out, acc, sizeof out);
+        std::copy(out, out + n, ym + yo * ow + c0);
+      }
+    }
   }
 }
 
@@ -218,35 +268,41 @@ void depthwise_conv2d_f32(const DepthwiseArgs& g, const float* x, const float* w
   while (x_lo < ow && x_lo * sw - pw < 0) ++x_lo;
   int64_t x_hi = ow;
   while (x_hi > x_lo && (x_hi - 1) * sw - pw + (kw - 1) * dw >= iw) --x_hi;
-  // Strided columns (2 to 4): each input row split once into its sw phases, phase q holding
-  // columns q, q + sw, q + 2 sw..., so that every tap of the interior reads contiguous floats
-  // (input column xo * sw + off is element xo + floor(off / sw) of phase off mod sw).
-  const bool phased = sw > 1 && sw <= 4;
-  // Rows of at most four vectors with stride 1: whole rows in registers (the row loop below
-  // spends more on loop overhead than on arithmetic when rows are this short).
-  const bool rows_in_registers = sw == 1 && ow <= 4 * kWideLanes && kw <= 16;
-  const int64_t phase_len = (iw + sw - 1) / sw;
+  // Strides up to 4 and kernel rows up to 16 (every depthwise layer of the models measured):
+  // the input rows split into their sw phases with zeros around them (input column
+  // xo * sw + off is element xo + floor(off / sw) of phase off mod sw, so that every tap reads
+  // contiguous floats), and each output row computed in chunks of vectors that stay in
+  // registers over all taps (adding each tap into the output row in memory cost three memory
+  // operations per multiply-add: the stride-2 layers of retinaface ran at a third of the
+  // speed). Otherwise a loop over taps adding into each output row.
+  const bool chunked = sw <= 4 && kw <= 16;
+  const int vecs = static_cast<int>(std::min<int64_t>((ow + kWideLanes - 1) / kWideLanes, kChunkVectors));
+  const int64_t span = int64_t{vecs} * kWideLanes * ((ow + vecs * kWideLanes - 1) / (vecs * kWideLanes));
+  const int64_t lead = (pw + sw - 1) / sw;
+  const int64_t reach = std::max<int64_t>(0, ((kw - 1) * dw - pw) / sw);  // the largest shift of a tap
+  const int64_t width = lead + span + reach + 1;
   parallel_ranges(g.n * g.m, 1, [&](int64_t p0, int64_t p1) {
     thread_local std::vector<float> phases;
+    thread_local std::vector<i32xw> inside;
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t n = p / g.m, m = p % g.m, c = m / per_group;
       const float* xc = x + (n * g.c + c) * ih * iw;
       const float* wm = w + m * kh * kw;
       float* ym = y + p * oh * ow;
       const float b = bias ? bias[m] : 0.0f;
-      if (rows_in_registers) {
-        thread_local std::vector<float> padded;
-        const int vecs = static_cast<int>((ow + kWideLanes - 1) / kWideLanes);
-        if (vecs == 1) depthwise_plane_rows<1>(g, xc, wm, b, ym, padded);
-        else if (vecs == 2) depthwise_plane_rows<2>(g, xc, wm, b, ym, padded);
-        else if (vecs == 3) depthwise_plane_rows<3>(g, xc, wm, b, ym, padded);
-        else depthwise_plane_rows<4>(g, xc, wm, b, ym, padded);
+      if (chunked) {
+        // The phases of a channel are made once for all the output channels that read it.
+        const bool reuse = p != p0 && (p - 1) / g.m == n && (m - 1) / per_group == c;
+        phases.resize(static_cast<size_t>(ih * sw * width));
+        const int64_t ready = reuse ? ih : 0;
+        float* ph = phases.data();
+        if (vecs == 1) depthwise_plane_chunks<1>(g, xc, ph, ready, lead, width, wm, b, ym, inside);
+        else if (vecs == 2) depthwise_plane_chunks<2>(g, xc, ph, ready, lead, width, wm, b, ym, inside);
+        else if (vecs == 3) depthwise_plane_chunks<3>(g, xc, ph, ready, lead, width, wm, b, ym, inside);
+        else depthwise_plane_chunks<4>(g, xc, ph, ready, lead, width, wm, b, ym, inside);
+        // The fused activations while the plane is in cache.
         if (ep) ep->apply(ym, m, oh * ow);
         continue;
-      }
-      if (phased) {
-        phases.resize(static_cast<size_t>(ih * sw * phase_len));
-        split_phases(xc, ih, iw, sw, phase_len, phases.data());
       }
       for (int64_t yo = 0; yo < oh; ++yo) {
         float* row = ym + yo * ow;
@@ -266,11 +322,6 @@ void depthwise_conv2d_f32(const DepthwiseArgs& g, const float* x, const float* w
             if (sw == 1) {
               const float* src = xr + off;
               for (int64_t xo = x_lo; xo < x_hi; ++xo) row[xo] += wv * src[xo];
-            } else if (phased && x_hi > x_lo) {
-              // off may be negative: floor division into phase and shift.
-              const int64_t q = ((off % sw) + sw) % sw, shift = (off - q) / sw;
-              const float* src = phases.data() + (iy * sw + q) * phase_len;
-              for (int64_t xo = x_lo; xo < x_hi; ++xo) row[xo] += wv * src[xo + shift];
             } else {
               for (int64_t xo = x_lo; xo < x_hi; ++xo) row[xo] += wv * xr[xo * sw + off];
             }
