@@ -185,6 +185,20 @@ TEST_SUITE("recurrent_kernels") {
         }
   }
 
+  TEST_CASE("recurrence weights of 1 MB and more: rows shared among threads, zig-zag order") {
+    // hidden 260: R is 4 x 260 x 260 floats per direction (1.08 MB), past the size where each
+    // step's product is split among the threads (run_checked compares 1 and 3 threads' bytes),
+    // with a last block of rows shorter than the others.
+    for (Kind kind : {Kind::kLstm, Kind::kGru})
+      for (const char* dir : {"forward", "bidirectional"}) {
+        CAPTURE(op_name(kind));
+        CAPTURE(dir);
+        RecCase c = make_case(kind, 4, 2, 9, kind == Kind::kLstm ? 260 : 300, dir);
+        c.init = true;
+        check_case(c, 14);
+      }
+  }
+
   TEST_CASE("layout 1 transposes the batch and sequence dims of X and the outputs") {
     RecCase c = make_case(Kind::kLstm, 4, 3, 5, 6, "bidirectional");
     c.init = true;
