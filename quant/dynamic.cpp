@@ -112,10 +112,9 @@ class DynamicQuantizer {
   }
 
   bool matmul(ir::Node* n) {
-    const auto w = passes::float_constant(model_, n->input(1));
+    const auto w = quantizable_weight(model_, n->input(1), 2, 2);
     ir::Value* a = n->input(0);
-    if (!w || w->type != ir::DataType::kFloat || w->values.empty() || w->dims.size() != 2 || !a || !a->type.is_tensor() ||
-        a->type.data_type() != ir::DataType::kFloat)
+    if (!w || !a || !a->type.is_tensor() || a->type.data_type() != ir::DataType::kFloat)
       return false;
     const int64_t cols = w->dims[1];
     ParamOptions po;
@@ -142,10 +141,9 @@ class DynamicQuantizer {
 
   bool gemm(ir::Node* n) {
     if (n->attr_int("transA", 0)) return false;
-    const auto w = passes::float_constant(model_, n->input(1));
+    const auto w = quantizable_weight(model_, n->input(1), 2, 2);
     ir::Value* a = n->input(0);
-    if (!w || w->type != ir::DataType::kFloat || w->values.empty() || w->dims.size() != 2 || !a || !a->type.is_tensor() ||
-        a->type.data_type() != ir::DataType::kFloat)
+    if (!w || !a || !a->type.is_tensor() || a->type.data_type() != ir::DataType::kFloat)
       return false;
     std::vector<double> values = w->values;
     std::vector<int64_t> dims = w->dims;
@@ -185,10 +183,9 @@ class DynamicQuantizer {
   }
 
   bool conv(ir::Node* n) {
-    const auto w = passes::float_constant(model_, n->input(1));
+    const auto w = quantizable_weight(model_, n->input(1), 3);
     ir::Value* x = n->input(0);
-    if (!w || w->type != ir::DataType::kFloat || w->values.empty() || w->dims.size() < 3 || !x || !x->type.is_tensor() ||
-        x->type.data_type() != ir::DataType::kFloat)
+    if (!w || !x || !x->type.is_tensor() || x->type.data_type() != ir::DataType::kFloat)
       return false;
     ParamOptions po;
     po.reduce_range = o_.reduce_range;
@@ -236,8 +233,8 @@ class DynamicQuantizer {
     po.reduce_range = o_.reduce_range;
     const bool per_axis = o_.per_channel && model_.onnx_opset() >= 13;
     for (size_t index : {size_t{1}, size_t{2}}) {
-      const auto w = passes::float_constant(model_, n->input(index));
-      if (!w || w->type != ir::DataType::kFloat || w->values.empty() || w->dims.size() != 3) continue;
+      const auto w = quantizable_weight(model_, n->input(index), 3, 3);
+      if (!w) continue;
       const std::string name = n->input(index)->name();
       const QuantizedWeight qw = quantize_weight(g_, name, w->values, w->dims, per_axis ? 1 : -1, o_.weight_type, po);
       ir::Node* dq = g_.add_node("DequantizeLinear", {qw.data, qw.scale, qw.zero_point},

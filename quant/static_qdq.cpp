@@ -166,8 +166,8 @@ class StaticQuantizer {
 
   /// A constant weight as int8 + DequantizeLinear (per channel on `axis` when asked and allowed).
   ir::Value* dq_weight(ir::Node* n, size_t index, int64_t axis, QuantizedWeight* out) {
-    const auto w = passes::float_constant(model_, n->input(index));
-    if (!w || w->type != ir::DataType::kFloat || w->values.empty()) return nullptr;
+    const auto w = quantizable_weight(model_, n->input(index));
+    if (!w) return nullptr;
     const int64_t a = o_.per_channel && per_axis_ && axis >= 0 && axis < static_cast<int64_t>(w->dims.size()) ? axis : -1;
     QuantizedWeight qw = quantize_weight(g_, n->input(index)->name(), w->values, w->dims, a, o_.weight_type, wt_);
     // Read for the last time in this attempt: a mapped file's pages of it go back to the kernel.

@@ -63,4 +63,12 @@ QuantizedWeight quantize_weight(ir::Graph& graph, const std::string& base, const
   return w;
 }
 
+std::optional<passes::FloatConstant> quantizable_weight(const ir::Model& model, const ir::Value* v, size_t min_rank,
+                                                        size_t max_rank) {
+  auto w = passes::float_constant(model, v);
+  if (!w || w->type != ir::DataType::kFloat || w->values.empty() || w->dims.size() < min_rank || w->dims.size() > max_rank)
+    return std::nullopt;
+  return w;
+}
+
 }  // namespace onnxtool::quant

@@ -2,10 +2,14 @@
 // points, per tensor or per channel.
 #pragma once
 
+#include <cstddef>
+#include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ir/graph.h"
+#include "passes/rewrite.h"
 #include "quant/quant_params.h"
 
 namespace onnxtool::quant {
@@ -26,6 +30,12 @@ struct QuantizedWeight {
 /// an empty weight in float (its channel dim may be any size at all).
 QuantizedWeight quantize_weight(ir::Graph& graph, const std::string& base, const std::vector<double>& values,
                                 const std::vector<int64_t>& dims, int64_t axis, QuantType type, const ParamOptions& options);
+
+/// The values of `v` when it is a float32 constant a weight can be quantized from: not empty
+/// (an empty weight stays float: its channel dim may be any size at all), rank within
+/// [min_rank, max_rank]; otherwise nullopt.
+std::optional<passes::FloatConstant> quantizable_weight(const ir::Model& model, const ir::Value* v, size_t min_rank = 0,
+                                                        size_t max_rank = std::numeric_limits<size_t>::max());
 
 /// Adds a float initializer.
 ir::Value* add_float(ir::Graph& graph, const std::string& base, std::vector<int64_t> dims, const std::vector<float>& values);
