@@ -18,10 +18,24 @@ void append_bytes(std::string& key, const void* p, size_t n) {
 template <class T>
 void append_pod(std::string& key, const T& v) { append_bytes(key, &v, sizeof v); }
 
-/// 64-bit FNV-1a over bytes (a fingerprint; equal fingerprints are confirmed byte by byte).
+/// A 64-bit fingerprint of bytes (equal fingerprints are confirmed byte by byte): four
+/// independent lanes of eight bytes, each mixed by a multiply and a shift, then FNV-1a over the
+/// lanes and the tail. A byte at a time (FNV-1a alone: one dependent multiply per byte), the
+/// weights of a 176 MB model took 0.23 s, a third of `optimize`.
 uint64_t fingerprint(const uint8_t* p, size_t n) {
+  uint64_t lanes[4] = {0x243F6A8885A308D3ULL, 0x13198A2E03707344ULL, 0xA4093822299F31D0ULL, 0x082EFA98EC4E6C89ULL};
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int l = 0; l < 4; ++l) {
+      uint64_t v;
+      std::memcpy(&v, p + i + 8 * l, 8);
+      lanes[l] = (lanes[l] ^ v) * 0x9E3779B97F4A7C15ULL;
+      lanes[l] ^= lanes[l] >> 29;
+    }
   uint64_t h = 1469598103934665603ULL;
-  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ULL;
+  for (uint64_t lane : lanes)
+    for (int b = 0; b < 8; ++b) h = (h ^ ((lane >> (8 * b)) & 0xff)) * 1099511628211ULL;
+  for (; i < n; ++i) h = (h ^ p[i]) * 1099511628211ULL;
   return h;
 }
 

@@ -324,17 +324,29 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
   // device leaves them to a CPU run afterwards); the measurement reads those samples again.
   Collector collector(options.calibration.moving_average, options.calibration.method != CalibrationMethod::kMinMax);
   References references(static_cast<size_t>(std::max(options.error_samples, 0)));
+  // A Conv output whose one reader is a Relu needs no range of its own: quantizing the Conv
+  // folds the Relu into its output's range (quantize_node, asymmetric activations), which is
+  // the Relu output's. Unwatched, the runner fuses the pair as in an inference (the Relu a pass
+  // over the tensor less, and one less tensor to reduce to statistics).
+  std::set<const ir::Value*> unwatched;
+  if (!options.symmetric_activations)
+    for (const auto& node : model.graph->nodes()) {
+      const ir::Value* y = passes::is_op(node.get(), "Conv") ? node->output(0) : nullptr;
+      if (y && !y->is_graph_output() && passes::is_op(passes::single_consumer(y), "Relu")) unwatched.insert(y);
+    }
   {
     runner::SessionOptions session_options;
     session_options.device = options.calibration.device;
     runner::Session session(model, session_options);
     const bool on_cpu = options.calibration.device.kind == runner::DeviceSpec::Kind::kCpu;
     bool recording = false;
-    session.set_observer([&](const ir::Value& v, const runner::Value& produced) {
-      if (!produced.is_tensor() || produced.tensor.dtype() != ir::DataType::kFloat) return;
-      collector.observe(v.name(), produced.tensor);
-      if (recording) references.add(v.name(), produced.tensor);
-    });
+    session.set_observer(
+        [&](const ir::Value& v, const runner::Value& produced) {
+          if (!produced.is_tensor() || produced.tensor.dtype() != ir::DataType::kFloat) return;
+          collector.observe(v.name(), produced.tensor);
+          if (recording) references.add(v.name(), produced.tensor);
+        },
+        false, [&](const ir::Value& v) { return !unwatched.count(&v); });
     Feeds feeds;
     for (size_t s = 0; samples(s, feeds); ++s, feeds.clear()) {
       recording = on_cpu && static_cast<int>(s) < options.error_samples && references.begin();
