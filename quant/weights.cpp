@@ -28,8 +28,9 @@ QuantizedWeight quantize_weight(ir::Graph& graph, const std::string& base, const
   if (axis >= 0)
     for (size_t i = static_cast<size_t>(axis) + 1; i < dims.size(); ++i) inner *= dims[i];
   // Element i is in channel (i / inner) % channels: the values go by runs of `inner` of one
-  // channel (no division per element: on a 44M-weight model they were most of quantizing).
-  const size_t run = static_cast<size_t>(axis >= 0 ? inner : static_cast<int64_t>(values.size()));
+  // channel (no division per element: on a 44M-weight model they were most of quantizing); per
+  // tensor, by runs of 2^16.
+  const size_t run = axis >= 0 ? static_cast<size_t>(inner) : std::min(values.size(), size_t{1} << 16);
   const auto for_runs = [&](const auto& fn) {
     for (size_t start = 0, r = 0; start < values.size(); start += run, ++r)
       fn(static_cast<size_t>(axis >= 0 ? static_cast<int64_t>(r) % channels : 0), start, std::min(values.size(), start + run));
@@ -52,15 +53,19 @@ QuantizedWeight quantize_weight(ir::Graph& graph, const std::string& base, const
     w.scales.push_back(params.back().scale);
     w.zero_points.push_back(params.back().zero_point);
   }
+  // Each element on its own: in parallel for large weights (the same bytes whatever the split).
   std::vector<uint8_t> q(values.size());
-  for_runs([&](size_t c, size_t begin, size_t end) {
-    const QuantParams& p = params[c];
+  const auto runs = static_cast<int64_t>((values.size() + run - 1) / run);
+#pragma omp parallel for schedule(static) if (values.size() >= (size_t{1} << 16))
+  for (int64_t r = 0; r < runs; ++r) {
+    const QuantParams& p = params[static_cast<size_t>(axis >= 0 ? r % channels : 0)];
+    const size_t begin = static_cast<size_t>(r) * run, end = std::min(values.size(), begin + run);
     for (size_t i = begin; i < end; ++i) {
       const double v = std::isfinite(values[i]) ? values[i] : 0.0;
       const double x = std::clamp(round_half_even(v / p.scale) + p.zero_point, static_cast<double>(qmin), static_cast<double>(qmax));
       q[i] = type == QuantType::kInt8 ? static_cast<uint8_t>(static_cast<int8_t>(x)) : static_cast<uint8_t>(x);
     }
-  });
+  }
   const ir::DataType dt = data_type_of(type);
   w.data = graph.add_initializer(ir::make_tensor(passes::unique_name(graph, base + "_quantized"), dt, dims, q.data(), q.size()));
   const std::vector<int64_t> pdims = axis >= 0 ? std::vector<int64_t>{channels} : std::vector<int64_t>{};
