@@ -696,6 +696,30 @@ TEST_SUITE("elementwise_kernels") {
         }
       }
     }
+    // Short rows (fewer than eight: many rows' exps at once, in blocks of 256 rows) behave as
+    // long ones: a NaN or +inf spreads NaN over its row, -inf gets 0, and 300 two-element rows
+    // (two blocks) match the reference.
+    for (int64_t n : {3, 19}) {
+      CAPTURE(n);
+      std::vector<float> v(static_cast<size_t>(4 * n), 1.0f);
+      v[1] = NAN;                                     // row 0
+      v[static_cast<size_t>(n) + 2] = INFINITY;       // row 1
+      v[static_cast<size_t>(2 * n)] = -INFINITY;      // row 2
+      const Tensor y = run({"Softmax", 13, {floats({4, n}, v)}});
+      for (int64_t k = 0; k < n; ++k) {
+        CHECK(std::isnan(y.data<float>()[k]));
+        CHECK(std::isnan(y.data<float>()[n + k]));
+        CHECK(y.data<float>()[3 * n + k] == doctest::Approx(1.0 / static_cast<double>(n)));
+      }
+      CHECK(y.data<float>()[2 * n] == 0.0f);
+      CHECK(y.data<float>()[2 * n + 1] == doctest::Approx(1.0 / static_cast<double>(n - 1)));
+    }
+    const Tensor pairs = random_floats({300, 2}, -20, 20);
+    const Tensor yp = run({"Softmax", 13, {pairs}});
+    for (int64_t r = 0; r < 300; ++r) {
+      const double a = pairs.data<float>()[2 * r], b = pairs.data<float>()[2 * r + 1];
+      CHECK(yp.data<float>()[2 * r] == doctest::Approx(1.0 / (1.0 + std::exp(b - a))).epsilon(1e-5));
+    }
     const Tensor h = floats({2, 3}, {1, 3, 3, 5, 0, 5});
     CHECK(values<float>(run({"Hardmax", 13, {h}})) == std::vector<float>{0, 1, 0, 1, 0, 0});
     CHECK(values<float>(run({"Hardmax", 11, {h}, int_attr("axis", 0)})) == std::vector<float>{0, 0, 0, 1, 0, 0});

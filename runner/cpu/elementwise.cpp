@@ -412,6 +412,50 @@ enum class SoftmaxKind { kSoftmax, kLogSoftmax, kHardmax };
 /// written to the output once and then scaled (LogSoftmax uses it as scratch).
 template <SoftmaxKind kKind>
 void softmax_rows_f32(const float* x, float* y, int64_t rows, int64_t n) {
+  if (n < 8) {
+    // Short rows (a detector's two class scores per anchor): the per-row work below, without its
+    // per-row vector setup, and the exps of many rows at once (the same lanes, so the same
+    // bits; with fewer than eight elements the sum below is the plain sequence of additions).
+    parallel_ranges(rows, std::max<int64_t>(1, 8192 / n), [&](int64_t rb, int64_t re) {
+      constexpr int64_t kBlockRows = 256;
+      float shifted[kBlockRows * 8], maxima[kBlockRows];
+      for (int64_t r0 = rb; r0 < re; r0 += kBlockRows) {
+        const int64_t count = std::min(kBlockRows, re - r0);
+        for (int64_t r = 0; r < count; ++r) {
+          const float* px = x + (r0 + r) * n;
+          float mx = px[0];
+          bool nan = false;
+          for (int64_t k = 0; k < n; ++k) {
+            mx = px[k] > mx ? px[k] : mx;
+            nan = nan || std::isnan(px[k]);
+          }
+          if (nan)
+            for (int64_t k = 0; k < n; ++k)
+              if (std::isnan(px[k])) {
+                mx = px[k];
+                break;
+              }
+          maxima[r] = mx;
+          for (int64_t k = 0; k < n; ++k) shifted[r * n + k] = px[k] - mx;
+        }
+        exp_shifted_f32(shifted, y + r0 * n, count * n, 0.0f);
+        for (int64_t r = 0; r < count; ++r) {
+          const float* px = x + (r0 + r) * n;
+          float* py = y + (r0 + r) * n;
+          double sum = 0;
+          for (int64_t k = 0; k < n; ++k) sum += py[k];
+          if constexpr (kKind == SoftmaxKind::kSoftmax) {
+            const float inv = static_cast<float>(1.0 / sum);
+            for (int64_t k = 0; k < n; ++k) py[k] *= inv;
+          } else {
+            const float lse = static_cast<float>(std::log(sum));
+            for (int64_t k = 0; k < n; ++k) py[k] = (px[k] - maxima[r]) - lse;
+          }
+        }
+      }
+    });
+    return;
+  }
   parallel_ranges(rows, std::max<int64_t>(1, 8192 / std::max<int64_t>(n, 1)), [&](int64_t rb, int64_t re) {
     for (int64_t row = rb; row < re; ++row) {
       const float* px = x + row * n;
