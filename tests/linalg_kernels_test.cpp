@@ -372,6 +372,9 @@ TEST_CASE("Conv 2-D: general, strided, dilated, padded, grouped, 1x1 and depthwi
   check_conv({1, 2, 5, 90}, {2, 1, 1, 17}, {{1, 1}, {1, 1}, {0, 8}, {0, 8}, 2}, true);
   // Large enough that the product is split over threads.
   check_conv({1, 16, 67, 69}, {24, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}}, true);
+  // Few positions, many output channels (an STFT as a strided 1-D Conv): the threads share one
+  // im2col and split the channels.
+  check_conv({1, 1, 15712}, {257, 1, 256}, {{160}, {1}, {0}, {0}}, true);
   // Stride 2 along rows of 70 and 77 (im2col reads every other column two vectors at a time,
   // with pads and a dilation at the row ends).
   check_conv({1, 3, 20, 70}, {5, 3, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}}, true);

@@ -228,8 +228,14 @@ void conv_f32(const ConvGeometry& g, const float* x, const float* w, const float
     block = ceil_div(g.out[0], count);
     blocks = ceil_div(g.out[0], block);
   } else {
+    // With fewer register tiles of positions than tasks wanted, the positions stay whole and the
+    // output channels are split instead: blocks of whole tiles left a last block of a few
+    // columns, and threads of very unequal work (a 97-position STFT Conv: 48 + 48 + 1).
     const int64_t cols_max = std::max<int64_t>(kBlockFloats / std::max<int64_t>(kdim, 1) / kConvTileCols, 1) * kConvTileCols;
-    const int64_t count = std::min(ceil_div(osize, kConvTileCols), std::max(ceil_div(osize, cols_max), ceil_div(want, images)));
+    const int64_t tiles = ceil_div(osize, kConvTileCols);
+    const int64_t count = images * tiles < want && osize <= cols_max
+                              ? 1
+                              : std::min(tiles, std::max(ceil_div(osize, cols_max), ceil_div(want, images)));
     block = std::min(osize, ceil_div(ceil_div(osize, count), kConvTileCols) * kConvTileCols);
     blocks = ceil_div(osize, block);
   }
@@ -240,6 +246,13 @@ void conv_f32(const ConvGeometry& g, const float* x, const float* w, const float
     part = ceil_div(ceil_div(mg, count), kConvTileRows) * kConvTileRows;
   }
   const int64_t parts = ceil_div(mg, part), tasks = images * blocks * parts;
+  // One image and one block of positions split by output channels only: its im2col made once,
+  // for every part (each part's task made its own copy).
+  std::vector<float> shared_col;
+  if (!padded && !pointwise && images == 1 && blocks == 1 && parts > 1) {
+    shared_col.resize(static_cast<size_t>(kdim * osize));
+    im2col_range(g, x, cg, 0, osize, shared_col.data());
+  }
   const int64_t task_work = std::max<int64_t>(static_cast<int64_t>(work / static_cast<double>(tasks)), 1);
   parallel_ranges(tasks, std::max<int64_t>(1, (int64_t{1} << 20) / task_work), [&](int64_t t0, int64_t t1) {
     std::vector<float>& buf = scratch<float>();  // this thread's
@@ -289,7 +302,10 @@ void conv_f32(const ConvGeometry& g, const float* x, const float* w, const float
         const int64_t p0 = bi * block, len = std::min(block, osize - p0);
         const float* src = xg + p0;
         int64_t ld = isize;
-        if (!pointwise) {
+        if (!shared_col.empty()) {
+          src = shared_col.data();
+          ld = len;
+        } else if (!pointwise) {
           buf.resize(static_cast<size_t>(kdim * block));
           im2col_range(g, xg, cg, p0, p0 + len, buf.data());
           src = buf.data();
