@@ -187,6 +187,56 @@ TEST_SUITE("session") {
     }
   }
 
+  TEST_CASE("values asked for by name and watched values break fusion only where they lie") {
+    using testing::attr_float;
+    using testing::attr_ints;
+    testing::ModelBuilder b(17);
+    ir::Value* x = b.input("x", ir::DataType::kFloat, {1, 4, 12, 12});
+    ir::Value* c1 = b.op("Conv", {x, b.weight("w1", {4, 4, 3, 3}), b.weight("b1", {4})}, "c1", {attr_ints("pads", {1, 1, 1, 1})});
+    ir::Value* bn = b.op("BatchNormalization", {c1, b.weight("g", {4}), b.weight("beta", {4}), b.weight("mu", {4}),
+                                                b.weight("var", {4}, 0.5f, 2)},
+                         "bn", {attr_float("epsilon", 1e-3f)});
+    ir::Value* r1 = b.op("Relu", {bn}, "r1");
+    ir::Value* c2 = b.op("Conv", {r1, b.weight("w2", {4, 4, 1, 1})}, "c2");
+    b.output(b.op("Relu", {c2}, "r2"));
+    std::map<std::string, runner::Value> feeds{{"x", runner::Value::of(testing::random_float({1, 4, 12, 12}))}};
+    // Every value, watched one by one (nothing fused).
+    std::map<std::string, runner::Tensor> all;
+    {
+      runner::Session plain(b.m);
+      plain.set_observer([&](const ir::Value& v, const runner::Value& t) { all[v.name()] = t.tensor; });
+      plain.run(feeds);
+    }
+    // The Conv output inside the first fused chain, asked for by name: computed as it is
+    // unfused; the chain's end and the second chain as well.
+    runner::Session s(b.m);
+    runner::Profiler profiler;
+    s.set_profiler(&profiler);
+    const auto got = s.run(feeds, {"c1", "r1", "r2"});
+    check_same_bits({got[0]}, {runner::Value::of(all.at("c1"))});
+    check_same_bits({got[1]}, {runner::Value::of(all.at("r1"))});
+    check_same_bits({got[2]}, {runner::Value::of(all.at("r2"))});
+    std::set<std::string> types;
+    for (const auto& e : profiler.events()) types.insert(e.op_type);
+    CHECK(types.count("Conv"));
+    CHECK(types.count("Conv+Relu"));  // the second chain stays fused
+    // An observer that wants only the chains' ends: both chains fused, their ends observed.
+    runner::Session w(b.m);
+    std::map<std::string, runner::Tensor> seen;
+    w.set_observer([&](const ir::Value& v, const runner::Value& t) { seen[v.name()] = t.tensor; }, false,
+                   [](const ir::Value& v) { return v.name() == "r1" || v.name() == "r2"; });
+    runner::Profiler wp;
+    w.set_profiler(&wp);
+    w.run(feeds);
+    CHECK(seen.size() == 2);
+    check_same_bits({runner::Value::of(seen.at("r1"))}, {runner::Value::of(all.at("r1"))});
+    check_same_bits({runner::Value::of(seen.at("r2"))}, {runner::Value::of(all.at("r2"))});
+    std::set<std::string> wtypes;
+    for (const auto& e : wp.events()) wtypes.insert(e.op_type);
+    CHECK(wtypes.count("Conv+BatchNormalization+Relu"));
+    CHECK(wtypes.count("Conv+Relu"));
+  }
+
   TEST_CASE("a BatchNormalization that does not fit its Conv still fails naming itself") {
     testing::ModelBuilder b(17);
     ir::Value* x = b.input("x", ir::DataType::kFloat, {1, 2, 4, 4});
