@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <sstream>
+#include <iomanip>
 #include <iostream>
 
 #include "cli/common.h"
@@ -27,6 +28,7 @@ struct QuantizeCliOptions {
   double moving_average = 0;
   int calib_samples = 0;
   bool per_channel = false;
+  bool per_tensor = false;
   std::string weight_type = "int8";
   std::string activation_type = "uint8";
   bool symmetric_activations = false;
@@ -36,8 +38,10 @@ struct QuantizeCliOptions {
   std::vector<std::string> exclude_op_types;
   bool no_preprocess = false;
   bool auto_exclude = false;
+  bool no_auto_exclude = false;
   double accuracy_target = 0.99;
   int error_samples = 8;
+  double require_speedup = 0;
   std::string report;
   bool json = false;
 };
@@ -61,6 +65,37 @@ std::vector<std::string> sample_dirs(const std::string& dir, int limit) {
   return dirs;
 }
 
+std::string number(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+nlohmann::json kept_float_json(const quant::QuantizeReport& r) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& f : r.kept_float)
+    list.push_back({{"node", f.node}, {"op_type", f.op_type}, {"tensor", f.tensor}, {"reason", f.reason}});
+  return list;
+}
+
+/// The nodes kept float, grouped by reason (one line per reason, a few node names each).
+void print_kept_float(const quant::QuantizeReport& r) {
+  if (r.kept_float.empty()) return;
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;
+  for (const auto& f : r.kept_float) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == f.reason; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {f.reason, {}});
+    it->second.push_back(f.node.empty() ? f.tensor : f.node);
+  }
+  std::cout << "kept float: " << r.kept_float.size() << " nodes\n";
+  for (const auto& [reason, names] : groups) {
+    std::cout << "  " << names.size() << " (";
+    for (size_t i = 0; i < names.size() && i < 3; ++i) std::cout << (i ? ", " : "") << names[i];
+    if (names.size() > 3) std::cout << ", ...";
+    std::cout << "): " << reason << "\n";
+  }
+}
+
 void write_report(const std::string& path, const quant::QuantizeReport& r, const nlohmann::json& doc) {
   const bool markdown = path.size() > 3 && path.substr(path.size() - 3) == ".md";
   std::ostringstream out;
@@ -78,6 +113,11 @@ void write_report(const std::string& path, const quant::QuantizeReport& r, const
       if (!r.auto_excluded.empty()) {
         out << "Kept in float by --auto-exclude:\n\n";
         for (const auto& e : r.auto_excluded) out << "- " << e << "\n";
+        out << "\n";
+      }
+      if (!r.kept_float.empty()) {
+        out << "Nodes left float, and why:\n\n| node | op | output | reason |\n| --- | --- | --- | --- |\n";
+        for (const auto& f : r.kept_float) out << "| " << f.node << " | " << f.op_type << " | " << f.tensor << " | " << f.reason << " |\n";
         out << "\n";
       }
       out << "SQNR and cosine compare each quantized tensor with fp32 (the error accumulated up to it); "
@@ -110,7 +150,8 @@ int run_quantize(const QuantizeCliOptions& o) {
   q.calibration.percentile = o.percentile;
   q.calibration.moving_average = o.moving_average;
   q.calibration.device = runner::DeviceSpec::parse(o.device);
-  q.per_channel = o.per_channel;
+  if (o.per_channel && o.per_tensor) throw_usage_error("--per-channel and --per-tensor exclude each other");
+  q.per_channel = !o.per_tensor;
   q.weight_type = parse_type("--weight-type", o.weight_type);
   q.activation_type = parse_type("--activation-type", o.activation_type);
   q.symmetric_activations = o.symmetric_activations;
@@ -120,8 +161,11 @@ int run_quantize(const QuantizeCliOptions& o) {
   q.exclude_op_types = o.exclude_op_types;
   if (o.auto_exclude && o.calib_data.empty())
     throw_usage_error("--auto-exclude needs --calib-data DIR (the samples the accuracy is measured on)");
+  if (o.auto_exclude && o.no_auto_exclude) throw_usage_error("--auto-exclude and --no-auto-exclude exclude each other");
   if (!(o.accuracy_target > 0 && o.accuracy_target <= 1)) throw_usage_error("--accuracy-target must be in (0, 1]");
-  q.auto_exclude = o.auto_exclude;
+  // With samples to measure on, the accuracy target holds by default (--no-auto-exclude: every
+  // supported node quantized, whatever the accuracy).
+  q.auto_exclude = !o.calib_data.empty() && !o.no_auto_exclude;
   q.accuracy_target = o.accuracy_target;
   if (o.error_samples < 1) throw_usage_error("--error-samples must be at least 1");
   q.error_samples = o.error_samples;
@@ -134,36 +178,76 @@ int run_quantize(const QuantizeCliOptions& o) {
   if (!o.report.empty()) ir::check_not_input(loaded.info, o.report, "--report " + o.report);
   const bool bar = isatty(STDERR_FILENO) && !o.json;
   size_t read = 0;
-  const quant::QuantizeReport report =
+  quant::QuantizeReport report =
       quant::quantize_model(loaded.model, q, !o.no_preprocess, samples, [&](size_t n, size_t total) {
         read = n;
         if (bar) std::cerr << "\rreading samples " << n << "/" << total << std::flush;
       });
   if (bar && read) std::cerr << "\n";
-  if (report.quantized_nodes == 0) throw Error(ErrorKind::kFailed, o.model + ": no node was quantized (no " +
-                                                                     std::string(q.mode == quant::Mode::kStatic ? "supported op with calibrated float inputs" : "MatMul, Gemm or Conv with a constant float weight") + ")");
+  // Nothing worth quantizing: refused when asked for explicitly (--auto-exclude), otherwise the
+  // model is written as it came (read again: the preprocessing rewrote the loaded one), with the
+  // reasons.
+  std::string unchanged;
+  if (report.quantized_nodes == 0) {
+    if (report.missed_target >= 0)
+      unchanged = "no quantization reaches --accuracy-target " + number(q.accuracy_target) + " (the best with a node quantized: " +
+                  number(report.missed_target) + ")";
+    else if (!report.kept_float.empty())
+      unchanged = "every candidate stays float (" + std::to_string(report.kept_float.size()) + " nodes; --report lists why)";
+    else
+      unchanged = q.mode == quant::Mode::kStatic ? "no supported op with calibrated float inputs"
+                                                 : "no MatMul or Gemm with a constant float weight (Conv only with --op-types Conv)";
+    if (o.auto_exclude) throw Error(ErrorKind::kFailed, o.model + ": --auto-exclude: " + unchanged);
+    report = quant::QuantizeReport{std::move(report.nodes), std::move(report.kept_float)};
+  }
+  // --require-speedup: a CI gate on the estimate, checked before anything is written.
+  if (o.require_speedup > 0) {
+    const double estimate = unchanged.empty() ? report.estimated_speedup : 1.0;
+    if (estimate < 0)
+      throw Error(ErrorKind::kFailed, o.model + ": --require-speedup: no speed-up estimate (it needs --calib-data, or static shapes)");
+    if (estimate < o.require_speedup)
+      throw Error(ErrorKind::kFailed, o.model + ": --require-speedup " + number(o.require_speedup) + ": the estimated speed-up is " +
+                                          number(estimate) + "x" + (unchanged.empty() ? "" : " (nothing quantized: " + unchanged + ")"));
+  }
+  nlohmann::json groups = nlohmann::json::array();
+  for (const auto& g : report.groups)
+    groups.push_back({{"nodes", g.nodes}, {"int8_macs", g.int8_macs}, {"border_elements", g.border_elements},
+                      {"gain", report.float_cost > 0 ? g.gain / report.float_cost : 0.0}});
   nlohmann::json nodes = nlohmann::json::array();
   for (const auto& n : report.nodes)
     nodes.push_back({{"node", n.node}, {"op_type", n.op_type}, {"tensor", n.tensor}, {"min", n.range_min}, {"max", n.range_max},
                      {"scale", n.scale}, {"zero_point", n.zero_point}, {"sqnr_db", n.sqnr_db}, {"cosine", n.cosine},
                      {"added_noise_db", n.added_noise_db}});
-  const ir::SaveReport saved = ir::save_model(loaded.model, o.output);
+  const ir::SaveReport saved =
+      unchanged.empty() ? ir::save_model(loaded.model, o.output) : ir::save_model(ir::load_model(o.model).model, o.output);
+  auto optional = [](double v) { return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v); };
   nlohmann::json doc = {{"output", o.output},
                         {"mode", o.mode},
                         {"format", o.format},
                         {"quantized_nodes", report.quantized_nodes},
+                        {"unchanged", unchanged.empty() ? nlohmann::json(nullptr) : nlohmann::json(unchanged)},
                         {"weight_bytes", {{"float", report.float_weight_bytes}, {"quantized", report.quantized_weight_bytes}}},
                         {"file_bytes", {{"before", loaded.info.file_size}, {"after", saved.model_bytes + saved.data_bytes}}},
                         {"calibration", {{"samples", report.samples}, {"nan", report.nan_values}, {"inf", report.inf_values}}},
                         {"opset", report.opset_to ? nlohmann::json{{"from", report.opset_from}, {"to", report.opset_to}}
                                                   : nlohmann::json(nullptr)},
-                        {"output_cosine", report.output_cosine < 0 ? nlohmann::json(nullptr) : nlohmann::json(report.output_cosine)},
+                        {"output_cosine", optional(report.output_cosine)},
+                        {"output_rel_error", optional(report.output_rel_error)},
                         {"error_samples", report.error_samples},
                         {"auto_excluded", report.auto_excluded},
+                        {"kept_float", kept_float_json(report)},
+                        {"estimated_speedup", optional(report.estimated_speedup)},
+                        {"groups", groups},
                         {"nodes", nodes}};
   if (!o.report.empty()) write_report(o.report, report, doc);
   if (o.json) {
     print_json(doc);
+    return kExitOk;
+  }
+  if (!unchanged.empty()) {
+    std::cout << "nothing quantized: " << unchanged << "\n";
+    print_kept_float(report);
+    std::cout << "wrote " << o.output << " unchanged\n";
     return kExitOk;
   }
   std::cout << "quantized " << report.quantized_nodes << " nodes (" << o.mode << ", " << o.format << ")";
@@ -176,11 +260,14 @@ int run_quantize(const QuantizeCliOptions& o) {
   if (report.output_cosine >= 0)
     std::cout << "output cosine similarity to fp32 on " << report.error_samples << " calibration samples: " << report.output_cosine
               << "\n";
-  if (!report.auto_excluded.empty()) {
-    std::cout << "kept in float by --auto-exclude (" << report.auto_excluded.size() << "):";
-    for (const auto& e : report.auto_excluded) std::cout << " " << e << ";";
-    std::cout << "\n";
-  }
+  if (report.output_rel_error >= 0)
+    std::cout << "largest relative error of a small output (at most " << quant::kSmallOutput << " elements): " << report.output_rel_error
+              << "\n";
+  print_kept_float(report);
+  if (report.estimated_speedup >= 0)
+    std::cout << "estimated speed-up with integer kernels (onnxruntime CPU): " << std::setprecision(3) << report.estimated_speedup
+              << "x over " << report.groups.size() << " quantized group" << (report.groups.size() == 1 ? "" : "s") << "\n"
+              << std::setprecision(6);
   if (report.samples && q.mode == quant::Mode::kDynamic)
     std::cout << "measured on " << report.samples << " samples\n";
   else if (report.samples)
@@ -213,7 +300,8 @@ void register_quantize(CLI::App& app, Action& action) {
   sub->add_option("--moving-average", o->moving_average, "minmax: moving-average constant in (0, 1] (default: off)")
       ->check(number_in(0, 1, /*open_low=*/true));
   sub->add_option("--calib-samples", o->calib_samples, "use at most N samples")->check(number_in(1, 1e9));
-  sub->add_flag("--per-channel", o->per_channel, "per-channel weight scales");
+  sub->add_flag("--per-channel", o->per_channel, "per-channel weight scales (the default)");
+  sub->add_flag("--per-tensor", o->per_tensor, "one scale per weight tensor instead of per channel");
   sub->add_option("--weight-type", o->weight_type, "int8 (default) | uint8");
   sub->add_option("--activation-type", o->activation_type, "uint8 (default) | int8");
   sub->add_flag("--symmetric-activations", o->symmetric_activations, "activation ranges symmetric around 0");
@@ -222,14 +310,21 @@ void register_quantize(CLI::App& app, Action& action) {
   sub->add_option("--exclude-nodes", o->exclude_nodes, "keep these nodes in float")->delimiter(',');
   sub->add_option("--exclude-op-types", o->exclude_op_types, "keep these op types in float")->delimiter(',');
   sub->add_flag("--no-preprocess", o->no_preprocess, "do not run `optimize` first");
+  sub->add_flag("--no-auto-exclude", o->no_auto_exclude,
+                "with --calib-data, quantize every supported node whatever the accuracy (the default keeps layers float "
+                "until --accuracy-target is reached)");
   sub->add_flag("--auto-exclude", o->auto_exclude,
-                "keep the most harmful layers in float until --accuracy-target is reached (needs --calib-data)");
+                "require --accuracy-target: fail (exit 1) when no quantization reaches it; by default, with --calib-data, layers are "
+                "kept float until it is reached and a model where nothing can be is written unchanged");
   sub->add_option("--error-samples", o->error_samples,
                   "how many --calib-data samples measure the per-node errors and --auto-exclude (default 8)")
       ->check(number_in(1, 1e6));
   sub->add_option("--accuracy-target", o->accuracy_target,
                   "output cosine similarity to fp32 on the calibration samples (default 0.99)")
       ->check(number_in(0, 1, /*open_low=*/true));
+  sub->add_option("--require-speedup", o->require_speedup,
+                  "fail (exit 1, nothing written) when the estimated speed-up with integer kernels is below X")
+      ->check(number_in(0, 1e6, /*open_low=*/true));
   sub->add_option("--report", o->report, "per-node ranges and errors: JSON, or markdown when FILE ends in .md");
   sub->add_flag("--json", o->json, "print one JSON document");
   sub->callback([&action, o] { action = [o] { return run_quantize(*o); }; });

@@ -25,27 +25,6 @@ bool is_foldable_op(const ir::Node& n) {
   return n.subgraphs().empty();
 }
 
-/// A copy of an attribute that holds no subgraph.
-ir::Attribute copy_attribute(const ir::Attribute& a) {
-  ir::Attribute c;
-  c.name = a.name;
-  c.ref_attr_name = a.ref_attr_name;
-  c.type = a.type;
-  c.f = a.f;
-  c.i = a.i;
-  c.s = a.s;
-  c.t = a.t;
-  c.sparse_tensor = a.sparse_tensor;
-  c.tp = a.tp;
-  c.floats = a.floats;
-  c.ints = a.ints;
-  c.strings = a.strings;
-  c.tensors = a.tensors;
-  c.sparse_tensors = a.sparse_tensors;
-  c.type_protos = a.type_protos;
-  return c;
-}
-
 /// Bytes of a statically known tensor type, or -1.
 int64_t static_bytes(const ir::TypeInfo& t) {
   if (!t.is_tensor() || !t.shape) return -1;

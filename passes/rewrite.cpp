@@ -232,4 +232,24 @@ std::string unique_name(const ir::Graph& graph, const std::string& base) {
   }
 }
 
+ir::Attribute copy_attribute(const ir::Attribute& a) {
+  ir::Attribute c;
+  c.name = a.name;
+  c.ref_attr_name = a.ref_attr_name;
+  c.type = a.type;
+  c.f = a.f;
+  c.i = a.i;
+  c.s = a.s;
+  c.t = a.t;
+  c.sparse_tensor = a.sparse_tensor;
+  c.tp = a.tp;
+  c.floats = a.floats;
+  c.ints = a.ints;
+  c.strings = a.strings;
+  c.tensors = a.tensors;
+  c.sparse_tensors = a.sparse_tensors;
+  c.type_protos = a.type_protos;
+  return c;
+}
+
 }  // namespace onnxtool::passes

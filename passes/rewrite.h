@@ -129,4 +129,7 @@ std::optional<std::vector<int64_t>> ints_input_or_attr(const ir::Model& model, c
 /// A fresh value name in `graph` derived from `base` (base, base_1, base_2, ...).
 std::string unique_name(const ir::Graph& graph, const std::string& base);
 
+/// A copy of an attribute that holds no subgraph (graph-valued attributes are not copied).
+ir::Attribute copy_attribute(const ir::Attribute& a);
+
 }  // namespace onnxtool::passes

@@ -83,17 +83,6 @@ struct ErrorSums {
   }
 };
 
-/// Multiply-accumulates per output element of an op with a constant weight (quant/op_rules.h; 0
-/// for anything else): the reduction length.
-double reduction_size(const ir::Model& model, const ir::Node& node) {
-  const OpRule* rule = op_rule(node);
-  if (!rule || rule->weight_input < 0 || !node.domain.empty()) return 0;
-  const ir::Value* weight = node.input(static_cast<size_t>(rule->weight_input));
-  const ir::Tensor* w = weight ? passes::constant_of(model, weight) : nullptr;  // its dims; the values stay encoded
-  if (!w || w->dims.empty()) return 0;
-  return rule->macs(node, w->dims);
-}
-
 }  // namespace
 
 bool References::begin() {
@@ -190,6 +179,7 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
   std::map<std::string, ErrorSums> sums;  // by float tensor name
   const std::map<std::string, double>& elements = references.elements_;  // by float tensor name
   std::map<size_t, ErrorSums> output_sums;
+  std::set<size_t> large_output;  // outputs of more than kSmallOutput elements in some sample
   // The quantized model's dequantized weights are computed again in each run rather than held
   // (as much memory as the float weights, for a few percent of a run).
   runner::SessionOptions q_options;
@@ -229,8 +219,10 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
     feeds.clear();
     for (size_t i : outputs)
       if (i < ref.outputs.size() && i < q_out.size() && ref.outputs[i] && q_out[i].is_tensor() &&
-          q_out[i].tensor.dtype() == ir::DataType::kFloat)
+          q_out[i].tensor.dtype() == ir::DataType::kFloat) {
         output_sums[i].add(*ref.outputs[i], q_out[i].tensor);
+        if (q_out[i].tensor.size() > kSmallOutput) large_output.insert(i);
+      }
   }
   // Per entry: its accuracy, and what it loses against the entries feeding its producer.
   std::map<std::string, double> sqnr;
@@ -277,8 +269,15 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
     const double added = std::pow(10.0, -n.sqnr_db / 10) - std::pow(10.0, -inputs / 10);
     n.added_noise_db = 10 * std::log10(std::max(added, 1e-20));
   }
-  report.output_cosine = outputs.empty() ? -1 : 1;
-  for (const auto& [index, e] : output_sums) report.output_cosine = std::min(report.output_cosine, e.cosine());
+  report.output_cosine = report.output_rel_error = -1;
+  for (const auto& [index, e] : output_sums) {
+    if (large_output.count(index)) {
+      report.output_cosine = report.output_cosine < 0 ? e.cosine() : std::min(report.output_cosine, e.cosine());
+    } else {
+      const double rel = e.signal == 0 ? (e.noise == 0 ? 0.0 : 1.0) : std::sqrt(e.noise / e.signal);
+      report.output_rel_error = std::max(report.output_rel_error, rel);
+    }
+  }
   report.error_samples = static_cast<int64_t>(count);
 }
 
@@ -345,7 +344,7 @@ std::optional<std::pair<size_t, Result>> shortest_prefix(const std::vector<std::
   while (hi - lo > 1) {
     const size_t mid = lo + (hi - lo) / 2;
     auto a = attempt(std::vector<std::string>(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(mid)));
-    if (a.second.output_cosine >= target) {
+    if (a.second.output_score() >= target) {
       hi = mid;
       found = std::move(a);
     } else {
@@ -354,7 +353,7 @@ std::optional<std::pair<size_t, Result>> shortest_prefix(const std::vector<std::
   }
   if (!found) {
     auto a = attempt(order);
-    whole = a.second.output_cosine;
+    whole = a.second.output_score();
     if (whole < target) return std::nullopt;
     found = std::move(a);
   }
@@ -364,13 +363,23 @@ std::optional<std::pair<size_t, Result>> shortest_prefix(const std::vector<std::
 }  // namespace
 
 std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(const QuantizeOptions& options,
-                                                                               const Attempt& attempt) {
+                                                                               const Attempt& quantize) {
+  // The best score of an attempt that quantized something and missed the target: what a failure
+  // reports.
+  double missed = -1;
+  const Attempt attempt = [&](const std::vector<std::string>& excluded) {
+    auto a = quantize(excluded);
+    const double score = a.second.output_score();
+    if (a.second.quantized_nodes > 0 && score < options.accuracy_target) missed = std::max(missed, score);
+    return a;
+  };
   auto best = attempt({});
-  if (!options.auto_exclude || best.second.output_cosine < 0 || best.second.output_cosine >= options.accuracy_target)
+  if (!options.auto_exclude || best.second.output_score() < 0 || best.second.output_score() >= options.accuracy_target)
     return best;
   // Two orders to keep tensors in float by, each searched for its shortest prefix that reaches
   // the target; the one whose float tensors' producers do fewer multiply-accumulates wins (what
   // it gives up in integer kernels; on a tie, the shorter list):
+  // (Where the speed is estimated, the faster model wins first.)
   //  - the graph order: the first layers. Noise that enters early passes through every later
   //    layer, and the early layers are where integer kernels gain least (few channels, high
   //    resolution: a Q/DQ pair costs more than the int8 convolution saves).
@@ -393,19 +402,30 @@ std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(c
     for (const NodeReport* n : *candidates) order.push_back(tensor_of(n));
     double whole = 0;
     auto r = shortest_prefix(order, options.accuracy_target, attempt, whole);
-    if (!r) {
-      if (candidates == &ranked) continue;
-      throw Error(ErrorKind::kFailed, "--auto-exclude: the outputs' cosine similarity to fp32 stays at " +
-                                          std::to_string(whole) + ", below --accuracy-target " +
-                                          std::to_string(options.accuracy_target) + ", even with every node in float");
-    }
+    if (!r || r->second.second.quantized_nodes == 0) continue;
     double macs = 0;
     for (size_t i = 0; i < r->first; ++i) macs += (*candidates)[i]->producer_macs;
-    if (found && (macs > kept_macs || (macs == kept_macs && r->first >= kept))) continue;
+    // The faster model by the estimate (quant/speed.h); on a tie the fewer MACs in float, then
+    // the shorter list.
+    const double speed = r->second.second.estimated_speedup;
+    if (found) {
+      const double kept_speed = found->second.estimated_speedup;
+      if (speed < kept_speed - 1e-9) continue;
+      if (speed <= kept_speed + 1e-9 && (macs > kept_macs || (macs == kept_macs && r->first >= kept))) continue;
+    }
     found = std::move(r->second);
     winner = candidates;
     kept = r->first;
     kept_macs = macs;
+  }
+  if (!found) {
+    // Nothing quantized reaches the target: the model stays float, the report says how close
+    // the attempts came.
+    QuantizeReport none = best.second;
+    none.nodes.clear();
+    none.quantized_nodes = none.float_weight_bytes = none.quantized_weight_bytes = 0;
+    none.missed_target = missed;
+    return {nullptr, std::move(none)};
   }
   for (size_t i = 0; i < kept; ++i) {
     const NodeReport* n = (*winner)[i];

@@ -64,6 +64,12 @@ class References {
   void add(const std::string& name, const runner::Tensor& t);
   void end(const std::vector<runner::Value>& outputs);
   size_t samples() const { return samples_.size(); }
+  /// Elements per sample of each float tensor recorded (main graph), by name.
+  std::map<std::string, double> sizes() const {
+    std::map<std::string, double> out;
+    for (const auto& [name, total] : elements_) out[name] = samples_.empty() ? 0 : total / static_cast<double>(samples_.size());
+    return out;
+  }
 
  private:
   friend void measure_errors(ir::Model&, ir::Model&, const References&, const SampleSource&, QuantizeReport&);
@@ -89,11 +95,12 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
 /// One quantization of a copy of the model, keeping these tensors in float, measured.
 using Attempt = std::function<std::pair<std::unique_ptr<ir::Model>, QuantizeReport>(const std::vector<std::string>& excluded)>;
 
-/// Quantizes with nothing excluded; with options.auto_exclude and an output cosine below the
+/// Quantizes with nothing excluded; with options.auto_exclude and an output score below the
 /// target, binary-searches the fewest tensors to keep in float for the outputs to reach it, in
 /// two orders: the graph's (the first layers) and the most harmful first (by the noise each
-/// adds); the list whose producers do fewer multiply-accumulates wins. Throws Error(kFailed) when even every tensor in float does not
-/// reach the target.
+/// adds); the list whose producers do fewer multiply-accumulates wins. When no attempt with a
+/// node quantized reaches the target, returns no model (nullptr) and a report with no quantized
+/// node whose missed_target is the best score an attempt reached.
 std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(const QuantizeOptions& options,
                                                                                const Attempt& attempt);
 

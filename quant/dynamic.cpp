@@ -2,13 +2,16 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <sstream>
 
 #include "ir/error.h"
+#include "ir/shape_inference.h"
 #include "passes/pass.h"
 #include "passes/rewrite.h"
 #include "quant/accuracy.h"
 #include "quant/op_rules.h"
 #include "quant/quantize.h"
+#include "quant/speed.h"
 #include "quant/weights.h"
 
 namespace onnxtool::quant {
@@ -195,15 +198,7 @@ class DynamicQuantizer {
     ir::Node* ci = g_.add_node("ConvInteger", {xq.q, qw.data, xq.zero_point, scalar_zero_point(qw, b)},
                                {passes::unique_name(g_, b + "_int32")}, "", b + "_ConvInteger", n);
     for (const char* a : {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})
-      if (const ir::Attribute* at = n->attr(a)) {
-        ir::Attribute copy;
-        copy.name = at->name;
-        copy.type = at->type;
-        copy.i = at->i;
-        copy.s = at->s;
-        copy.ints = at->ints;
-        ci->set_attr(std::move(copy));
-      }
+      if (const ir::Attribute* at = n->attr(a)) ci->set_attr(passes::copy_attribute(*at));
     const int64_t m = w->dims[0];
     std::vector<int64_t> channel_shape(w->dims.size(), 1);
     channel_shape[1] = m;
@@ -280,17 +275,37 @@ const std::vector<std::string>& dynamic_op_types() {
   return ops;
 }
 
-bool selected(const ir::Node& n, const QuantizeOptions& o, const std::vector<std::string>& supported) {
-  if (!n.domain.empty() && n.domain != "ai.onnx") return false;
-  if (std::find(supported.begin(), supported.end(), n.op_type) == supported.end()) return false;
-  if (!o.op_types.empty() && std::find(o.op_types.begin(), o.op_types.end(), n.op_type) == o.op_types.end()) return false;
-  // Weight-only recurrent ops are opt-in (--op-types): int8 recurrent weights shrink the file but
-  // cost some accuracy of the state (Silero v6: state cosine 0.990 -> 0.987).
-  if (o.op_types.empty() && (n.op_type == "LSTM" || n.op_type == "GRU" || n.op_type == "RNN")) return false;
+bool selected(const ir::Node& n, const QuantizeOptions& o) {
+  const OpRule* rule = op_rule(n);
+  if (!rule || !(o.mode == Mode::kStatic ? rule->static_qdq : rule->dynamic)) return false;
+  if (!o.op_types.empty()) {
+    if (std::find(o.op_types.begin(), o.op_types.end(), n.op_type) == o.op_types.end()) return false;
+  } else if (o.mode == Mode::kDynamic && !rule->dynamic_default) {
+    return false;  // opt-in (OpRule::dynamic_default)
+  }
   if (std::find(o.exclude_op_types.begin(), o.exclude_op_types.end(), n.op_type) != o.exclude_op_types.end()) return false;
   if (n.output(0) && std::find(o.exclude_tensors.begin(), o.exclude_tensors.end(), n.output(0)->name()) != o.exclude_tensors.end())
     return false;
   return std::find(o.exclude_nodes.begin(), o.exclude_nodes.end(), n.name) == o.exclude_nodes.end();
+}
+
+std::string unselected_reason(const ir::Node& n, const QuantizeOptions& o) {
+  auto named = [](const std::vector<std::string>& list, const std::string& s) {
+    return std::find(list.begin(), list.end(), s) != list.end();
+  };
+  const OpRule* rule = op_rule(n);
+  if (!o.op_types.empty() && !named(o.op_types, n.op_type)) return "not in --op-types";
+  if (o.op_types.empty() && o.mode == Mode::kDynamic && rule && !rule->dynamic_default)
+    return n.op_type == "Conv" ? "dynamic mode quantizes Conv only when --op-types names it (onnxruntime runs ConvInteger "
+                                 "slower than its float Conv)"
+                               : "weight-only int8 (no integer kernel): only when --op-types names " + n.op_type;
+  if (named(o.exclude_op_types, n.op_type)) return "--exclude-op-types";
+  if (named(o.exclude_nodes, n.name)) return "--exclude-nodes";
+  if (const ir::Value* y = n.output(0)) {
+    if (auto it = o.float_reasons.find(y->name()); it != o.float_reasons.end()) return it->second;
+    if (named(o.exclude_tensors, y->name())) return "--auto-exclude: kept float to reach --accuracy-target";
+  }
+  return "not selected";
 }
 
 void validate_selection(const ir::Model& model, const QuantizeOptions& o, const std::vector<std::string>& supported) {
@@ -319,14 +334,42 @@ namespace {
 
 /// Quantizes every graph of the model, subgraphs included (Silero keeps its convolutions in If
 /// branches); a DynamicQuantizeLinear is shared by the readers of one activation within a graph.
-void rewrite_dynamic(ir::Model& model, const QuantizeOptions& options, QuantizeReport& report) {
+void rewrite_dynamic(ir::Model& model, const QuantizeOptions& options, QuantizeReport& report, const ElementCount& elements) {
+  report.float_cost = float_cost(model, elements);
+  bool estimated = true;  // every quantized node's sizes known
   ir::for_each_graph(*model.graph, [&](ir::Graph& g) {
     DynamicQuantizer q(model, g, options, report);
     std::vector<ir::Node*> order;
     for (const auto& n : g.nodes()) order.push_back(n.get());
-    for (ir::Node* n : order)
-      if (selected(*n, options, dynamic_op_types())) q.rewrite(n);
+    for (ir::Node* n : order) {
+      const OpRule* rule = op_rule(*n);
+      if (!rule || !rule->dynamic) continue;
+      std::string why;
+      // What the integer product would save (quant/speed.h), before the node is rewritten.
+      GroupEstimate e;
+      e.nodes.push_back(n->name.empty() ? n->op_type : n->name);  // now: a rewrite frees the node
+      e.int8_macs = node_macs(model, *n, elements);
+      const bool sized = e.int8_macs > 0 && elements(n->output(0)) > 0;
+      if (sized) e.gain = dynamic_gain(e.int8_macs, node_elements(*n, elements), passes::is_op(n, "Conv"));
+      if (!selected(*n, options)) {
+        why = unselected_reason(*n, options);
+      } else if (sized && e.gain <= 0 && options.op_types.empty()) {
+        std::ostringstream s;
+        s << "estimated slower quantized: " << e.int8_macs << " MACs in int8 save less than quantizing its "
+          << node_elements(*n, elements) << " input and output elements at run time costs (--op-types forces it)";
+        why = s.str();
+      } else if (!q.rewrite(n)) {
+        why = "its weight is not a constant float tensor" +
+              std::string(passes::is_op(n, "MatMul") ? " (a product of two activations, such as attention scores)" : "");
+      } else if (e.int8_macs > 0) {
+        estimated = estimated && sized;
+        report.groups.push_back(std::move(e));
+      }
+      // (n is still there: only a successful rewrite removes it)
+      if (!why.empty()) report.kept_float.push_back({n->name, n->op_type, n->output(0) ? n->output(0)->name() : "", why});
+    }
   });
+  report.estimated_speedup = estimated ? estimated_speedup(report.float_cost, report.groups) : -1;
   // The float weights the rewrites replaced are now unused.
   passes::OptimizeOptions cleanup;
   cleanup.only = {"eliminate_dead_code"};
@@ -350,16 +393,24 @@ QuantizeReport quantize_dynamic(ir::Model& model, const QuantizeOptions& options
     throw_usage_error("--auto-exclude needs samples (--calib-data) to measure the accuracy on");
   }
   const bool measured = references.samples() > 0;
+  // Sizes for the speed estimate: as the samples ran, else the static shapes.
+  const std::map<std::string, double> sizes = references.sizes();
+  const ElementCount elements = [&sizes](const ir::Value* v) { return element_count(sizes, v); };
   auto attempt = [&](const std::vector<std::string>& excluded) {
     QuantizeOptions o = options;
     o.exclude_tensors.insert(o.exclude_tensors.end(), excluded.begin(), excluded.end());
     auto work = std::make_unique<ir::Model>(!measured ? std::move(model) : copy_model(model));
     QuantizeReport r = report;
-    rewrite_dynamic(*work, o, r);
+    if (!measured) {
+      ir::DiagnosticSink sink;
+      ir::infer_shapes(*work, sink);  // the static sizes (copy_model infers them too)
+    }
+    rewrite_dynamic(*work, o, r, elements);
     if (measured) measure_errors(model, *work, references, samples, r);
     return std::make_pair(std::move(work), std::move(r));
   };
   auto best = quantize_with_exclusions(options, attempt);
+  if (!best.first) return best.second;  // nothing reached the target: the model stays as it was
   model = std::move(*best.first);
   return best.second;
 }

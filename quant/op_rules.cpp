@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "passes/rewrite.h"
+
 namespace onnxtool::quant {
 
 namespace {
@@ -38,29 +40,29 @@ double no_macs(const ir::Node&, const std::vector<int64_t>&) { return 0; }
 }  // namespace
 
 const std::vector<OpRule>& op_rules() {
-  // op, static, dynamic, weight, bias, integer kernel, weight axis, macs
+  // op, static, dynamic, dynamic by default, weight, bias, integer kernel, weight axis, macs
   static const std::vector<OpRule> rules = {
-      {"Conv", true, true, 1, 2, "QLinearConv", conv_axis, conv_macs},
-      {"ConvTranspose", true, false, 1, 2, "", conv_transpose_axis, conv_transpose_macs},
-      {"Gemm", true, true, 1, 2, "com.microsoft::QGemm", gemm_axis, gemm_macs},
-      {"MatMul", true, true, 1, -1, "QLinearMatMul", matmul_axis, matmul_macs},
-      {"Add", true, false, -1, -1, "", nullptr, no_macs},
-      {"Mul", true, false, -1, -1, "", nullptr, no_macs},
-      {"Concat", true, false, -1, -1, "", nullptr, no_macs},
-      {"MaxPool", true, false, -1, -1, "", nullptr, no_macs},
-      {"AveragePool", true, false, -1, -1, "", nullptr, no_macs},
-      {"GlobalAveragePool", true, false, -1, -1, "", nullptr, no_macs},
-      {"Resize", true, false, -1, -1, "", nullptr, no_macs},
-      {"Reshape", true, false, -1, -1, "", nullptr, no_macs},
-      {"Transpose", true, false, -1, -1, "", nullptr, no_macs},
-      {"Squeeze", true, false, -1, -1, "", nullptr, no_macs},
-      {"Unsqueeze", true, false, -1, -1, "", nullptr, no_macs},
-      {"Flatten", true, false, -1, -1, "", nullptr, no_macs},
+      {"Conv", true, true, false, 1, 2, "QLinearConv", conv_axis, conv_macs},
+      {"ConvTranspose", true, false, false, 1, 2, "", conv_transpose_axis, conv_transpose_macs},
+      {"Gemm", true, true, true, 1, 2, "com.microsoft::QGemm", gemm_axis, gemm_macs},
+      {"MatMul", true, true, true, 1, -1, "QLinearMatMul", matmul_axis, matmul_macs},
+      {"Add", true, false, false, -1, -1, "", nullptr, no_macs},
+      {"Mul", true, false, false, -1, -1, "", nullptr, no_macs},
+      {"Concat", true, false, false, -1, -1, "", nullptr, no_macs},
+      {"MaxPool", true, false, false, -1, -1, "", nullptr, no_macs},
+      {"AveragePool", true, false, false, -1, -1, "", nullptr, no_macs},
+      {"GlobalAveragePool", true, false, false, -1, -1, "", nullptr, no_macs},
+      {"Resize", true, false, false, -1, -1, "", nullptr, no_macs},
+      {"Reshape", true, false, false, -1, -1, "", nullptr, no_macs},
+      {"Transpose", true, false, false, -1, -1, "", nullptr, no_macs},
+      {"Squeeze", true, false, false, -1, -1, "", nullptr, no_macs},
+      {"Unsqueeze", true, false, false, -1, -1, "", nullptr, no_macs},
+      {"Flatten", true, false, false, -1, -1, "", nullptr, no_macs},
       // Weight-only: the integer recurrence runs with dequantized weights (onnxruntime's
       // DynamicQuantizeLSTM is a contrib op, not standard).
-      {"LSTM", false, true, 1, -1, "", recurrent_axis, no_macs},
-      {"GRU", false, true, 1, -1, "", recurrent_axis, no_macs},
-      {"RNN", false, true, 1, -1, "", recurrent_axis, no_macs},
+      {"LSTM", false, true, false, 1, -1, "", recurrent_axis, no_macs},
+      {"GRU", false, true, false, 1, -1, "", recurrent_axis, no_macs},
+      {"RNN", false, true, false, 1, -1, "", recurrent_axis, no_macs},
   };
   return rules;
 }
@@ -70,6 +72,15 @@ const OpRule* op_rule(const ir::Node& node) {
   for (const OpRule& r : op_rules())
     if (r.op_type == node.op_type) return &r;
   return nullptr;
+}
+
+double reduction_size(const ir::Model& model, const ir::Node& node, const ir::Value* weight) {
+  const OpRule* rule = op_rule(node);
+  if (!rule || rule->weight_input < 0 || !node.domain.empty()) return 0;
+  if (!weight) weight = node.input(static_cast<size_t>(rule->weight_input));
+  const ir::Tensor* w = weight ? passes::constant_of(model, weight) : nullptr;  // its dims; the values stay encoded
+  if (!w || w->dims.empty()) return 0;
+  return rule->macs(node, w->dims);
 }
 
 }  // namespace onnxtool::quant

@@ -16,6 +16,10 @@ struct OpRule {
   std::string_view op_type;  ///< default domain
   bool static_qdq;           ///< quantized by --mode static (its float inputs, and its weight)
   bool dynamic;              ///< quantized by --mode dynamic (its weight; inputs at run time)
+  /// Dynamic mode quantizes it without --op-types naming it. Conv is opt-in: onnxruntime runs
+  /// ConvInteger far slower than a float Conv (PaddleOCR rec 0.22x), and recurrent ops have no
+  /// integer kernel at all (weight-only; Silero v6's state cosine 0.990 -> 0.987).
+  bool dynamic_default;
   int weight_input;          ///< the constant weight input (-1: none)
   int bias_input;            ///< the bias input, quantized to int32 with the weight (-1: none)
   /// The integer operator a runtime fuses the quantized op into, "domain::op" outside the
@@ -32,5 +36,10 @@ struct OpRule {
 const std::vector<OpRule>& op_rules();
 /// The rule of a node's op (default domain only), or nullptr.
 const OpRule* op_rule(const ir::Node& node);
+
+/// Multiply-accumulates per output element of a node whose rule has a weight, from the dims of
+/// its constant weight (`weight`, by default the node's weight input; its values stay encoded);
+/// 0 for anything else.
+double reduction_size(const ir::Model& model, const ir::Node& node, const ir::Value* weight = nullptr);
 
 }  // namespace onnxtool::quant

@@ -2,6 +2,8 @@
 // ops) and static (activation ranges from calibration, QDQ or QOperator format).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <map>
@@ -11,6 +13,7 @@
 #include "ir/graph.h"
 #include "quant/calibration.h"
 #include "quant/quant_params.h"
+#include "quant/speed.h"
 #include "runner/tensor.h"
 
 namespace onnxtool::quant {
@@ -22,7 +25,10 @@ struct QuantizeOptions {
   Mode mode = Mode::kDynamic;
   Format format = Format::kQdq;
   CalibrationOptions calibration;
-  bool per_channel = false;
+  /// Weights scaled per output channel (Conv, ConvTranspose, Gemm, MatMul columns): BatchNorm-
+  /// folded convolutions have channels of very different magnitudes (PaddleOCR rec: cosine 0.98
+  /// per channel, 0.67 per tensor).
+  bool per_channel = true;
   QuantType weight_type = QuantType::kInt8;
   QuantType activation_type = QuantType::kUInt8;
   bool symmetric_activations = false;
@@ -40,6 +46,8 @@ struct QuantizeOptions {
   /// Float tensors never quantized (what auto-exclude keeps in float: the tensor, hence its
   /// producer's output and the readers that only have it as activation).
   std::vector<std::string> exclude_tensors;
+  /// Why some of exclude_tensors stay float (what the report says of their producers).
+  std::map<std::string, std::string> float_reasons;
 };
 
 /// What quantization did to one node.
@@ -74,31 +82,68 @@ struct NodeReport {
   std::string output;
 };
 
+/// A node of an op type the mode quantizes that stays float, and why.
+struct FloatNode {
+  std::string node;
+  std::string op_type;
+  std::string tensor;  ///< its output
+  std::string reason;
+};
+
+/// Outputs of at most this many elements per sample are judged by relative error, not cosine
+/// (the cosine of a probability or of a pair of logits says little).
+constexpr int64_t kSmallOutput = 4;
+
 struct QuantizeReport {
   std::vector<NodeReport> nodes;
+  /// Nodes left float, each with its reason (static: every node of a quantized op type; dynamic:
+  /// the MatMul/Gemm/Conv/recurrent nodes).
+  std::vector<FloatNode> kept_float;
   int64_t quantized_nodes = 0;
   int64_t float_weight_bytes = 0;      ///< fp32 bytes of the weights that were quantized
   int64_t quantized_weight_bytes = 0;  ///< their int8 bytes plus scales and zero points
   int64_t nan_values = 0, inf_values = 0;  ///< seen in calibration data
   int64_t samples = 0;
   int64_t opset_from = 0, opset_to = 0;  ///< when the model had to be moved to a newer opset
-  /// Static: the lowest cosine similarity of a float model output to fp32 on the error samples
-  /// (-1 when not measured).
+  /// The lowest cosine similarity of a float model output to fp32 on the error samples, over the
+  /// outputs of more than kSmallOutput elements (-1 when not measured or none).
   double output_cosine = -1;
+  /// The largest relative error (RMS of the error over RMS of fp32) of a float output of at most
+  /// kSmallOutput elements per sample (-1 when not measured or none).
+  double output_rel_error = -1;
+  /// What --accuracy-target is compared with: the lowest of output_cosine and the cosine a large
+  /// output with small outputs' relative error would have, 1 / sqrt(1 + error^2) (error
+  /// orthogonal to the signal: a target of 0.99 allows a relative error of 0.142) (-1 when not
+  /// measured).
+  double output_score() const {
+    if (output_cosine < 0 && output_rel_error < 0) return -1;
+    double s = output_cosine < 0 ? 1 : output_cosine;
+    if (output_rel_error >= 0) s = std::min(s, 1 / std::sqrt(1 + output_rel_error * output_rel_error));
+    return s;
+  }
   /// Static with auto_exclude: the tensors kept in float (with their producer), in the order
   /// they were excluded.
   std::vector<std::string> auto_excluded;
   int64_t error_samples = 0;
+  /// The groups of quantized tensors kept, with what each is expected to save (quant/speed.h).
+  std::vector<GroupEstimate> groups;
+  /// The model's float cost per sample (float-MAC units) and the estimated speed-up of the
+  /// quantized model in a runtime with integer kernels (-1: not estimated).
+  double float_cost = 0;
+  double estimated_speedup = -1;
+  /// With auto_exclude, when no quantization reaches the target (the model is left float): the
+  /// best output score an attempt with some node quantized reached (-1: none was measured).
+  double missed_target = -1;
 };
 
 /// The op types a mode handles.
 const std::vector<std::string>& dynamic_op_types();
 
-/// Dynamic quantization: the constant weights of MatMul, Gemm and Conv become int8/uint8
-/// (per tensor, or per output channel); activations are quantized at run time with
-/// DynamicQuantizeLinear, MatMulInteger / ConvInteger, Cast, Mul and Add. LSTM/GRU/RNN weights,
-/// when options.op_types names them, are stored as int8 behind DequantizeLinear (weight-only:
-/// no standard integer kernel). Throws Error(kUsage)
+/// Dynamic quantization: the constant weights of MatMul and Gemm (and Conv when options.op_types
+/// names it) become int8/uint8 (per output channel, or per tensor); activations are quantized at
+/// run time with DynamicQuantizeLinear, MatMulInteger / ConvInteger, Cast, Mul and Add.
+/// LSTM/GRU/RNN weights, when options.op_types names them, are stored as int8 behind
+/// DequantizeLinear (weight-only: no standard integer kernel). Throws Error(kUsage)
 /// for an --op-types / --exclude name that matches nothing the model has.
 /// With `samples` (optional), the first options.error_samples of them measure each node's error
 /// and the outputs' cosine against fp32, and drive options.auto_exclude.
@@ -147,8 +192,12 @@ using SampleProgress = std::function<void(size_t read, size_t total)>;
 QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, bool preprocess,
                               const std::vector<std::string>& sample_dirs, const SampleProgress& progress = {});
 
-/// Node-selection helper shared by the modes: true when `node` is to be quantized.
-bool selected(const ir::Node& node, const QuantizeOptions& options, const std::vector<std::string>& supported);
+/// Node selection shared by the modes: true when `node` is to be quantized in options.mode (its
+/// op is one the mode handles, by default or named by --op-types, and nothing excludes it).
+bool selected(const ir::Node& node, const QuantizeOptions& options);
+
+/// Why selected() leaves a node of a quantized op type float (the report's words).
+std::string unselected_reason(const ir::Node& node, const QuantizeOptions& options);
 
 /// Checks --op-types / --exclude-nodes / --exclude-op-types name things the model has.
 void validate_selection(const ir::Model& model, const QuantizeOptions& options, const std::vector<std::string>& supported);

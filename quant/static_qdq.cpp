@@ -1,9 +1,11 @@
 // Static quantization: calibrate with observers, then insert QuantizeLinear/DequantizeLinear.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "convert/version_converter.h"
 #include "ir/error.h"
@@ -14,6 +16,7 @@
 #include "quant/accuracy.h"
 #include "quant/op_rules.h"
 #include "quant/quantize.h"
+#include "quant/speed.h"
 #include "quant/weights.h"
 #include "runner/session.h"
 
@@ -62,11 +65,24 @@ std::optional<Range> saturation_interval(const ir::Node& n) {
 /// Ops whose output range is the input's clamped (they fold into the producer's output range).
 bool is_clamp(const ir::Node* n) { return passes::is_op(n, "Relu") || passes::is_op(n, "Clip"); }
 
+/// A Relu/Clip folded into its input's quantized range (what brings it back).
+struct FoldedClamp {
+  std::string op_type, name, output;
+  std::vector<ir::Attribute> attributes;
+  std::vector<ir::Value*> extra_inputs;   // Clip's min and max
+};
+
+/// A quantized weight or bias: the float value it stands for, and its bytes in the report.
+struct WeightSource {
+  ir::Value* value;
+  int64_t float_bytes = 0, quantized_bytes = 0;
+};
+
 class StaticQuantizer {
  public:
   StaticQuantizer(ir::Model& model, const QuantizeOptions& o, const std::map<std::string, Range>& ranges,
-                  QuantizeReport& report)
-      : model_(model), g_(*model.graph), o_(o), ranges_(ranges), report_(report) {
+                  const ElementCount& elements, QuantizeReport& report)
+      : model_(model), g_(*model.graph), o_(o), ranges_(ranges), report_(report), elements_(elements) {
     act_.symmetric = o.symmetric_activations;
     act_.reduce_range = false;
     wt_.reduce_range = o.reduce_range;
@@ -74,13 +90,176 @@ class StaticQuantizer {
   }
 
   void run() {
+    float_cost_ = float_cost(model_, elements_);
     std::vector<ir::Node*> order;
     for (const auto& n : g_.nodes()) order.push_back(n.get());
-    for (ir::Node* n : order)
-      if (!removed_.count(n) && selected(*n, o_, static_op_types())) quantize_node(n);
+    for (ir::Node* n : order) {
+      if (removed_.count(n) || !static_rule(*n)) continue;
+      if (!selected(*n, o_)) {
+        keep_float(n, unselected_reason(*n, o_));
+      } else if (std::string why = quantize_node(n); !why.empty()) {
+        keep_float(n, why);
+      }
+    }
+    report_.float_cost = float_cost_;
+    drop_groups_without_gain();
+    report_.estimated_speedup = estimated_speedup(float_cost_, report_.groups);
   }
 
  private:
+  /// Records why a node of a quantized op type stays float (only ops with a weight: the ones
+  /// whose float execution costs).
+  void keep_float(const ir::Node* n, const std::string& why) {
+    if (!has_weight(*n)) return;
+    report_.kept_float.push_back({n->name, n->op_type, n->output(0) ? n->output(0)->name() : "", why});
+  }
+
+  /// True when a runtime runs n in integers: an op static quantization handles (not
+  /// ConvTranspose: no integer kernel) whose float inputs are all dequantized (weights included)
+  /// and whose output is quantized (a MatMul may keep a float output: MatMulIntegerToFloat).
+  bool runs_in_integers(const ir::Node& n) const {
+    if (!static_rule(n) || passes::is_op(&n, "ConvTranspose")) return false;
+    bool any = false;
+    for (ir::Value* in : n.inputs()) {
+      if (!in || !is_float_tensor(in)) continue;
+      if (!source_.count(in) && !weight_source_.count(in)) return false;
+      any = true;
+    }
+    return any && (dq_.count(n.output(0)) || passes::is_op(&n, "MatMul"));
+  }
+
+  /// What quantizing a group saves per sample (quant/speed.h): its integer products' MACs at
+  /// int8 speed, less the QuantizeLinear of each tensor a float op (or the graph input)
+  /// produces and the DequantizeLinear of each tensor a float op reads.
+  GroupEstimate estimate(const std::vector<ir::Node*>& integer, const std::vector<ir::Value*>& pairs) const {
+    const CostModel& c = default_cost_model();
+    GroupEstimate e;
+    for (const ir::Node* n : integer) {
+      const double macs = node_macs(model_, *n, elements_, weight_source_.at(n->input(1)).value);
+      e.nodes.push_back(n->name.empty() ? n->output(0)->name() : n->name);
+      e.int8_macs += macs;
+      // Its input and output are dequantized tensors now: sized by what they stand for.
+      e.gain += static_gain(macs, elements_(source_.at(n->input(0))) + elements_(n->output(0)), c);
+    }
+    for (ir::Value* d : pairs) {
+      const ir::Value* x = source_.at(d);
+      const double size = elements_(x);
+      if (!x->producer() || !runs_in_integers(*x->producer())) e.border_elements += size;
+      for (const ir::Use& u : d->uses())
+        if (!passes::is_op(u.node, "QuantizeLinear") && !passes::is_op(u.node, "DequantizeLinear") && !runs_in_integers(*u.node)) {
+          e.border_elements += size;
+          break;
+        }
+    }
+    e.gain -= e.border_elements * c.qdq_element;
+    return e;
+  }
+
+  /// Removes the Q/DQ pairs of every group of quantized tensors that gains nothing: no integer
+  /// kernel reads or writes them (a graph input quantized for a Reshape whose reader stays float;
+  /// a ConvTranspose between float ops), or the estimate (quant/speed.h) says the QuantizeLinear
+  /// and DequantizeLinear passes at its borders cost more than its int8 products save (a few
+  /// depthwise or 3-channel Convs at high resolution). The estimate does not drop groups when
+  /// --op-types names the ops. A group is the tensors linked by the ops that read or write them.
+  /// Weights of the ops in a dropped group go back to float, and the Relu/Clip folded into a
+  /// dropped tensor's range come back. The groups kept are the report's.
+  void drop_groups_without_gain() {
+    std::map<ir::Value*, ir::Value*> parent;  // union-find over the pairs, by DQ output
+    std::function<ir::Value*(ir::Value*)> find = [&](ir::Value* v) {
+      ir::Value*& p = parent.try_emplace(v, v).first->second;
+      if (p != v) p = find(p);
+      return p;
+    };
+    std::vector<std::pair<ir::Node*, ir::Value*>> integer;  // each op with an integer kernel, and a pair of it
+    for (const auto& node : g_.nodes()) {
+      if (!node || passes::is_op(node.get(), "QuantizeLinear") || passes::is_op(node.get(), "DequantizeLinear")) continue;
+      std::vector<ir::Value*> pairs;
+      for (ir::Value* in : node->inputs())
+        if (in && source_.count(in)) pairs.push_back(in);
+      for (ir::Value* out : node->outputs())
+        if (auto it = dq_.find(out); out && it != dq_.end()) pairs.push_back(it->second);
+      for (size_t i = 1; i < pairs.size(); ++i) parent[find(pairs[i])] = find(pairs[0]);
+      if (!pairs.empty() && has_integer_kernel(*node) && node->input(1) && weight_source_.count(node->input(1)) &&
+          runs_in_integers(*node))
+        integer.emplace_back(node.get(), pairs[0]);
+    }
+    std::map<ir::Value*, std::vector<ir::Node*>> integer_of;  // by group root
+    for (const auto& [n, pair] : integer) integer_of[find(pair)].push_back(n);
+    std::map<ir::Value*, std::vector<ir::Value*>> pairs_of;
+    for (const auto& [x, d] : dq_) pairs_of[find(d)].push_back(d);
+    std::map<ir::Value*, GroupEstimate> slower;  // groups the estimate drops, by root
+    for (const auto& [root, nodes] : integer_of) {
+      GroupEstimate e = estimate(nodes, pairs_of[root]);
+      if (e.gain <= 0 && o_.op_types.empty())
+        slower[root] = std::move(e);
+      else
+        report_.groups.push_back(std::move(e));
+    }
+    std::set<ir::Value*> dropped;
+    for (const auto& [x, d] : dq_)
+      if (!integer_of.count(find(d)) || slower.count(find(d))) dropped.insert(d);
+    if (dropped.empty()) return;
+    std::set<ir::Node*> readers;  // nodes that read a dropped pair
+    for (ir::Value* d : dropped) {
+      ir::Value* x = source_.at(d);
+      for (const ir::Use& u : d->uses())
+        if (!passes::is_op(u.node, "QuantizeLinear") && !passes::is_op(u.node, "DequantizeLinear")) readers.insert(u.node);
+      ir::Value* restored = x;
+      if (auto f = folded_.find(d); f != folded_.end()) restored = unfold(x, f->second);
+      g_.replace_all_uses(d, restored);
+      report_.nodes.erase(std::remove_if(report_.nodes.begin(), report_.nodes.end(),
+                                         [&](const NodeReport& r) { return r.dequantized == d->name(); }),
+                          report_.nodes.end());
+    }
+    for (ir::Node* n : readers) {
+      bool quantized = false;
+      ir::Value* group = nullptr;  // the root of a dropped pair n reads
+      for (size_t i = 0; i < n->inputs().size(); ++i) {
+        ir::Value* in = n->input(i);
+        if (auto w = weight_source_.find(in); in && w != weight_source_.end()) {
+          n->set_input(i, w->second.value);
+          report_.float_weight_bytes -= w->second.float_bytes;
+          report_.quantized_weight_bytes -= w->second.quantized_bytes;
+        } else if (in && source_.count(in) && !dropped.count(in)) {
+          quantized = true;
+        } else if (in && dropped.count(in)) {
+          group = find(in);
+        }
+      }
+      if (quantized) continue;
+      --report_.quantized_nodes;
+      std::string why;
+      if (auto e = slower.find(group); e != slower.end()) {
+        std::ostringstream s;
+        s << "estimated slower quantized: its group's int8 products (" << e->second.int8_macs << " MACs) save less than the "
+          << e->second.border_elements << " elements through QuantizeLinear/DequantizeLinear at its borders cost (--op-types "
+          << "forces it)";
+        why = s.str();
+      } else {
+        why = has_integer_kernel(*n) ? "its input or output cannot be quantized, so no integer kernel would run it"
+                                     : "no integer kernel would read or write its 8-bit tensors (" + n->op_type +
+                                           " has none): the QuantizeLinear/DequantizeLinear pairs would only add work and error";
+      }
+      keep_float(n, why);
+    }
+  }
+
+  /// A Relu/Clip that quantize_node folded into the range of a tensor whose pair is dropped,
+  /// computed again on `x`; returns its output.
+  ir::Value* unfold(ir::Value* x, const FoldedClamp& f) {
+    std::vector<ir::Value*> inputs = {x};
+    inputs.insert(inputs.end(), f.extra_inputs.begin(), f.extra_inputs.end());
+    const ir::Node* at = nullptr;
+    if (x->producer() && x->producer()->graph() == &g_) {
+      const size_t i = g_.node_index(x->producer());
+      at = i + 1 < g_.nodes().size() ? g_.nodes()[i + 1].get() : nullptr;
+    }
+    ir::Node* c = g_.add_node(f.op_type, inputs, {passes::unique_name(g_, f.output)}, "", passes::unique_name(g_, f.name), at);
+    for (const ir::Attribute& a : f.attributes) c->set_attr(passes::copy_attribute(a));
+    c->output(0)->type = x->type;
+    return c->output(0);
+  }
+
   /// The interval outside which every reader of v is constant (HardSwish below -3, HardSigmoid
   /// outside [-beta/alpha, (1-beta)/alpha]); nullopt when a reader does not saturate or v is a
   /// graph output.
@@ -176,8 +355,11 @@ class StaticQuantizer {
                                {passes::unique_name(g_, n->input(index)->name() + "_dequantized")}, "",
                                passes::unique_name(g_, n->input(index)->name() + "_DequantizeLinear"), n);
     if (a >= 0) dq->set_attr(ir::Attribute::make_int("axis", a));
-    report_.float_weight_bytes += static_cast<int64_t>(w->values.size() * 4);
-    report_.quantized_weight_bytes += static_cast<int64_t>(w->values.size() + qw.scales.size() * 5);
+    const WeightSource source{n->input(index), static_cast<int64_t>(w->values.size() * 4),
+                              static_cast<int64_t>(w->values.size() + qw.scales.size() * 5)};
+    weight_source_[dq->output(0)] = source;
+    report_.float_weight_bytes += source.float_bytes;
+    report_.quantized_weight_bytes += source.quantized_bytes;
     if (out) *out = qw;
     return dq->output(0);
   }
@@ -207,17 +389,19 @@ class StaticQuantizer {
     ir::Node* dq = g_.add_node("DequantizeLinear", {data, scale, zp}, {passes::unique_name(g_, base + "_dequantized")}, "",
                                passes::unique_name(g_, base + "_DequantizeLinear"), n);
     if (scales.size() > 1) dq->set_attr(ir::Attribute::make_int("axis", 0));
+    weight_source_[dq->output(0)] = WeightSource{n->input(index)};
     return dq->output(0);
   }
 
   /// True when a reader of v is a node this quantization rewrites (so it reads v quantized).
   bool has_quantized_reader(const ir::Value* v) const {
     for (const ir::Use& u : v->uses())
-      if (selected(*u.node, o_, static_op_types())) return true;
+      if (selected(*u.node, o_)) return true;
     return false;
   }
 
-  void quantize_node(ir::Node* n) {
+  /// Quantizes node n; returns why it stays float ("" when quantized).
+  std::string quantize_node(ir::Node* n) {
     // Activation inputs (the data inputs; shape-like integer inputs stay as they are).
     const size_t data_inputs = n->op_type == "Resize" || n->op_type == "Reshape" || n->op_type == "Slice" ||
                                        n->op_type == "Squeeze" || n->op_type == "Unsqueeze"
@@ -239,10 +423,11 @@ class StaticQuantizer {
       }
     }
     if (has_weight(*n)) {
-      if (!n->input(0) || !source_.count(n->input(0))) return;  // the activation could not be quantized
+      if (!n->input(0) || !source_.count(n->input(0)))
+        return "its input has no calibrated float range (kept float, or not a float tensor)";
       QuantizedWeight w;
       ir::Value* wd = dq_weight(n, 1, weight_axis(*n), &w);
-      if (!wd) return;
+      if (!wd) return "its weight is not a constant float tensor";
       n->set_input(1, wd);
       if (n->input(2) && static_rule(*n)->bias_input == 2) {
         const auto xp = act_params_.find(n->input(0));
@@ -251,7 +436,7 @@ class StaticQuantizer {
       }
       any = true;
     }
-    if (!any) return;
+    if (!any) return "no input has a calibrated float range";
     ++report_.quantized_nodes;
     // The output: fold a single Relu/Clip reader into the range (asymmetric only), then Q/DQ.
     // The output of an op without an integer kernel that only float ops read (an Add, or the
@@ -259,24 +444,28 @@ class StaticQuantizer {
     // would add error and no integer kernel would use it. Conv/MatMul/Gemm outputs are always
     // quantized, which lets runtimes run the whole group as one integer kernel (QLinearConv...).
     ir::Value* y = n->output(0);
-    if (!is_float_tensor(y)) return;
+    if (!is_float_tensor(y)) return "";
     ir::Node* clamp = passes::single_consumer(y);
-    if (!has_integer_kernel(*n) && !has_quantized_reader(is_clamp(clamp) ? clamp->output(0) : y)) return;
+    if (!has_integer_kernel(*n) && !has_quantized_reader(is_clamp(clamp) ? clamp->output(0) : y)) return "";
     if (!o_.symmetric_activations) {
       if (is_clamp(clamp) && ranges_.count(clamp->output(0)->name())) {
         ir::Value* clamped = clamp->output(0);
         const Range r = ranges_.at(clamped->name());
         const std::string clamped_name = clamped->name();
+        FoldedClamp fold{clamp->op_type, clamp->name, clamped_name, {}, {}};
+        for (const ir::Attribute& a : clamp->attributes) fold.attributes.push_back(passes::copy_attribute(a));
+        for (size_t i = 1; i < clamp->inputs().size(); ++i) fold.extra_inputs.push_back(clamp->input(i));
         removed_.insert(clamp);  // freed by the bypass: run() must not visit it
         if (r.min >= 0 && passes::bypass_node(g_, clamp, y)) {
           // y is quantized at the clamp's range: Q saturates below its min and above its max,
           // which is what the clamp did (up to the calibrated max).
-          qdq(y, nullptr, true, r, clamped_name);
-          return;
+          if (ir::Value* d = qdq(y, nullptr, true, r, clamped_name)) folded_[d] = std::move(fold);
+          return "";
         }
       }
     }
     qdq(y, nullptr, true);
+    return "";
   }
 
   ir::Model& model_;
@@ -290,7 +479,55 @@ class StaticQuantizer {
   std::map<ir::Value*, ir::Value*> source_;  // DQ output -> the float tensor
   std::map<ir::Value*, QuantParams> act_params_;
   std::set<const ir::Node*> removed_;  // nodes a fold removed (their memory is gone)
+  std::map<ir::Value*, WeightSource> weight_source_;  // DQ output of a weight or bias -> its float value
+  std::map<ir::Value*, FoldedClamp> folded_;          // DQ output -> the Relu/Clip folded into its range
+  ElementCount elements_;
+  double float_cost_ = 0;
 };
+
+/// Ops whose output holds values of their first input, moved, selected or clamped.
+bool moves_values(const ir::Node& n) {
+  for (const char* op : {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Slice", "Expand", "Relu", "Clip"})
+    if (passes::is_op(&n, op)) return true;
+  return false;
+}
+
+/// Tensors whose readers turn 8-bit rounding into large errors, each with the reason: the
+/// inputs of Log, Sqrt, Reciprocal and Exp, the base of Pow and the divisor of Div (a mel
+/// spectrogram's power before its Log; a decomposed LayerNormalization's deviation and
+/// variance). They stay float, and so do their producers.
+std::map<std::string, std::string> float_by_readers(const ir::Model& model) {
+  std::map<std::string, std::string> reasons;
+  for (const auto& node : model.graph->nodes()) {
+    size_t input = 0;
+    const char* why = nullptr;
+    if (passes::is_op(node.get(), "Log")) {
+      why = "the logarithm turns the rounding of small values into large errors";
+    } else if (passes::is_op(node.get(), "Sqrt") || passes::is_op(node.get(), "Reciprocal")) {
+      why = "the rounding of small values becomes a large error of the result";
+    } else if (passes::is_op(node.get(), "Exp")) {
+      why = "the rounding becomes a relative error of the result";
+    } else if (passes::is_op(node.get(), "Pow")) {
+      why = "the power multiplies the relative rounding error";
+    } else if (passes::is_op(node.get(), "Div")) {
+      input = 1;
+      why = "the rounding of a small divisor becomes a large error of the quotient";
+    }
+    const ir::Value* x = why ? node->input(input) : nullptr;
+    const std::string reason = x ? std::string("read by ") + node->op_type + (node->name.empty() ? "" : " '" + node->name + "'") +
+                                       (input ? " as divisor" : "") + ": " + why
+                                 : "";
+    // Back through the ops that only move or clamp values (a Conv's output unsqueezed before a
+    // Pow, a MatMul's clipped before a Log):
+    // their inputs carry the same values.
+    while (x && !(x->type.is_tensor() && x->type.data_type() != ir::DataType::kFloat) && !passes::constant_of(model, x) &&
+           reasons.emplace(x->name(), reason).second) {
+      const ir::Node* p = x->producer();
+      x = p && p->graph() == model.graph.get() && moves_values(*p) ? p->input(0) : nullptr;
+    }
+  }
+  return reasons;
+}
 
 }  // namespace
 
@@ -375,6 +612,11 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
     }
     ranges[name] = calibrated_range(stats, options.calibration);
   }
+  // Per-sample element counts of the calibrated tensors: the sizes the speed estimate weighs.
+  std::map<std::string, double> sizes;
+  for (const auto& [name, stats] : collector.stats())
+    sizes[name] = static_cast<double>(stats.values() + stats.nan_count() + stats.inf_count()) / static_cast<double>(report.samples);
+  const ElementCount elements = [&sizes](const ir::Value* v) { return element_count(sizes, v); };
   // Constant operands of Add/Mul/Concat get their exact range (not the weights and biases of
   // the ops that quantize them on their own: decoding them all touched every page of the model).
   std::set<const ir::Value*> operands;
@@ -396,14 +638,19 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
   }
 
   // Quantize a copy of the fp32 model and measure it (auto-exclude: several times).
+  QuantizeOptions base = options;
+  for (auto& [tensor, why] : float_by_readers(model)) {
+    base.exclude_tensors.push_back(tensor);
+    base.float_reasons.emplace(tensor, std::move(why));
+  }
   auto attempt = [&](const std::vector<std::string>& excluded) {
-    QuantizeOptions o = options;
+    QuantizeOptions o = base;
     o.exclude_tensors.insert(o.exclude_tensors.end(), excluded.begin(), excluded.end());
     auto work = std::make_unique<ir::Model>(copy_model(model));
     QuantizeReport r = report;
     r.nodes.clear();
     r.quantized_nodes = r.float_weight_bytes = r.quantized_weight_bytes = 0;
-    StaticQuantizer q(*work, o, ranges, r);
+    StaticQuantizer q(*work, o, ranges, elements, r);
     q.run();
     passes::OptimizeOptions cleanup;
     cleanup.only = {"sort_topologically", "eliminate_dead_code"};
@@ -412,6 +659,7 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
     return std::make_pair(std::move(work), std::move(r));
   };
   auto best = quantize_with_exclusions(options, attempt);
+  if (!best.first) return best.second;  // nothing reached the target: the model stays as it was
   if (options.format == Format::kQOperator) qdq_to_qoperator(*best.first);
   model = std::move(*best.first);
   return best.second;

@@ -119,6 +119,13 @@ void quantize_qdq(ir::Model& m, quant::QuantizeOptions o) {
   });
 }
 
+/// Per-tensor weights (the library's default is per channel).
+quant::QuantizeOptions per_tensor() {
+  quant::QuantizeOptions o;
+  o.per_channel = false;
+  return o;
+}
+
 ir::Model quantized_classifier(const quant::QuantizeOptions& o) {
   ir::Model m = classifier();
   quantize_qdq(m, o);
@@ -313,13 +320,13 @@ ir::Node* producer_of(const ir::Model& m, const std::string& name) {
 
 TEST_SUITE("qoperator") {
   TEST_CASE("per-tensor weights: both Convs and the MatMul become QLinear ops") {
-    check_conversion({}, 2, 1);
+    check_conversion(per_tensor(), 2, 1);
     // Every weight and bias moved into a QLinear op: no DequantizeLinear of an initializer is left.
-    ir::Model qop = quantized_classifier({});
+    ir::Model qop = quantized_classifier(per_tensor());
     quant::qdq_to_qoperator(qop);
     CHECK(weight_dequantizers(qop) == 0);
     // The fused node keeps the Conv's name and attributes, and its output the QuantizeLinear's name.
-    const ir::Model qdq = quantized_classifier({});
+    const ir::Model qdq = quantized_classifier(per_tensor());
     const ir::Node* q = passes::single_consumer(producer_of(qdq, "c1")->output(0));
     REQUIRE(passes::is_op(q, "QuantizeLinear"));
     const ir::Node* fused = producer_of(qop, q->output(0)->name());
@@ -337,7 +344,7 @@ TEST_SUITE("qoperator") {
   }
 
   TEST_CASE("int8 activations: int8 weights convert, uint8 weights stay in QDQ") {
-    quant::QuantizeOptions o;
+    quant::QuantizeOptions o = per_tensor();
     o.activation_type = quant::QuantType::kInt8;
     check_conversion(o, 2, 1);
     o.weight_type = quant::QuantType::kUInt8;
@@ -359,7 +366,7 @@ TEST_SUITE("qoperator") {
   }
 
   TEST_CASE("a Conv output with a second reader stays in QDQ; the other groups convert") {
-    ir::Model m = quantized_classifier({});
+    ir::Model m = quantized_classifier(per_tensor());
     ir::Value* c2 = m.graph->find("c2");
     REQUIRE(c2);
     ir::Node* sigmoid = m.graph->add_node("Sigmoid", {c2}, {"c2_sigmoid"});
@@ -372,7 +379,7 @@ TEST_SUITE("qoperator") {
   }
 
   TEST_CASE("a bias quantized with another scale than x_scale * w_scale stays in QDQ") {
-    ir::Model m = quantized_classifier({});
+    ir::Model m = quantized_classifier(per_tensor());
     ir::Node* bias_dq = producer_of(m, "c1")->input(2)->producer();
     REQUIRE(passes::is_op(bias_dq, "DequantizeLinear"));
     const ir::Tensor* scale = passes::constant_of(m, bias_dq->input(1));
@@ -428,7 +435,7 @@ TEST_SUITE("qoperator") {
   }
 
   TEST_CASE("subgraphs are left alone, and what they read from the main graph stays") {
-    ir::Model m = quantized_classifier({});
+    ir::Model m = quantized_classifier(per_tensor());
     ir::Graph& g = *m.graph;
     ir::Node* c1 = producer_of(m, "c1");
     ir::Node* q1 = passes::single_consumer(c1->output(0));
@@ -487,10 +494,9 @@ TEST_SUITE("qoperator") {
       testing::skip_missing_data("node or onnxruntime-node (in " + ort.string() + ")");
       return;
     }
-    quant::QuantizeOptions per_tensor, per_channel, int8;
-    per_channel.per_channel = true;
+    quant::QuantizeOptions tensor = per_tensor(), channel, int8 = per_tensor();
     int8.activation_type = quant::QuantType::kInt8;
-    for (const auto* o : {&per_tensor, &per_channel, &int8}) {
+    for (const auto* o : {&tensor, &channel, &int8}) {
       CAPTURE(o->per_channel);
       CAPTURE(quant::name_of(o->activation_type));
       ir::Model m = quantized_classifier(*o);

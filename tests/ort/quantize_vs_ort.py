@@ -45,15 +45,17 @@ work = tempfile.mkdtemp(prefix="onnxtool_quant_ort.")
 CASES = [
     ("ch_ppocr_mobile_v2.0_cls_infer", "static", [], 0.99),
     ("ch_ppocr_mobile_v2.0_cls_infer", "static", ["--format", "qoperator"], 0.99),
-    ("ch_PP-OCRv4_rec_infer", "dynamic", ["--per-channel", "--auto-exclude", "--accuracy-target", "0.998"], 0.99),
-    ("silero_vad_v5", "dynamic", ["--per-channel"], 0.99),
-    ("silero_vad_v5", "dynamic", ["--per-channel", "--op-types", "Conv,LSTM"], 0.99),
-    ("silero_vad_v6", "dynamic", ["--per-channel"], 0.99),
+    ("ch_PP-OCRv4_rec_infer", "dynamic", ["--op-types", "Conv,MatMul", "--auto-exclude", "--accuracy-target", "0.998"], 0.99),
+    # Dynamic mode quantizes Conv only when --op-types names it (onnxruntime's ConvInteger is
+    # slower than its float Conv): Silero has no other candidate.
+    ("silero_vad_v5", "dynamic", ["--op-types", "Conv"], 0.99),
+    ("silero_vad_v5", "dynamic", ["--op-types", "Conv,LSTM"], 0.99),
+    ("silero_vad_v6", "dynamic", ["--op-types", "Conv"], 0.99),
     # Every layer quantized, det's early layers amplify noise (why it needs --auto-exclude), and
     # with it the one-step differences where float accumulation order decides a rounding: the
     # two runners agree at 0.9978 (0.99987 with --auto-exclude).
-    ("ch_PP-OCRv4_det_infer", "static", ["--per-channel"], 0.88, 0.995),
-    ("ch_PP-OCRv4_det_infer", "static", ["--per-channel", "--auto-exclude", "--accuracy-target", "0.99"], 0.99),
+    ("ch_PP-OCRv4_det_infer", "static", ["--no-auto-exclude"], 0.88, 0.995),
+    ("ch_PP-OCRv4_det_infer", "static", [], 0.99),
 ]
 
 
@@ -95,7 +97,9 @@ for k, (model, mode, flags, target, *rest) in enumerate(CASES):
     if subprocess.run([onnxtool, "check", out], capture_output=True).returncode != 0:
         problems.append("does not pass onnxtool check")
     ratio = doc["weight_bytes"]["quantized"] / max(1, doc["weight_bytes"]["float"])
-    if ratio > 0.27:
+    # int8 weights are 0.25x; per-channel scales and zero points (5 bytes per output channel)
+    # add up to 0.14x on a 3x3 depthwise Conv (9 weights per channel), a few percent overall.
+    if ratio > 0.30:
         problems.append(f"weights at {ratio:.3f}x of fp32")
     samples = sample_folders(os.path.join(data, model, "eval"))
     try:

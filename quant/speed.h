@@ -1,0 +1,82 @@
+// What quantization is expected to gain in a runtime that runs quantized groups as integer
+// kernels (onnxruntime's CPU provider fuses DequantizeLinear -> Conv/MatMul/Gemm -> QuantizeLinear
+// into QLinearConv/QLinearMatMul/QGemm, and DynamicQuantizeLinear -> MatMulInteger -> Cast -> Mul
+// into one dynamic kernel): multiply-accumulates moved to int8 against the QuantizeLinear and
+// DequantizeLinear passes left at the groups' borders, at each tensor's size.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace onnxtool::quant {
+
+/// Costs in units of one float multiply-accumulate of a dense Conv/MatMul (about 7 ps), from
+/// single-op models in onnxruntime-node 1.30 at 2 threads on this project's AVX-512 VNNI / AMX
+/// machines (bench/quantize_speed.sh checks the estimate against whole models). A Conv's time is
+/// not its MACs alone: a 3x3 depthwise or a 3-channel stem moves far more memory per MAC, hence
+/// the per-element terms.
+struct CostModel {
+  /// An int8 MAC of a Conv/MatMul/Gemm run as an integer kernel (QLinearConv: 3.1-3.7x faster on
+  /// dense 64-channel Convs).
+  double int8_mac = 0.27;
+  /// Each input and output element of a float Conv/MatMul/Gemm (a 1x1 64-channel Conv at 80x80
+  /// runs at a third of a 3x3's MAC rate), and of an integer one (a quarter of the bytes).
+  double float_element = 95;
+  double int8_element = 50;
+  /// One element through a QuantizeLinear or DequantizeLinear that stays an op of its own.
+  double qdq_element = 30;
+  /// One output element of any other op (what the model costs besides its products).
+  double other_element = 40;
+  /// Dynamic MatMul/Gemm: an int8 MAC of MatMulInteger, and each input element (its
+  /// DynamicQuantizeLinear: a min/max pass, then the quantization) and output element (the
+  /// int32 product rescaled to float).
+  double dynamic_mac = 0.33;
+  double dynamic_element = 30;
+  /// Dynamic Conv: onnxruntime runs ConvInteger without the fused kernels MatMulInteger gets,
+  /// slower than its float Conv (PaddleOCR rec 0.22x): an int8 MAC costs two float ones.
+  double dynamic_conv_mac = 2.0;
+};
+
+const CostModel& default_cost_model();
+
+/// One group of quantized tensors (static: tensors linked by the ops that read or write them in
+/// integers; dynamic: one node) and what it is expected to save.
+struct GroupEstimate {
+  std::vector<std::string> nodes;  ///< its Conv/MatMul/Gemm nodes
+  double int8_macs = 0;            ///< per sample
+  double border_elements = 0;      ///< through standalone QuantizeLinear/DequantizeLinear, per sample
+  double gain = 0;                 ///< float-MAC units per sample (negative: slower)
+};
+
+/// Element counts per sample of a graph's tensors (0 when unknown).
+using ElementCount = std::function<double(const ir::Value* v)>;
+
+/// The elements per sample of v: `sizes` (by name: counted while the samples ran), else its
+/// static shape's, else those of the Relu/Clip that is its one reader (a Conv output fused with
+/// its Relu is not observed); 0 when unknown.
+double element_count(const std::map<std::string, double>& sizes, const ir::Value* v);
+
+/// The float cost of a graph (every main-graph node: multiply-accumulates of ops with a constant
+/// weight, output elements of the others), float-MAC units per sample.
+double float_cost(const ir::Model& model, const ElementCount& elements, const CostModel& costs = default_cost_model());
+
+/// Multiply-accumulates of node (given its weight value; the node's own when null) per sample.
+double node_macs(const ir::Model& model, const ir::Node& node, const ElementCount& elements, const ir::Value* weight = nullptr);
+
+/// The elements a node with a weight reads (its first input) and writes, per sample.
+double node_elements(const ir::Node& node, const ElementCount& elements);
+
+/// What running one Conv/MatMul/Gemm as a static integer kernel saves per sample, and as a
+/// dynamic one (quantizing its input at run time), in float-MAC units.
+double static_gain(double macs, double elements, const CostModel& costs = default_cost_model());
+double dynamic_gain(double macs, double elements, bool conv, const CostModel& costs = default_cost_model());
+
+/// The estimated speed-up of the whole model: float cost over float cost minus the gains.
+double estimated_speedup(double float_cost, const std::vector<GroupEstimate>& groups);
+
+}  // namespace onnxtool::quant
