@@ -40,6 +40,7 @@ struct QuantizeCliOptions {
   bool auto_exclude = false;
   bool no_auto_exclude = false;
   double accuracy_target = 0.99;
+  std::vector<std::string> accuracy_outputs;
   int error_samples = 8;
   double require_speedup = 0;
   std::string report;
@@ -108,7 +109,7 @@ void write_report(const std::string& path, const quant::QuantizeReport& r, const
           << r.quantized_weight_bytes << " bytes; calibration samples: " << r.samples << " (NaN " << r.nan_values
           << ", Inf " << r.inf_values << ").\n\n";
       if (r.output_cosine >= 0)
-        out << "Output cosine similarity to fp32 (lowest over the outputs, " << r.error_samples
+        out << "Output cosine similarity to the reference (" << r.reference << "; lowest over the outputs, " << r.error_samples
             << " calibration samples): " << r.output_cosine << ".\n\n";
       if (!r.auto_excluded.empty()) {
         out << "Kept in float by --auto-exclude:\n\n";
@@ -120,7 +121,7 @@ void write_report(const std::string& path, const quant::QuantizeReport& r, const
         for (const auto& f : r.kept_float) out << "| " << f.node << " | " << f.op_type << " | " << f.tensor << " | " << f.reason << " |\n";
         out << "\n";
       }
-      out << "SQNR and cosine compare each quantized tensor with fp32 (the error accumulated up to it); "
+      out << "SQNR and cosine compare each quantized tensor with the reference (the error accumulated up to it); "
              "added noise is the noise-to-signal ratio it adds to that of the quantized tensors feeding it.\n\n";
       out << "| node | op | tensor | min | max | scale | zero point | SQNR (dB) | cosine | added noise (dB) |\n"
              "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
@@ -166,6 +167,7 @@ int run_quantize(const QuantizeCliOptions& o) {
   // With samples to measure on, the accuracy target holds by default (--no-auto-exclude: every
   // supported node quantized, whatever the accuracy).
   q.auto_exclude = !o.calib_data.empty() && !o.no_auto_exclude;
+  q.accuracy_outputs = o.accuracy_outputs;
   q.accuracy_target = o.accuracy_target;
   if (o.error_samples < 1) throw_usage_error("--error-samples must be at least 1");
   q.error_samples = o.error_samples;
@@ -175,6 +177,11 @@ int run_quantize(const QuantizeCliOptions& o) {
   auto loaded = ir::load_model(o.model);
   refuse_unrunnable(loaded.model, o.model);
   ir::check_output_paths(loaded.info, o.output, "", /*in_place=*/false);
+  for (const auto& name : o.accuracy_outputs) {
+    const auto& outs = loaded.model.graph->outputs;
+    if (std::none_of(outs.begin(), outs.end(), [&](const ir::ValueInfo& vi) { return vi.value && vi.value->name() == name; }))
+      throw_usage_error("--accuracy-outputs: the model has no output named '" + name + "'");
+  }
   if (!o.report.empty()) ir::check_not_input(loaded.info, o.report, "--report " + o.report);
   const bool bar = isatty(STDERR_FILENO) && !o.json;
   size_t read = 0;
@@ -189,7 +196,9 @@ int run_quantize(const QuantizeCliOptions& o) {
   // reasons.
   std::string unchanged;
   if (report.quantized_nodes == 0) {
-    if (report.missed_target >= 0)
+    if (!report.not_worth.empty())
+      unchanged = report.not_worth;
+    else if (report.missed_target >= 0)
       unchanged = "no quantization reaches --accuracy-target " + number(q.accuracy_target) + " (the best with a node quantized: " +
                   number(report.missed_target) + ")";
     else if (!report.kept_float.empty())
@@ -209,6 +218,10 @@ int run_quantize(const QuantizeCliOptions& o) {
       throw Error(ErrorKind::kFailed, o.model + ": --require-speedup " + number(o.require_speedup) + ": the estimated speed-up is " +
                                           number(estimate) + "x" + (unchanged.empty() ? "" : " (nothing quantized: " + unchanged + ")"));
   }
+  auto optional = [](double v) { return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v); };
+  nlohmann::json outputs = nlohmann::json::array();
+  for (const auto& e : report.outputs)
+    outputs.push_back({{"name", e.name}, {"cosine", optional(e.cosine)}, {"rel_error", optional(e.rel_error)}});
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& g : report.groups)
     groups.push_back({{"nodes", g.nodes}, {"int8_macs", g.int8_macs}, {"border_elements", g.border_elements},
@@ -220,15 +233,18 @@ int run_quantize(const QuantizeCliOptions& o) {
                      {"added_noise_db", n.added_noise_db}});
   const ir::SaveReport saved =
       unchanged.empty() ? ir::save_model(loaded.model, o.output) : ir::save_model(ir::load_model(o.model).model, o.output);
-  auto optional = [](double v) { return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v); };
   nlohmann::json doc = {{"output", o.output},
                         {"mode", o.mode},
                         {"format", o.format},
+                        {"reference", report.reference},
                         {"quantized_nodes", report.quantized_nodes},
                         {"unchanged", unchanged.empty() ? nlohmann::json(nullptr) : nlohmann::json(unchanged)},
                         {"weight_bytes", {{"float", report.float_weight_bytes}, {"quantized", report.quantized_weight_bytes}}},
                         {"file_bytes", {{"before", loaded.info.file_size}, {"after", saved.model_bytes + saved.data_bytes}}},
-                        {"calibration", {{"samples", report.samples}, {"nan", report.nan_values}, {"inf", report.inf_values}}},
+                        {"calibration", {{"samples", report.samples}, {"nan", report.nan_values}, {"inf", report.inf_values},
+                                         {"method", o.calib_method}, {"fell_back_to_minmax", report.calibration_fallback},
+                                         {"method_score", optional(report.calibration_scores.first)},
+                                         {"minmax_score", optional(report.calibration_scores.second)}}},
                         {"opset", report.opset_to ? nlohmann::json{{"from", report.opset_from}, {"to", report.opset_to}}
                                                   : nlohmann::json(nullptr)},
                         {"output_cosine", optional(report.output_cosine)},
@@ -236,6 +252,7 @@ int run_quantize(const QuantizeCliOptions& o) {
                         {"error_samples", report.error_samples},
                         {"auto_excluded", report.auto_excluded},
                         {"kept_float", kept_float_json(report)},
+                        {"outputs", outputs},
                         {"estimated_speedup", optional(report.estimated_speedup)},
                         {"groups", groups},
                         {"nodes", nodes}};
@@ -258,12 +275,16 @@ int run_quantize(const QuantizeCliOptions& o) {
   std::cout << "\n";
   if (report.opset_to) std::cout << "moved the model from opset " << report.opset_from << " to " << report.opset_to << "\n";
   if (report.output_cosine >= 0)
-    std::cout << "output cosine similarity to fp32 on " << report.error_samples << " calibration samples: " << report.output_cosine
+    std::cout << "output cosine similarity to " << report.reference << " on " << report.error_samples
+              << " calibration samples: " << report.output_cosine
               << "\n";
   if (report.output_rel_error >= 0)
     std::cout << "largest relative error of a small output (at most " << quant::kSmallOutput << " elements): " << report.output_rel_error
               << "\n";
   print_kept_float(report);
+  if (report.calibration_fallback)
+    std::cout << "--calib-method " << o.calib_method << " ranges scored " << report.calibration_scores.first
+              << " against the extremes' " << report.calibration_scores.second << ": used minmax ranges instead\n";
   if (report.estimated_speedup >= 0)
     std::cout << "estimated speed-up with integer kernels (onnxruntime CPU): " << std::setprecision(3) << report.estimated_speedup
               << "x over " << report.groups.size() << " quantized group" << (report.groups.size() == 1 ? "" : "s") << "\n"
@@ -325,6 +346,10 @@ void register_quantize(CLI::App& app, Action& action) {
   sub->add_option("--require-speedup", o->require_speedup,
                   "fail (exit 1, nothing written) when the estimated speed-up with integer kernels is below X")
       ->check(number_in(0, 1e6, /*open_low=*/true));
+  sub->add_option("--accuracy-outputs", o->accuracy_outputs,
+                  "the outputs --accuracy-target judges (default: every float output; e.g. not the training-only "
+                  "feature maps some exports keep)")
+      ->delimiter(',');
   sub->add_option("--report", o->report, "per-node ranges and errors: JSON, or markdown when FILE ends in .md");
   sub->add_flag("--json", o->json, "print one JSON document");
   sub->callback([&action, o] { action = [o] { return run_quantize(*o); }; });

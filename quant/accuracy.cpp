@@ -128,7 +128,7 @@ References record_references(ir::Model& fp32, const SampleSource& samples, size_
 }
 
 void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& references,
-                    const SampleSource& samples, QuantizeReport& report) {
+                    const SampleSource& samples, QuantizeReport& report, const std::vector<std::string>& judged) {
   // The fp32 tensor each quantized (dequantized) tensor stands for, and the interval its values
   // are clamped to before comparing (where the tensor's readers saturate).
   struct Compared {
@@ -173,6 +173,7 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
   std::vector<size_t> outputs;
   for (size_t i = 0; i < fp32.graph->outputs.size(); ++i) {
     const ir::Value* v = fp32.graph->outputs[i].value;
+    if (!judged.empty() && (!v || std::find(judged.begin(), judged.end(), v->name()) == judged.end())) continue;
     if (v && v->type.is_tensor() && v->type.data_type() == ir::DataType::kFloat) outputs.push_back(i);
   }
 
@@ -270,13 +271,17 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
     n.added_noise_db = 10 * std::log10(std::max(added, 1e-20));
   }
   report.output_cosine = report.output_rel_error = -1;
+  report.outputs.clear();
   for (const auto& [index, e] : output_sums) {
+    OutputError out{fp32.graph->outputs[index].value->name(), -1, -1};
     if (large_output.count(index)) {
-      report.output_cosine = report.output_cosine < 0 ? e.cosine() : std::min(report.output_cosine, e.cosine());
+      out.cosine = e.cosine();
+      report.output_cosine = report.output_cosine < 0 ? out.cosine : std::min(report.output_cosine, out.cosine);
     } else {
-      const double rel = e.signal == 0 ? (e.noise == 0 ? 0.0 : 1.0) : std::sqrt(e.noise / e.signal);
-      report.output_rel_error = std::max(report.output_rel_error, rel);
+      out.rel_error = e.signal == 0 ? (e.noise == 0 ? 0.0 : 1.0) : std::sqrt(e.noise / e.signal);
+      report.output_rel_error = std::max(report.output_rel_error, out.rel_error);
     }
+    report.outputs.push_back(std::move(out));
   }
   report.error_samples = static_cast<int64_t>(count);
 }

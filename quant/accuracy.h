@@ -72,7 +72,8 @@ class References {
   }
 
  private:
-  friend void measure_errors(ir::Model&, ir::Model&, const References&, const SampleSource&, QuantizeReport&);
+  friend void measure_errors(ir::Model&, ir::Model&, const References&, const SampleSource&, QuantizeReport&,
+                             const std::vector<std::string>&);
   struct Sample {
     std::map<std::string, Reference> tensors;
     std::vector<std::optional<Reference>> outputs;
@@ -88,9 +89,10 @@ References record_references(ir::Model& fp32, const SampleSource& samples, size_
 
 /// Runs the quantized model on the first references.samples() samples, one at a time, and fills
 /// each report entry's SQNR, cosine and added noise (entries with a `dequantized` tensor), and
-/// the report's output cosine, against the fp32 references of the same samples.
+/// the report's output scores, against the fp32 references of the same samples; the outputs
+/// scored are `judged` (all float outputs when empty).
 void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& references,
-                    const SampleSource& samples, QuantizeReport& report);
+                    const SampleSource& samples, QuantizeReport& report, const std::vector<std::string>& judged = {});
 
 /// One quantization of a copy of the model, keeping these tensors in float, measured.
 using Attempt = std::function<std::pair<std::unique_ptr<ir::Model>, QuantizeReport>(const std::vector<std::string>& excluded)>;

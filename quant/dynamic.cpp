@@ -406,7 +406,7 @@ QuantizeReport quantize_dynamic(ir::Model& model, const QuantizeOptions& options
       ir::infer_shapes(*work, sink);  // the static sizes (copy_model infers them too)
     }
     rewrite_dynamic(*work, o, r, elements);
-    if (measured) measure_errors(model, *work, references, samples, r);
+    if (measured) measure_errors(model, *work, references, samples, r, o.accuracy_outputs);
     return std::make_pair(std::move(work), std::move(r));
   };
   auto best = quantize_with_exclusions(options, attempt);

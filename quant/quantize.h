@@ -41,6 +41,9 @@ struct QuantizeOptions {
   /// (over the error samples) reaches accuracy_target.
   bool auto_exclude = false;
   double accuracy_target = 0.99;
+  /// The outputs the accuracy target judges (empty: every float output). Models exported with
+  /// training outputs (ISNet's six deep-supervision feature maps) are judged on what is used.
+  std::vector<std::string> accuracy_outputs;
   /// Static: how many of the first calibration samples are kept to measure per-node errors.
   int error_samples = 8;
   /// Float tensors never quantized (what auto-exclude keeps in float: the tensor, hence its
@@ -90,6 +93,13 @@ struct FloatNode {
   std::string reason;
 };
 
+/// The error of one judged output: cosine for large outputs, relative error (RMS) for small ones
+/// (the other -1).
+struct OutputError {
+  std::string name;
+  double cosine = -1, rel_error = -1;
+};
+
 /// Outputs of at most this many elements per sample are judged by relative error, not cosine
 /// (the cosine of a probability or of a pair of logits says little).
 constexpr int64_t kSmallOutput = 4;
@@ -111,6 +121,8 @@ struct QuantizeReport {
   /// The largest relative error (RMS of the error over RMS of fp32) of a float output of at most
   /// kSmallOutput elements per sample (-1 when not measured or none).
   double output_rel_error = -1;
+  /// Per judged output (measured runs only).
+  std::vector<OutputError> outputs;
   /// What --accuracy-target is compared with: the lowest of output_cosine and the cosine a large
   /// output with small outputs' relative error would have, 1 / sqrt(1 + error^2) (error
   /// orthogonal to the signal: a target of 0.99 allows a relative error of 0.142) (-1 when not
@@ -131,6 +143,16 @@ struct QuantizeReport {
   /// quantized model in a runtime with integer kernels (-1: not estimated).
   double float_cost = 0;
   double estimated_speedup = -1;
+  /// Entropy/percentile calibration: the output score with its ranges and with the extremes
+  /// (minmax), and whether the extremes were used because they scored higher.
+  std::pair<double, double> calibration_scores{-1, -1};
+  bool calibration_fallback = false;
+  /// Why a quantization was not worth keeping (quantized_nodes is then 0; the CLI writes the
+  /// model unchanged), when the quantizers' own reasons do not say it.
+  std::string not_worth;
+  /// What the errors are measured against: the model's own float32, or a float16/bfloat16 model's
+  /// values widened to float32 (quantize_model).
+  std::string reference = "float32";
   /// With auto_exclude, when no quantization reaches the target (the model is left float): the
   /// best output score an attempt with some node quantized reached (-1: none was measured).
   double missed_target = -1;

@@ -2,8 +2,10 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "convert/precision.h"
 #include "ir/error.h"
 #include "passes/pass.h"
+#include "passes/rewrite.h"
 #include "quant/accuracy.h"
 #include "quant/quantize.h"
 #include "runner/feeds.h"
@@ -32,11 +34,104 @@ ir::Model inputs_only(const ir::Model& model) {
   return m;
 }
 
+/// A float16/bfloat16 tensor as float32.
+runner::Tensor widened(const runner::Tensor& t) {
+  runner::Tensor out(ir::DataType::kFloat, t.shape());
+  float* o = out.mutable_data<float>();
+  const uint16_t* in = t.data<uint16_t>();
+  const bool bf16 = t.dtype() == ir::DataType::kBFloat16;
+  for (int64_t i = 0; i < t.size(); ++i) o[i] = bf16 ? ir::bfloat16_to_float(in[i]) : ir::half_to_float(in[i]);
+  return out;
+}
+
+bool is_half(ir::DataType t) { return t == ir::DataType::kFloat16 || t == ir::DataType::kBFloat16; }
+
+bool is_half_tensor(const std::optional<ir::TypeInfo>& t) { return t && t->is_tensor() && is_half(t->data_type()); }
+
+/// True when the model holds float16 or bfloat16 weights or values (as converters ship them).
+bool has_half_precision(ir::Model& model) {
+  bool half = false;
+  ir::for_each_graph(model, [&](ir::Graph& g) {
+    for (const auto& t : g.initializers()) half |= is_half(static_cast<ir::DataType>(t->data_type));
+    for (const auto* infos : {&g.inputs, &g.outputs, &g.value_info})
+      for (const ir::ValueInfo& vi : *infos) half |= is_half_tensor(vi.type);
+    for (const auto& n : g.nodes()) {
+      if (n->op_type == "Cast") half |= is_half(static_cast<ir::DataType>(n->attr_int("to", 0)));
+      if (const ir::Attribute* a = n->attr("value"); a && a->t) half |= is_half(static_cast<ir::DataType>(a->t->data_type));
+    }
+  });
+  return half;
+}
+
+/// Bytes of the main graph's initializers and Constant values, as stored.
+int64_t initializer_bytes(ir::Model& model) {
+  int64_t bytes = 0;
+  auto add = [&](const ir::Tensor& t) {
+    int64_t n = 1;
+    for (int64_t d : t.dims) n *= d;
+    bytes += static_cast<int64_t>(ir::storage_bytes(static_cast<ir::DataType>(t.data_type), static_cast<uint64_t>(n)).value_or(0));
+  };
+  for (const auto& t : model.graph->initializers()) add(*t);
+  for (const auto& n : model.graph->nodes())
+    if (const ir::Attribute* a = n->op_type == "Constant" ? n->attr("value") : nullptr; a && a->t) add(*a->t);
+  return bytes;
+}
+
+/// Gives the graph inputs and outputs that were float16/bfloat16 (`declared`: the types before
+/// the model was widened) their type back, with a Cast at the boundary: the quantized model reads
+/// and writes what the original did.
+void restore_io_types(ir::Graph& g, const std::vector<std::optional<ir::TypeInfo>>& inputs,
+                      const std::vector<std::optional<ir::TypeInfo>>& outputs) {
+  auto cast = [&](ir::Value* x, const std::string& name, ir::DataType to, const ir::Node* before) {
+    ir::Node* c = g.add_node("Cast", {x}, {name}, "", passes::unique_name(g, name + "_Cast"), before);
+    c->set_attr(ir::Attribute::make_int("to", static_cast<int64_t>(to)));
+    return c->output(0);
+  };
+  for (size_t i = 0; i < g.inputs.size() && i < inputs.size(); ++i) {
+    if (!is_half_tensor(inputs[i])) continue;
+    ir::Value* widened = g.inputs[i].value;
+    const std::string name = widened->name();
+    g.rename(widened, passes::unique_name(g, name + "_float"));
+    ir::ValueInfo& half = g.add_input(name, inputs[i]);
+    ir::Value* x = cast(half.value, passes::unique_name(g, name + "_to_float"), ir::DataType::kFloat,
+                        g.nodes().empty() ? nullptr : g.nodes().front().get());
+    x->type = widened->type;
+    g.replace_all_uses(widened, x);
+    for (size_t o = 0; o < g.outputs.size(); ++o)
+      if (g.outputs[o].value == widened) g.set_output_value(o, x);
+    g.remove_input(i);
+    std::rotate(g.inputs.begin() + static_cast<std::ptrdiff_t>(i), g.inputs.end() - 1, g.inputs.end());
+  }
+  for (size_t i = 0; i < g.outputs.size() && i < outputs.size(); ++i) {
+    if (!is_half_tensor(outputs[i])) continue;
+    ir::Value* widened = g.outputs[i].value;
+    const std::string name = widened->name();
+    if (widened->is_graph_input()) continue;  // an input passed through: restored with the inputs
+    g.rename(widened, passes::unique_name(g, name + "_float"));
+    ir::Value* y = cast(widened, name, outputs[i]->data_type(), nullptr);
+    y->type = *outputs[i];
+    g.set_output_value(i, y);
+    g.outputs[i].type = outputs[i];
+  }
+}
+
 }  // namespace
 
 QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, bool preprocess,
                               const std::vector<std::string>& sample_dirs, const SampleProgress& progress) {
   QuantizeReport moved;  // the opset change made before preprocessing, if any
+  // Samples are checked against the model's inputs as the file declares them, by a session of
+  // their own (the quantizers rewrite the model while they read samples).
+  ir::Model probe_model = inputs_only(model);
+  runner::Session probe(probe_model);
+  // float16/bfloat16 models are quantized from their values widened to float32 (the weights'
+  // values exactly; the arithmetic then in float32), their float16 inputs and outputs restored.
+  std::vector<std::optional<ir::TypeInfo>> input_types, output_types;
+  for (const auto& vi : model.graph->inputs) input_types.push_back(vi.type ? vi.type : std::optional<ir::TypeInfo>(vi.value->type));
+  for (const auto& vi : model.graph->outputs) output_types.push_back(vi.type ? vi.type : std::optional<ir::TypeInfo>(vi.value->type));
+  const bool half = has_half_precision(model);
+  const int64_t half_bytes = half ? initializer_bytes(model) : 0;
+  if (half) convert::to_fp32(model);
   if (preprocess) {
     // Static QDQ keeps the ops it does not quantize in float between DequantizeLinear and
     // QuantizeLinear: a decomposed hard-swish (Add, Clip, Mul, Div) would cost four float ops and
@@ -53,10 +148,6 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
     }
     passes::optimize(model, passes::OptimizeOptions{});
   }
-  // Samples are checked against the model's inputs by a session of their own (the quantizers
-  // rewrite the model while they read samples).
-  ir::Model probe_model = inputs_only(model);
-  runner::Session probe(probe_model);
   size_t read = 0;  // samples read so far (the progress counts each once)
   SampleSource source = [&](size_t index, std::map<std::string, runner::Value>& feeds) {
     if (index >= sample_dirs.size()) return false;
@@ -67,6 +158,9 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
     } catch (const Error& e) {
       throw Error(e.kind(), "--calib-data sample " + std::filesystem::path(f.dir).filename().string() + ": " + e.what());
     }
+    if (half)
+      for (auto& [name, value] : feeds)
+        if (value.is_tensor() && is_half(value.tensor.dtype())) value = runner::Value::of(widened(value.tensor));
     if (index >= read) {
       read = index + 1;
       if (progress) progress(read, sample_dirs.size());
@@ -76,6 +170,19 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
   QuantizeReport report = options.mode == Mode::kDynamic
                               ? quantize_dynamic(model, options, sample_dirs.empty() ? SampleSource{} : source)
                               : quantize_static(model, options, source);
+  if (half) {
+    report.reference = "float16/bfloat16 weights computed in float32";
+    const int64_t after = initializer_bytes(model);
+    if (report.quantized_nodes > 0 && after > half_bytes) {
+      // What stays float is float32 now: fewer int8 weights than that would make the model
+      // larger than the float16 one.
+      report.not_worth = "the float16 model's weights (" + std::to_string(half_bytes) + " bytes) are smaller than the result's (" +
+                         std::to_string(after) + " bytes: what stays float is float32)";
+      report.quantized_nodes = 0;
+    } else if (report.quantized_nodes > 0) {
+      restore_io_types(*model.graph, input_types, output_types);
+    }
+  }
   if (moved.opset_to) {
     report.opset_from = moved.opset_from;
     report.opset_to = std::max(report.opset_to, moved.opset_to);

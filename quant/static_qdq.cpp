@@ -600,17 +600,25 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
   if (options.calibration.device.kind != runner::DeviceSpec::Kind::kCpu && report.samples)
     references = record_references(model, samples, static_cast<size_t>(options.error_samples));
   if (!report.samples) throw_usage_error("no calibration samples");
-  std::map<std::string, Range> ranges;
+  // The chosen calibrator's ranges, and the extremes (minmax) it falls back to where it hurts.
+  // Graph inputs keep their extremes whatever the method: clipping what the model is given
+  // (an entropy range took a network input from [0, 11.8] to [0, 3.95], cosine 0.61) is never
+  // what a calibrator is for.
+  std::map<std::string, Range> ranges, extremes;
+  CalibrationOptions minmax = options.calibration;
+  minmax.method = CalibrationMethod::kMinMax;
   for (const auto& [name, stats] : collector.stats()) {
     report.nan_values += stats.nan_count();
     report.inf_values += stats.inf_count();
+    const ir::Value* v = model.graph->find(name);
     if (stats.empty()) {
       // A model input that never held a finite value cannot be calibrated at all.
-      if (model.graph->find(name) && model.graph->find(name)->is_graph_input())
+      if (v && v->is_graph_input())
         throw_input_error("--calib-data: input '" + name + "' holds only NaN/Inf values in every sample");
       continue;  // an intermediate tensor that is only NaN/Inf stays in float
     }
-    ranges[name] = calibrated_range(stats, options.calibration);
+    extremes[name] = calibrated_range(stats, minmax);
+    ranges[name] = v && v->is_graph_input() ? extremes[name] : calibrated_range(stats, options.calibration);
   }
   // Per-sample element counts of the calibrated tensors: the sizes the speed estimate weighs.
   std::map<std::string, double> sizes;
@@ -634,7 +642,7 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
     const auto c = passes::float_constant(model, v);
     if (!c || c->type != ir::DataType::kFloat || c->values.empty()) continue;
     const auto [lo, hi] = std::minmax_element(c->values.begin(), c->values.end());
-    ranges[t->name] = Range{std::min(*lo, 0.0), std::max(*hi, 0.0)};
+    ranges[t->name] = extremes[t->name] = Range{std::min(*lo, 0.0), std::max(*hi, 0.0)};
   }
 
   // Quantize a copy of the fp32 model and measure it (auto-exclude: several times).
@@ -643,6 +651,7 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
     base.exclude_tensors.push_back(tensor);
     base.float_reasons.emplace(tensor, std::move(why));
   }
+  const std::map<std::string, Range>* chosen = &ranges;
   auto attempt = [&](const std::vector<std::string>& excluded) {
     QuantizeOptions o = base;
     o.exclude_tensors.insert(o.exclude_tensors.end(), excluded.begin(), excluded.end());
@@ -650,15 +659,27 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
     QuantizeReport r = report;
     r.nodes.clear();
     r.quantized_nodes = r.float_weight_bytes = r.quantized_weight_bytes = 0;
-    StaticQuantizer q(*work, o, ranges, elements, r);
+    StaticQuantizer q(*work, o, *chosen, elements, r);
     q.run();
     passes::OptimizeOptions cleanup;
     cleanup.only = {"sort_topologically", "eliminate_dead_code"};
     passes::optimize(*work, cleanup);
-    if (references.samples()) measure_errors(model, *work, references, samples, r);
+    if (references.samples()) measure_errors(model, *work, references, samples, r, o.accuracy_outputs);
     return std::make_pair(std::move(work), std::move(r));
   };
+  // Entropy and percentile ranges clip outliers; where that costs the outputs more than the
+  // extremes' coarser steps do, the extremes win (said in the report).
+  if (options.calibration.method != CalibrationMethod::kMinMax && references.samples()) {
+    const double clipped = attempt({}).second.output_score();
+    chosen = &extremes;
+    const double full = attempt({}).second.output_score();
+    report.calibration_scores = {clipped, full};
+    if (clipped >= full) chosen = &ranges;
+    report.calibration_fallback = chosen == &extremes;
+  }
   auto best = quantize_with_exclusions(options, attempt);
+  best.second.calibration_scores = report.calibration_scores;
+  best.second.calibration_fallback = report.calibration_fallback;
   if (!best.first) return best.second;  // nothing reached the target: the model stays as it was
   if (options.format == Format::kQOperator) qdq_to_qoperator(*best.first);
   model = std::move(*best.first);
