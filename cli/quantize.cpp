@@ -42,6 +42,8 @@ struct QuantizeCliOptions {
   double accuracy_target = 0.99;
   std::vector<std::string> accuracy_outputs;
   int error_samples = 8;
+  int bits = 4;
+  int64_t block_size = 32;
   double require_speedup = 0;
   std::string report;
   bool json = false;
@@ -66,9 +68,10 @@ std::vector<std::string> sample_dirs(const std::string& dir, int limit) {
   return dirs;
 }
 
+/// A score or factor for a message: 8 significant digits (a cosine of 0.99999996 is not 1).
 std::string number(double v) {
   std::ostringstream out;
-  out << v;
+  out << std::setprecision(8) << v;
   return out.str();
 }
 
@@ -137,11 +140,18 @@ void write_report(const std::string& path, const quant::QuantizeReport& r, const
 }
 
 int run_quantize(const QuantizeCliOptions& o) {
-  if (o.mode != "dynamic" && o.mode != "static") throw_usage_error("--mode must be dynamic or static");
+  if (o.mode != "dynamic" && o.mode != "static" && o.mode != "weight-only")
+    throw_usage_error("--mode must be dynamic, static or weight-only");
+  if (o.mode != "weight-only" && (o.bits != 4 || o.block_size != 32))
+    throw_usage_error("--bits and --block-size are for --mode weight-only");
+  if (o.mode == "weight-only" && o.auto_exclude)
+    throw_usage_error("--auto-exclude: weight-only quantization keeps no activation to search over (its errors are reported)");
   if (o.format != "qdq" && o.format != "qoperator") throw_usage_error("--format must be qdq or qoperator");
   if (ir::same_file(o.model, o.output)) throw_usage_error(o.output + ": is the input model itself; choose another output");
   quant::QuantizeOptions q;
-  q.mode = o.mode == "static" ? quant::Mode::kStatic : quant::Mode::kDynamic;
+  q.mode = o.mode == "static" ? quant::Mode::kStatic : o.mode == "weight-only" ? quant::Mode::kWeightOnly : quant::Mode::kDynamic;
+  q.bits = o.bits;
+  q.block_size = o.block_size;
   q.format = o.format == "qoperator" ? quant::Format::kQOperator : quant::Format::kQdq;
   if (o.calib_method == "minmax") q.calibration.method = quant::CalibrationMethod::kMinMax;
   else if (o.calib_method == "entropy") q.calibration.method = quant::CalibrationMethod::kEntropy;
@@ -166,7 +176,7 @@ int run_quantize(const QuantizeCliOptions& o) {
   if (!(o.accuracy_target > 0 && o.accuracy_target <= 1)) throw_usage_error("--accuracy-target must be in (0, 1]");
   // With samples to measure on, the accuracy target holds by default (--no-auto-exclude: every
   // supported node quantized, whatever the accuracy).
-  q.auto_exclude = !o.calib_data.empty() && !o.no_auto_exclude;
+  q.auto_exclude = !o.calib_data.empty() && !o.no_auto_exclude && q.mode != quant::Mode::kWeightOnly;
   q.accuracy_outputs = o.accuracy_outputs;
   q.accuracy_target = o.accuracy_target;
   if (o.error_samples < 1) throw_usage_error("--error-samples must be at least 1");
@@ -204,8 +214,9 @@ int run_quantize(const QuantizeCliOptions& o) {
     else if (!report.kept_float.empty())
       unchanged = "every candidate stays float (" + std::to_string(report.kept_float.size()) + " nodes; --report lists why)";
     else
-      unchanged = q.mode == quant::Mode::kStatic ? "no supported op with calibrated float inputs"
-                                                 : "no MatMul or Gemm with a constant float weight (Conv only with --op-types Conv)";
+      unchanged = q.mode == quant::Mode::kStatic       ? "no supported op with calibrated float inputs"
+                  : q.mode == quant::Mode::kWeightOnly ? "no MatMul with a constant 2-D float weight"
+                                                       : "no MatMul or Gemm with a constant float weight (Conv only with --op-types Conv)";
     if (o.auto_exclude) throw Error(ErrorKind::kFailed, o.model + ": --auto-exclude: " + unchanged);
     report = quant::QuantizeReport{std::move(report.nodes), std::move(report.kept_float)};
   }
@@ -289,7 +300,7 @@ int run_quantize(const QuantizeCliOptions& o) {
     std::cout << "estimated speed-up with integer kernels (onnxruntime CPU): " << std::setprecision(3) << report.estimated_speedup
               << "x over " << report.groups.size() << " quantized group" << (report.groups.size() == 1 ? "" : "s") << "\n"
               << std::setprecision(6);
-  if (report.samples && q.mode == quant::Mode::kDynamic)
+  if (report.samples && q.mode != quant::Mode::kStatic)
     std::cout << "measured on " << report.samples << " samples\n";
   else if (report.samples)
     std::cout << "calibrated on " << report.samples << " samples" << (report.nan_values || report.inf_values
@@ -309,7 +320,10 @@ void register_quantize(CLI::App& app, Action& action) {
   CLI::App* sub = app.add_subcommand("quantize", "Quantize a model to INT8 (dynamic or static)");
   sub->add_option("MODEL", o->model, "input model")->required();
   sub->add_option("-o,--output", o->output, "output model")->required();
-  sub->add_option("--mode", o->mode, "dynamic|static")->required();
+  sub->add_option("--mode", o->mode, "dynamic | static | weight-only (MatMul weights in int4/int8 blocks, float arithmetic)")
+      ->required();
+  sub->add_option("--bits", o->bits, "weight-only: 4 (default) or 8 bits per weight");
+  sub->add_option("--block-size", o->block_size, "weight-only: rows of a weight column that share a scale (default 32)");
   sub->add_option("--format", o->format, "qdq (default) | qoperator");
   sub->add_option("--calib-data", o->calib_data,
                   "folder of samples: one subfolder per sample, one .npy per input (or test_data_set_N of input_K.pb); "

@@ -277,7 +277,11 @@ const std::vector<std::string>& dynamic_op_types() {
 
 bool selected(const ir::Node& n, const QuantizeOptions& o) {
   const OpRule* rule = op_rule(n);
-  if (!rule || !(o.mode == Mode::kStatic ? rule->static_qdq : rule->dynamic)) return false;
+  const bool handled = !rule                      ? false
+                       : o.mode == Mode::kStatic  ? rule->static_qdq
+                       : o.mode == Mode::kDynamic ? rule->dynamic
+                                                  : rule->op_type == "MatMul";  // weight-only
+  if (!handled) return false;
   if (!o.op_types.empty()) {
     if (std::find(o.op_types.begin(), o.op_types.end(), n.op_type) == o.op_types.end()) return false;
   } else if (o.mode == Mode::kDynamic && !rule->dynamic_default) {
@@ -348,8 +352,9 @@ void rewrite_dynamic(ir::Model& model, const QuantizeOptions& options, QuantizeR
       // What the integer product would save (quant/speed.h), before the node is rewritten.
       GroupEstimate e;
       e.nodes.push_back(n->name.empty() ? n->op_type : n->name);  // now: a rewrite frees the node
+      const bool products = reduction_size(model, *n) > 0;  // MatMul/Gemm/Conv with a constant weight
       e.int8_macs = node_macs(model, *n, elements);
-      const bool sized = e.int8_macs > 0 && elements(n->output(0)) > 0;
+      const bool sized = e.int8_macs > 0;
       if (sized) e.gain = dynamic_gain(e.int8_macs, node_elements(*n, elements), passes::is_op(n, "Conv"));
       if (!selected(*n, options)) {
         why = unselected_reason(*n, options);
@@ -361,9 +366,9 @@ void rewrite_dynamic(ir::Model& model, const QuantizeOptions& options, QuantizeR
       } else if (!q.rewrite(n)) {
         why = "its weight is not a constant float tensor" +
               std::string(passes::is_op(n, "MatMul") ? " (a product of two activations, such as attention scores)" : "");
-      } else if (e.int8_macs > 0) {
-        estimated = estimated && sized;
-        report.groups.push_back(std::move(e));
+      } else if (products) {
+        estimated = estimated && sized;  // sizes unknown (no samples, dynamic shapes): no estimate
+        if (sized) report.groups.push_back(std::move(e));
       }
       // (n is still there: only a successful rewrite removes it)
       if (!why.empty()) report.kept_float.push_back({n->name, n->op_type, n->output(0) ? n->output(0)->name() : "", why});

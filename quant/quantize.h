@@ -18,7 +18,7 @@
 
 namespace onnxtool::quant {
 
-enum class Mode { kDynamic, kStatic };
+enum class Mode { kDynamic, kStatic, kWeightOnly };
 enum class Format { kQdq, kQOperator };
 
 struct QuantizeOptions {
@@ -49,6 +49,9 @@ struct QuantizeOptions {
   /// Float tensors never quantized (what auto-exclude keeps in float: the tensor, hence its
   /// producer's output and the readers that only have it as activation).
   std::vector<std::string> exclude_tensors;
+  /// Weight-only: bits per weight (4 or 8) and the rows of a weight column that share a scale.
+  int bits = 4;
+  int64_t block_size = 32;
   /// Why some of exclude_tensors stay float (what the report says of their producers).
   std::map<std::string, std::string> float_reasons;
 };
@@ -189,6 +192,12 @@ const std::vector<std::string>& static_op_types();
 /// Throws Error(kUsage) for no samples, and Error(kInput) naming the tensor when calibration saw
 /// only NaN/Inf for a tensor it must quantize.
 QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options, const SampleSource& samples);
+
+/// Weight-only quantization (options.bits, options.block_size): every selected MatMul's constant
+/// 2-D weight [K, N] becomes int4/int8, symmetric, one float scale per block of block_size rows
+/// of each column, behind a blocked DequantizeLinear (axis 0; the model moves to opset 21); the
+/// arithmetic stays float. With `samples`, the outputs' errors are measured (not searched).
+QuantizeReport quantize_weight_only(ir::Model& model, const QuantizeOptions& options, const SampleSource& samples = {});
 
 /// QOperator format: turns each DequantizeLinear -> Conv / MatMul -> QuantizeLinear group of a
 /// QDQ model (activation and weight from DequantizeLinear, output read only by one

@@ -167,9 +167,10 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
     }
     return true;
   };
-  QuantizeReport report = options.mode == Mode::kDynamic
-                              ? quantize_dynamic(model, options, sample_dirs.empty() ? SampleSource{} : source)
-                              : quantize_static(model, options, source);
+  const SampleSource optional_source = sample_dirs.empty() ? SampleSource{} : source;
+  QuantizeReport report = options.mode == Mode::kDynamic      ? quantize_dynamic(model, options, optional_source)
+                          : options.mode == Mode::kWeightOnly ? quantize_weight_only(model, options, optional_source)
+                                                              : quantize_static(model, options, source);
   if (half) {
     report.reference = "float16/bfloat16 weights computed in float32";
     const int64_t after = initializer_bytes(model);

@@ -226,7 +226,7 @@ class StaticQuantizer {
           group = find(in);
         }
       }
-      if (quantized) continue;
+      if (quantized || !counted_.erase(n)) continue;  // still quantized, or never counted (a float reader)
       --report_.quantized_nodes;
       std::string why;
       if (auto e = slower.find(group); e != slower.end()) {
@@ -438,6 +438,7 @@ class StaticQuantizer {
     }
     if (!any) return "no input has a calibrated float range";
     ++report_.quantized_nodes;
+    counted_.insert(n);
     // The output: fold a single Relu/Clip reader into the range (asymmetric only), then Q/DQ.
     // The output of an op without an integer kernel that only float ops read (an Add, or the
     // ConvTranspose, before the Sigmoid producing the model's output) stays float: quantizing it
@@ -483,6 +484,7 @@ class StaticQuantizer {
   std::map<ir::Value*, FoldedClamp> folded_;          // DQ output -> the Relu/Clip folded into its range
   ElementCount elements_;
   double float_cost_ = 0;
+  std::set<const ir::Node*> counted_;  // the nodes quantized_nodes counts
 };
 
 /// Ops whose output holds values of their first input, moved, selected or clamped.

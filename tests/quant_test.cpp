@@ -421,6 +421,90 @@ TEST_SUITE("quant") {
     }
   }
 
+  TEST_CASE("static: entropy ranges that clip what the outputs need fall back to the extremes; inputs keep theirs") {
+    // x -> Conv -> y -> Conv -> z (1x1, identity weights): the output is y passed on, whose one
+    // large value per sample (40 among 127 of N(0, 1)) carries most of its energy. Entropy clips
+    // y there.
+    TinyModel t({1, 2, 8, 8}, 6);
+    const std::vector<float> identity = {1, 0, 0, 1};
+    ir::Value* w = t.g.add_initializer(ir::make_tensor("w", ir::DataType::kFloat, {2, 2, 1, 1}, identity.data(), 16));
+    ir::Value* y = t.node("Conv", {t.x, w}, "y")->output(0);
+    t.g.add_output(t.node("Conv", {y, w}, "z")->output(0), std::nullopt);
+    quant::QuantizeOptions o;
+    o.mode = quant::Mode::kStatic;
+    o.calibration.method = quant::CalibrationMethod::kEntropy;
+    o.error_samples = 4;
+    const auto report = quant::quantize_static(t.m, o, [&](size_t sample, std::map<std::string, runner::Value>& feeds) {
+      if (sample == 8) return false;
+      std::mt19937 rng(11 + static_cast<uint32_t>(sample));
+      std::normal_distribution<float> small(0, 1);
+      Tensor x(ir::DataType::kFloat, {1, 2, 8, 8});
+      for (int64_t i = 0; i < x.size(); ++i) x.mutable_data<float>()[i] = small(rng);
+      x.mutable_data<float>()[sample] = 40;  // one outlier per sample
+      feeds["x"] = runner::Value::of(x);
+      return true;
+    });
+    CHECK(report.calibration_fallback);
+    CHECK(report.calibration_scores.second > report.calibration_scores.first);
+    CHECK(report.output_cosine > 0.99);
+    // The input's range is its extremes whatever the method.
+    for (const auto& n : report.nodes)
+      if (n.tensor == "x") CHECK(n.range_max == 40);
+  }
+
+  TEST_CASE("weight-only: MatMul weights in int4/int8 blocks behind a blocked DequantizeLinear") {
+    for (const int bits : {4, 8}) {
+      CAPTURE(bits);
+      // x [1, 4, 64] -> MatMul(w [64, 24]) -> y; a product of two activations stays float.
+      TinyModel t({1, 4, 64}, 9);
+      ir::Value* y = t.node("MatMul", {t.x, t.constant("w", {64, 24})}, "y")->output(0);
+      ir::Node* transpose = t.node("Transpose", {t.x}, "xt");
+      transpose->set_attr(ir::Attribute::make_ints("perm", {0, 2, 1}));
+      ir::Value* xt = transpose->output(0);
+      t.g.add_output(y, std::nullopt);
+      t.g.add_output(t.node("MatMul", {t.x, xt}, "gram")->output(0), std::nullopt);
+      ir::Model original = quant::copy_model(t.m);
+      quant::QuantizeOptions o;
+      o.mode = quant::Mode::kWeightOnly;
+      o.bits = bits;
+      o.block_size = 16;
+      const auto report = quant::quantize_weight_only(t.m, o);
+      CHECK(report.quantized_nodes == 1);
+      REQUIRE(report.kept_float.size() == 1);
+      CHECK(report.kept_float[0].node == "gram_node");
+      CHECK(t.m.onnx_opset() == 21);
+      const ir::Node* dq = t.m.graph->find("y")->producer()->input(1)->producer();
+      REQUIRE(passes::is_op(dq, "DequantizeLinear"));
+      CHECK(dq->attr_int("block_size", 0) == 16);
+      CHECK(dq->attr_int("axis", 1) == 0);
+      const ir::Tensor* data = dq->input(0)->initializer();
+      REQUIRE(data);
+      CHECK(data->data_type == static_cast<int32_t>(bits == 4 ? ir::DataType::kInt4 : ir::DataType::kInt8));
+      CHECK(passes::constant_of(t.m, dq->input(1))->dims == std::vector<int64_t>{4, 24});  // 64 rows in blocks of 16
+      // 4 bits: 0.5 byte per weight and a float scale per 16: 0.1875x of float.
+      CHECK(static_cast<double>(report.quantized_weight_bytes) / static_cast<double>(report.float_weight_bytes) ==
+            doctest::Approx(bits == 4 ? 0.1875 : 0.3125));
+      // The runner reads the packed weights back: y close to float (per-block steps only).
+      std::map<std::string, runner::Value> feeds;
+      Tensor x(ir::DataType::kFloat, {1, 4, 64});
+      std::mt19937 rng(1);
+      std::uniform_real_distribution<float> dist(-1, 1);
+      for (int64_t i = 0; i < x.size(); ++i) x.mutable_data<float>()[i] = dist(rng);
+      feeds["x"] = runner::Value::of(x);
+      runner::Session a(original), b(t.m);
+      const auto want = a.run(feeds), got = b.run(feeds);
+      double dot = 0, aa = 0, bb = 0;
+      for (int64_t i = 0; i < want[0].tensor.size(); ++i) {
+        const double p = want[0].tensor.data<float>()[i], q = got[0].tensor.data<float>()[i];
+        dot += p * q;
+        aa += p * p;
+        bb += q * q;
+      }
+      CHECK(dot / std::sqrt(aa * bb) > (bits == 4 ? 0.99 : 0.9999));
+      CHECK(std::memcmp(want[1].tensor.data<float>(), got[1].tensor.data<float>(), 16 * 4) == 0);  // gram untouched
+    }
+  }
+
   TEST_CASE("minmax, moving average, percentile and entropy ranges") {
     quant::TensorStats s;
     std::mt19937 rng(3);

@@ -107,9 +107,73 @@ then
 fi
 
 # Dynamic quantization of an opset-9 model moves it to opset 11 and says so.
-expect "dynamic on an opset-9 model" 0 "" -- "${Q[@]}" --mode dynamic --per-channel
+expect "dynamic on an opset-9 model" 0 "" -- "${Q[@]}" --mode dynamic --op-types Conv
 grep -q "from opset 9 to 11" "$WORK/stdout" && ok || fail "no note about the opset change: $(cat "$WORK/stdout")"
 "$ONNXTOOL" check "$OUT/m.onnx" >/dev/null 2>&1 && ok || fail "the dynamic model does not pass check"
+
+# What the plain command decides, and its gates.
+expect "--bits 3" 2 "--bits must be 4 or 8" -- "${Q[@]}" --mode weight-only --bits 3
+expect "--block-size 10" 2 "--block-size must be a power of two" -- "${Q[@]}" --mode weight-only --block-size 10
+expect "--bits outside weight-only" 2 "for --mode weight-only" -- "${Q[@]}" --mode dynamic --bits 8
+expect "--auto-exclude with weight-only" 2 "weight-only" -- "${Q[@]}" --mode weight-only --calib-data "$WORK/good" --auto-exclude
+expect "weight-only on a model without MatMul" 0 "nothing quantized" -- "${Q[@]}" --mode weight-only
+expect "--per-channel with --per-tensor" 2 "exclude each other" -- "${Q[@]}" --mode dynamic --per-channel --per-tensor
+expect "--accuracy-outputs naming no output" 2 "no output named 'nope'" -- "${Q[@]}" --mode static --calib-data "$WORK/good" \
+  --accuracy-outputs nope
+# Dynamic mode leaves Conv alone unless --op-types names it (onnxruntime's ConvInteger is slower
+# than its float Conv): the classifier's Convs stay float, each with that reason.
+expect "plain dynamic on a Conv model" 0 "Conv only when --op-types names it" -- "${Q[@]}" --mode dynamic --json
+"$PYTHON" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+convs = [k for k in d["kept_float"] if k["op_type"] == "Conv"]
+assert len(convs) > 40 and all("--op-types" in k["reason"] for k in convs), convs[:2]
+' "$WORK/stdout" && ok || fail "plain dynamic: the Convs kept float lack their reason"
+# --require-speedup gates on the estimate: nothing written below it.
+expect "--require-speedup above the estimate" 1 "--require-speedup 100" -- "${Q[@]}" --mode static --calib-data "$WORK/good" \
+  --no-auto-exclude --require-speedup 100
+expect "--require-speedup below the estimate" 0 "estimated speed-up" -- "${Q[@]}" --mode static --calib-data "$WORK/good" \
+  --no-auto-exclude --require-speedup 0.5
+# An explicit --auto-exclude whose target only float reaches fails, naming the target and the
+# best score an attempt with something quantized reached; without the flag the same target
+# leaves the model as it came, exit 0.
+expect "--auto-exclude, target only float reaches" 1 "no quantization reaches --accuracy-target 1" -- "${Q[@]}" --mode static \
+  --calib-data "$WORK/good" --auto-exclude --accuracy-target 1
+grep -q "the best with a node quantized: 0\.[0-9]" "$WORK/stderr" && ok || fail "the failure names no best score: $(cat "$WORK/stderr")"
+expect "default target only float reaches" 0 "nothing quantized: no quantization reaches" -- "${Q[@]}" --mode static \
+  --calib-data "$WORK/good" --accuracy-target 1
+"$ONNXTOOL" diff "$MODEL" "$OUT/m.onnx" >/dev/null && ok || fail "a model nothing was quantized in is not written as it came"
+# Entropy ranges are measured against the extremes, and the report carries both scores.
+expect "entropy calibration" 0 "" -- "${Q[@]}" --mode static --calib-data "$WORK/good" --calib-method entropy --no-auto-exclude \
+  --json
+"$PYTHON" -c '
+import json, sys
+c = json.load(open(sys.argv[1]))["calibration"]
+assert c["method"] == "entropy" and c["method_score"] is not None and c["minmax_score"] is not None, c
+assert c["fell_back_to_minmax"] == (c["minmax_score"] > c["method_score"]), c
+' "$WORK/stdout" && ok || fail "entropy calibration: no scores of both range choices in the JSON"
+# A float16 model (float16 inputs and outputs, as `convert --to-fp16` writes it) is quantized
+# from its values: int8 Convs, the float16 interface kept, and the report names the reference.
+"$ONNXTOOL" convert "$MODEL" --to-fp16 -o "$WORK/half.onnx" >/dev/null 2>&1 || fail "convert --to-fp16 failed"
+"$PYTHON" - "$WORK" <<'EOF3'
+import os, sys
+import numpy as np
+w = sys.argv[1]
+rng = np.random.default_rng(5)
+for k in range(3):
+    os.makedirs(f"{w}/half_samples/s{k}")
+    np.save(f"{w}/half_samples/s{k}/x.npy", rng.uniform(-1, 1, (1, 3, 48, 192)).astype(np.float16))
+EOF3
+expect "float16 model" 0 "" -- "$ONNXTOOL" quantize "$WORK/half.onnx" -o "$OUT/h.onnx" --mode static \
+  --calib-data "$WORK/half_samples" --no-auto-exclude --json
+"$PYTHON" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["quantized_nodes"] > 40 and d["reference"].startswith("float16"), (d["quantized_nodes"], d["reference"])
+' "$WORK/stdout" && ok || fail "float16 model: not quantized, or the reference is not named"
+"$ONNXTOOL" inspect "$OUT/h.onnx" | grep -q "x: float16\[" && ok || fail "float16 model: the quantized model's input is not float16"
+"$ONNXTOOL" run "$OUT/h.onnx" --inputs "$WORK/half_samples/s0" >/dev/null 2>&1 && ok ||
+  fail "float16 model: the quantized model does not run on float16 inputs"
 
 [[ $(sha256sum "$MODEL") == "$before" ]] && ok || fail "the input model changed"
 

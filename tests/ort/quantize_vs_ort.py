@@ -54,6 +54,9 @@ CASES = [
     # Every layer quantized, det's early layers amplify noise (why it needs --auto-exclude), and
     # with it the one-step differences where float accumulation order decides a rounding: the
     # two runners agree at 0.9978 (0.99987 with --auto-exclude).
+    # Weight-only: MatMul weights in int4/int8 blocks of 32 (opset 21 blocked DequantizeLinear).
+    ("ch_PP-OCRv4_rec_infer", "weight-only", ["--bits", "4"], 0.99),
+    ("ch_PP-OCRv4_rec_infer", "weight-only", ["--bits", "8"], 0.999),
     ("ch_PP-OCRv4_det_infer", "static", ["--no-auto-exclude"], 0.88, 0.995),
     ("ch_PP-OCRv4_det_infer", "static", [], 0.99),
 ]
