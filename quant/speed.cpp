@@ -32,15 +32,17 @@ double dynamic_gain(double macs, double elements, bool conv, const CostModel& c)
 
 double float_cost(const ir::Model& model, const ElementCount& elements, const CostModel& costs) {
   double total = 0;
-  for (const auto& node : model.graph->nodes()) {
-    if (!node) continue;
-    if (const double macs = node_macs(model, *node, elements); macs > 0) {
-      total += macs + node_elements(*node, elements) * costs.float_element;
-      continue;
+  ir::for_each_graph(const_cast<ir::Model&>(model), [&](ir::Graph& g) {  // subgraphs too: If branches, Loop bodies
+    for (const auto& node : g.nodes()) {
+      if (!node || !node->subgraphs().empty()) continue;  // the control op itself: its subgraphs count
+      if (const double macs = node_macs(model, *node, elements); macs > 0) {
+        total += macs + node_elements(*node, elements) * costs.float_element;
+        continue;
+      }
+      for (const ir::Value* out : node->outputs())
+        if (out) total += elements(out) * costs.other_element;
     }
-    for (const ir::Value* out : node->outputs())
-      if (out) total += elements(out) * costs.other_element;
-  }
+  });
   return total;
 }
 

@@ -61,8 +61,8 @@ using ElementCount = std::function<double(const ir::Value* v)>;
 /// its Relu is not observed); 0 when unknown.
 double element_count(const std::map<std::string, double>& sizes, const ir::Value* v);
 
-/// The float cost of a graph (every main-graph node: multiply-accumulates of ops with a constant
-/// weight, output elements of the others), float-MAC units per sample.
+/// The float cost of a model (every node of every graph: multiply-accumulates of ops with a
+/// constant weight, output elements of the others), float-MAC units per sample.
 double float_cost(const ir::Model& model, const ElementCount& elements, const CostModel& costs = default_cost_model());
 
 /// Multiply-accumulates of node (given its weight value; the node's own when null) per sample.

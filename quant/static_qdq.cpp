@@ -80,9 +80,11 @@ struct WeightSource {
 
 class StaticQuantizer {
  public:
-  StaticQuantizer(ir::Model& model, const QuantizeOptions& o, const std::map<std::string, Range>& ranges,
+  /// Quantizes `graph` of `model` (the main graph or a subgraph: If branches and Loop/Scan bodies
+  /// are calibrated and quantized like the main graph; their values may come from outer scope).
+  StaticQuantizer(ir::Model& model, ir::Graph& graph, const QuantizeOptions& o, const std::map<std::string, Range>& ranges,
                   const ElementCount& elements, QuantizeReport& report)
-      : model_(model), g_(*model.graph), o_(o), ranges_(ranges), report_(report), elements_(elements) {
+      : model_(model), g_(graph), o_(o), ranges_(ranges), report_(report), elements_(elements) {
     act_.symmetric = o.symmetric_activations;
     act_.reduce_range = false;
     wt_.reduce_range = o.reduce_range;
@@ -498,20 +500,24 @@ bool moves_values(const ir::Node& n) {
 /// inputs of Log, Sqrt, Reciprocal and Exp, the base of Pow and the divisor of Div (a mel
 /// spectrogram's power before its Log; a decomposed LayerNormalization's deviation and
 /// variance). They stay float, and so do their producers.
-std::map<std::string, std::string> float_by_readers(const ir::Model& model) {
+std::map<std::string, std::string> float_by_readers(ir::Model& model) {
   std::map<std::string, std::string> reasons;
-  for (const auto& node : model.graph->nodes()) {
+  std::vector<const ir::Node*> nodes;
+  ir::for_each_graph(model, [&](ir::Graph& g) {
+    for (const auto& n : g.nodes()) nodes.push_back(n.get());
+  });
+  for (const ir::Node* node : nodes) {
     size_t input = 0;
     const char* why = nullptr;
-    if (passes::is_op(node.get(), "Log")) {
+    if (passes::is_op(node, "Log")) {
       why = "the logarithm turns the rounding of small values into large errors";
-    } else if (passes::is_op(node.get(), "Sqrt") || passes::is_op(node.get(), "Reciprocal")) {
+    } else if (passes::is_op(node, "Sqrt") || passes::is_op(node, "Reciprocal")) {
       why = "the rounding of small values becomes a large error of the result";
-    } else if (passes::is_op(node.get(), "Exp")) {
+    } else if (passes::is_op(node, "Exp")) {
       why = "the rounding becomes a relative error of the result";
-    } else if (passes::is_op(node.get(), "Pow")) {
+    } else if (passes::is_op(node, "Pow")) {
       why = "the power multiplies the relative rounding error";
-    } else if (passes::is_op(node.get(), "Div")) {
+    } else if (passes::is_op(node, "Div")) {
       input = 1;
       why = "the rounding of a small divisor becomes a large error of the quotient";
     }
@@ -525,7 +531,7 @@ std::map<std::string, std::string> float_by_readers(const ir::Model& model) {
     while (x && !(x->type.is_tensor() && x->type.data_type() != ir::DataType::kFloat) && !passes::constant_of(model, x) &&
            reasons.emplace(x->name(), reason).second) {
       const ir::Node* p = x->producer();
-      x = p && p->graph() == model.graph.get() && moves_values(*p) ? p->input(0) : nullptr;
+      x = p && moves_values(*p) ? p->input(0) : nullptr;
     }
   }
   return reasons;
@@ -585,7 +591,7 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
           collector.observe(v.name(), produced.tensor);
           if (recording) references.add(v.name(), produced.tensor);
         },
-        false, [&](const ir::Value& v) { return !unwatched.count(&v); });
+        /*subgraphs=*/true, [&](const ir::Value& v) { return !unwatched.count(&v); });
     Feeds feeds;
     for (size_t s = 0; samples(s, feeds); ++s, feeds.clear()) {
       recording = on_cpu && static_cast<int>(s) < options.error_samples && references.begin();
@@ -661,8 +667,7 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
     QuantizeReport r = report;
     r.nodes.clear();
     r.quantized_nodes = r.float_weight_bytes = r.quantized_weight_bytes = 0;
-    StaticQuantizer q(*work, o, *chosen, elements, r);
-    q.run();
+    ir::for_each_graph(*work, [&](ir::Graph& g) { StaticQuantizer(*work, g, o, *chosen, elements, r).run(); });
     passes::OptimizeOptions cleanup;
     cleanup.only = {"sort_topologically", "eliminate_dead_code"};
     passes::optimize(*work, cleanup);
