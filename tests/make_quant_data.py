@@ -85,11 +85,9 @@ def build(out):
         samples.append(("ch_PP-OCRv4_rec_infer", "calib", f"line{k}", {"x": real.line_input(crop, 320)[None]}))
 
     sr = np.array(16000, dtype=np.int64)
-    calib_speech = real.SPEECH
-    for split, text, step in (("eval", SPEECH, 4), ("calib", calib_speech, 8)):
+    for split, text, step in (("eval", SPEECH, 4), ("calib", real.SPEECH, 8)):
         with tempfile.TemporaryDirectory() as work:
-            real.SPEECH = text
-            audio = real.speech_16k(work)
+            audio = real.speech_16k(work, text)
         n = len(audio) // 512
         chunks = audio[: n * 512].reshape(n, 512)
         for model in ("silero_vad_v5", "silero_vad_v6"):
@@ -97,7 +95,6 @@ def build(out):
             for k in range(0, n, step):
                 samples.append((model, split, f"chunk{k:03d}", {"input": chunks[k][None], "sr": sr,
                                                                  "state": np.zeros((2, 1, 128), np.float32)}))
-    real.SPEECH = calib_speech
 
     for model, split, name, feeds in samples:
         folder = os.path.join(out, model, split, name)

@@ -102,9 +102,11 @@ def text_crops():
     }
 
 
-def speech_16k(work):
+def speech_16k(work, text=None, voice=None):
+    """`text` (default SPEECH) spoken by espeak-ng (its default voice, or `voice`) as 16 kHz
+    float32 in [-1, 1]."""
     wav = os.path.join(work, "speech.wav")
-    subprocess.run(["espeak-ng", "-w", wav, SPEECH], check=True)
+    subprocess.run(["espeak-ng"] + (["-v", voice] if voice else []) + ["-w", wav, SPEECH if text is None else text], check=True)
     with wave.open(wav) as f:
         rate, width, channels = f.getframerate(), f.getsampwidth(), f.getnchannels()
         raw = f.readframes(f.getnframes())
