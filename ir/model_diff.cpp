@@ -107,7 +107,8 @@ std::string tensor_change(const Tensor& a, const Tensor& b) {
   if (!xa || !ya) return "unreadable data";
   const Bytes& x = *xa;
   const Bytes& y = *ya;
-  if (x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size()) == 0) return "";
+  // (memcmp takes no null pointer, even for no bytes: an empty tensor's buffer may be null)
+  if (x.size() == y.size() && (x.size() == 0 || std::memcmp(x.data(), y.data(), x.size()) == 0)) return "";
   const int bits = data_type_bits(a.type());
   if (bits <= 0 || bits % 8) return "values changed";
   const size_t n = x.size() / static_cast<size_t>(bits / 8);

@@ -201,12 +201,12 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
             if (r == ref.tensors.end()) return;
             const float scale = q->second.scale;
             const int32_t zero = q->second.zero_point;
-            if (t.dtype() == ir::DataType::kUInt8)
-              sums[want.name].add(r->second, t.size(), [&](int64_t i) { return static_cast<float>(t.data<uint8_t>()[i] - zero) * scale; },
+            auto add = [&](const auto* data) {  // uint8 or int8
+              sums[want.name].add(r->second, t.size(), [&](int64_t i) { return static_cast<float>(data[i] - zero) * scale; },
                                   want.min, want.max);
-            else if (t.dtype() == ir::DataType::kInt8)
-              sums[want.name].add(r->second, t.size(), [&](int64_t i) { return static_cast<float>(t.data<int8_t>()[i] - zero) * scale; },
-                                  want.min, want.max);
+            };
+            if (t.dtype() == ir::DataType::kUInt8) add(t.data<uint8_t>());
+            else if (t.dtype() == ir::DataType::kInt8) add(t.data<int8_t>());
             return;
           }
           auto it = dq_to_float.find(v.name());
