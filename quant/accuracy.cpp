@@ -127,6 +127,15 @@ References record_references(ir::Model& fp32, const SampleSource& samples, size_
   return refs;
 }
 
+References optional_references(ir::Model& fp32, const SampleSource& samples, const QuantizeOptions& options,
+                               QuantizeReport& report) {
+  if (!samples) return References();
+  References references = record_references(fp32, samples, static_cast<size_t>(options.error_samples));
+  if (!references.samples()) throw_usage_error("no samples in --calib-data");
+  report.samples = static_cast<int64_t>(references.samples());
+  return references;
+}
+
 void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& references,
                     const SampleSource& samples, QuantizeReport& report, const std::vector<std::string>& judged) {
   // The fp32 tensor each quantized (dequantized) tensor stands for, and the interval its values

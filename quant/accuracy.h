@@ -87,6 +87,11 @@ class References {
 /// Records the fp32 references of the first `count` samples by running the model on them.
 References record_references(ir::Model& fp32, const SampleSource& samples, size_t count);
 
+/// The references of the first options.error_samples samples when there are samples (none
+/// without), their number in report.samples. Throws Error(kUsage) when `samples` gives none.
+References optional_references(ir::Model& fp32, const SampleSource& samples, const QuantizeOptions& options,
+                               QuantizeReport& report);
+
 /// Runs the quantized model on the first references.samples() samples, one at a time, and fills
 /// each report entry's SQNR, cosine and added noise (entries with a `dequantized` tensor), and
 /// the report's output scores, against the fp32 references of the same samples; the outputs

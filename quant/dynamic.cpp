@@ -389,14 +389,8 @@ QuantizeReport quantize_dynamic(ir::Model& model, const QuantizeOptions& options
   QuantizeReport report;
   ensure_opset(model, 11, report);  // DynamicQuantizeLinear is opset 11
   // The fp32 references of the first error_samples samples, recorded once for every attempt.
-  References references;
-  if (samples) {
-    references = record_references(model, samples, static_cast<size_t>(options.error_samples));
-    if (!references.samples()) throw_usage_error("no samples in --calib-data");
-    report.samples = static_cast<int64_t>(references.samples());
-  } else if (options.auto_exclude) {
-    throw_usage_error("--auto-exclude needs samples (--calib-data) to measure the accuracy on");
-  }
+  if (!samples && options.auto_exclude) throw_usage_error("--auto-exclude needs samples (--calib-data) to measure the accuracy on");
+  const References references = optional_references(model, samples, options, report);
   const bool measured = references.samples() > 0;
   // Sizes for the speed estimate: as the samples ran, else the static shapes.
   const std::map<std::string, double> sizes = references.sizes();

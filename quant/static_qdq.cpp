@@ -62,6 +62,8 @@ std::optional<Range> saturation_interval(const ir::Node& n) {
   return std::nullopt;
 }
 
+bool is_qdq(const ir::Node* n) { return passes::is_op(n, "QuantizeLinear") || passes::is_op(n, "DequantizeLinear"); }
+
 /// Ops whose output range is the input's clamped (they fold into the producer's output range).
 bool is_clamp(const ir::Node* n) { return passes::is_op(n, "Relu") || passes::is_op(n, "Clip"); }
 
@@ -148,7 +150,7 @@ class StaticQuantizer {
       const double size = elements_(x);
       if (!x->producer() || !runs_in_integers(*x->producer())) e.border_elements += size;
       for (const ir::Use& u : d->uses())
-        if (!passes::is_op(u.node, "QuantizeLinear") && !passes::is_op(u.node, "DequantizeLinear") && !runs_in_integers(*u.node)) {
+        if (!is_qdq(u.node) && !runs_in_integers(*u.node)) {
           e.border_elements += size;
           break;
         }
@@ -174,7 +176,7 @@ class StaticQuantizer {
     };
     std::vector<std::pair<ir::Node*, ir::Value*>> integer;  // each op with an integer kernel, and a pair of it
     for (const auto& node : g_.nodes()) {
-      if (!node || passes::is_op(node.get(), "QuantizeLinear") || passes::is_op(node.get(), "DequantizeLinear")) continue;
+      if (!node || is_qdq(node.get())) continue;
       std::vector<ir::Value*> pairs;
       for (ir::Value* in : node->inputs())
         if (in && source_.count(in)) pairs.push_back(in);
@@ -205,7 +207,7 @@ class StaticQuantizer {
     for (ir::Value* d : dropped) {
       ir::Value* x = source_.at(d);
       for (const ir::Use& u : d->uses())
-        if (!passes::is_op(u.node, "QuantizeLinear") && !passes::is_op(u.node, "DequantizeLinear")) readers.insert(u.node);
+        if (!is_qdq(u.node)) readers.insert(u.node);
       ir::Value* restored = x;
       if (auto f = folded_.find(d); f != folded_.end()) restored = unfold(x, f->second);
       g_.replace_all_uses(d, restored);

@@ -144,12 +144,7 @@ QuantizeReport quantize_weight_only(ir::Model& model, const QuantizeOptions& opt
   validate_selection(model, options, {"MatMul"});
   QuantizeReport report;
   ensure_opset(model, 21, report);  // blocked DequantizeLinear and int4 are opset 21
-  References references;
-  if (samples) {
-    references = record_references(model, samples, static_cast<size_t>(options.error_samples));
-    if (!references.samples()) throw_usage_error("no samples in --calib-data");
-    report.samples = static_cast<int64_t>(references.samples());
-  }
+  const References references = optional_references(model, samples, options, report);
   const bool measured = references.samples() > 0;
   auto attempt = [&](const std::vector<std::string>& excluded) {
     QuantizeOptions o = options;
