@@ -239,6 +239,7 @@ int run_quantize(const QuantizeCliOptions& o) {
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& g : report.groups)
     groups.push_back({{"nodes", g.nodes}, {"int8_macs", g.int8_macs}, {"border_elements", g.border_elements},
+                      {"border_nodes", g.border_nodes}, {"slow_convs", g.slow_convs},
                       {"gain", report.float_cost > 0 ? g.gain / report.float_cost : 0.0}});
   nlohmann::json nodes = nlohmann::json::array();
   for (const auto& n : report.nodes)
@@ -265,6 +266,7 @@ int run_quantize(const QuantizeCliOptions& o) {
                         {"output_rel_error", optional(report.output_rel_error)},
                         {"error_samples", report.error_samples},
                         {"auto_excluded", report.auto_excluded},
+                        {"aimed_target", optional(report.aimed_target)},
                         {"kept_float", kept_float_json(report)},
                         {"outputs", outputs},
                         {"estimated_speedup", optional(report.estimated_speedup)},
@@ -295,6 +297,9 @@ int run_quantize(const QuantizeCliOptions& o) {
   if (report.output_rel_error >= 0)
     std::cout << "largest relative error of a small output (at most " << quant::kSmallOutput << " elements): " << report.output_rel_error
               << "\n";
+  if (const double score = report.output_score(); report.aimed_target > 0 && score >= 0 && score < report.aimed_target)
+    std::cout << "reached --accuracy-target " << q.accuracy_target << " but not the " << report.aimed_target
+              << " aimed at beyond it with any layers kept float: new inputs may score below the target\n";
   print_kept_float(report);
   if (report.calibration_fallback)
     std::cout << "--calib-method " << o.calib_method << " ranges scored " << report.calibration_scores.first

@@ -387,11 +387,17 @@ std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(c
     if (a.second.quantized_nodes > 0 && score < options.accuracy_target) missed = std::max(missed, score);
     return a;
   };
+  // The search aims beyond the target, at half its distance to 1 (0.995 for 0.99): the ranges were
+  // measured on the very samples that judge them, and new inputs score lower (PaddleOCR ch v3 rec:
+  // 0.994 on its calibration lines, 0.982 on a new one). Where only the target itself is
+  // reachable, that is taken, and the report says so.
+  const double aim = std::max(options.accuracy_target, 1 - (1 - options.accuracy_target) / 2);
   auto best = attempt({});
-  if (!options.auto_exclude || best.second.output_score() < 0 || best.second.output_score() >= options.accuracy_target)
-    return best;
+  best.second.aimed_target = aim;
+  const double first = best.second.output_score();
+  if (!options.auto_exclude || first < 0 || first >= aim) return best;
   // Two orders to keep tensors in float by, each searched for its shortest prefix that reaches
-  // the target; the one whose float tensors' producers do fewer multiply-accumulates wins (what
+  // the goal; the one whose float tensors' producers do fewer multiply-accumulates wins (what
   // it gives up in integer kernels; on a tie, the shorter list):
   // (Where the speed is estimated, the faster model wins first.)
   //  - the graph order: the first layers. Noise that enters early passes through every later
@@ -411,27 +417,32 @@ std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(c
   const std::vector<const NodeReport*>* winner = nullptr;
   size_t kept = 0;
   double kept_macs = 0;
-  for (const auto* candidates : {&graph_order, &ranked}) {
-    std::vector<std::string> order;
-    for (const NodeReport* n : *candidates) order.push_back(tensor_of(n));
-    double whole = 0;
-    auto r = shortest_prefix(order, options.accuracy_target, attempt, whole);
-    if (!r || r->second.second.quantized_nodes == 0) continue;
-    double macs = 0;
-    for (size_t i = 0; i < r->first; ++i) macs += (*candidates)[i]->producer_macs;
-    // The faster model by the estimate (quant/speed.h); on a tie the fewer MACs in float, then
-    // the shorter list.
-    const double speed = r->second.second.estimated_speedup;
-    if (found) {
-      const double kept_speed = found->second.estimated_speedup;
-      if (speed < kept_speed - 1e-9) continue;
-      if (speed <= kept_speed + 1e-9 && (macs > kept_macs || (macs == kept_macs && r->first >= kept))) continue;
+  auto search = [&](double goal) {
+    for (const auto* candidates : {&graph_order, &ranked}) {
+      std::vector<std::string> order;
+      for (const NodeReport* n : *candidates) order.push_back(tensor_of(n));
+      double whole = 0;
+      auto r = shortest_prefix(order, goal, attempt, whole);
+      if (!r || r->second.second.quantized_nodes == 0) continue;
+      double macs = 0;
+      for (size_t i = 0; i < r->first; ++i) macs += (*candidates)[i]->producer_macs;
+      // The faster model by the estimate (quant/speed.h); on a tie the fewer MACs in float, then
+      // the shorter list.
+      const double speed = r->second.second.estimated_speedup;
+      if (found) {
+        const double kept_speed = found->second.estimated_speedup;
+        if (speed < kept_speed - 1e-9) continue;
+        if (speed <= kept_speed + 1e-9 && (macs > kept_macs || (macs == kept_macs && r->first >= kept))) continue;
+      }
+      found = std::move(r->second);
+      winner = candidates;
+      kept = r->first;
+      kept_macs = macs;
     }
-    found = std::move(r->second);
-    winner = candidates;
-    kept = r->first;
-    kept_macs = macs;
-  }
+  };
+  search(aim);
+  if (!found && first >= options.accuracy_target) return best;  // the target without exclusions, the aim with none
+  if (!found && aim > options.accuracy_target) search(options.accuracy_target);
   if (!found) {
     // Nothing quantized reaches the target: the model stays float, the report says how close
     // the attempts came.
@@ -441,6 +452,7 @@ std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(c
     none.missed_target = missed;
     return {nullptr, std::move(none)};
   }
+  found->second.aimed_target = aim;
   for (size_t i = 0; i < kept; ++i) {
     const NodeReport* n = (*winner)[i];
     found->second.auto_excluded.push_back(tensor_of(n) +

@@ -1,6 +1,8 @@
 // quantize_model: the preprocessing before quantization, and samples read from folders.
 #include <algorithm>
 #include <filesystem>
+#include <iomanip>
+#include <sstream>
 
 #include "convert/precision.h"
 #include "ir/error.h"
@@ -183,6 +185,14 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
     } else if (report.quantized_nodes > 0) {
       restore_io_types(*model.graph, input_types, output_types);
     }
+  }
+  if (report.quantized_nodes > 0 && report.not_worth.empty() && options.op_types.empty() && options.mode != Mode::kWeightOnly &&
+      report.estimated_speedup > 0 && report.estimated_speedup < kWorthSpeedup) {
+    std::ostringstream why;
+    why << "the estimated speed-up with integer kernels, " << std::setprecision(3) << report.estimated_speedup << "x, is below "
+        << kWorthSpeedup << "x: within the estimate's error, not worth the quantization's (--op-types forces it)";
+    report.not_worth = why.str();
+    report.quantized_nodes = 0;
   }
   if (moved.opset_to) {
     report.opset_from = moved.opset_from;

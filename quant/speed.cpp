@@ -22,7 +22,16 @@ double node_elements(const ir::Node& node, const ElementCount& elements) {
   return (x ? elements(x) : 0) + (y ? elements(y) : 0);
 }
 
-double static_gain(double macs, double elements, const CostModel& c) {
+bool slow_integer_conv(const ir::Model& model, const ir::Node& node, const ir::Value* weight) {
+  if (!passes::is_op(&node, "Conv")) return false;
+  if (node.attr_int("group", 1) > 1) return true;
+  if (!weight) weight = node.input(1);
+  const ir::Tensor* w = weight ? passes::constant_of(model, weight) : nullptr;  // its dims only
+  return w && w->dims.size() > 1 && w->dims[1] < 8;
+}
+
+double static_gain(double macs, double elements, bool slow, const CostModel& c) {
+  if (slow) return (macs + elements * c.float_element) * (1 - c.slow_conv_factor);
   return macs * (1 - c.int8_mac) + elements * (c.float_element - c.int8_element);
 }
 
@@ -35,6 +44,7 @@ double float_cost(const ir::Model& model, const ElementCount& elements, const Co
   ir::for_each_graph(const_cast<ir::Model&>(model), [&](ir::Graph& g) {  // subgraphs too: If branches, Loop bodies
     for (const auto& node : g.nodes()) {
       if (!node || !node->subgraphs().empty()) continue;  // the control op itself: its subgraphs count
+      total += costs.node_fixed;
       if (const double macs = node_macs(model, *node, elements); macs > 0) {
         total += macs + node_elements(*node, elements) * costs.float_element;
         continue;

@@ -139,23 +139,30 @@ class StaticQuantizer {
     const CostModel& c = default_cost_model();
     GroupEstimate e;
     for (const ir::Node* n : integer) {
-      const double macs = node_macs(model_, *n, elements_, weight_source_.at(n->input(1)).value);
+      const ir::Value* weight = weight_source_.at(n->input(1)).value;
+      const double macs = node_macs(model_, *n, elements_, weight);
       e.nodes.push_back(n->name.empty() ? n->output(0)->name() : n->name);
       e.int8_macs += macs;
       // Its input and output are dequantized tensors now: sized by what they stand for.
-      e.gain += static_gain(macs, elements_(source_.at(n->input(0))) + elements_(n->output(0)), c);
+      const bool slow = slow_integer_conv(model_, *n, weight);
+      e.slow_convs += slow;
+      e.gain += static_gain(macs, elements_(source_.at(n->input(0))) + elements_(n->output(0)), slow, c);
     }
     for (ir::Value* d : pairs) {
       const ir::Value* x = source_.at(d);
       const double size = elements_(x);
-      if (!x->producer() || !runs_in_integers(*x->producer())) e.border_elements += size;
+      if (!x->producer() || !runs_in_integers(*x->producer())) {
+        e.border_elements += size;
+        ++e.border_nodes;
+      }
       for (const ir::Use& u : d->uses())
         if (!is_qdq(u.node) && !runs_in_integers(*u.node)) {
           e.border_elements += size;
+          ++e.border_nodes;
           break;
         }
     }
-    e.gain -= e.border_elements * c.qdq_element;
+    e.gain -= e.border_elements * c.qdq_element + e.border_nodes * c.node_fixed;
     return e;
   }
 
@@ -203,11 +210,11 @@ class StaticQuantizer {
     for (const auto& [x, d] : dq_)
       if (!integer_of.count(find(d)) || slower.count(find(d))) dropped.insert(d);
     if (dropped.empty()) return;
-    std::set<ir::Node*> readers;  // nodes that read a dropped pair
+    std::map<ir::Node*, ir::Value*> readers;  // nodes that read a dropped pair, and its group's root
     for (ir::Value* d : dropped) {
       ir::Value* x = source_.at(d);
       for (const ir::Use& u : d->uses())
-        if (!is_qdq(u.node)) readers.insert(u.node);
+        if (!is_qdq(u.node)) readers.emplace(u.node, find(d));
       ir::Value* restored = x;
       if (auto f = folded_.find(d); f != folded_.end()) restored = unfold(x, f->second);
       g_.replace_all_uses(d, restored);
@@ -215,9 +222,8 @@ class StaticQuantizer {
                                          [&](const NodeReport& r) { return r.dequantized == d->name(); }),
                           report_.nodes.end());
     }
-    for (ir::Node* n : readers) {
+    for (auto [n, group] : readers) {
       bool quantized = false;
-      ir::Value* group = nullptr;  // the root of a dropped pair n reads
       for (size_t i = 0; i < n->inputs().size(); ++i) {
         ir::Value* in = n->input(i);
         if (auto w = weight_source_.find(in); in && w != weight_source_.end()) {
@@ -226,8 +232,6 @@ class StaticQuantizer {
           report_.quantized_weight_bytes -= w->second.quantized_bytes;
         } else if (in && source_.count(in) && !dropped.count(in)) {
           quantized = true;
-        } else if (in && dropped.count(in)) {
-          group = find(in);
         }
       }
       if (quantized || !counted_.erase(n)) continue;  // still quantized, or never counted (a float reader)
@@ -235,9 +239,12 @@ class StaticQuantizer {
       std::string why;
       if (auto e = slower.find(group); e != slower.end()) {
         std::ostringstream s;
-        s << "estimated slower quantized: its group's int8 products (" << e->second.int8_macs << " MACs) save less than the "
-          << e->second.border_elements << " elements through QuantizeLinear/DequantizeLinear at its borders cost (--op-types "
-          << "forces it)";
+        s << "estimated slower quantized: its group's int8 products (" << e->second.int8_macs << " MACs";
+        if (e->second.slow_convs)
+          s << "; " << e->second.slow_convs << " of its Convs depthwise, grouped or of fewer than 8 input channels, "
+            << "which onnxruntime runs slower in int8";
+        s << ") save less than the " << e->second.border_nodes << " QuantizeLinear/DequantizeLinear at its borders cost ("
+          << e->second.border_elements << " elements; --op-types forces it)";
         why = s.str();
       } else {
         why = has_integer_kernel(*n) ? "its input or output cannot be quantized, so no integer kernel would run it"
@@ -413,19 +420,25 @@ class StaticQuantizer {
                                    : n->inputs().size();
     ir::Value* x0 = n->input(0);
     bool any = source_.count(x0) > 0;
+    std::vector<size_t> constants;
     for (size_t i = 0; i < data_inputs && i < n->inputs().size(); ++i) {
       ir::Value* v = n->input(i);
       if (!is_float_tensor(v)) continue;
       if (has_weight(*n) && i >= 1) continue;  // weights and biases below
       if (passes::constant_of(model_, v)) {
-        // A constant operand of Add/Mul/Concat: quantized like an activation at its own range.
-        if (!ranges_.count(v->name())) continue;
+        if (ranges_.count(v->name())) constants.push_back(i);
+        continue;
       }
       if (ir::Value* d = qdq(v, n)) {
         n->set_input(i, d);
         any = true;
       }
     }
+    // A constant operand of Add/Mul/Concat: quantized like an activation at its own range, when
+    // another operand is quantized (else no integer kernel could read it, and a runtime's fusion
+    // of the float op with its constant, a LayerNormalization's scale and shift, would break).
+    for (size_t i : any ? constants : std::vector<size_t>{})
+      if (ir::Value* d = qdq(n->input(i), n)) n->set_input(i, d);
     if (has_weight(*n)) {
       if (!n->input(0) || !source_.count(n->input(0)))
         return "its input has no calibrated float range (kept float, or not a float tensor)";
@@ -509,6 +522,27 @@ std::map<std::string, std::string> float_by_readers(ir::Model& model) {
     for (const auto& n : g.nodes()) nodes.push_back(n.get());
   });
   for (const ir::Node* node : nodes) {
+    // A normalization's output (divided by a Sqrt, or times a Reciprocal) and its scaling by
+    // constants, up to the last of them: onnxruntime runs a decomposed LayerNormalization
+    // (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add) as one float kernel, which
+    // quantized tensors inside would break. Its output, what the next layer reads, may be quantized.
+    const ir::Node* divisor = passes::is_op(node, "Div") && node->input(1) ? node->input(1)->producer() : nullptr;
+    if (passes::is_op(divisor, "Sqrt") ||
+        (passes::is_op(node, "Mul") && node->inputs().size() == 2 &&
+         (passes::is_op(node->input(0) ? node->input(0)->producer() : nullptr, "Reciprocal") ||
+          passes::is_op(node->input(1) ? node->input(1)->producer() : nullptr, "Reciprocal")))) {
+      const std::string reason = "inside a normalization ('" + node->name +
+                                 "' and its constant scale/shift): onnxruntime fuses a decomposed LayerNormalization into "
+                                 "one float kernel, which 8-bit tensors inside would break";
+      for (const ir::Value* v = node->output(0); v;) {
+        const ir::Node* next = passes::single_consumer(v);
+        const bool scales = (passes::is_op(next, "Mul") || passes::is_op(next, "Add")) && next->inputs().size() == 2 &&
+                            (passes::constant_of(model, next->input(0)) || passes::constant_of(model, next->input(1)));
+        if (!scales) break;
+        reasons.emplace(v->name(), reason);
+        v = next->output(0);
+      }
+    }
     size_t input = 0;
     const char* why = nullptr;
     if (passes::is_op(node, "Log")) {
