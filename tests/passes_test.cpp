@@ -443,6 +443,25 @@ TEST_SUITE("passes") {
     CHECK(count_op(capped, "Mul") == 1);
   }
 
+  TEST_CASE("optimize keeps quantized weights quantized: no DequantizeLinear of a constant is folded") {
+    auto make = [] {
+      Builder b(13);
+      ir::Value* x = b.input("x", {2, 3});
+      const std::vector<int8_t> q = {-127, -5, 0, 3, 64, 127, 1, -1, 9, -9, 100, -100};
+      ir::Value* w = b.g->add_initializer(ir::make_tensor("w_quantized", DataType::kInt8, {3, 4}, q.data(), q.size()));
+      const int8_t zero = 0;
+      ir::Value* z = b.g->add_initializer(ir::make_tensor("w_zero_point", DataType::kInt8, {}, &zero, 1));
+      ir::Node* dq = b.node("DequantizeLinear", {w, b.scalar("w_scale", 0.01f), z}, "w_dequantized");
+      b.output(b.node("MatMul", {x, dq->output(0)}, "y")->output(0));
+      return std::move(b.m);
+    };
+    ir::Model m = optimize_checked(make, {});  // every default pass
+    CHECK(count_op(m, "DequantizeLinear") == 1);
+    const ir::Value* w = m.graph->find("w_quantized");
+    REQUIRE(w);
+    CHECK(w->initializer()->type() == DataType::kInt8);
+  }
+
   TEST_CASE("eliminate_noops removes identities but keeps graph output names") {
     auto make = [] {
       Builder b(13);
