@@ -1,5 +1,7 @@
 // `onnxtool check MODEL [--json] [--strict] [--no-shapes] [--max-errors N]`.
+#include <algorithm>
 #include <iostream>
+#include <map>
 
 #include "checker/checker.h"
 #include "cli/common.h"
@@ -37,6 +39,55 @@ nlohmann::json to_json(const ir::Diagnostic& d) {
           {"message", d.message}};
 }
 
+/// What a diagnostic says beyond the place it names (its message's last clause): diagnostics
+/// of one rule with the same cause are one finding (a missing external-data file: one error
+/// per tensor).
+std::string cause(const ir::Diagnostic& d) {
+  const size_t colon = d.message.rfind(": ");
+  return d.rule + (d.severity == ir::Severity::kError ? " error " : " warning ") +
+         (colon == std::string::npos ? d.message : d.message.substr(colon + 2));
+}
+
+/// The text listing: each diagnostic, but one line for the rest of a group sharing a cause, and
+/// at most kPerRule lines of one rule unless --max-errors asks for more (79 nodes out of order
+/// are one fact); errors beyond --max-errors left out. --json lists every diagnostic.
+void print_grouped(const std::vector<ir::Diagnostic>& diagnostics, long max_errors) {
+  constexpr long kPerRule = 10;
+  std::map<std::string, std::vector<const ir::Diagnostic*>> groups;
+  std::vector<std::string> order;
+  std::map<std::string, long> per_rule;
+  for (const auto& d : diagnostics) {
+    auto& g = groups[cause(d)];
+    if (g.empty()) order.push_back(cause(d));
+    g.push_back(&d);
+  }
+  long shown = 0;
+  std::map<std::string, long> hidden;  // by rule: findings not printed by the per-rule cap
+  for (const std::string& key : order) {
+    const auto& g = groups[key];
+    const ir::Diagnostic& d = *g.front();
+    const bool is_error = d.severity == ir::Severity::kError;
+    if (is_error && max_errors >= 0 && shown >= max_errors) continue;
+    if (max_errors < 0 && ++per_rule[d.rule] > kPerRule) {
+      hidden[d.rule] += static_cast<long>(g.size());
+      continue;
+    }
+    shown += is_error;
+    const char* kind = is_error ? "error " : "warning ";
+    std::cout << kind << d.rule << " " << location(d) << ": " << d.message << "\n";
+    if (g.size() < 2) continue;
+    std::string names;
+    for (size_t i = 1; i < g.size() && i <= 5; ++i) {
+      const std::string& name = !g[i]->tensor.empty() ? g[i]->tensor : g[i]->node;
+      names += (i > 1 ? ", " : "") + (name.empty() ? "#" + std::to_string(g[i]->node_index) : "'" + name + "'");
+    }
+    std::cout << kind << d.rule << ": the same for " << g.size() - 1 << " more (" << names << (g.size() > 6 ? ", ..." : "")
+              << ")\n";
+  }
+  for (const auto& [rule, n] : hidden)
+    std::cout << "... and " << n << " more " << rule << " (--max-errors N or --json lists them)\n";
+}
+
 int run_check(const CheckCliOptions& o) {
   checker::CheckOptions options;
   options.strict = o.strict;
@@ -55,14 +106,13 @@ int run_check(const CheckCliOptions& o) {
     print_json({{"model", o.model}, {"valid", valid}, {"error_count", r.errors},
                 {"warning_count", r.warnings}, {"errors", errors}, {"warnings", warnings}});
   } else {
-    long shown = 0;
-    for (const auto& d : r.diagnostics) {
-      const bool is_error = d.severity == ir::Severity::kError;
-      if (is_error && o.max_errors >= 0 && shown >= o.max_errors) continue;
-      shown += is_error;
-      std::cout << (is_error ? "error " : "warning ") << d.rule << " " << location(d) << ": "
-                << d.message << "\n";
-    }
+    print_grouped(r.diagnostics, o.max_errors);
+    const auto has = [&r](const char* rule) {
+      return std::any_of(r.diagnostics.begin(), r.diagnostics.end(), [rule](const ir::Diagnostic& d) { return d.rule == rule; });
+    };
+    if (has("graph.topological-order") && !has("graph.cycle"))
+      std::cout << "hint: nodes are listed before the producers of their inputs; `onnxtool optimize " << o.model
+                << " -o OUT --passes sort_topologically` puts them in order\n";
     std::cout << o.model << ": " << (valid ? "valid" : "invalid") << " (" << r.errors << " error"
               << (r.errors == 1 ? "" : "s") << ", " << r.warnings << " warning"
               << (r.warnings == 1 ? "" : "s") << ")\n";

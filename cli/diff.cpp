@@ -23,12 +23,14 @@ int run_diff(const DiffCliOptions& o) {
     print_json({{"a", o.a},
                 {"b", o.b},
                 {"equal", d.equal()},
-                {"nodes", {{"a", d.nodes_a}, {"b", d.nodes_b}, {"matched_by_name", d.matched_by_name}, {"matched_by_structure", d.matched_by_structure}}},
+                {"nodes", {{"a", d.nodes_a}, {"b", d.nodes_b}, {"matched_by_name", d.matched_by_name}, {"matched_by_structure", d.matched_by_structure},
+                           {"reordered", d.reordered}}},
                 {"differences", items}});
   } else {
     for (const auto& x : d.differences) std::cout << x.kind << " " << x.subject << ": " << x.detail << "\n";
     std::cout << (d.equal() ? "equal" : std::to_string(d.differences.size()) + " differences") << " (nodes " << d.nodes_a << " -> "
-              << d.nodes_b << ", " << d.matched_by_name << " matched by name, " << d.matched_by_structure << " by structure)\n";
+              << d.nodes_b << ", " << d.matched_by_name << " matched by name, " << d.matched_by_structure << " by structure)"
+              << (d.reordered ? "; " + std::to_string(d.reordered) + " nodes listed in another order" : "") << "\n";
   }
   return d.equal() ? kExitOk : kExitFailed;
 }

@@ -1,4 +1,5 @@
 // `onnxtool optimize MODEL -o OUT`: graph passes, verified numerically on the runner before writing.
+#include <algorithm>
 #include <iostream>
 
 #include "cli/common.h"
@@ -76,19 +77,43 @@ int run_optimize(const OptimizeCliOptions& o) {
     nlohmann::json passes = nlohmann::json::array();
     for (const auto& p : report.passes)
       passes.push_back({{"name", p.name}, {"removed", p.stats.removed}, {"fused", p.stats.fused},
-                        {"folded", p.stats.folded}, {"initializers_removed", p.stats.initializers_removed}});
+                        {"folded", p.stats.folded}, {"initializers_removed", p.stats.initializers_removed},
+                        {"reordered", p.stats.reordered}});
     print_json({{"output", o.output},
                 {"passes", passes},
                 {"rounds", report.rounds},
+                {"reordered", report.reordered},
                 {"nodes", {{"before", report.before.nodes}, {"after", report.after.nodes}}},
                 {"initializers", {{"before", report.before.initializers}, {"after", report.after.initializers}}},
                 {"file_bytes", {{"before", bytes_before}, {"after", saved.model_bytes + saved.data_bytes}}},
                 {"verification", r.reference ? verify_json(*r.reference, r.verified, tol, r.verify_seconds) : nlohmann::json(nullptr)}});
     return kExitOk;
   }
-  for (const auto& p : report.passes)
-    std::cout << p.name << ": " << p.stats.removed << " removed, " << p.stats.fused << " fused, " << p.stats.folded
-              << " folded, " << p.stats.initializers_removed << " initializers removed\n";
+  // One line per pass that changed something, its nonzero counts only (--json has them all).
+  int unchanged = 0;
+  for (const auto& p : report.passes) {
+    if (!p.stats.changed()) {
+      ++unchanged;
+      continue;
+    }
+    std::string line;
+    auto add = [&line](int64_t n, const char* one, const char* many) {
+      if (n) line += (line.empty() ? "" : ", ") + std::to_string(n) + " " + (n == 1 ? one : many);
+    };
+    add(p.stats.reordered, "node reordered", "nodes reordered");
+    add(p.stats.removed, "node removed", "nodes removed");
+    add(p.stats.fused, "fusion", "fusions");
+    add(p.stats.folded, "node folded", "nodes folded");
+    add(p.stats.initializers_removed, "initializer removed", "initializers removed");
+    std::cout << p.name << ": " << line << "\n";
+  }
+  if (report.reordered && std::none_of(report.passes.begin(), report.passes.end(),
+                                       [](const passes::PassReport& p) { return p.name == "sort_topologically"; }))
+    std::cout << "sorted: " << report.reordered << " nodes moved into topological order\n";
+  if (unchanged == static_cast<int>(report.passes.size()))
+    std::cout << "no pass changed anything\n";
+  else if (unchanged)
+    std::cout << unchanged << " other pass" << (unchanged == 1 ? "" : "es") << " changed nothing\n";
   std::cout << "nodes " << report.before.nodes << " -> " << report.after.nodes << ", initializers "
             << report.before.initializers << " -> " << report.after.initializers << ", file "
             << human_bytes(bytes_before) << " -> " << human_bytes(saved.model_bytes + saved.data_bytes) << "\n";

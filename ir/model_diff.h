@@ -20,6 +20,9 @@ struct Difference {
 struct ModelDiff {
   std::vector<Difference> differences;
   size_t nodes_a = 0, nodes_b = 0, matched_by_name = 0, matched_by_structure = 0;
+  /// Matched nodes listed in another order (the fewest to move to restore a's order): the
+  /// graphs compute the same, so this is no difference, but a sort or a rewrite shows in it.
+  size_t reordered = 0;
   bool equal() const { return differences.empty(); }
 };
 

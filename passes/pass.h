@@ -19,13 +19,15 @@ struct PassStats {
   int64_t fused = 0;
   int64_t folded = 0;
   int64_t initializers_removed = 0;
+  int64_t reordered = 0;  ///< nodes moved to another place in their graph's list
 
-  bool changed() const { return removed || fused || folded || initializers_removed; }
+  bool changed() const { return removed || fused || folded || initializers_removed || reordered; }
   PassStats& operator+=(const PassStats& o) {
     removed += o.removed;
     fused += o.fused;
     folded += o.folded;
     initializers_removed += o.initializers_removed;
+    reordered += o.reordered;
     return *this;
   }
 };
@@ -79,7 +81,17 @@ struct OptimizeReport {
   std::vector<PassReport> passes;  ///< totals per pass over all rounds, pipeline order
   ModelCounts before, after;
   int rounds = 0;
+  /// Nodes the topological sort every optimize starts with moved (also sort_topologically's
+  /// `reordered` when that pass is selected): a model listed out of order is sorted whatever
+  /// the passes.
+  int64_t reordered = 0;
 };
+
+/// Sorts every graph's nodes topologically (ir::Graph::topological_sort); returns how many moved.
+int64_t sort_graphs(ir::Model& model);
+
+/// Counts `moved` nodes in the report's `reordered` and in sort_topologically's when selected.
+void add_reordered(OptimizeReport& report, int64_t moved);
 
 /// Throws Error(kUsage) naming the first pass of options.only or options.skip that does not exist.
 void check_pass_names(const OptimizeOptions& options);

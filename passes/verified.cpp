@@ -37,7 +37,7 @@ std::string first_diverging_pass(ir::Model copy, OptimizeOptions options, const 
 VerifiedOptimizeReport optimize_verified(ir::Model& model, const VerifiedOptimizeOptions& options,
                                          const std::function<ir::Model()>& reload) {
   VerifiedOptimizeReport r;
-  ir::for_each_graph(model, [](ir::Graph& g) { g.topological_sort(); });
+  const int64_t moved = sort_graphs(model);  // before the checker: order is optimize's to fix
   if (options.require_valid) {
     ir::DiagnosticSink sink;
     checker::check_model(model, sink);
@@ -53,6 +53,7 @@ VerifiedOptimizeReport optimize_verified(ir::Model& model, const VerifiedOptimiz
   r.verify_seconds = seconds_since(start);
 
   r.report = optimize(model, options.optimize);
+  add_reordered(r.report, moved);
 
   if (r.reference) {
     const auto check_start = Clock::now();

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `onnxtool optimize` from the command line: the pass list; bad input (unknown pass, cyclic
 # graph, contradicting --input-shape, invalid model without --force, output == input) exits 1 or
-# 2 with one stderr line and writes nothing; an unsorted model is sorted; on the real models the
+# 2 with one stderr line and writes nothing; an unsorted model is sorted, check says how, optimize
+# reports the move and diff sees it; a missing external-data file is one grouped finding in
+# check; optimize lists only the passes that changed something; on the real models the
 # output passes `check`, --verify holds, a second optimization is byte-identical (idempotent) and
 # the bytes do not depend on the thread count.
 #
@@ -50,8 +52,29 @@ EOF
   if "$ONNXTOOL" optimize "$WORK/invalid.onnx" -o "$WORK/forced.onnx" --force >/dev/null 2>&1; then ok; else fail "--force on an invalid model"; fi
   if "$ONNXTOOL" optimize "$WORK/unsorted.onnx" -o "$WORK/sorted.onnx" >/dev/null 2>&1 &&
      "$ONNXTOOL" check "$WORK/sorted.onnx" >/dev/null 2>&1; then ok; else fail "an unsorted model is sorted, and passes check"; fi
+  # check says how to fix the order; optimize says what the sort did; diff sees the move.
+  "$ONNXTOOL" check "$WORK/unsorted.onnx" >"$WORK/stdout" 2>&1
+  [[ $? == 1 ]] && grep -q "optimize .* --passes sort_topologically" "$WORK/stdout" && ok ||
+    fail "check of an unsorted model gives no hint: $(cat "$WORK/stdout")"
+  expect_tool "sort_topologically reports the move" "0" "sort_topologically: 1 node reordered" -- \
+    optimize "$WORK/unsorted.onnx" -o "$WORK/sorted_only.onnx" --passes sort_topologically
+  expect_tool "diff of the sorted model" "0" "1 nodes listed in another order" -- diff "$WORK/unsorted.onnx" "$WORK/sorted_only.onnx"
+  expect_tool "the summary of unchanged passes" "0" "other passes changed nothing" -- optimize "$WORK/unsorted.onnx" -o "$WORK/sorted.onnx"
+  grep -q ": 0 removed" "$WORK/stdout" && fail "optimize still prints all-zero pass lines" || ok
 else
   missing_data "python3-onnx (cyclic/invalid/unsorted models)"
+fi
+
+# A missing external-data file: one error per tensor, grouped into two lines by check.
+mkdir -p "$WORK/ext"
+if "$ONNXTOOL" convert "$TINY" -o "$WORK/ext/m.onnx" --external-data --size-threshold 16 >/dev/null 2>&1; then
+  rm -f "$WORK"/ext/*.data
+  "$ONNXTOOL" check "$WORK/ext/m.onnx" >"$WORK/stdout" 2>&1
+  n=$(grep -c "^error tensor.external-data" "$WORK/stdout")
+  [[ $n == 2 ]] && grep -q "the same for [0-9]* more" "$WORK/stdout" && ok ||
+    fail "missing external data: $n error lines, expected the first and one for the rest: $(head -c 600 "$WORK/stdout")"
+else
+  fail "convert --external-data of $TINY"
 fi
 
 # --verify beyond tolerance (rtol 0, atol 0: folding BatchNormalization into Conv reassociates
