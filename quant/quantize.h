@@ -55,6 +55,10 @@ struct QuantizeOptions {
   int64_t block_size = 32;
   /// Why some of exclude_tensors stay float (what the report says of their producers).
   std::map<std::string, std::string> float_reasons;
+  /// Set by quantize_model, which checks --op-types, --exclude-op-types and --exclude-nodes
+  /// against the model as given: its preprocessing may fold or fuse the nodes they name away
+  /// (a Transpose into a Gemm), which is no reason to refuse them.
+  bool selection_checked = false;
 };
 
 /// What quantization did to one node.

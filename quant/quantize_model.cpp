@@ -121,6 +121,12 @@ void restore_io_types(ir::Graph& g, const std::vector<std::optional<ir::TypeInfo
 
 QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, bool preprocess,
                               const std::vector<std::string>& sample_dirs, const SampleProgress& progress) {
+  // The selection is checked against the model as given, before preprocessing rewrites it.
+  validate_selection(model, options, options.mode == Mode::kDynamic      ? dynamic_op_types()
+                                     : options.mode == Mode::kWeightOnly ? std::vector<std::string>{"MatMul"}
+                                                                         : static_op_types());
+  QuantizeOptions checked = options;
+  checked.selection_checked = true;
   QuantizeReport moved;  // the opset change made before preprocessing, if any
   // Samples are checked against the model's inputs as the file declares them, by a session of
   // their own (the quantizers rewrite the model while they read samples).
@@ -170,9 +176,9 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
     return true;
   };
   const SampleSource optional_source = sample_dirs.empty() ? SampleSource{} : source;
-  QuantizeReport report = options.mode == Mode::kDynamic      ? quantize_dynamic(model, options, optional_source)
-                          : options.mode == Mode::kWeightOnly ? quantize_weight_only(model, options, optional_source)
-                                                              : quantize_static(model, options, source);
+  QuantizeReport report = options.mode == Mode::kDynamic      ? quantize_dynamic(model, checked, optional_source)
+                          : options.mode == Mode::kWeightOnly ? quantize_weight_only(model, checked, optional_source)
+                                                              : quantize_static(model, checked, source);
   if (half) {
     report.reference = "float16/bfloat16 weights computed in float32";
     const int64_t after = initializer_bytes(model);

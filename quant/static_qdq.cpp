@@ -512,9 +512,11 @@ bool moves_values(const ir::Node& n) {
 }
 
 /// Tensors whose readers turn 8-bit rounding into large errors, each with the reason: the
-/// inputs of Log, Sqrt, Reciprocal and Exp, the base of Pow and the divisor of Div (a mel
-/// spectrogram's power before its Log; a decomposed LayerNormalization's deviation and
-/// variance). They stay float, and so do their producers.
+/// inputs of Log, Sqrt, Reciprocal and Exp, the base of Pow, the divisor of Div and what a Sub
+/// takes its own ReduceMean from (a mel spectrogram's power before its Log; a decomposed
+/// LayerNormalization's input, deviation and variance: normalized, a rounding step of the
+/// input is one of the output's whenever its rows vary little). They stay float, and so do
+/// their producers.
 std::map<std::string, std::string> float_by_readers(ir::Model& model) {
   std::map<std::string, std::string> reasons;
   std::vector<const ir::Node*> nodes;
@@ -556,6 +558,9 @@ std::map<std::string, std::string> float_by_readers(ir::Model& model) {
     } else if (passes::is_op(node, "Div")) {
       input = 1;
       why = "the rounding of a small divisor becomes a large error of the quotient";
+    } else if (const ir::Node* mean = passes::is_op(node, "Sub") && node->input(1) ? node->input(1)->producer() : nullptr;
+               passes::is_op(mean, "ReduceMean") && mean->input(0) == node->input(0)) {
+      why = "minus its own mean (a normalization): the rounding is large against what is left";
     }
     const ir::Value* x = why ? node->input(input) : nullptr;
     const std::string reason = x ? std::string("read by ") + node->op_type + (node->name.empty() ? "" : " '" + node->name + "'") +

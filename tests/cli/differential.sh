@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Differential testing (tests/differential/): 2,000 generated models (seeds 1-2000) and the kept
-# regression models (testdata/regressions/) through optimize, convert down and up, and the float16
-# round trip; every result must agree with the original in onnxtool's runner and in onnxruntime
-# (one onnxruntime-node process per 500 models). scripts/differential.sh runs other seeds.
+# regression models (testdata/regressions/) through optimize, convert down and up, the float16
+# round trip and static quantization; every result must agree with the original in onnxtool's
+# runner and in onnxruntime (one onnxruntime-node process per 500 models; quantized models by
+# cosine, onnxruntime on the same QDQ graph as onnxtool's runner). scripts/differential.sh runs
+# other seeds.
 #
 # Environment: ONNXTOOL (the binary; onnxtool_differential is beside it), ONNXTOOL_SOURCE_DIR,
 # ONNXTOOL_CACHE_DIR.

@@ -7,6 +7,16 @@
 //   fp16        float16 with range guard and preprocessing, as `onnxtool convert --to-fp16` does
 //   fp16_fp32   that float16 model converted back to float32 (judged against the float16
 //               model, as `onnxtool convert --to-fp32` verifies it)
+//   quantize    static QDQ quantization as `onnxtool quantize --mode static --calib-data` runs
+//               it (preprocessing, the accuracy search, group dropping, folded Relu/Clip), every
+//               op type it handles named by --op-types so that the speed estimate keeps these
+//               small models' groups; calibrated on 4 random samples of other seeds. Judged by
+//               cosine on the first calibration sample (where quantize measured its accuracy
+//               target; on new inputs the ranges of a few dozen values fall short, which says
+//               nothing of the rewrite): each output of 2 or more elements at >= 0.9 to the
+//               original in onnxtool's runner, and onnxruntime on the quantized model (its graph
+//               optimizations off: the same QDQ graph) at >= 0.99 to onnxtool's runner on it. A
+//               model nothing is quantized in is counted as refused.
 //
 // Each result must pass the checker and agree with the original, on the same seeded inputs, in
 // onnxtool's runner and in onnxruntime (all models of a run go through one onnxruntime-node
@@ -20,7 +30,8 @@
 //   onnxtool_differential --seeds FIRST-LAST [--ort ORT_RUN_JS] [--work DIR] [--minimize DIR]
 //   onnxtool_differential --models FILE... [--ort ORT_RUN_JS] [--work DIR]
 //
-// --save DIR writes each generated original to DIR (seed_<seed>.onnx).
+// --save DIR writes each generated original to DIR (seed_<seed>.onnx). --keep leaves every case's
+// files (each path's model, inputs, outputs, the calibration samples) in the work directory.
 // --minimize DIR: a failing seed is shrunk (its blocks left out one by one while the failure
 // stays) and written to DIR as seed_<seed>_<path>.onnx, the input shapes in its metadata, ready
 // to go to testdata/regressions/. Exit 0 when nothing disagrees, 1 otherwise, 2 for bad usage.
@@ -35,6 +46,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -48,6 +60,9 @@
 #include "ir/error.h"
 #include "ir/model_io.h"
 #include "passes/pass.h"
+#include "quant/quantize.h"
+#include "runner/feeds.h"
+#include "runner/session.h"
 #include "runner/tensor_io.h"
 #include "runner/verify.h"
 #include "tests/differential/generator.h"
@@ -62,7 +77,7 @@ constexpr int64_t kLowestDown = 9;
 constexpr int64_t kHighestUp = 21;
 
 const std::vector<std::string>& path_names() {
-  static const std::vector<std::string> names{"optimize", "opset_down", "opset_up", "fp16", "fp16_fp32"};
+  static const std::vector<std::string> names{"optimize", "opset_down", "opset_up", "fp16", "fp16_fp32", "quantize"};
   return names;
 }
 
@@ -84,6 +99,8 @@ struct Case {
   /// The float16 result run on the same inputs: what fp16_fp32 must reproduce, as `onnxtool
   /// convert --to-fp32` verifies it (the original's float32 values are not there to recover).
   std::unique_ptr<runner::Reference> fp16_reference;
+  /// The quantized model run in onnxtool's runner: what onnxruntime's run of it is judged against.
+  std::unique_ptr<runner::Reference> quantized_reference;
   /// float16 beyond tolerance fails instead of counting as refused (the kept regression models
   /// all convert).
   bool fp16_must_pass = false;
@@ -96,7 +113,28 @@ struct OrtJob {
   runner::Tolerance tolerance;
   std::string model, output_dir;
   std::map<std::string, std::string> inputs;
+  double min_cosine = -1;  ///< judged by cosine (outputs of 2 or more elements) instead of tolerance
+  std::string level;       ///< onnxruntime's optimization level for this job ("": the run's)
 };
+
+constexpr double kQuantizedCosine = 0.9;    // quantized against the original, onnxtool's runner
+constexpr double kQuantizedAgreement = 0.99;  // onnxruntime against onnxtool's runner, same QDQ graph
+
+/// "" when every float output of 2 or more elements has cosine >= min_cosine (and none is
+/// missing, misshapen or has NaN/Inf where the other has not); else the first problem.
+std::string cosine_failure(const runner::VerifyResult& r, double min_cosine) {
+  for (const auto& o : r.outputs) {
+    if (o.exact) {
+      if (!o.within) return "output '" + o.name + "': " + o.why;
+      continue;
+    }
+    if (!o.diff.problem.empty()) return "output '" + o.name + "': " + o.diff.problem;
+    if (o.diff.nonfinite_count) return "output '" + o.name + "': NaN/Inf differ";
+    if (o.diff.elements >= 2 && !(o.diff.cosine >= min_cosine))
+      return "output '" + o.name + "': cosine " + std::to_string(o.diff.cosine) + " < " + std::to_string(min_cosine);
+  }
+  return "";
+}
 
 struct Tally {
   std::map<std::string, int64_t> agreed, refused, ort_unsupported, ort_agreed;
@@ -112,6 +150,8 @@ int64_t down_target(const Case& c, int64_t opset) {
 int64_t up_target(const Case& c, int64_t opset) {
   return opset >= kHighestUp ? 0 : opset + 1 + static_cast<int64_t>((c.seed * 13 + 5) % static_cast<uint64_t>(kHighestUp - opset));
 }
+
+std::map<std::string, std::string> write_feeds(const std::map<std::string, runner::Value>& feeds, const std::string& dir);
 
 /// Applies a path to a copy of the original. nullopt with `refused` set when onnxtool declined.
 /// `accuracy_kept` is set when a float16 conversion kept values in float32 for accuracy.
@@ -150,6 +190,44 @@ std::optional<ir::Model> apply(const Case& c, const std::string& path, const ir:
     return std::move(g.model);
   } else if (path == "fp16_fp32") {
     convert::to_fp32(m);
+  } else if (path == "quantize") {
+    std::set<std::string> present;  // the op types static quantization handles, in every graph
+    ir::for_each_graph(m, [&present](ir::Graph& g) {
+      for (const auto& n : g.nodes())
+        if (n && n->domain.empty()) present.insert(n->op_type);
+    });
+    quant::QuantizeOptions q;
+    q.mode = quant::Mode::kStatic;
+    q.auto_exclude = true;  // the accuracy target holds, as the command's default with --calib-data
+    for (const std::string& op : quant::static_op_types())
+      if (present.count(op)) q.op_types.push_back(op);
+    if (q.op_types.empty()) {
+      *refused = "no op static quantization handles";
+      return std::nullopt;
+    }
+    // Calibration samples: random inputs of other seeds, as sample folders.
+    std::vector<std::string> dirs;
+    ir::Model probe_model = clone(c.original);
+    runner::Session probe(probe_model);
+    for (uint64_t k = 0; k < 4; ++k) {
+      runner::FeedOptions f;
+      f.random = true;
+      f.seed = c.seed * 1000 + 101 + k;
+      f.shapes = c.shapes;
+      dirs.push_back(c.dir + "/calib/s" + std::to_string(k));
+      write_feeds(runner::load_feeds(probe, f), dirs.back());
+    }
+    try {
+      const quant::QuantizeReport r = quant::quantize_model(m, q, /*preprocess=*/true, dirs, {});
+      if (r.quantized_nodes == 0) {
+        *refused = "nothing quantized";
+        return std::nullopt;
+      }
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kFailed) throw;
+      *refused = e.what();
+      return std::nullopt;
+    }
   }
   return m;
 }
@@ -223,6 +301,37 @@ std::vector<std::string> run_case(Case& c, Tally& tally, std::vector<OrtJob>* jo
       continue;
     }
     const runner::Reference& judge = path == "fp16_fp32" ? *c.fp16_reference : *c.reference;
+    if (path == "quantize") {
+      // Judged by cosine in onnxtool's runner; onnxruntime then runs the same QDQ graph
+      // against onnxtool's runner on it.
+      try {
+        // On a calibration sample: where quantize measured its accuracy target (on new random
+        // inputs, 4 samples of a few elements leave ranges short, a check of calibration, not
+        // of the rewrite).
+        runner::VerifyInputs in;
+        in.feeds.dir = c.dir + "/calib/s0";
+        ir::Model original = clone(c.original);
+        const runner::Reference on_calibration(original, in);
+        const std::string why = cosine_failure(on_calibration.check(*m, tol), kQuantizedCosine);
+        if (!why.empty()) {
+          failures.push_back(c.label + " " + path + ": onnxtool's runner: " + why);
+          continue;
+        }
+        in.feeds.dir = c.dir + "/quantize_in";
+        const auto files = write_feeds(on_calibration.feeds_for(*m), in.feeds.dir);
+        c.quantized_reference = std::make_unique<runner::Reference>(*m, in);
+        if (jobs) {
+          OrtJob job{&c, c.quantized_reference.get(), path, tol, c.dir + "/quantize.onnx", c.dir + "/quantize_out", files,
+                     kQuantizedAgreement, "disabled"};
+          jobs->push_back(std::move(job));
+        }
+      } catch (const Error& e) {
+        failures.push_back(c.label + " " + path + ": " + e.what());
+        continue;
+      }
+      tally.agreed[path]++;
+      continue;
+    }
     try {
       const runner::VerifyResult r = judge.check(*m, tol);
       if (!r.ok() && path == "fp16" && !c.fp16_must_pass) {
@@ -263,8 +372,10 @@ std::vector<std::string> run_ort(const std::string& ort_run, const std::string& 
   size_t next = 0;
   while (next < jobs.size()) {
     nlohmann::json list = nlohmann::json::array();
-    for (size_t j = next; j < jobs.size(); ++j)
+    for (size_t j = next; j < jobs.size(); ++j) {
       list.push_back({{"model", jobs[j].model}, {"inputs", jobs[j].inputs}, {"output_dir", jobs[j].output_dir}});
+      if (!jobs[j].level.empty()) list.back()["level"] = jobs[j].level;
+    }
     const std::string jobs_file = work + "/jobs.json", results = work + "/results.jsonl", errors = work + "/ort.stderr";
     std::ofstream(jobs_file) << list.dump();
     const std::string command = "node '" + ort_run + "' --batch '" + jobs_file + "' --threads 1 --level " + ort_level + " > '" + results + "' 2> '" + errors + "'";
@@ -287,8 +398,9 @@ std::vector<std::string> run_ort(const std::string& ort_run, const std::string& 
       std::map<std::string, runner::Tensor> outputs;
       for (const auto& o : r["outputs"]) outputs.emplace(o["name"].get<std::string>(), runner::read_npy(o["file"].get<std::string>()));
       const runner::VerifyResult v = job.judge->compare(outputs, job.tolerance);
-      if (!v.ok())
-        failures.push_back(label + ": onnxruntime: " + v.first_failure());
+      const std::string why = job.min_cosine >= 0 ? cosine_failure(v, job.min_cosine) : (v.ok() ? "" : v.first_failure());
+      if (!why.empty())
+        failures.push_back(label + ": onnxruntime: " + why);
       else
         tally.ort_agreed[job.path]++;
     }
@@ -377,7 +489,7 @@ void minimize(uint64_t seed, const std::string& path, const std::string& ort_run
 
 [[noreturn]] void usage(const std::string& problem) {
   std::cerr << "onnxtool_differential: " << problem
-            << "\nusage: onnxtool_differential (--seeds FIRST-LAST | --models FILE...) [--ort ORT_RUN_JS] [--ort-level L] [--work DIR] [--minimize DIR] [--save DIR]\n";
+            << "\nusage: onnxtool_differential (--seeds FIRST-LAST | --models FILE...) [--ort ORT_RUN_JS] [--ort-level L] [--work DIR] [--minimize DIR] [--save DIR] [--keep]\n";
   std::exit(2);
 }
 
@@ -388,6 +500,7 @@ int main(int argc, char** argv) {
   bool seeds = false;
   std::vector<std::string> models;
   std::string ort_run, work, minimize_dir, save_dir;
+  bool keep_files = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const auto value = [&]() -> std::string {
@@ -417,6 +530,8 @@ int main(int argc, char** argv) {
       save_dir = value();
     } else if (a == "--minimize") {
       minimize_dir = value();
+    } else if (a == "--keep") {
+      keep_files = true;
     } else {
       usage("unknown argument '" + a + "'");
     }
@@ -451,7 +566,8 @@ int main(int argc, char** argv) {
       for (auto& f : run_case(c, tally, ort_run.empty() ? nullptr : &jobs)) failures.push_back(f + "  [" + c.description + "]");
     }
     for (auto& f : run_ort(ort_run, work, jobs, tally)) failures.push_back(f);
-    for (const auto& c : cases) fs::remove_all(c->dir);
+    if (!keep_files)
+      for (const auto& c : cases) fs::remove_all(c->dir);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -464,7 +580,9 @@ int main(int argc, char** argv) {
               << (ort_run.empty() ? "" : ", " + std::to_string(tally.ort_agreed[p]) + " in onnxruntime (" + std::to_string(tally.ort_unsupported[p]) + " without an onnxruntime kernel)")
               << ", " << tally.refused[p] << " refused by onnxtool" << (p == "fp16" ? " (a node with no equivalent, or beyond tolerance in verification), " +
                                    std::to_string(tally.accuracy_kept) + " kept values in float32 for accuracy"
-                             : p == "fp16_fp32" ? "" : " (a node with no equivalent at the target)") << "\n";
+                             : p == "fp16_fp32" ? ""
+                             : p == "quantize"  ? " (nothing quantized, or no quantization reaches the accuracy target)"
+                                                : " (a node with no equivalent at the target)") << "\n";
   if (!ort_run.empty())
     std::cout << "  original: " << tally.ort_agreed["original"] << " agree between onnxtool's runner and onnxruntime ("
               << tally.ort_unsupported["original"] << " without an onnxruntime kernel)\n";
@@ -484,6 +602,6 @@ int main(int argc, char** argv) {
       minimize(seed, path, ort_run, work, minimize_dir);
     }
   }
-  if (own_work) fs::remove_all(work);
+  if (own_work && !keep_files) fs::remove_all(work);
   return failures.empty() ? 0 : 1;
 }

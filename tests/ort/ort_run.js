@@ -31,8 +31,8 @@
 //   "min", "p90", "runs"} or null, "threads": n}; otherwise one line per output and the latency.
 //
 // - --batch runs many models in one process (the suite-wide tests: one node start-up, not one
-//   per model). JOBS.json is a list of {"model", "inputs": {NAME: FILE.npy}, "output_dir"}; for
-//   each job one JSON line is printed: {"model", "ok", "error" (first line, when not ok),
+//   per model). JOBS.json is a list of {"model", "inputs": {NAME: FILE.npy}, "output_dir"} and
+//   optionally "level" (that job's --level); for each job one JSON line is printed: {"model", "ok", "error" (first line, when not ok),
 //   "outputs": [{"name", "file"}]}. A job that fails does not stop the others; exit 0.
 //
 // onnxruntime-node is found in $ONNXTOOL_ORT_DIR, else $ONNXTOOL_CACHE_DIR/ort, else
@@ -188,7 +188,12 @@ async function runBatch(ort, opts) {
         const [type, data, shape] = readNpy(file);
         feeds[name] = new ort.Tensor(type, type === 'bool' ? Array.from(data, v => v !== 0) : data, shape);
       }
-      const session = await ort.InferenceSession.create(job.model, sessionOptions);
+      let options = sessionOptions;
+      if (job.level !== undefined) {  // this job's own optimization level
+        if (!LEVELS[job.level]) throw new Error(`job level expects one of ${Object.keys(LEVELS).join(', ')}, got '${job.level}'`);
+        options = { ...sessionOptions, graphOptimizationLevel: LEVELS[job.level] };
+      }
+      const session = await ort.InferenceSession.create(job.model, options);
       const results = await session.run(feeds);
       if (job.output_dir && !fs.existsSync(job.output_dir)) fs.mkdirSync(job.output_dir, { recursive: true });
       for (const name of session.outputNames) {
