@@ -129,7 +129,8 @@ void register_check(CLI::App& app, Action& action) {
   sub->add_flag("--json", o->json, "print one JSON document");
   sub->add_flag("--strict", o->strict, "warnings (e.g. unchecked custom ops) count as errors");
   sub->add_flag("--no-shapes", o->no_shapes, "skip shape and type inference");
-  sub->add_option("--max-errors", o->max_errors, "print at most N errors")->check(number_in(-1, 1e12));
+  sub->add_option("--max-errors", o->max_errors, "print at most N errors (default: all, at most 10 lines of one rule)")
+      ->check(number_in(0, 1e12));
   sub->callback([&action, o] { action = [o] { return run_check(*o); }; });
 }
 

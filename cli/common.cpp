@@ -2,12 +2,13 @@
 #include "cli/common.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <sstream>
 #include <iostream>
+#include <sstream>
 
 #include "checker/checker.h"
 #include "ir/error.h"
@@ -28,7 +29,88 @@ std::string one_line(const std::string& s) {
   return out;
 }
 
+/// The word without its leading dashes, in lower case: "--JSN" is a slip for "--json" as much as
+/// "-jsn" is.
+std::string bare(const std::string& s) {
+  std::string out = s.substr(std::min(s.size(), s.find_first_not_of('-')));
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+/// Edits (insertions, deletions, substitutions, swaps of neighbours) from a to b: the optimal
+/// string alignment distance, a swap counting one, as the slips of typing go.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  const size_t m = b.size();
+  std::vector<size_t> before(m + 1), prev(m + 1), cur(m + 1);
+  for (size_t j = 0; j <= m; ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= m; ++j) {
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) cur[j] = std::min(cur[j], before[j - 2] + 1);
+    }
+    std::swap(before, prev);
+    std::swap(prev, cur);
+  }
+  return prev[m];
+}
+
 }  // namespace
+
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
+  const std::string w = bare(word);
+  if (w.empty()) return "";
+  // Beyond these, a suggestion is more often another word than the one meant; and a word as
+  // short as its distance was replaced, not mistyped ("-x" is not a slip for "-o").
+  const size_t allowed = std::min(w.size() - 1, size_t{w.size() >= 6 ? 2u : 1u});
+  std::string best;
+  size_t best_distance = allowed + 1;
+  for (const auto& c : candidates) {
+    const size_t d = edit_distance(w, bare(c));
+    if (d < best_distance) {
+      best = c;
+      best_distance = d;
+    }
+  }
+  if (!best.empty()) return best;
+  // "--external" for "--external-data": an abbreviation, when it abbreviates one name only.
+  std::string only;
+  for (const auto& c : candidates) {
+    if (w.size() < 3 || bare(c).compare(0, w.size(), w) != 0) continue;
+    if (!only.empty()) return "";
+    only = c;
+  }
+  return only;
+}
+
+std::vector<std::string> option_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::Option* opt : app.get_options()) {
+    if (!opt->nonpositional()) continue;
+    for (const auto& l : opt->get_lnames()) names.push_back("--" + l);
+    for (const auto& s : opt->get_snames()) names.push_back("-" + s);
+  }
+  return names;
+}
+
+std::set<std::string> given_options(const CLI::App& app) {
+  std::set<std::string> given;
+  for (const CLI::Option* opt : app.get_options()) {
+    if (!opt->nonpositional() || opt->count() == 0) continue;
+    for (const auto& l : opt->get_lnames()) given.insert("--" + l);
+    for (const auto& s : opt->get_snames()) given.insert("-" + s);
+  }
+  return given;
+}
+
+std::string given_list(const std::set<std::string>& given, const std::vector<std::string>& flags) {
+  std::vector<std::string> named;
+  for (const auto& f : flags)
+    if (given.count(f)) named.push_back(f);
+  std::string out;
+  for (size_t i = 0; i < named.size(); ++i) out += (i == 0 ? "" : i + 1 == named.size() ? " and " : ", ") + named[i];
+  return out;
+}
 
 int run_action(const std::string& command, const Action& action) {
   try {

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,6 +56,22 @@ std::string describe(const ir::Diagnostic& d);
 /// Refuses (Error kInput, the rule's message) a model that breaks a rule every run relies on
 /// (checker::runner_error): duplicate names, cycles, tensors with two data fields...
 void refuse_unrunnable(ir::Model& model, const std::string& path);
+
+/// The candidate `word` was probably meant as: the closest by edit distance (a letter added,
+/// dropped, changed, or two swapped), leading dashes ignored, when few enough edits separate them
+/// to be a slip (one up to 5 letters, two from 6), or else the only candidate `word` begins; ""
+/// when none.
+std::string closest_match(const std::string& word, const std::vector<std::string>& candidates);
+
+/// The long and short names of `app`'s options ("--json", "-o"), positionals left out.
+std::vector<std::string> option_names(const CLI::App& app);
+
+/// The names (long and short) of `app`'s options given on the command line: a default value
+/// cannot tell a flag given from one left alone, and flags that would be ignored are refused.
+std::set<std::string> given_options(const CLI::App& app);
+
+/// "--a", "--a and --b", "--a, --b and --c": the flags of `given` among `flags`, in that order.
+std::string given_list(const std::set<std::string>& given, const std::vector<std::string>& flags);
 
 /// "12.3 MB" style.
 std::string human_bytes(uint64_t bytes);

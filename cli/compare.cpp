@@ -3,6 +3,7 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <set>
 #include <sstream>
 
 #include "cli/common.h"
@@ -26,6 +27,7 @@ struct CompareCliOptions {
   bool per_layer = false;
   bool json = false;
   std::string device = "cpu", device_a, device_b;
+  std::set<std::string> given;  ///< the options on the command line
 };
 
 nlohmann::json to_json(const std::string& name, const runner::WorstDiff& w) {
@@ -66,7 +68,14 @@ std::string describe_worst(const runner::WorstDiff& w) {
 
 int run_compare(const CompareCliOptions& o) {
   if (o.samples < 1) throw_usage_error("--samples must be at least 1");
-  if (o.samples > 1 && !o.random) throw_usage_error("--samples needs --random (files give one sample)");
+  // Random inputs are the default without files; with files, only --random adds them.
+  const bool random = o.random || (o.inputs.empty() && o.inputs_dir.empty());
+  if (o.samples > 1 && !random) throw_usage_error("--samples needs --random (files give one sample)");
+  if (const std::string named = given_list(o.given, {"--seed", "--shape"}); !named.empty() && !random)
+    throw_usage_error(named + ": the inputs come from " + given_list(o.given, {"--input", "--inputs"}) +
+                      "; add --random to fill the inputs they leave out with random data");
+  if (o.given.count("--device") && o.given.count("--device-a") && o.given.count("--device-b"))
+    throw_usage_error("--device would be unused: --device-a and --device-b name both devices");
   runner::ModelComparisonOptions c;
   c.device_a = runner::DeviceSpec::parse(o.device_a.empty() ? o.device : o.device_a);
   c.device_b = runner::DeviceSpec::parse(o.device_b.empty() ? o.device : o.device_b);
@@ -80,7 +89,8 @@ int run_compare(const CompareCliOptions& o) {
   refuse_unrunnable(lb.model, b_path);
   for (const auto& s : o.inputs) c.feeds.files.push_back(parse_assignment(s, "--input"));
   c.feeds.dir = o.inputs_dir;
-  c.feeds.random = o.random || (o.inputs.empty() && o.inputs_dir.empty());
+  c.feeds.random = random;
+  c.feeds.flags = {"--input", "--inputs", "--random", "--shape"};
   c.feeds.seed = o.seed;
   for (const auto& s : o.shapes) {
     auto [name, text] = parse_assignment(s, "--shape");
@@ -156,7 +166,10 @@ void register_compare(CLI::App& app, Action& action) {
   sub->add_option("--device-a", o->device_a, "device of A (default: --device)");
   sub->add_option("--device-b", o->device_b, "device of B (default: --device)");
   sub->add_flag("--json", o->json, "print one JSON document");
-  sub->callback([&action, o] { action = [o] { return run_compare(*o); }; });
+  sub->callback([&action, o, sub] {
+    o->given = given_options(*sub);
+    action = [o] { return run_compare(*o); };
+  });
 }
 
 }  // namespace onnxtool::cli

@@ -2,6 +2,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "cli/common.h"
 #include "cli/verify.h"
@@ -30,9 +31,15 @@ struct ConvertOptions {
   bool infer_shapes = false;
   std::vector<std::string> input_shapes;
   VerifyFlags check;
+  std::set<std::string> given;  ///< the options on the command line
 };
 
-int run_convert(const ConvertOptions& o) {
+int run_convert(ConvertOptions& o) {
+  // --in-place alone names the input as the output: the result goes through a temporary file
+  // renamed over it, so the model is either the old one or the new one, never a mix.
+  if (o.output.empty() && !o.in_place)
+    throw_usage_error("no output: pass -o OUT, or --in-place to replace " + o.model + " with the result");
+  if (o.output.empty()) o.output = o.model;
   if (o.external_data && o.inline_external)
     throw_usage_error("--external-data and --inline-external-data exclude each other");
   if (o.to_fp16 && o.to_fp32) throw_usage_error("--to-fp16 and --to-fp32 exclude each other");
@@ -41,10 +48,27 @@ int run_convert(const ConvertOptions& o) {
   if (o.opset && (o.opset < convert::kMinConvertOpset || o.opset > convert::kMaxConvertOpset))
     throw_usage_error("--opset " + std::to_string(o.opset) + " is outside the supported range " +
                       std::to_string(convert::kMinConvertOpset) + "-" + std::to_string(convert::kMaxConvertOpset));
+  // Flags that would be ignored, refused as --keep-io-types is without --to-fp16.
+  if ((o.given.count("--size-threshold") || o.given.count("--data-file")) && o.inline_external)
+    throw_usage_error(given_list(o.given, {"--size-threshold", "--data-file"}) + ": --inline-external-data writes no side file");
+  if (o.given.count("--size-threshold") && !o.external_data)
+    throw_usage_error("--size-threshold goes with --external-data (the weights it moves to the side file)");
+  const std::vector<std::string> verify_flags = {"--inputs", "--input", "--seed", "--rtol", "--atol", "--device", "--input-shape"};
+  if (const std::string named = given_list(o.given, verify_flags); !named.empty()) {
+    if (!o.opset && !o.to_fp16 && !o.to_fp32)
+      throw_usage_error(named + ": only --opset, --to-fp16 and --to-fp32 are verified; this conversion runs nothing");
+  }
+  if (o.given.count("--input-shape") && (o.given.count("--inputs") || o.given.count("--input")))
+    throw_usage_error("--input-shape sizes random verification inputs; with " + given_list(o.given, {"--inputs", "--input"}) +
+                      " there are none");
   if (ir::same_file(o.model, o.output) && !o.in_place)
     throw_usage_error(o.output + ": is the input model itself; pass --in-place to overwrite it");
 
   auto loaded = ir::load_model(o.model);
+  // With another output, --in-place would only lift the checks that keep the input intact.
+  if (o.in_place && !ir::same_file(o.model, o.output))
+    throw_usage_error("--in-place: " + o.output + " is not the input model; leave out -o to replace " + o.model +
+                      ", or --in-place to write " + o.output);
   ir::check_output_paths(loaded.info, o.output, o.data_file, o.in_place);
 
   convert::ConvertRequest request;
@@ -162,13 +186,13 @@ void register_convert(CLI::App& app, Action& action) {
   auto o = std::make_shared<ConvertOptions>();
   CLI::App* sub = app.add_subcommand("convert", "Re-save a model: external data, opset, precision");
   sub->add_option("MODEL", o->model, "input model")->required();
-  sub->add_option("-o,--output", o->output, "output model")->required();
+  sub->add_option("-o,--output", o->output, "output model (required unless --in-place)");
   sub->add_flag("--external-data", o->external_data,
                 "move weights of at least --size-threshold bytes into one side file next to OUT");
   sub->add_option("--size-threshold", o->size_threshold, "bytes (default 1024)")->check(number_in(0, 0x1p62));
   sub->add_option("--data-file", o->data_file, "side file name (default OUT.data)");
   sub->add_flag("--inline-external-data", o->inline_external, "bring external weights into the model file");
-  sub->add_flag("--in-place", o->in_place, "allow OUT to be the input model");
+  sub->add_flag("--in-place", o->in_place, "replace the input model with the result (-o may then be left out)");
   sub->add_flag("--json", o->json, "print one JSON document");
   sub->add_flag("--infer-shapes", o->infer_shapes, "store inferred types and shapes as value_info");
   sub->add_option("--opset", o->opset, "target opset of the default domain (7-28, up or down)")->check(number_in(1, 1e6));
@@ -180,7 +204,10 @@ void register_convert(CLI::App& app, Action& action) {
   sub->add_flag("--no-preprocess", o->no_preprocess, "with --to-fp16: do not run `optimize` first");
   sub->add_option("--input-shape", o->input_shapes, "NAME=D1,D2,... dims of a random verification input");
   add_verify_flags(sub, o->check);
-  sub->callback([&action, o] { action = [o] { return run_convert(*o); }; });
+  sub->callback([&action, o, sub] {
+    o->given = given_options(*sub);
+    action = [o] { return run_convert(*o); };
+  });
 }
 
 }  // namespace onnxtool::cli

@@ -1,11 +1,96 @@
 // onnxtool's entry point: parses the command line and runs one subcommand.
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/common.h"
+#include "ir/error.h"
 
 #ifndef ONNXTOOL_VERSION
 #define ONNXTOOL_VERSION "0.0.0"
 #endif
+
+namespace {
+
+using namespace onnxtool::cli;
+
+/// The subcommands' names, in the order --help lists them.
+std::vector<std::string> command_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) names.push_back(sub->get_name());
+  return names;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+/// "unknown command 'inspec'; did you mean 'inspect'?" (without the suggestion when none is close).
+std::string unknown_command(const CLI::App& app, const std::string& word) {
+  const std::string near = closest_match(word, command_names(app));
+  return "unknown command '" + word + "'" + (near.empty() ? "; the commands: " + join(command_names(app)) : "; did you mean '" + near + "'?");
+}
+
+/// An argument that reads as an option: a dash and more, but not a negative number.
+bool looks_like_option(const std::string& arg) {
+  if (arg.size() < 2 || arg[0] != '-') return false;
+  char* end = nullptr;
+  std::strtod(arg.c_str(), &end);
+  return *end != '\0';
+}
+
+/// The line for the slips CLI11 words vaguely ("A subcommand is required", "The following
+/// argument was not expected: --jsn"): an unknown option or command, with what was probably
+/// meant; a missing command, with the list of them. "" for other errors, which keep CLI11's.
+std::string usage_slip(const CLI::App& app) {
+  const std::vector<CLI::App*> selected = app.get_subcommands();
+  const CLI::App* sub = selected.empty() ? nullptr : selected.front();
+  // An unknown option first: it often leaves its value behind as a stray positional, or leaves
+  // a required option unset, and CLI11 would report that instead.
+  for (const CLI::App* owner : {sub, &app}) {
+    if (!owner) continue;
+    for (const std::string& arg : owner->remaining()) {
+      if (!looks_like_option(arg)) continue;
+      const std::string flag = arg.substr(0, arg.find('='));
+      std::string near = closest_match(flag, option_names(*owner));
+      // `onnxtool --json inspect M`: the command's own option, given before the command.
+      if (near.empty() && owner == &app && sub) {
+        if (const std::string own = closest_match(flag, option_names(*sub)); !own.empty())
+          near = "`onnxtool " + sub->get_name() + " " + own + "` (options follow their command)";
+      }
+      return std::string("onnxtool") + (owner == sub ? " " + sub->get_name() : "") + ": unknown option " + flag +
+             (near.empty() ? "" : "; did you mean " + near + "?") + " (see --help)";
+    }
+  }
+  if (sub) return "";
+  const std::vector<std::string> rest = app.remaining();
+  if (rest.empty())
+    return "onnxtool: name a command: " + join(command_names(app)) + " (`onnxtool help COMMAND` describes one; see --help)";
+  const std::string& word = rest.front();
+  std::error_code ec;
+  if (word.find('.') != std::string::npos && std::filesystem::exists(word, ec))
+    return "onnxtool: '" + word + "' is not a command; the command comes first, as in `onnxtool inspect " + word + "` (see --help)";
+  return "onnxtool: " + unknown_command(app, word) + " (see --help)";
+}
+
+/// `onnxtool help [COMMAND]`: the general help, or COMMAND's, as --help prints them.
+int print_help(const CLI::App& app, const std::string& topic) {
+  if (topic.empty()) {
+    // Not app.help(): that prints the help of the selected subcommand, `help` itself.
+    std::cout << app.get_formatter()->make_help(&app, app.get_name(), CLI::AppFormatMode::Normal);
+    return kExitOk;
+  }
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    if (sub->get_name() == topic) {
+      std::cout << sub->help(app.get_name());
+      return kExitOk;
+    }
+  onnxtool::throw_usage_error(unknown_command(app, topic));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using namespace onnxtool::cli;
@@ -28,12 +113,21 @@ int main(int argc, char** argv) {
   register_compare(app, action);
   register_diff(app, action);
   register_devices(app, action);
+  std::string help_topic;
+  CLI::App* help = app.add_subcommand("help", "Print this help, or a command's options: onnxtool help COMMAND");
+  help->add_option("COMMAND", help_topic, "the command to describe");
+  help->callback([&] { action = [&] { return print_help(app, help_topic); }; });
 
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? kExitOk : kExitUsage;
+    if (e.get_exit_code() == 0) return app.exit(e) == 0 ? kExitOk : kExitUsage;  // --help, --version
+    if (const std::string line = usage_slip(app); !line.empty()) {
+      std::cerr << line << "\n";
+      return kExitUsage;
+    }
+    app.exit(e);
+    return kExitUsage;
   }
   if (!action) return kExitUsage;
   std::string command;

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <iomanip>
 #include <iostream>
+#include <set>
 
 #include "cli/common.h"
 #include "ir/error.h"
@@ -47,6 +48,7 @@ struct QuantizeCliOptions {
   double require_speedup = 0;
   std::string report;
   bool json = false;
+  std::set<std::string> given;  ///< the options on the command line
 };
 
 quant::QuantType parse_type(const std::string& flag, const std::string& v) {
@@ -139,11 +141,48 @@ void write_report(const std::string& path, const quant::QuantizeReport& r, const
   ir::write_file(path, out.str(), "--report " + path);
 }
 
+/// Flags the mode or the other flags would leave unused: refused (exit 2, one line), as convert
+/// refuses --keep-io-types without --to-fp16, rather than quietly doing something else than asked.
+void refuse_ignored_flags(const QuantizeCliOptions& o) {
+  // The modes using each flag: dynamic mode quantizes activations at run time (nothing to
+  // calibrate, always uint8 asymmetric, MatMulInteger rather than QDQ or QLinear ops), and
+  // weight-only mode keeps activations float and weights in int4/int8 blocks of its own.
+  enum : unsigned { kDynamic = 1, kStatic = 2, kWeightOnly = 4 };
+  static const std::pair<const char*, unsigned> kModeFlags[] = {
+      {"--format", kStatic},           {"--calib-method", kStatic},
+      {"--percentile", kStatic},       {"--moving-average", kStatic},
+      {"--device", kStatic},           {"--activation-type", kStatic},
+      {"--symmetric-activations", kStatic},
+      {"--weight-type", kDynamic | kStatic},     {"--per-channel", kDynamic | kStatic},
+      {"--per-tensor", kDynamic | kStatic},      {"--reduce-range", kDynamic | kStatic},
+      {"--accuracy-target", kDynamic | kStatic}, {"--no-auto-exclude", kDynamic | kStatic},
+      {"--bits", kWeightOnly},         {"--block-size", kWeightOnly},
+  };
+  const unsigned mode = o.mode == "dynamic" ? kDynamic : o.mode == "static" ? kStatic : kWeightOnly;
+  for (const auto& [flag, modes] : kModeFlags) {
+    if (!o.given.count(flag) || (modes & mode)) continue;
+    const char* used_in = modes == kStatic ? "static" : modes == kWeightOnly ? "weight-only" : "dynamic or static";
+    throw_usage_error(std::string(flag) + " is for --mode " + used_in + "; --mode " + o.mode + " would ignore it");
+  }
+  if (o.calib_method != "minmax" && o.calib_method != "entropy" && o.calib_method != "percentile")
+    throw_usage_error("--calib-method must be minmax, entropy or percentile");
+  if (o.given.count("--percentile") && o.calib_method != "percentile")
+    throw_usage_error("--percentile goes with --calib-method percentile, not " + o.calib_method);
+  if (o.given.count("--moving-average") && o.calib_method != "minmax")
+    throw_usage_error("--moving-average averages minmax ranges; --calib-method " + o.calib_method + " would ignore it");
+  // Static mode refuses to run without samples (below); the other modes take them to measure
+  // their errors, and these flags say how.
+  if (o.mode != "static" && o.calib_data.empty()) {
+    const std::string named =
+        given_list(o.given, {"--calib-samples", "--error-samples", "--accuracy-target", "--accuracy-outputs", "--no-auto-exclude"});
+    if (!named.empty()) throw_usage_error(named + ": without --calib-data there are no samples to measure the accuracy on");
+  }
+}
+
 int run_quantize(const QuantizeCliOptions& o) {
   if (o.mode != "dynamic" && o.mode != "static" && o.mode != "weight-only")
     throw_usage_error("--mode must be dynamic, static or weight-only");
-  if (o.mode != "weight-only" && (o.bits != 4 || o.block_size != 32))
-    throw_usage_error("--bits and --block-size are for --mode weight-only");
+  refuse_ignored_flags(o);
   if (o.mode == "weight-only" && o.auto_exclude)
     throw_usage_error("--auto-exclude: weight-only quantization keeps no activation to search over (its errors are reported)");
   if (o.format != "qdq" && o.format != "qoperator") throw_usage_error("--format must be qdq or qoperator");
@@ -374,7 +413,10 @@ void register_quantize(CLI::App& app, Action& action) {
       ->delimiter(',');
   sub->add_option("--report", o->report, "per-node ranges and errors: JSON, or markdown when FILE ends in .md");
   sub->add_flag("--json", o->json, "print one JSON document");
-  sub->callback([&action, o] { action = [o] { return run_quantize(*o); }; });
+  sub->callback([&action, o, sub] {
+    o->given = given_options(*sub);
+    action = [o] { return run_quantize(*o); };
+  });
 }
 
 }  // namespace onnxtool::cli

@@ -35,6 +35,7 @@ struct RunOptions {
   bool profile = false;
   std::string trace_file;  ///< --profile FILE: the Chrome trace
   bool json = false;
+  std::set<std::string> given;  ///< the options on the command line
 };
 
 // --output-dir must be a directory or a path where one can be made; checked before running so
@@ -135,6 +136,9 @@ void make_output_dir(const std::string& dir) {
 int run_model(const RunOptions& o) {
   if (o.threads < 0 || o.threads > 1024) throw_usage_error("--threads must be between 0 and 1024");
   if (o.benchmark < 0) throw_usage_error("--benchmark must be >= 0");
+  // --seed and --shape concern random inputs only: without --random they would be ignored.
+  if (const std::string named = given_list(o.given, {"--seed", "--shape"}); !named.empty() && !o.random)
+    throw_usage_error(named + ": for random inputs only; add --random");
   if (!o.output_dir.empty()) check_output_dir(o.output_dir);
   auto loaded = ir::load_model(o.model);
   refuse_unrunnable(loaded.model, o.model);
@@ -154,6 +158,7 @@ int run_model(const RunOptions& o) {
   for (const auto& s : o.inputs) feed.files.push_back(parse_assignment(s, "--input"));
   feed.dir = o.inputs_dir;
   feed.random = o.random;
+  feed.flags = {"--input", "--inputs", "--random", "--shape"};
   feed.seed = o.seed;
   for (const auto& s : o.shapes) {
     auto [name, text] = parse_assignment(s, "--shape");
@@ -272,8 +277,9 @@ void register_run(CLI::App& app, Action& action) {
                       "per node; with FILE, also a Chrome trace of every node there")
           ->expected(0, 1);
   sub->add_flag("--json", o->json, "print one JSON document");
-  sub->callback([&action, o, profile] {
+  sub->callback([&action, o, profile, sub] {
     o->profile = profile->count() > 0;
+    o->given = given_options(*sub);
     action = [o] { return run_model(*o); };
   });
 }

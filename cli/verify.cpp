@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "cli/common.h"
+#include "ir/error.h"
 
 namespace onnxtool::cli {
 
@@ -12,7 +13,8 @@ void add_verify_flags(CLI::App* sub, VerifyFlags& flags) {
   sub->add_flag("--no-verify", flags.no_verify, "write without comparing the result with the original on the runner");
   sub->add_option("--inputs", flags.inputs_dir, "verify on this folder of inputs (default: seeded random inputs)");
   sub->add_option("--input", flags.inputs, "NAME=FILE (.npy/.pb) verification input (repeatable)");
-  sub->add_option("--seed", flags.seed, "seed of the random verification inputs (default 0)")->check(number_in(0, kMaxSeed));
+  flags.seed_option =
+      sub->add_option("--seed", flags.seed, "seed of the random verification inputs (default 0)")->check(number_in(0, kMaxSeed));
   sub->add_option("--rtol", flags.rtol, "relative tolerance of verification (default: 1e-4, 1e-2 for --to-fp16)")
       ->check(number_in(0, 1e30));
   sub->add_option("--atol", flags.atol,
@@ -23,10 +25,15 @@ void add_verify_flags(CLI::App* sub, VerifyFlags& flags) {
 }
 
 runner::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std::string, std::vector<int64_t>>& shapes) {
+  if (flags.seed_option && flags.seed_option->count() && (!flags.inputs_dir.empty() || !flags.inputs.empty()))
+    throw_usage_error(std::string("--seed seeds random verification inputs; with ") +
+                      (flags.inputs_dir.empty() ? "--input" : flags.inputs.empty() ? "--inputs" : "--inputs and --input") +
+                      " there are none");
   runner::VerifyInputs in;
   in.feeds.dir = flags.inputs_dir;
   for (const auto& s : flags.inputs) in.feeds.files.push_back(parse_assignment(s, "--input"));
   in.feeds.seed = flags.seed;
+  in.feeds.flags = {"--input", "--inputs", "", "--input-shape"};  // verification inputs are random or all given
   in.feeds.shapes = shapes;
   in.device = runner::DeviceSpec::parse(flags.device);
   return in;

@@ -21,12 +21,15 @@ struct VerifyFlags {
   double rtol = -1;  ///< < 0: the policy's
   double atol = -1;
   std::string device = "cpu";  ///< where the original and the result run
+  const CLI::Option* seed_option = nullptr;  ///< tells --seed given from the default
 };
 
-/// Adds --no-verify, --inputs, --input, --seed, --rtol, --atol, --device.
+/// Adds --no-verify, --inputs, --input, --seed, --rtol, --atol, --device. The others stay
+/// accepted with --no-verify: a script switches verification off without rewriting its flags.
 void add_verify_flags(CLI::App* sub, VerifyFlags& flags);
 
 /// The verification inputs: the user's files, else random with `shapes` for symbolic dims.
+/// Refuses --seed with files (no random input left to seed).
 runner::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std::string, std::vector<int64_t>>& shapes);
 
 /// The policy with the user's --rtol/--atol in place of its own.

@@ -51,22 +51,26 @@ uint64_t hash_name(const std::string& s) {
   return h;
 }
 
+/// "; give it with --input", or nothing when the command has no such flag.
+std::string give_with(const FeedFlags& flags) { return flags.input.empty() ? "" : "; give it with " + flags.input; }
+
 }  // namespace
 
 Tensor random_tensor(const ir::TypeInfo& type, const std::vector<int64_t>& shape, uint64_t seed,
-                     const std::string& name, int64_t free_dim, const std::set<std::string>& batch_symbols) {
+                     const std::string& name, int64_t free_dim, const std::set<std::string>& batch_symbols,
+                     const FeedFlags& flags) {
   if (type.kind != ir::TypeInfo::Kind::kTensor || type.elem_type == 0)
-    throw_usage_error("input '" + name + "' is not a tensor of known type; give it with --input");
+    throw_usage_error("input '" + name + "' is not a tensor of known type, so no random value can be made for it" + give_with(flags));
   std::vector<int64_t> dims;
   const size_t rank = type.shape ? type.shape->rank() : shape.size();
+  const std::string shape_of = (flags.shape.empty() ? std::string("the shape") : flags.shape) + " for '" + name + "'";
   if (!shape.empty() && shape.size() != rank)
-    throw_usage_error("--shape for '" + name + "' has rank " + std::to_string(shape.size()) + ", the input has rank " +
-                      std::to_string(rank));
+    throw_usage_error(shape_of + " has rank " + std::to_string(shape.size()) + ", the input has rank " + std::to_string(rank));
   for (size_t i = 0; i < rank; ++i) {
     const ir::Dim* d = type.shape ? &type.shape->dims[i] : nullptr;
     if (d && d->is_static()) {
       if (!shape.empty() && shape[i] != d->value)
-        throw_usage_error("--shape for '" + name + "' sets dim " + std::to_string(i) + " to " + std::to_string(shape[i]) +
+        throw_usage_error(shape_of + " sets dim " + std::to_string(i) + " to " + std::to_string(shape[i]) +
                           " but the model fixes it to " + std::to_string(d->value));
       dims.push_back(d->value);
     } else {
@@ -139,7 +143,7 @@ Tensor random_tensor(const ir::TypeInfo& type, const std::vector<int64_t>& shape
     }
     default:
       throw_usage_error("random data of type " + std::string(ir::data_type_name(t.dtype())) + " for input '" + name +
-                        "' is not supported; give it with --input");
+                        "' is not supported" + give_with(flags));
   }
   return t;
 }
@@ -160,6 +164,7 @@ std::map<std::string, Value> load_feeds(const Session& session, const FeedOption
     feeds[name] = Value::of(read_input(name, file));
   }
   for (const auto& [name, shape] : options.shapes) known(name);
+  std::map<std::string, std::string> expected;  // the file of the folder that would hold each input
   if (!options.dir.empty()) {
     namespace fs = std::filesystem;
     if (!fs::is_directory(options.dir)) throw_usage_error(options.dir + ": not a directory");
@@ -172,8 +177,10 @@ std::map<std::string, Value> load_feeds(const Session& session, const FeedOption
         if (vi->value->is_initializer()) continue;
         const auto f = fs::path(options.dir) / ("input_" + std::to_string(k++) + ".pb");
         if (fs::exists(f)) feeds[name] = Value::of(read_input(name, f.string()));
+        else expected[name] = f.filename().string();
         continue;
       }
+      expected[name] = safe_file_name(name) + ".npy or " + safe_file_name(name) + ".pb";
       for (const char* ext : {".npy", ".pb"}) {
         const auto f = fs::path(options.dir) / (safe_file_name(name) + ext);
         if (fs::exists(f)) {
@@ -191,12 +198,23 @@ std::map<std::string, Value> load_feeds(const Session& session, const FeedOption
   for (const auto* vi : session.inputs()) {
     const std::string& name = vi->value->name();
     if (feeds.count(name) || vi->value->is_initializer()) continue;
-    if (!options.random)
-      throw_usage_error("input '" + name + "' is not given (use --input " + name + "=FILE, --inputs DIR or --random)");
+    if (!options.random) {
+      // Only the command's own flags: quantize's calibration samples are folders and nothing else.
+      const FeedFlags& f = options.flags;
+      std::vector<std::string> ways;
+      if (!f.input.empty()) ways.push_back(f.input + " " + name + "=FILE");
+      if (!f.inputs.empty()) ways.push_back(f.inputs + " DIR");
+      if (!f.random.empty()) ways.push_back(f.random);
+      std::string hint;
+      for (size_t i = 0; i < ways.size(); ++i) hint += (i == 0 ? " (use " : i + 1 == ways.size() ? " or " : ", ") + ways[i];
+      if (!hint.empty()) hint += ")";
+      else if (expected.count(name)) hint = ": " + options.dir + " has no " + expected[name];
+      throw_usage_error("input '" + name + "' is not given" + hint);
+    }
     auto s = options.shapes.find(name);
     const ir::TypeInfo& t = vi->type ? *vi->type : vi->value->type;
     feeds[name] = Value::of(random_tensor(t, s == options.shapes.end() ? std::vector<int64_t>{} : s->second,
-                                          options.seed, name, options.free_dim, batch_symbols));
+                                          options.seed, name, options.free_dim, batch_symbols, options.flags));
   }
   return feeds;
 }

@@ -12,6 +12,16 @@
 
 namespace onnxtool::runner {
 
+/// The flags of the command reading the feeds, as its hints name them ("" where it has none, and
+/// the hint names no flag): `run` has --input, --inputs, --random and --shape; a verification
+/// --input, --inputs and --input-shape; quantize's calibration folders none.
+struct FeedFlags {
+  std::string input;   ///< NAME=FILE
+  std::string inputs;  ///< a folder
+  std::string random;  ///< fill the rest with random data
+  std::string shape;   ///< NAME=D1,D2,... of random inputs
+};
+
 struct FeedOptions {
   /// NAME=FILE pairs.
   std::vector<std::pair<std::string, std::string>> files;
@@ -25,6 +35,8 @@ struct FeedOptions {
   /// Size of the symbolic dims of random inputs that `shapes` does not set, except batch dims,
   /// which stay 1: a leading dim, and any dim named like some input's leading dim.
   int64_t free_dim = 1;
+  /// What the hints of errors call the options above.
+  FeedFlags flags;
 };
 
 /// Builds the feeds of a session's required inputs. Throws Error(kUsage/kInput) naming the input
@@ -33,8 +45,9 @@ std::map<std::string, Value> load_feeds(const Session& session, const FeedOption
 
 /// A deterministic random tensor for a declared input type (floats uniform in [-1, 1), integers
 /// in [0, 10), bool 0/1); symbolic dims take `shape` when given, else `free_dim`, except a
-/// leading dim or one named in `batch_symbols` (1).
+/// leading dim or one named in `batch_symbols` (1). Errors name `flags`.
 Tensor random_tensor(const ir::TypeInfo& type, const std::vector<int64_t>& shape, uint64_t seed,
-                     const std::string& name, int64_t free_dim = 1, const std::set<std::string>& batch_symbols = {});
+                     const std::string& name, int64_t free_dim = 1, const std::set<std::string>& batch_symbols = {},
+                     const FeedFlags& flags = {});
 
 }  // namespace onnxtool::runner
