@@ -435,8 +435,9 @@ TEST_SUITE("quant") {
   TEST_CASE("static: a decomposed LayerNormalization between two MatMuls stays float inside") {
     // x [1, 8, 64] -> MatMul -> a -> ReduceMean/Sub/Pow/ReduceMean/Add/Sqrt/Div -> n -> Mul(gamma)
     // -> g -> Add(beta) -> o -> MatMul -> y. onnxruntime fuses a..o into one LayerNormalization:
-    // n, g and the constants gamma and beta get no QuantizeLinear; a and o (what the MatMuls read
-    // and write) do.
+    // n, g and the constants gamma and beta get no QuantizeLinear, nor does a (normalized, a
+    // rounding step of a is one of the output wherever a row varies little); o, what the second
+    // MatMul reads, does.
     TinyModel t({1, 8, 64}, 12);
     auto node = [&](const std::string& op, std::vector<ir::Value*> in, const std::string& out) { return t.node(op, in, out); };
     auto scalar = [&](const std::string& name, float v) { return t.g.add_initializer(ir::make_tensor(name, ir::DataType::kFloat, {}, &v, 4)); };
@@ -467,9 +468,8 @@ TEST_SUITE("quant") {
     std::set<std::string> quantized;  // what QuantizeLinear nodes read
     for (const auto& node_ : t.m.graph->nodes())
       if (node_->op_type == "QuantizeLinear") quantized.insert(node_->input(0)->name());
-    CHECK(quantized.count("a"));
     CHECK(quantized.count("o"));
-    for (const char* inside : {"n", "g", "gamma", "beta", "d", "sd"}) {
+    for (const char* inside : {"a", "n", "g", "gamma", "beta", "d", "sd"}) {
       CAPTURE(inside);
       CHECK_FALSE(quantized.count(inside));
     }
