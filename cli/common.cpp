@@ -112,7 +112,25 @@ std::string given_list(const std::set<std::string>& given, const std::vector<std
   return out;
 }
 
+namespace {
+bool json_errors = false;
+}  // namespace
+
+void set_json_errors(bool on) { json_errors = on; }
+
+void print_json_error(const std::string& command, const std::string& message, int exit_code) {
+  if (!json_errors) return;
+  print_json({{"command", command}, {"ok", false}, {"exit_code", exit_code}, {"error", message}});
+  std::cout.flush();
+}
+
 int run_action(const std::string& command, const Action& action) {
+  // The failure on stderr (one line) and, with --json, on stdout as JSON.
+  const auto failed = [&command](const std::string& message, int code) {
+    std::cerr << "onnxtool " << command << ": " << message << "\n";
+    print_json_error(command, message, code);
+    return code;
+  };
   try {
     const int code = action();
     // A report that did not reach its reader (a full disk or a closed pipe behind stdout) is a
@@ -124,14 +142,11 @@ int run_action(const std::string& command, const Action& action) {
     }
     return code;
   } catch (const Error& e) {
-    std::cerr << "onnxtool " << command << ": " << one_line(e.what()) << "\n";
-    return e.kind() == ErrorKind::kFailed ? kExitFailed : kExitUsage;
+    return failed(one_line(e.what()), e.kind() == ErrorKind::kFailed ? kExitFailed : kExitUsage);
   } catch (const std::bad_alloc&) {
-    std::cerr << "onnxtool " << command << ": out of memory\n";
-    return kExitUsage;
+    return failed("out of memory", kExitUsage);
   } catch (const std::exception& e) {
-    std::cerr << "onnxtool " << command << ": internal error: " << one_line(e.what()) << "\n";
-    return kExitUsage;
+    return failed("internal error: " + one_line(e.what()), kExitUsage);
   }
 }
 
@@ -163,7 +178,15 @@ void refuse_unrunnable(ir::Model& model, const std::string& path) {
     throw_input_error(path + ": invalid model (" + describe(*d) + "); `onnxtool check` lists every error");
 }
 
-void print_json(const nlohmann::json& doc) { std::cout << doc.dump(2) << "\n"; }
+void print_json(const nlohmann::json& doc) {
+  if (!doc.is_object() || doc.contains("schema_version")) {
+    std::cout << doc.dump(2) << "\n";
+    return;
+  }
+  nlohmann::json versioned = doc;
+  versioned["schema_version"] = kJsonSchemaVersion;
+  std::cout << versioned.dump(2) << "\n";
+}
 
 std::string human_bytes(uint64_t bytes) {
   const char* units[] = {"B", "KB", "MB", "GB", "TB"};

@@ -26,12 +26,23 @@ constexpr int kExitUsage = 2;
 /// A subcommand's work, run after parsing; returns the exit code.
 using Action = std::function<int()>;
 
+/// The version of every --json document's layout ("schema_version"): raised when a key is
+/// renamed or removed, not when one is added.
+constexpr int kJsonSchemaVersion = 1;
+
+/// Set when the command line asks for --json: failures are then a JSON document on stdout too
+/// (print_json_error), so that a CI step parsing stdout sees them.
+void set_json_errors(bool on);
+
 /// Runs an action, turning onnxtool::Error (and any other exception) into one line on stderr
-/// and the matching exit code.
+/// and the matching exit code (and, with --json, print_json_error).
 int run_action(const std::string& command, const Action& action);
 
-/// Prints a JSON document on stdout (one document, two-space indent).
+/// Prints a JSON document on stdout (one document, two-space indent), with "schema_version".
 void print_json(const nlohmann::json& doc);
+
+/// With --json: {"schema_version", "command", "ok": false, "exit_code", "error"} on stdout.
+void print_json_error(const std::string& command, const std::string& message, int exit_code);
 
 /// Where a device session ran the nodes of its last run, one line ("" for a CPU session):
 /// "vulkan:0 (NAME): 120 nodes on the device; 3 on the CPU: Shape x2 (no Vulkan kernel), ...".

@@ -118,15 +118,22 @@ int main(int argc, char** argv) {
   help->add_option("COMMAND", help_topic, "the command to describe");
   help->callback([&] { action = [&] { return print_help(app, help_topic); }; });
 
+  // --json anywhere: failures, usage errors included, come as JSON on stdout too.
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--json") set_json_errors(true);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e) == 0 ? kExitOk : kExitUsage;  // --help, --version
+    const std::vector<CLI::App*> selected = app.get_subcommands();
+    const std::string command = selected.empty() ? "" : selected.front()->get_name();
     if (const std::string line = usage_slip(app); !line.empty()) {
       std::cerr << line << "\n";
+      print_json_error(command, line.substr(line.find(": ") + 2), kExitUsage);
       return kExitUsage;
     }
     app.exit(e);
+    print_json_error(command, e.what(), kExitUsage);
     return kExitUsage;
   }
   if (!action) return kExitUsage;

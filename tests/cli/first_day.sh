@@ -2,7 +2,8 @@
 # The first-day frictions of issue 20: a mistyped command or option gets the nearest name
 # suggested, `onnxtool` alone lists the commands, `onnxtool help [COMMAND]`, `convert MODEL
 # --in-place` without -o (atomic, the input valid after it), flags that would be ignored refused
-# with one line (exit 2), and hints that name only flags the command has.
+# with one line (exit 2), hints that name only flags the command has, and --json failures as JSON
+# on stdout.
 #
 # Needs only the models in testdata/ (no fetched data, no python).
 #
@@ -138,6 +139,22 @@ expect_tool "convert: a verification input left out" 2 "input 'cond' is not give
   convert "$IF" -o "$OUT/c.onnx" --opset 15 --input "x=$WORK/x.npy"
 lacks "convert: a verification input left out" "--random"
 expect_tool "run: an input left out" 2 "(use --input cond=FILE, --inputs DIR or --random)" -- run "$IF" --input "x=$WORK/x.npy"
+
+# With --json a failure is a JSON document on stdout too (the one line stays on stderr), and
+# every document carries schema_version.
+json_field() {  # FIELD: the last command's stdout parsed as JSON, FIELD printed
+  "$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$WORK/stdout" "$1" 2>/dev/null
+}
+if [[ -n $PYTHON ]]; then
+  expect_tool "check --json of a missing file" 2 "no such file" -- check "$WORK/missing.onnx" --json
+  [[ $(json_field exit_code) == 2 && $(json_field ok) == False && $(json_field error) == *"no such file"* ]] && ok ||
+    fail "check --json of a missing file: stdout is not the JSON failure: $(head -c 300 "$WORK/stdout")"
+  expect_tool "a usage error with --json" 2 "unknown option --bogus" -- inspect "$M" --json --bogus
+  [[ $(json_field command) == inspect && $(json_field exit_code) == 2 ]] && ok ||
+    fail "a usage error with --json: stdout is not the JSON failure: $(head -c 300 "$WORK/stdout")"
+  expect_tool "inspect --json" 0 "" -- inspect "$M" --json
+  [[ $(json_field schema_version) == 1 ]] && ok || fail "inspect --json has no schema_version"
+fi
 
 # check --max-errors takes a count: -1 (its internal "no limit") is refused like any negative.
 expect_tool "check --max-errors -1" 2 "--max-errors" -- check "$M" --max-errors -1
