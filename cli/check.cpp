@@ -1,16 +1,17 @@
-// `onnxtool check MODEL [--json] [--strict] [--no-shapes] [--max-errors N]`.
+// `onnxtool check MODEL... [--json] [--strict] [--no-shapes] [--max-errors N]`.
 #include <algorithm>
 #include <iostream>
 #include <map>
 
 #include "checker/checker.h"
 #include "cli/common.h"
+#include "ir/error.h"
 
 namespace onnxtool::cli {
 namespace {
 
 struct CheckCliOptions {
-  std::string model;
+  std::vector<std::string> models;
   bool json = false;
   bool strict = false;
   bool no_shapes = false;
@@ -88,13 +89,14 @@ void print_grouped(const std::vector<ir::Diagnostic>& diagnostics, long max_erro
     std::cout << "... and " << n << " more " << rule << " (--max-errors N or --json lists them)\n";
 }
 
-int run_check(const CheckCliOptions& o) {
+/// Checks one model: its listing on stdout (or its JSON document in `doc`); returns the exit code.
+int check_one(const CheckCliOptions& o, const std::string& model, nlohmann::json* doc) {
   checker::CheckOptions options;
   options.strict = o.strict;
   options.infer_shapes = !o.no_shapes;
-  const checker::CheckResult r = checker::check_file(o.model, options);
+  const checker::CheckResult r = checker::check_file(model, options);
   const bool valid = r.valid(o.strict);
-  if (o.json) {
+  if (doc) {
     nlohmann::json errors = nlohmann::json::array(), warnings = nlohmann::json::array();
     for (const auto& d : r.diagnostics) {
       auto& list = d.severity == ir::Severity::kError ? errors : warnings;
@@ -103,21 +105,52 @@ int run_check(const CheckCliOptions& o) {
         continue;
       list.push_back(to_json(d));
     }
-    print_json({{"model", o.model}, {"valid", valid}, {"error_count", r.errors},
-                {"warning_count", r.warnings}, {"errors", errors}, {"warnings", warnings}});
+    *doc = {{"model", model}, {"valid", valid}, {"error_count", r.errors},
+            {"warning_count", r.warnings}, {"errors", errors}, {"warnings", warnings}};
   } else {
     print_grouped(r.diagnostics, o.max_errors);
     const auto has = [&r](const char* rule) {
       return std::any_of(r.diagnostics.begin(), r.diagnostics.end(), [rule](const ir::Diagnostic& d) { return d.rule == rule; });
     };
     if (has("graph.topological-order") && !has("graph.cycle"))
-      std::cout << "hint: nodes are listed before the producers of their inputs; `onnxtool optimize " << o.model
+      std::cout << "hint: nodes are listed before the producers of their inputs; `onnxtool optimize " << model
                 << " -o OUT --passes sort_topologically` puts them in order\n";
-    std::cout << o.model << ": " << (valid ? "valid" : "invalid") << " (" << r.errors << " error"
+    std::cout << model << ": " << (valid ? "valid" : "invalid") << " (" << r.errors << " error"
               << (r.errors == 1 ? "" : "s") << ", " << r.warnings << " warning"
               << (r.warnings == 1 ? "" : "s") << ")\n";
   }
   return valid ? kExitOk : kExitFailed;
+}
+
+/// One model: as check_one, a file that cannot be read an error (exit 2). Several (a CI step
+/// checking every model of a release): each checked whatever the others gave, a file that
+/// cannot be read reported in its place; the exit code is the worst of them, and --json prints
+/// {"models": [each model's document, or {"model", "error", "exit_code"}], "valid", "exit_code"}.
+int run_check(const CheckCliOptions& o) {
+  if (o.models.size() == 1) {
+    nlohmann::json doc;
+    const int code = check_one(o, o.models.front(), o.json ? &doc : nullptr);
+    if (o.json) print_json(doc);
+    return code;
+  }
+  int worst = kExitOk;
+  nlohmann::json docs = nlohmann::json::array();
+  for (const std::string& model : o.models) {
+    int code;
+    nlohmann::json doc;
+    try {
+      code = check_one(o, model, o.json ? &doc : nullptr);
+    } catch (const Error& e) {
+      code = e.kind() == ErrorKind::kFailed ? kExitFailed : kExitUsage;
+      std::cerr << "onnxtool check: " << e.what() << "\n";
+      doc = {{"model", model}, {"error", e.what()}, {"exit_code", code}};
+    }
+    worst = std::max(worst, code);
+    if (o.json) docs.push_back(std::move(doc));
+  }
+  if (o.json) print_json({{"models", docs}, {"valid", worst == kExitOk}, {"exit_code", worst}});
+  else std::cout << o.models.size() << " models: " << (worst == kExitOk ? "all valid" : "not all valid") << "\n";
+  return worst;
 }
 
 }  // namespace
@@ -125,7 +158,7 @@ int run_check(const CheckCliOptions& o) {
 void register_check(CLI::App& app, Action& action) {
   auto o = std::make_shared<CheckCliOptions>();
   CLI::App* sub = app.add_subcommand("check", "Validate a model against the ONNX spec (exit 1 on errors)");
-  sub->add_option("MODEL", o->model, "model file")->required();
+  sub->add_option("MODEL", o->models, "model file(s): several are each checked, the exit code the worst")->required();
   sub->add_flag("--json", o->json, "print one JSON document");
   sub->add_flag("--strict", o->strict, "warnings (e.g. unchecked custom ops) count as errors");
   sub->add_flag("--no-shapes", o->no_shapes, "skip shape and type inference");

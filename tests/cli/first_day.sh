@@ -156,6 +156,16 @@ if [[ -n $PYTHON ]]; then
   [[ $(json_field schema_version) == 1 ]] && ok || fail "inspect --json has no schema_version"
 fi
 
+# Several models in one check: each checked, the exit code the worst of them.
+expect_tool "check of two valid models" 0 "2 models: all valid" -- check "$M" "$IF"
+expect_tool "check of a valid model and a missing one" 2 "missing.onnx: no such file" -- check "$M" "$WORK/missing.onnx"
+grep -q "tiny_cnn.onnx: valid" "$WORK/stdout" && ok || fail "check of several models: the valid one is not reported: $(cat "$WORK/stdout")"
+if [[ -n $PYTHON ]]; then
+  "$ONNXTOOL" check "$M" "$WORK/missing.onnx" --json >"$WORK/stdout" 2>/dev/null
+  [[ $? == 2 && $(json_field exit_code) == 2 && $(json_field valid) == False ]] && ok ||
+    fail "check --json of several models: $(head -c 300 "$WORK/stdout")"
+fi
+
 # check --max-errors takes a count: -1 (its internal "no limit") is refused like any negative.
 expect_tool "check --max-errors -1" 2 "--max-errors" -- check "$M" --max-errors -1
 
