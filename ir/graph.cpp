@@ -671,4 +671,15 @@ std::string NameGenerator::fresh(std::string_view base) {
   return candidate;
 }
 
+size_t moved_count(const std::vector<size_t>& old_positions) {
+  // Patience sorting: tails[k] is the smallest last element of an increasing run of length k + 1.
+  std::vector<size_t> tails;
+  for (size_t was : old_positions) {
+    auto it = std::lower_bound(tails.begin(), tails.end(), was);
+    if (it == tails.end()) tails.push_back(was);
+    else *it = was;
+  }
+  return old_positions.size() - tails.size();
+}
+
 }  // namespace onnxtool::ir

@@ -198,6 +198,11 @@ struct TensorAnnotation {
   std::string unknown;
 };
 
+/// How many elements of a list must move to put it in increasing order: those outside its longest
+/// increasing run (a swap of two moves one). Counts what a reordering of nodes moved, given each
+/// node's old position in its new order.
+size_t moved_count(const std::vector<size_t>& old_positions);
+
 /// A graph: GraphProto. Nodes are kept in file order until topological_sort() reorders them.
 class Graph {
  public:

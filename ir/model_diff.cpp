@@ -221,13 +221,9 @@ ModelDiff diff_models(const Model& a, const Model& b) {
     std::vector<std::pair<size_t, size_t>> at;
     for (const auto& [x, y] : pairs) at.emplace_back(ga.node_index(x), gb.node_index(y));
     std::sort(at.begin(), at.end());
-    std::vector<size_t> tails;
-    for (const auto& [ia, ib] : at) {
-      auto it = std::lower_bound(tails.begin(), tails.end(), ib);
-      if (it == tails.end()) tails.push_back(ib);
-      else *it = ib;
-    }
-    d.reordered = at.size() - tails.size();
+    std::vector<size_t> old_positions;
+    for (const auto& [ia, ib] : at) old_positions.push_back(ib);
+    d.reordered = moved_count(old_positions);
   }
   for (const Node* n : removed) add("node_removed", n->describe(), n->op_type + value_names(n->inputs()) + " -> " + value_names(n->outputs()));
   for (const auto& n : gb.nodes())

@@ -102,16 +102,9 @@ int64_t sort_graphs(ir::Model& model) {
     for (const auto& n : g.nodes())
       if (n) before.emplace(n.get(), before.size());
     g.topological_sort();
-    // The fewest nodes to move to get from the old list to the new one: those outside the
-    // longest run that kept its relative order (a swap of two nodes moves one).
-    std::vector<size_t> tails;
-    for (const auto& n : g.nodes()) {
-      const size_t was = before.at(n.get());
-      auto it = std::lower_bound(tails.begin(), tails.end(), was);
-      if (it == tails.end()) tails.push_back(was);
-      else *it = was;
-    }
-    moved += static_cast<int64_t>(before.size() - tails.size());
+    std::vector<size_t> old_positions;
+    for (const auto& n : g.nodes()) old_positions.push_back(before.at(n.get()));
+    moved += static_cast<int64_t>(ir::moved_count(old_positions));
   });
   return moved;
 }
