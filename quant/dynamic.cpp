@@ -265,23 +265,33 @@ class DynamicQuantizer {
 
 }  // namespace
 
-const std::vector<std::string>& dynamic_op_types() {
-  static const std::vector<std::string> ops = [] {
-    std::vector<std::string> v;
-    for (const OpRule& r : op_rules())
-      if (r.dynamic) v.emplace_back(r.op_type);
-    return v;
+namespace {
+
+bool handles(const OpRule& rule, Mode mode) {
+  switch (mode) {
+    case Mode::kStatic: return rule.static_qdq;
+    case Mode::kDynamic: return rule.dynamic;
+    case Mode::kWeightOnly: return rule.op_type == "MatMul";
+  }
+  return false;
+}
+
+}  // namespace
+
+const std::vector<std::string>& op_types_of(Mode mode) {
+  static const std::map<Mode, std::vector<std::string>> lists = [] {
+    std::map<Mode, std::vector<std::string>> m;
+    for (Mode mode : {Mode::kDynamic, Mode::kStatic, Mode::kWeightOnly})
+      for (const OpRule& r : op_rules())
+        if (handles(r, mode)) m[mode].emplace_back(r.op_type);
+    return m;
   }();
-  return ops;
+  return lists.at(mode);
 }
 
 bool selected(const ir::Node& n, const QuantizeOptions& o) {
   const OpRule* rule = op_rule(n);
-  const bool handled = !rule                      ? false
-                       : o.mode == Mode::kStatic  ? rule->static_qdq
-                       : o.mode == Mode::kDynamic ? rule->dynamic
-                                                  : rule->op_type == "MatMul";  // weight-only
-  if (!handled) return false;
+  if (!rule || !handles(*rule, o.mode)) return false;
   if (!o.op_types.empty()) {
     if (std::find(o.op_types.begin(), o.op_types.end(), n.op_type) == o.op_types.end()) return false;
   } else if (o.mode == Mode::kDynamic && !rule->dynamic_default) {
@@ -312,8 +322,9 @@ std::string unselected_reason(const ir::Node& n, const QuantizeOptions& o) {
   return "not selected";
 }
 
-void validate_selection(const ir::Model& model, const QuantizeOptions& o, const std::vector<std::string>& supported) {
+void validate_selection(const ir::Model& model, const QuantizeOptions& o) {
   if (o.selection_checked) return;
+  const std::vector<std::string>& supported = op_types_of(o.mode);
   std::map<std::string, bool> ops, names;
   ir::for_each_graph(const_cast<ir::Model&>(model), [&](ir::Graph& g) {
     for (const auto& n : g.nodes()) {
@@ -386,7 +397,7 @@ void rewrite_dynamic(ir::Model& model, const QuantizeOptions& options, QuantizeR
 
 QuantizeReport quantize_dynamic(ir::Model& model, const QuantizeOptions& options,
                                 const SampleSource& samples) {
-  validate_selection(model, options, dynamic_op_types());
+  validate_selection(model, options);
   QuantizeReport report;
   ensure_opset(model, 11, report);  // DynamicQuantizeLinear is opset 11
   // The fp32 references of the first error_samples samples, recorded once for every attempt.

@@ -176,8 +176,8 @@ struct QuantizeReport {
   double aimed_target = -1;
 };
 
-/// The op types a mode handles.
-const std::vector<std::string>& dynamic_op_types();
+/// The op types a mode handles (quantized by default or when --op-types names them).
+const std::vector<std::string>& op_types_of(Mode mode);
 
 /// Dynamic quantization: the constant weights of MatMul and Gemm (and Conv when options.op_types
 /// names it) become int8/uint8 (per output channel, or per tensor); activations are quantized at
@@ -193,9 +193,6 @@ const std::vector<std::string>& dynamic_op_types();
 using SampleSource = std::function<bool(size_t index, std::map<std::string, runner::Value>& feeds)>;
 
 QuantizeReport quantize_dynamic(ir::Model& model, const QuantizeOptions& options, const SampleSource& samples = {});
-
-/// The op types static quantization handles.
-const std::vector<std::string>& static_op_types();
 
 /// Static quantization: runs the model over the samples with an observer (no graph rewrite),
 /// turns the statistics into ranges (options.calibration), and inserts QuantizeLinear /
@@ -245,7 +242,8 @@ bool selected(const ir::Node& node, const QuantizeOptions& options);
 /// Why selected() leaves a node of a quantized op type float (the report's words).
 std::string unselected_reason(const ir::Node& node, const QuantizeOptions& options);
 
-/// Checks --op-types / --exclude-nodes / --exclude-op-types name things the model has.
-void validate_selection(const ir::Model& model, const QuantizeOptions& options, const std::vector<std::string>& supported);
+/// Checks --op-types / --exclude-nodes / --exclude-op-types name things the model has, and
+/// --op-types only op types of options.mode.
+void validate_selection(const ir::Model& model, const QuantizeOptions& options);
 
 }  // namespace onnxtool::quant

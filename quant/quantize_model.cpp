@@ -122,9 +122,7 @@ void restore_io_types(ir::Graph& g, const std::vector<std::optional<ir::TypeInfo
 QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, bool preprocess,
                               const std::vector<std::string>& sample_dirs, const SampleProgress& progress) {
   // The selection is checked against the model as given, before preprocessing rewrites it.
-  validate_selection(model, options, options.mode == Mode::kDynamic      ? dynamic_op_types()
-                                     : options.mode == Mode::kWeightOnly ? std::vector<std::string>{"MatMul"}
-                                                                         : static_op_types());
+  validate_selection(model, options);
   QuantizeOptions checked = options;
   checked.selection_checked = true;
   QuantizeReport moved;  // the opset change made before preprocessing, if any

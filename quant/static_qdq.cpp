@@ -580,16 +580,6 @@ std::map<std::string, std::string> float_by_readers(ir::Model& model) {
 
 }  // namespace
 
-const std::vector<std::string>& static_op_types() {
-  static const std::vector<std::string> ops = [] {
-    std::vector<std::string> v;
-    for (const OpRule& r : op_rules())
-      if (r.static_qdq) v.emplace_back(r.op_type);
-    return v;
-  }();
-  return ops;
-}
-
 void ensure_opset(ir::Model& model, int64_t minimum, QuantizeReport& report) {
   const int64_t from = model.onnx_opset();
   if (from >= minimum) return;
@@ -600,7 +590,7 @@ void ensure_opset(ir::Model& model, int64_t minimum, QuantizeReport& report) {
 
 
 QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options, const SampleSource& samples) {
-  validate_selection(model, options, static_op_types());
+  validate_selection(model, options);
   QuantizeReport report;
   // QuantizeLinear is opset 10; per-axis scales are opset 13.
   ensure_opset(model, options.per_channel ? 13 : 10, report);

@@ -141,7 +141,7 @@ QuantizeReport quantize_weight_only(ir::Model& model, const QuantizeOptions& opt
   if (options.bits != 4 && options.bits != 8) throw_usage_error("--bits must be 4 or 8");
   if (options.block_size < 16 || (options.block_size & (options.block_size - 1)) != 0)
     throw_usage_error("--block-size must be a power of two, at least 16");
-  validate_selection(model, options, {"MatMul"});
+  validate_selection(model, options);
   QuantizeReport report;
   ensure_opset(model, 21, report);  // blocked DequantizeLinear and int4 are opset 21
   const References references = optional_references(model, samples, options, report);

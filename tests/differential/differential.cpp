@@ -199,7 +199,7 @@ std::optional<ir::Model> apply(const Case& c, const std::string& path, const ir:
     quant::QuantizeOptions q;
     q.mode = quant::Mode::kStatic;
     q.auto_exclude = true;  // the accuracy target holds, as the command's default with --calib-data
-    for (const std::string& op : quant::static_op_types())
+    for (const std::string& op : quant::op_types_of(quant::Mode::kStatic))
       if (present.count(op)) q.op_types.push_back(op);
     if (q.op_types.empty()) {
       *refused = "no op static quantization handles";
