@@ -74,13 +74,18 @@ const OpRule* op_rule(const ir::Node& node) {
   return nullptr;
 }
 
-double reduction_size(const ir::Model& model, const ir::Node& node, const ir::Value* weight) {
+const std::vector<int64_t>* weight_dims(const ir::Model& model, const ir::Node& node, const ir::Value* weight) {
   const OpRule* rule = op_rule(node);
-  if (!rule || rule->weight_input < 0 || !node.domain.empty()) return 0;
+  if (!rule || rule->weight_input < 0 || !node.domain.empty()) return nullptr;
   if (!weight) weight = node.input(static_cast<size_t>(rule->weight_input));
   const ir::Tensor* w = weight ? passes::constant_of(model, weight) : nullptr;  // its dims; the values stay encoded
-  if (!w || w->dims.empty()) return 0;
-  return rule->macs(node, w->dims);
+  return w ? &w->dims : nullptr;
+}
+
+double reduction_size(const ir::Model& model, const ir::Node& node, const ir::Value* weight) {
+  const std::vector<int64_t>* dims = weight_dims(model, node, weight);
+  if (!dims || dims->empty()) return 0;
+  return op_rule(node)->macs(node, *dims);
 }
 
 }  // namespace onnxtool::quant

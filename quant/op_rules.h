@@ -37,6 +37,10 @@ const std::vector<OpRule>& op_rules();
 /// The rule of a node's op (default domain only), or nullptr.
 const OpRule* op_rule(const ir::Node& node);
 
+/// The dims of a node's constant weight (`weight`, by default its rule's weight input; the values
+/// stay encoded), or nullptr when its op has no rule with a weight or the weight is not constant.
+const std::vector<int64_t>* weight_dims(const ir::Model& model, const ir::Node& node, const ir::Value* weight = nullptr);
+
 /// Multiply-accumulates per output element of a node whose rule has a weight, from the dims of
 /// its constant weight (`weight`, by default the node's weight input; its values stay encoded);
 /// 0 for anything else.

@@ -25,9 +25,8 @@ double node_elements(const ir::Node& node, const ElementCount& elements) {
 bool slow_integer_conv(const ir::Model& model, const ir::Node& node, const ir::Value* weight) {
   if (!passes::is_op(&node, "Conv")) return false;
   if (node.attr_int("group", 1) > 1) return true;
-  if (!weight) weight = node.input(1);
-  const ir::Tensor* w = weight ? passes::constant_of(model, weight) : nullptr;  // its dims only
-  return w && w->dims.size() > 1 && w->dims[1] < 8;
+  const std::vector<int64_t>* dims = weight_dims(model, node, weight);
+  return dims && dims->size() > 1 && (*dims)[1] < 8;
 }
 
 double static_gain(double macs, double elements, bool slow, const CostModel& c) {
