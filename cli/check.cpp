@@ -160,6 +160,7 @@ void register_check(CLI::App& app, Action& action) {
   CLI::App* sub = app.add_subcommand("check", "Validate a model against the ONNX spec (exit 1 on errors)");
   sub->add_option("MODEL", o->models, "model file(s): several are each checked, the exit code the worst")->required();
   sub->add_flag("--json", o->json, "print one JSON document");
+  add_quiet_flag(sub);
   sub->add_flag("--strict", o->strict, "warnings (e.g. unchecked custom ops) count as errors");
   sub->add_flag("--no-shapes", o->no_shapes, "skip shape and type inference");
   sub->add_option("--max-errors", o->max_errors, "print at most N errors (default: all, at most 10 lines of one rule)")

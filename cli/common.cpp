@@ -7,10 +7,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
 #include "checker/checker.h"
+#include "cli/progress.h"
 #include "ir/error.h"
 
 namespace onnxtool::cli {
@@ -127,12 +129,15 @@ void print_json_error(const std::string& command, const std::string& message, in
 int run_action(const std::string& command, const Action& action) {
   // The failure on stderr (one line) and, with --json, on stdout as JSON.
   const auto failed = [&command](const std::string& message, int code) {
+    abandon_progress();  // the error goes on a line of its own
     std::cerr << "onnxtool " << command << ": " << message << "\n";
     print_json_error(command, message, code);
     return code;
   };
+  begin_progress(command);
   try {
     const int code = action();
+    end_progress();
     // A report that did not reach its reader (a full disk or a closed pipe behind stdout) is a
     // failure, not a success with nothing printed.
     std::cout.flush();
@@ -148,6 +153,10 @@ int run_action(const std::string& command, const Action& action) {
   } catch (const std::exception& e) {
     return failed("internal error: " + one_line(e.what()), kExitUsage);
   }
+}
+
+void add_quiet_flag(CLI::App* sub) {
+  sub->add_flag_callback("--quiet", [] { set_quiet(true); }, "no progress or notes on stderr (errors and results stay)");
 }
 
 CLI::Validator number_in(double lo, double hi, bool open_low) {
@@ -186,6 +195,24 @@ void print_json(const nlohmann::json& doc) {
   nlohmann::json versioned = doc;
   versioned["schema_version"] = kJsonSchemaVersion;
   std::cout << versioned.dump(2) << "\n";
+}
+
+nlohmann::json json_number(double v) {
+  if (std::isnan(v)) return nullptr;
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
+}
+
+std::vector<std::string> sample_dirs(const std::string& flag, const std::string& dir, int limit) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) throw_usage_error(flag + " " + dir + ": not a directory");
+  std::vector<std::string> dirs;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+    if (e.is_directory()) dirs.push_back(e.path().string());
+  std::sort(dirs.begin(), dirs.end());
+  if (dirs.empty()) throw_usage_error(flag + " " + dir + ": no sample folders (one subfolder per sample, one .npy per input)");
+  if (limit > 0 && static_cast<size_t>(limit) < dirs.size()) dirs.resize(static_cast<size_t>(limit));
+  return dirs;
 }
 
 std::string human_bytes(uint64_t bytes) {

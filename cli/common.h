@@ -28,7 +28,7 @@ using Action = std::function<int()>;
 
 /// The version of every --json document's layout ("schema_version"): raised when a key is
 /// renamed or removed, not when one is added.
-constexpr int kJsonSchemaVersion = 1;
+constexpr int kJsonSchemaVersion = 2;
 
 /// Set when the command line asks for --json: failures are then a JSON document on stdout too
 /// (print_json_error), so that a CI step parsing stdout sees them.
@@ -37,6 +37,10 @@ void set_json_errors(bool on);
 /// Runs an action, turning onnxtool::Error (and any other exception) into one line on stderr
 /// and the matching exit code (and, with --json, print_json_error).
 int run_action(const std::string& command, const Action& action);
+
+/// Adds --quiet to a command that can take long: no progress or informational lines on stderr
+/// (cli/progress.h), errors and results unchanged.
+void add_quiet_flag(CLI::App* sub);
 
 /// Prints a JSON document on stdout (one document, two-space indent), with "schema_version".
 void print_json(const nlohmann::json& doc);
@@ -84,6 +88,14 @@ std::set<std::string> given_options(const CLI::App& app);
 /// "--a", "--a and --b", "--a, --b and --c": the flags of `given` among `flags`, in that order.
 std::string given_list(const std::set<std::string>& given, const std::vector<std::string>& flags);
 
+/// The sample folders of DIR (`quantize --calib-data`, `compare --inputs`): its subfolders in name
+/// order, at most `limit` when > 0. Errors (not a folder, no subfolder) name `flag` and DIR.
+std::vector<std::string> sample_dirs(const std::string& flag, const std::string& dir, int limit = 0);
+
+/// A metric for --json: the number, or "inf"/"-inf" (JSON has none; the SQNR of equal outputs,
+/// the relative error against a zero), or null for NaN.
+nlohmann::json json_number(double v);
+
 /// "12.3 MB" style.
 std::string human_bytes(uint64_t bytes);
 
@@ -96,6 +108,8 @@ void register_optimize(CLI::App& app, Action& action);
 void register_quantize(CLI::App& app, Action& action);
 void register_compare(CLI::App& app, Action& action);
 void register_diff(CLI::App& app, Action& action);
+void register_extract(CLI::App& app, Action& action);
+void register_edit(CLI::App& app, Action& action);
 void register_devices(CLI::App& app, Action& action);
 
 }  // namespace onnxtool::cli

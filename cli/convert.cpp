@@ -5,6 +5,7 @@
 #include <set>
 
 #include "cli/common.h"
+#include "cli/progress.h"
 #include "cli/verify.h"
 #include "convert/convert_model.h"
 #include "ir/error.h"
@@ -91,10 +92,11 @@ int run_convert(ConvertOptions& o) {
   request.tolerance = tolerance(o.check, convert::default_tolerance(request));
   const runner::Tolerance& tol = request.tolerance;
 
+  request.progress = progress();
   convert::ConvertResult c = convert::convert_model(loaded.model, request, [&o] { return ir::load_model(o.model).model; });
   if (c.unchanged) {
     // Nothing to do: say so, and leave no file behind that a user could mistake for a conversion.
-    std::cerr << "onnxtool convert: note: " << o.model << " is already at opset " << o.opset << "; nothing written\n";
+    info("convert", "note: " + o.model + " is already at opset " + std::to_string(o.opset) + "; nothing written");
     return kExitOk;
   }
   const std::optional<convert::GuidedFp16>& guided = c.guided;
@@ -107,8 +109,8 @@ int run_convert(ConvertOptions& o) {
                                              : std::string("; keep more in float32 (--block-ops)")) +
                                         "; nothing written (--no-verify writes it anyway)");
   if (c.inference_errors && !o.json)
-    std::cerr << "onnxtool convert: note: shape inference found " << c.inference_errors
-              << " contradiction(s); run `onnxtool check " << o.model << "` for details\n";
+    info("convert", "note: shape inference found " + std::to_string(c.inference_errors) + " contradiction(s); run `onnxtool check " +
+                        o.model + "` for details");
   const convert::VersionReport& version = c.version;
   const convert::PrecisionReport& precision = c.precision;
   const size_t inferred = c.inferred;
@@ -119,7 +121,9 @@ int run_convert(ConvertOptions& o) {
   if (o.external_data) save.external = ir::ExternalData::kExternalize;
   if (o.inline_external) save.external = ir::ExternalData::kInline;
 
+  report_step("writing " + o.output, 0, 1);
   const ir::SaveReport r = ir::save_model(c.output(loaded.model), o.output, save);
+  report_step("writing " + o.output, 1, 1);
   if (o.json) {
     print_json({{"output", o.output},
                 {"model_bytes", r.model_bytes},
@@ -194,6 +198,7 @@ void register_convert(CLI::App& app, Action& action) {
   sub->add_flag("--inline-external-data", o->inline_external, "bring external weights into the model file");
   sub->add_flag("--in-place", o->in_place, "replace the input model with the result (-o may then be left out)");
   sub->add_flag("--json", o->json, "print one JSON document");
+  add_quiet_flag(sub);
   sub->add_flag("--infer-shapes", o->infer_shapes, "store inferred types and shapes as value_info");
   sub->add_option("--opset", o->opset, "target opset of the default domain (7-28, up or down)")->check(number_in(1, 1e6));
   sub->add_flag("--to-fp16", o->to_fp16, "float32 to float16; numerically sensitive ops stay float32 behind Casts");

@@ -113,6 +113,8 @@ int main(int argc, char** argv) {
   register_compare(app, action);
   register_diff(app, action);
   register_devices(app, action);
+  register_extract(app, action);
+  register_edit(app, action);
   std::string help_topic;
   CLI::App* help = app.add_subcommand("help", "Print this help, or a command's options: onnxtool help COMMAND");
   help->add_option("COMMAND", help_topic, "the command to describe");

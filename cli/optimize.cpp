@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/common.h"
+#include "cli/progress.h"
 #include "cli/verify.h"
 #include "ir/error.h"
 #include "ir/model_io.h"
@@ -10,6 +11,20 @@
 
 namespace onnxtool::cli {
 namespace {
+
+/// What a pass changed, its nonzero counts only ("3 nodes removed, 1 fusion"); "" for nothing.
+std::string pass_changes(const passes::PassStats& stats) {
+  std::string line;
+  auto add = [&line](int64_t n, const char* one, const char* many) {
+    if (n) line += (line.empty() ? "" : ", ") + std::to_string(n) + " " + (n == 1 ? one : many);
+  };
+  add(stats.reordered, "node reordered", "nodes reordered");
+  add(stats.removed, "node removed", "nodes removed");
+  add(stats.fused, "fusion", "fusions");
+  add(stats.folded, "node folded", "nodes folded");
+  add(stats.initializers_removed, "initializer removed", "initializers removed");
+  return line;
+}
 
 struct OptimizeCliOptions {
   std::string model;
@@ -54,6 +69,14 @@ int run_optimize(const OptimizeCliOptions& o) {
   options.require_valid = !o.force;
   if (!o.check.no_verify) options.verify = verify_inputs(o.check, options.optimize.input_shapes);
   options.tolerance = tolerance(o.check, runner::kRewriteTolerance);
+  options.optimize.progress = progress();
+  // One line per pass that changed something, printed as it finishes (--json has them all at
+  // the end). With --fixed-point a pass's counts add up over the rounds: printed at the end.
+  const bool streamed = !o.json && !o.fixed_point;
+  if (streamed)
+    options.optimize.pass_finished = [](const std::string& pass, const passes::PassStats& stats) {
+      if (stats.changed()) result_line(pass + ": " + pass_changes(stats));
+    };
 
   auto loaded = ir::load_model(o.model);
   ir::check_output_paths(loaded.info, o.output, "", /*in_place=*/false);
@@ -71,7 +94,9 @@ int run_optimize(const OptimizeCliOptions& o) {
   }
   const passes::OptimizeReport& report = r.report;
   const runner::Tolerance& tol = options.tolerance;
+  report_step("writing " + o.output, 0, 1);
   const ir::SaveReport saved = ir::save_model(loaded.model, o.output);
+  report_step("writing " + o.output, 1, 1);
 
   if (o.json) {
     nlohmann::json passes = nlohmann::json::array();
@@ -89,23 +114,10 @@ int run_optimize(const OptimizeCliOptions& o) {
                 {"verification", r.reference ? verify_json(*r.reference, r.verified, tol, r.verify_seconds) : nlohmann::json(nullptr)}});
     return kExitOk;
   }
-  // One line per pass that changed something, its nonzero counts only (--json has them all).
   int unchanged = 0;
   for (const auto& p : report.passes) {
-    if (!p.stats.changed()) {
-      ++unchanged;
-      continue;
-    }
-    std::string line;
-    auto add = [&line](int64_t n, const char* one, const char* many) {
-      if (n) line += (line.empty() ? "" : ", ") + std::to_string(n) + " " + (n == 1 ? one : many);
-    };
-    add(p.stats.reordered, "node reordered", "nodes reordered");
-    add(p.stats.removed, "node removed", "nodes removed");
-    add(p.stats.fused, "fusion", "fusions");
-    add(p.stats.folded, "node folded", "nodes folded");
-    add(p.stats.initializers_removed, "initializer removed", "initializers removed");
-    std::cout << p.name << ": " << line << "\n";
+    if (!p.stats.changed()) ++unchanged;
+    else if (!streamed) std::cout << p.name << ": " << pass_changes(p.stats) << "\n";
   }
   if (report.reordered && std::none_of(report.passes.begin(), report.passes.end(),
                                        [](const passes::PassReport& p) { return p.name == "sort_topologically"; }))
@@ -139,6 +151,7 @@ void register_optimize(CLI::App& app, Action& action) {
   sub->add_flag("--fixed-point", o->fixed_point, "repeat the pipeline until nothing changes");
   sub->add_flag("--force", o->force, "optimize even a model the checker finds invalid");
   sub->add_flag("--json", o->json, "print one JSON document");
+  add_quiet_flag(sub);
   sub->callback([&action, o] { action = [o] { return run_optimize(*o); }; });
 }
 

@@ -1,7 +1,6 @@
 // `onnxtool quantize MODEL -o OUT --mode dynamic|static`: INT8 quantization.
-#include <unistd.h>
-
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <sstream>
 #include <iomanip>
@@ -9,6 +8,7 @@
 #include <set>
 
 #include "cli/common.h"
+#include "cli/progress.h"
 #include "ir/error.h"
 #include "ir/model_io.h"
 #include "ir/output_file.h"
@@ -55,19 +55,6 @@ quant::QuantType parse_type(const std::string& flag, const std::string& v) {
   if (v == "int8") return quant::QuantType::kInt8;
   if (v == "uint8") return quant::QuantType::kUInt8;
   throw_usage_error(flag + " must be int8 or uint8, not '" + v + "'");
-}
-
-/// The calibration sample folders: subfolders of DIR in name order (at most `limit` when > 0).
-std::vector<std::string> sample_dirs(const std::string& dir, int limit) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) throw_usage_error("--calib-data " + dir + ": not a directory");
-  std::vector<std::string> dirs;
-  for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-    if (e.is_directory()) dirs.push_back(e.path().string());
-  std::sort(dirs.begin(), dirs.end());
-  if (dirs.empty()) throw_usage_error("--calib-data " + dir + ": no sample folders (one subfolder per sample, one .npy per input)");
-  if (limit > 0 && static_cast<size_t>(limit) < dirs.size()) dirs.resize(static_cast<size_t>(limit));
-  return dirs;
 }
 
 /// A score or factor for a message: 8 significant digits (a cosine of 0.99999996 is not 1).
@@ -221,7 +208,7 @@ int run_quantize(const QuantizeCliOptions& o) {
   if (o.error_samples < 1) throw_usage_error("--error-samples must be at least 1");
   q.error_samples = o.error_samples;
   if (q.mode == quant::Mode::kStatic && o.calib_data.empty()) throw_usage_error("--mode static needs --calib-data DIR");
-  const auto samples = o.calib_data.empty() ? std::vector<std::string>{} : sample_dirs(o.calib_data, o.calib_samples);
+  const auto samples = o.calib_data.empty() ? std::vector<std::string>{} : sample_dirs("--calib-data", o.calib_data, o.calib_samples);
 
   auto loaded = ir::load_model(o.model);
   refuse_unrunnable(loaded.model, o.model);
@@ -232,14 +219,8 @@ int run_quantize(const QuantizeCliOptions& o) {
       throw_usage_error("--accuracy-outputs: the model has no output named '" + name + "'");
   }
   if (!o.report.empty()) ir::check_not_input(loaded.info, o.report, "--report " + o.report);
-  const bool bar = isatty(STDERR_FILENO) && !o.json;
-  size_t read = 0;
-  quant::QuantizeReport report =
-      quant::quantize_model(loaded.model, q, !o.no_preprocess, samples, [&](size_t n, size_t total) {
-        read = n;
-        if (bar) std::cerr << "\rreading samples " << n << "/" << total << std::flush;
-      });
-  if (bar && read) std::cerr << "\n";
+  q.progress = progress();
+  quant::QuantizeReport report = quant::quantize_model(loaded.model, q, !o.no_preprocess, samples);
   // Nothing worth quantizing: refused when asked for explicitly (--auto-exclude), otherwise the
   // model is written as it came (read again: the preprocessing rewrote the loaded one), with the
   // reasons.
@@ -273,8 +254,11 @@ int run_quantize(const QuantizeCliOptions& o) {
   }
   auto optional = [](double v) { return v < 0 ? nlohmann::json(nullptr) : nlohmann::json(v); };
   nlohmann::json outputs = nlohmann::json::array();
+  // A small output's relative error r = |a - b| / |a| (norms over the samples) as an SQNR, the
+  // metric compare and optimize report too: -20 log10 r.
+  auto sqnr = [&](double rel) { return rel < 0 ? nlohmann::json(nullptr) : json_number(-20 * std::log10(rel)); };
   for (const auto& e : report.outputs)
-    outputs.push_back({{"name", e.name}, {"cosine", optional(e.cosine)}, {"rel_error", optional(e.rel_error)}});
+    outputs.push_back({{"name", e.name}, {"cosine", optional(e.cosine)}, {"sqnr_db", sqnr(e.rel_error)}});
   nlohmann::json groups = nlohmann::json::array();
   for (const auto& g : report.groups)
     groups.push_back({{"nodes", g.nodes}, {"int8_macs", g.int8_macs}, {"border_elements", g.border_elements},
@@ -285,8 +269,10 @@ int run_quantize(const QuantizeCliOptions& o) {
     nodes.push_back({{"node", n.node}, {"op_type", n.op_type}, {"tensor", n.tensor}, {"min", n.range_min}, {"max", n.range_max},
                      {"scale", n.scale}, {"zero_point", n.zero_point}, {"sqnr_db", n.sqnr_db}, {"cosine", n.cosine},
                      {"added_noise_db", n.added_noise_db}});
+  report_step("writing " + o.output, 0, 1);
   const ir::SaveReport saved =
       unchanged.empty() ? ir::save_model(loaded.model, o.output) : ir::save_model(ir::load_model(o.model).model, o.output);
+  report_step("writing " + o.output, 1, 1);
   nlohmann::json doc = {{"output", o.output},
                         {"mode", o.mode},
                         {"format", o.format},
@@ -301,8 +287,8 @@ int run_quantize(const QuantizeCliOptions& o) {
                                          {"minmax_score", optional(report.calibration_scores.second)}}},
                         {"opset", report.opset_to ? nlohmann::json{{"from", report.opset_from}, {"to", report.opset_to}}
                                                   : nlohmann::json(nullptr)},
-                        {"output_cosine", optional(report.output_cosine)},
-                        {"output_rel_error", optional(report.output_rel_error)},
+                        {"cosine", optional(report.output_cosine)},
+                        {"sqnr_db", sqnr(report.output_rel_error)},
                         {"error_samples", report.error_samples},
                         {"auto_excluded", report.auto_excluded},
                         {"aimed_target", optional(report.aimed_target)},
@@ -413,6 +399,7 @@ void register_quantize(CLI::App& app, Action& action) {
       ->delimiter(',');
   sub->add_option("--report", o->report, "per-node ranges and errors: JSON, or markdown when FILE ends in .md");
   sub->add_flag("--json", o->json, "print one JSON document");
+  add_quiet_flag(sub);
   sub->callback([&action, o, sub] {
     o->given = given_options(*sub);
     action = [o] { return run_quantize(*o); };

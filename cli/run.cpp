@@ -4,14 +4,19 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include "cli/common.h"
+#include "cli/dump_dir.h"
+#include "cli/progress.h"
 #include "ir/diagnostic.h"
 #include "ir/error.h"
+#include "ir/extract.h"
 #include "ir/model_io.h"
 #include "ir/output_file.h"
 #include "ir/shape_inference.h"
+#include "runner/compare.h"
 #include "runner/feeds.h"
 #include "runner/profile.h"
 #include "runner/session.h"
@@ -28,7 +33,11 @@ struct RunOptions {
   uint64_t seed = 0;
   std::vector<std::string> shapes;
   std::string output_dir;
+  std::string output_format = "npy";  ///< of tensors; sequences and optionals are always .pb
+  std::string expect_dir;             ///< reference outputs to compare with
+  double rtol = 1e-3, atol = 1e-5;    ///< --expect's tolerance
   std::vector<std::string> outputs;
+  std::string dump_dir;  ///< --dump-dir: every value of the main graph
   int threads = 0;
   std::string device = "cpu";
   int benchmark = 0;
@@ -133,12 +142,192 @@ void make_output_dir(const std::string& dir) {
   if (ec) throw_usage_error("--output-dir " + dir + ": cannot create it (" + ec.message() + ")");
 }
 
+/// The file stem of each output: its safe name, and for names that sanitize to the same stem
+/// ("a/b" and "a_b") the output index appended, so that none overwrites another. --output-dir
+/// writes these files and --expect DIR reads them back.
+std::vector<std::string> output_stems(const std::vector<std::string>& names) {
+  std::vector<std::string> stems;
+  std::set<std::string> taken;
+  for (size_t i = 0; i < names.size(); ++i) {
+    std::string stem = runner::safe_file_name(names[i]);
+    if (taken.count(stem)) {
+      const std::string base = stem;
+      for (size_t k = i; taken.count(stem); ++k) stem = base + "_" + std::to_string(k);
+    }
+    taken.insert(stem);
+    stems.push_back(stem);
+  }
+  return stems;
+}
+
+/// The type to read an output's reference file as: the model's declaration of a graph output,
+/// else the kind of the value computed (an intermediate value named by --outputs).
+ir::TypeInfo reference_type(const runner::Session& session, const std::string& name, const runner::Value& got) {
+  for (const auto* vi : session.outputs())
+    if (vi->value->name() == name) {
+      const ir::TypeInfo& t = vi->type ? *vi->type : vi->value->type;
+      if (t.kind != ir::TypeInfo::Kind::kUnset) return t;
+    }
+  ir::TypeInfo t;
+  if (got.kind == runner::Value::Kind::kSequence) t.kind = ir::TypeInfo::Kind::kSequence;
+  if (got.kind == runner::Value::Kind::kOptional) t.kind = ir::TypeInfo::Kind::kOptional;
+  return t;
+}
+
+/// One output against its reference.
+struct OutputMatch {
+  std::string file;      ///< the reference file; "" when --expect DIR has none for this output
+  bool match = true;
+  std::string worst;     ///< where it differs most, or what differs (type, shape, length)
+  double max_abs = 0, max_rel = 0;
+  int64_t beyond = 0, elements = 0;
+  /// Records a difference; the first one found is the one reported.
+  void differ(const std::string& why) {
+    match = false;
+    if (worst.empty()) worst = why;
+  }
+};
+
+std::string three_digits(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+/// "[1,0,2]": the multi-index of flat element i.
+std::string element_index(const std::vector<int64_t>& shape, int64_t i) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] > 0) {
+      idx[d] = i % shape[d];
+      i /= shape[d];
+    }
+  }
+  return runner::shape_string(idx);
+}
+
+std::string element_text(const runner::Tensor& t, int64_t i) {
+  if (t.dtype() == ir::DataType::kString) {
+    const std::string& s = t.strings()[static_cast<size_t>(i)];
+    return "\"" + (s.size() > 40 ? s.substr(0, 40) + "..." : s) + "\"";
+  }
+  if (!runner::is_plain_numeric(t.dtype())) return "(packed bits)";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", runner::element_as_double(t, i));
+  return buf;
+}
+
+/// Compares a computed tensor with its reference: floats within rtol/atol (compare_tensors),
+/// everything else exactly, and the same element type and shape.
+void match_tensor(const runner::Tensor& want, const runner::Tensor& got, double rtol, double atol, OutputMatch& m) {
+  if (want.dtype() != got.dtype())
+    return m.differ(std::string(ir::data_type_name(got.dtype())) + " vs expected " + std::string(ir::data_type_name(want.dtype())));
+  const runner::TensorDiff d = runner::compare_tensors(want, got, rtol, atol);
+  if (!d.problem.empty()) return m.differ(runner::shape_string(got.shape()) + " vs expected " + runner::shape_string(want.shape()));
+  m.elements += d.elements;
+  m.max_abs = std::max(m.max_abs, d.max_abs);
+  m.max_rel = std::max(m.max_rel, d.max_rel);
+  m.beyond += d.beyond + d.nonfinite_count;
+  if (d.within()) return;
+  // The worst element: the first NaN or infinity that differs, else the largest difference;
+  // strings and packed types have no distance, so the first element that reads differently.
+  int64_t i = d.nonfinite_count ? d.nonfinite.front().index : d.max_abs_index;
+  if (i < 0)
+    for (int64_t k = 0; k < got.size() && i < 0; ++k)
+      if (element_text(got, k) != element_text(want, k)) i = k;
+  if (i < 0) return m.differ("elements differ");
+  std::string err;
+  if (runner::is_plain_numeric(got.dtype()))
+    err = " (abs " + three_digits(std::fabs(runner::element_as_double(got, i) - runner::element_as_double(want, i))) + ")";
+  m.differ("element " + element_index(got.shape(), i) + ": " + element_text(got, i) + " vs expected " + element_text(want, i) + err);
+}
+
+/// Compares values of any kind: sequences item by item, optionals by presence then value (an
+/// optional holding a tensor also matches the bare tensor, as the ONNX test data stores some).
+void match_value(const runner::Value& want, const runner::Value& got, double rtol, double atol, OutputMatch& m) {
+  using Kind = runner::Value::Kind;
+  if (want.kind == Kind::kOptional && got.kind != Kind::kOptional && want.optional) return match_value(*want.optional, got, rtol, atol, m);
+  if (got.kind == Kind::kOptional && want.kind != Kind::kOptional && got.optional) return match_value(want, *got.optional, rtol, atol, m);
+  if (want.kind != got.kind) return m.differ(got.describe() + " vs expected " + want.describe());
+  if (want.is_tensor()) return match_tensor(want.tensor, got.tensor, rtol, atol, m);
+  if (want.kind == Kind::kOptional) {
+    if (!want.optional != !got.optional) return m.differ(got.describe() + " vs expected " + want.describe());
+    if (want.optional) match_value(*want.optional, *got.optional, rtol, atol, m);
+    return;
+  }
+  if (want.sequence->size() != got.sequence->size())
+    return m.differ(got.describe() + " vs expected " + want.describe());
+  for (size_t k = 0; k < want.sequence->size(); ++k) {
+    const bool before = m.match;
+    match_tensor((*want.sequence)[k], (*got.sequence)[k], rtol, atol, m);
+    if (before && !m.match) m.worst = "item " + std::to_string(k) + " " + m.worst;
+  }
+}
+
+/// --expect DIR: each output against DIR/output_K.pb (a test_data_set_N folder, by position
+/// among the graph outputs) or DIR/<stem>.npy or .pb (what --output-dir writes).
+std::vector<OutputMatch> match_outputs(const runner::Session& session, const std::vector<std::string>& names,
+                                       const std::vector<runner::Value>& results, const RunOptions& o) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(o.expect_dir)) throw_usage_error("--expect " + o.expect_dir + ": not a directory");
+  const bool test_set = fs::exists(fs::path(o.expect_dir) / "output_0.pb");
+  const std::vector<std::string> stems = output_stems(names);
+  std::vector<OutputMatch> matches(results.size());
+  bool any = false;
+  for (size_t i = 0; i < results.size(); ++i) {
+    std::vector<std::string> candidates;
+    if (test_set) {
+      for (size_t k = 0; k < session.outputs().size(); ++k)
+        if (session.outputs()[k]->value->name() == names[i]) candidates.push_back("output_" + std::to_string(k) + ".pb");
+    } else {
+      candidates = {stems[i] + ".npy", stems[i] + ".pb"};
+    }
+    for (const auto& c : candidates) {
+      const fs::path f = fs::path(o.expect_dir) / c;
+      if (!fs::exists(f)) continue;
+      OutputMatch& m = matches[i];
+      m.file = f.string();
+      const runner::Value want = runner::read_value_file(m.file, reference_type(session, names[i], results[i]));
+      match_value(want, results[i], o.rtol, o.atol, m);
+      any = true;
+      break;
+    }
+  }
+  if (!any)
+    throw_usage_error("--expect " + o.expect_dir + ": no reference for any output (" +
+                      (test_set ? std::string("output_K.pb") : "<output name>.npy or .pb") + " files)");
+  return matches;
+}
+
+/// One line: "matches FILE (max abs 1e-07)" / "differs from FILE: element [0,1]: ...".
+std::string describe_match(const OutputMatch& m) {
+  if (m.file.empty()) return "no reference";
+  if (m.match) return "matches " + m.file + " (max abs " + three_digits(m.max_abs) + ")";
+  std::string s = "differs from " + m.file + ": " + m.worst;
+  if (m.beyond > 0) s += "; " + std::to_string(m.beyond) + " of " + std::to_string(m.elements) + " elements beyond tolerance";
+  return s;
+}
+
+nlohmann::json match_json(const OutputMatch& m) {
+  if (m.file.empty()) return nullptr;
+  return {{"file", m.file},
+          {"match", m.match},
+          {"max_abs_error", json_number(m.max_abs)},
+          {"max_rel_error", json_number(m.max_rel)},
+          {"beyond", m.beyond},
+          {"elements", m.elements},
+          {"worst", m.match ? nlohmann::json(nullptr) : nlohmann::json(m.worst)}};
+}
+
 int run_model(const RunOptions& o) {
   if (o.threads < 0 || o.threads > 1024) throw_usage_error("--threads must be between 0 and 1024");
   if (o.benchmark < 0) throw_usage_error("--benchmark must be >= 0");
   // --seed and --shape concern random inputs only: without --random they would be ignored.
   if (const std::string named = given_list(o.given, {"--seed", "--shape"}); !named.empty() && !o.random)
     throw_usage_error(named + ": for random inputs only; add --random");
+  if (o.given.count("--output-format") && o.output_dir.empty()) throw_usage_error("--output-format: add --output-dir");
+  if (const std::string named = given_list(o.given, {"--rtol", "--atol"}); !named.empty() && o.expect_dir.empty())
+    throw_usage_error(named + ": the tolerance of --expect; add --expect DIR");
   if (!o.output_dir.empty()) check_output_dir(o.output_dir);
   auto loaded = ir::load_model(o.model);
   refuse_unrunnable(loaded.model, o.model);
@@ -167,7 +356,23 @@ int run_model(const RunOptions& o) {
   auto feeds = runner::load_feeds(session, feed);
 
   std::vector<std::string> names = o.outputs;
+  // Values of subgraphs live in their frames, one per branch or iteration: not returnable.
+  for (const auto& name : names)
+    if (const ir::Value* v = loaded.model.graph->find(name); !v || v->is_undefined())
+      if (const std::string where = ir::subgraph_holding(loaded.model, name); !where.empty())
+        throw_usage_error("--outputs: '" + name + "' is a value of " + where + "; only main-graph values can be returned");
+  std::optional<ValueDump> dump;
+  if (!o.dump_dir.empty()) {
+    dump.emplace(o.dump_dir, loaded);
+    dump->attach(session);
+  }
+  report_step("running the model", 0, 1);
   auto results = session.run(feeds, names);
+  if (dump) {
+    dump->detach(session);
+    dump->finish();
+  }
+  report_step("running the model", 1, 1);
   if (names.empty())
     for (const auto* vi : session.outputs()) names.push_back(vi->value->name());
 
@@ -180,10 +385,12 @@ int run_model(const RunOptions& o) {
   }
   std::vector<double> times;
   if (o.benchmark > 0) {
+    report_step("benchmark runs", 0, o.benchmark);
     for (int i = 0; i < o.benchmark; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       session.run(feeds, o.outputs);
       times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      report_step("benchmark runs", i + 1, o.benchmark);  // outside the timed span
     }
     std::sort(times.begin(), times.end());
   }
@@ -197,26 +404,48 @@ int run_model(const RunOptions& o) {
 
   std::vector<std::string> files(results.size());
   if (!o.output_dir.empty()) {
-    for (size_t i = 0; i < results.size(); ++i)
-      if (!results[i].is_tensor())
-        throw_usage_error("output '" + names[i] + "' is " + results[i].describe() +
-                          ", not a tensor; cannot write .npy");
-    // Names that sanitize to the same file ("a/b" and "a_b") must not overwrite each other:
-    // the later ones get their output index appended, and the listing says which file is which.
-    std::set<std::string> taken;
+    // Tensors in the format asked; sequences and optionals, which .npy cannot hold, as .pb.
+    const bool npy = o.output_format == "npy";
+    const std::vector<std::string> stems = output_stems(names);
     for (size_t i = 0; i < results.size(); ++i) {
-      std::string stem = runner::safe_file_name(names[i]);
-      if (taken.count(stem)) {
-        const std::string base = stem;
-        for (size_t k = i; taken.count(stem); ++k) stem = base + "_" + std::to_string(k);
-      }
-      taken.insert(stem);
-      files[i] = (std::filesystem::path(o.output_dir) / (stem + ".npy")).string();
+      const runner::Value& v = results[i];
+      if (v.kind == runner::Value::Kind::kNone) throw_usage_error("output '" + names[i] + "' has no value to write");
+      if (npy && v.is_tensor() && !runner::npy_holds(v.tensor.dtype()))
+        throw_usage_error("output '" + names[i] + "' is " + v.describe() + ", which .npy cannot hold; use --output-format pb");
+      files[i] = (std::filesystem::path(o.output_dir) / (stems[i] + (npy && v.is_tensor() ? ".npy" : ".pb"))).string();
       ir::check_not_input(loaded.info, files[i], "--output-dir " + o.output_dir + ": " + files[i]);
     }
+    std::error_code ec;
+    const bool existed = std::filesystem::exists(o.output_dir, ec);
     make_output_dir(o.output_dir);
-    for (size_t i = 0; i < results.size(); ++i) runner::write_npy(files[i], results[i].tensor);
+    // Every file is written before any is put in place: a failure (a string that is not UTF-8,
+    // a full disk) leaves none behind, nor the folder when this run made it.
+    try {
+      std::vector<std::unique_ptr<ir::OutputFile>> out;
+      for (size_t i = 0; i < results.size(); ++i) {
+        out.push_back(std::make_unique<ir::OutputFile>(files[i]));
+        if (npy && results[i].is_tensor()) runner::write_npy(*out.back(), results[i].tensor);
+        else runner::write_pb(*out.back(), results[i], names[i]);
+      }
+      for (auto& f : out) f->sync();
+      for (auto& f : out) f->commit();
+    } catch (...) {
+      if (!existed) std::filesystem::remove(o.output_dir, ec);
+      throw;
+    }
   }
+  std::vector<OutputMatch> matches;
+  if (!o.expect_dir.empty()) matches = match_outputs(session, names, results, o);
+  const auto differing = std::find_if(matches.begin(), matches.end(), [](const OutputMatch& m) { return !m.match; });
+  // The failure's one line on stderr: the first output that differs, and how many more do.
+  const auto report_mismatch = [&] {
+    if (differing == matches.end()) return kExitOk;
+    const auto more = std::count_if(differing + 1, matches.end(), [](const OutputMatch& m) { return !m.match; });
+    std::cerr << "onnxtool run: output '" << names[static_cast<size_t>(differing - matches.begin())] << "' "
+              << describe_match(*differing) << " (rtol " << o.rtol << ", atol " << o.atol << ")"
+              << (more ? " and " + std::to_string(more) + " more output(s) differ" : std::string()) << "\n";
+    return kExitFailed;
+  };
   auto pct = [&times](double q) { return times[std::min(times.size() - 1, static_cast<size_t>(q * static_cast<double>(times.size() - 1) + 0.5))]; };
   if (o.json) {
     nlohmann::json outs = nlohmann::json::array();
@@ -229,14 +458,24 @@ int run_model(const RunOptions& o) {
         j["dtype"] = results[i].describe();
         j["shape"] = nullptr;
       }
+      // The text's statistics (null where it shows none: no tensor, or not numeric).
+      const runner::TensorStats st = results[i].is_tensor() ? runner::tensor_stats(results[i].tensor) : runner::TensorStats{};
+      j["min"] = st.numeric ? json_number(st.min) : nullptr;
+      j["max"] = st.numeric ? json_number(st.max) : nullptr;
+      j["mean"] = st.numeric ? json_number(st.mean) : nullptr;
       j["file"] = files[i].empty() ? nlohmann::json(nullptr) : nlohmann::json(files[i]);
+      j["expect"] = matches.empty() ? nlohmann::json(nullptr) : match_json(matches[i]);
       outs.push_back(j);
     }
     nlohmann::json doc = {{"outputs", outs}, {"threads", o.threads}, {"placement", placement_json(session.device(), session.placement())}};
     if (!times.empty()) doc["latency_ms"] = {{"median", pct(0.5)}, {"min", times.front()}, {"p90", pct(0.9)}, {"runs", times.size()}};
     if (o.profile) doc["profile"] = profile_json(profile, o.trace_file);
+    if (dump) doc["dump"] = {{"dir", dump->dir()}, {"index", dump->index_path()}, {"written", dump->written()}, {"skipped", dump->skipped()}};
+    doc["expect"] = o.expect_dir.empty() ? nlohmann::json(nullptr)
+                                         : nlohmann::json{{"dir", o.expect_dir}, {"rtol", o.rtol}, {"atol", o.atol},
+                                                          {"match", differing == matches.end()}};
     print_json(doc);
-    return kExitOk;
+    return report_mismatch();
   }
   for (size_t i = 0; i < results.size(); ++i) {
     std::cout << names[i] << ": " << results[i].describe();
@@ -247,12 +486,19 @@ int run_model(const RunOptions& o) {
     if (!files[i].empty()) std::cout << "  -> " << files[i];
     std::cout << "\n";
   }
+  if (!matches.empty()) {
+    std::cout << "expect " << o.expect_dir << " (rtol " << o.rtol << ", atol " << o.atol << "):\n";
+    for (size_t i = 0; i < matches.size(); ++i) std::cout << "  " << names[i] << ": " << describe_match(matches[i]) << "\n";
+  }
   if (const std::string line = placement_line(session.device(), session.placement()); !line.empty()) std::cout << line << "\n";
   if (!times.empty())
     std::cout << "latency over " << times.size() << " runs: median " << pct(0.5) << " ms, min " << times.front()
               << " ms, p90 " << pct(0.9) << " ms\n";
   if (o.profile) print_profile(profile, o.trace_file);
-  return kExitOk;
+  if (dump)
+    std::cout << "dumped " << dump->written() << " values to " << dump->dir() << " (" << dump->skipped()
+              << " skipped; index " << dump->index_path() << ")\n";
+  return report_mismatch();
 }
 
 }  // namespace
@@ -261,13 +507,23 @@ void register_run(CLI::App& app, Action& action) {
   auto o = std::make_shared<RunOptions>();
   CLI::App* sub = app.add_subcommand("run", "Execute a model on the reference runner (CPU or a Vulkan device)");
   sub->add_option("MODEL", o->model, "model file")->required();
-  sub->add_option("--input", o->inputs, "NAME=FILE (.npy or TensorProto .pb); repeatable");
+  sub->add_option("--input", o->inputs, "NAME=FILE (.npy, or a TensorProto, SequenceProto or OptionalProto .pb as the model declares NAME); repeatable");
   sub->add_option("--inputs", o->inputs_dir, "folder of <name>.npy/.pb files, or a test_data_set_N folder");
   sub->add_flag("--random", o->random, "fill inputs not given with deterministic random data");
   sub->add_option("--seed", o->seed, "seed for --random (default 0)")->check(number_in(0, kMaxSeed));
   sub->add_option("--shape", o->shapes, "NAME=D1,D2,... sizes for symbolic dims of random inputs");
-  sub->add_option("--output-dir", o->output_dir, "write each output to DIR/<name>.npy");
+  sub->add_option("--output-dir", o->output_dir, "write each output to DIR/<name>.npy (or .pb: see --output-format)");
+  sub->add_option("--output-format", o->output_format,
+                  "npy (default: tensors as .npy; bfloat16, float8 and int4 refused) or pb (TensorProto); "
+                  "sequences and optionals are always .pb (SequenceProto, OptionalProto)")
+      ->check(CLI::IsMember({"npy", "pb"}));
+  sub->add_option("--expect", o->expect_dir,
+                  "compare the outputs with DIR's: a test_data_set_N folder (output_K.pb) or what --output-dir "
+                  "wrote (<name>.npy/.pb); exit 1 when any differs");
+  sub->add_option("--rtol", o->rtol, "relative tolerance of --expect (default 1e-3)")->check(number_in(0, 1e6));
+  sub->add_option("--atol", o->atol, "absolute tolerance of --expect (default 1e-5)")->check(number_in(0, 1e300));
   sub->add_option("--outputs", o->outputs, "names of the values to return (default: graph outputs)")->delimiter(',');
+  sub->add_option("--dump-dir", o->dump_dir, "write every value the main graph computes to DIR/<name>.npy (.pb), with DIR/index.json");
   sub->add_option("--threads", o->threads, "threads (default: all cores)")->check(number_in(0, 1024));
   sub->add_option("--device", o->device, "cpu (default), vulkan or vulkan:N, optionally :fp32-arithmetic (`onnxtool devices` lists them)");
   sub->add_option("--benchmark", o->benchmark, "time N runs after one warm-up run")->check(number_in(0, 1e7));
@@ -277,6 +533,7 @@ void register_run(CLI::App& app, Action& action) {
                       "per node; with FILE, also a Chrome trace of every node there")
           ->expected(0, 1);
   sub->add_flag("--json", o->json, "print one JSON document");
+  add_quiet_flag(sub);
   sub->callback([&action, o, profile, sub] {
     o->profile = profile->count() > 0;
     o->given = given_options(*sub);

@@ -52,7 +52,12 @@ nlohmann::json verify_json(const runner::Reference& reference, const runner::Ver
   nlohmann::json outputs = nlohmann::json::array();
   for (const auto& c : result.outputs) {
     nlohmann::json o{{"name", c.name}, {"type", c.type}, {"exact", c.exact}, {"within", c.within}};
-    if (!c.exact) o.update({{"max_abs", c.diff.max_abs}, {"max_rel", c.diff.max_rel}, {"cosine", c.diff.cosine}});
+    if (!c.exact)
+      o.update({{"max_abs_error", c.diff.max_abs},
+                {"max_rel_error", json_number(c.diff.max_rel)},
+                {"mean_abs_error", c.diff.mean_abs},
+                {"cosine", c.diff.cosine_meaningful ? nlohmann::json(c.diff.cosine) : nlohmann::json(nullptr)},
+                {"sqnr_db", json_number(c.diff.sqnr_db)}});
     outputs.push_back(o);
   }
   return {{"inputs", reference.inputs_description()},

@@ -23,7 +23,11 @@ ConvertResult convert_model(ir::Model& model, const ConvertRequest& request, con
   ConvertResult r;
   // The original runs first (the same object is then converted in place).
   const auto start = Clock::now();
-  if (request.rewrites() && request.verify) r.reference.emplace(model, *request.verify);
+  if (request.rewrites() && request.verify) {
+    ir::report_progress(request.progress, "verification: running the original", 0, 1);
+    r.reference.emplace(model, *request.verify);
+    ir::report_progress(request.progress, "verification: running the original", 1, 1);
+  }
   r.verify_seconds = seconds_since(start);
 
   if (request.opset && request.precision == Precision::kKeep) {
@@ -46,6 +50,7 @@ ConvertResult convert_model(ir::Model& model, const ConvertRequest& request, con
       // Guided: what reaches float16's limits on the verification inputs (an STFT power
       // spectrum of 6e5), then where float16 departs beyond tolerance, stays float32.
       const auto guided_start = Clock::now();
+      ir::report_progress(request.progress, "float16 conversion guided by verification runs", 0, 1);
       r.guided.emplace(to_fp16_guided(
           model,
           [&] {
@@ -54,6 +59,7 @@ ConvertResult convert_model(ir::Model& model, const ConvertRequest& request, con
             return fresh;
           },
           request.fp16, *r.reference, request.tolerance));
+      ir::report_progress(request.progress, "float16 conversion guided by verification runs", 1, 1);
       r.verify_seconds += seconds_since(guided_start);
       r.precision = r.guided->report;
       r.verified = r.guided->verified;
@@ -66,7 +72,9 @@ ConvertResult convert_model(ir::Model& model, const ConvertRequest& request, con
 
   if (r.reference && !r.guided) {
     const auto check_start = Clock::now();
+    ir::report_progress(request.progress, "verification: running the result", 0, 1);
     r.verified = r.reference->check(model, request.tolerance);
+    ir::report_progress(request.progress, "verification: running the result", 1, 1);
     r.verify_seconds += seconds_since(check_start);
   }
   if (!r.verified.ok()) return r;

@@ -11,6 +11,7 @@
 #include "convert/precision.h"
 #include "convert/version_converter.h"
 #include "ir/graph.h"
+#include "ir/progress.h"
 #include "runner/verify.h"
 
 namespace onnxtool::convert {
@@ -26,6 +27,8 @@ struct ConvertRequest {
   std::optional<runner::VerifyInputs> verify;
   runner::Tolerance tolerance = runner::kRewriteTolerance;  ///< see default_tolerance
   bool infer_shapes = false;  ///< store inferred types and shapes as value_info
+  /// Receives the progress of the verification runs (empty: nothing reported).
+  ir::Progress progress;
   /// An opset or precision change: what changes what runs, and so what is verified.
   bool rewrites() const { return opset || precision != Precision::kKeep; }
 };

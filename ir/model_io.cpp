@@ -1031,6 +1031,11 @@ std::string serialize_model(const Model& model) {
   return enc.model(model).flatten();
 }
 
+std::string serialize_tensor(const Tensor& tensor) {
+  Encoder enc(nullptr, true);
+  return enc.tensor(tensor).flatten();
+}
+
 SaveReport save_model(const Model& model, const std::string& path, const SaveOptions& options) {
   SaveReport report;
   const std::string data_name =

@@ -89,6 +89,8 @@ std::string serialize_model(const Model& model);
 /// Parses a serialized TensorProto (the ONNX test-data .pb files); views keep `data` alive.
 /// Throws Error(kInput) naming `label` when it is malformed or its data does not fit its dims.
 Tensor parse_tensor(const Bytes& data, const std::string& label);
+/// Serializes one tensor as a TensorProto with its data inline (the test-data .pb files).
+std::string serialize_tensor(const Tensor& tensor);
 
 /// True when both paths name the same existing file (device and inode).
 bool same_file(const std::string& a, const std::string& b);

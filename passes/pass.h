@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/progress.h"
 
 namespace onnxtool::passes {
 
@@ -46,6 +47,11 @@ struct OptimizeOptions {
   /// Called after every pass that changed the model, with the pass's name: verification uses it
   /// to find the first pass whose result diverges from the original.
   std::function<void(const std::string& pass, ir::Model& model)> after_pass;
+  /// Called after every pass run, with what the pass did so far (its stats of all rounds): a
+  /// caller can show each pass as it finishes rather than all at the end.
+  std::function<void(const std::string& pass, const PassStats& stats)> pass_finished;
+  /// Receives the pipeline's progress: one step per pass ("passes", the pass about to run).
+  ir::Progress progress;
 };
 
 struct PassContext {

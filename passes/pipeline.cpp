@@ -136,14 +136,19 @@ OptimizeReport optimize(ir::Model& model, const OptimizeOptions& options) {
   ir::DiagnosticSink sink;
   ir::infer_shapes(model, sink);
   const int max_rounds = options.fixed_point ? 8 : 1;
+  const auto passes = static_cast<int64_t>(selected.size());
   for (int round = 0; round < max_rounds; ++round) {
     bool changed = false;
+    const std::string phase = round == 0 ? "passes" : "passes, round " + std::to_string(round + 1);
     for (size_t i = 0; i < selected.size(); ++i) {
+      ir::report_progress(options.progress, phase, static_cast<int64_t>(i), passes, selected[i]->name);
       const PassStats s = selected[i]->run(model, context);
       report.passes[i].stats += s;
       changed = changed || s.changed();
+      if (options.pass_finished) options.pass_finished(selected[i]->name, report.passes[i].stats);
       if (s.changed() && options.after_pass) options.after_pass(selected[i]->name, model);
     }
+    ir::report_progress(options.progress, phase, passes, passes);
     report.rounds = round + 1;
     if (!changed) break;
   }

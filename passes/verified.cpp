@@ -19,6 +19,8 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 std::string first_diverging_pass(ir::Model copy, OptimizeOptions options, const runner::Reference& reference,
                                  const runner::Tolerance& tolerance) {
   ir::for_each_graph(copy, [](ir::Graph& g) { g.topological_sort(); });
+  options.pass_finished = nullptr;  // the replay is not the optimization the caller reports
+  options.progress = nullptr;
   std::string first;
   options.after_pass = [&](const std::string& pass, ir::Model& m) {
     if (!first.empty()) return;
@@ -48,18 +50,36 @@ VerifiedOptimizeReport optimize_verified(ir::Model& model, const VerifiedOptimiz
       }
   }
   // The original runs first, on the model as given: the same object is then optimized in place.
+  const ir::Progress& progress = options.optimize.progress;
   const auto start = Clock::now();
-  if (options.verify) r.reference.emplace(model, *options.verify);
+  if (options.verify) {
+    ir::report_progress(progress, "verification: running the original", 0, 1);
+    r.reference.emplace(model, *options.verify);
+    ir::report_progress(progress, "verification: running the original", 1, 1);
+  }
   r.verify_seconds = seconds_since(start);
 
-  r.report = optimize(model, options.optimize);
+  OptimizeOptions optimize_options = options.optimize;
+  if (optimize_options.pass_finished) {
+    // The nodes sorted above count as the topological sort's, as in the report.
+    optimize_options.pass_finished = [moved, inner = options.optimize.pass_finished](const std::string& pass, PassStats stats) {
+      if (pass == "sort_topologically") stats.reordered += moved;
+      inner(pass, stats);
+    };
+  }
+  r.report = optimize(model, optimize_options);
   add_reordered(r.report, moved);
 
   if (r.reference) {
     const auto check_start = Clock::now();
+    ir::report_progress(progress, "verification: running the result", 0, 1);
     r.verified = r.reference->check(model, options.tolerance);
-    if (!r.verified.ok())
+    ir::report_progress(progress, "verification: running the result", 1, 1);
+    if (!r.verified.ok()) {
+      ir::report_progress(progress, "verification: replaying the passes one by one", 0, 1);
       r.first_diverging_pass = first_diverging_pass(reload(), options.optimize, *r.reference, options.tolerance);
+      ir::report_progress(progress, "verification: replaying the passes one by one", 1, 1);
+    }
     r.verify_seconds += seconds_since(check_start);
   }
   return r;

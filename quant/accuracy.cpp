@@ -111,18 +111,21 @@ void References::end(const std::vector<runner::Value>& outputs) {
   }
 }
 
-References record_references(ir::Model& fp32, const SampleSource& samples, size_t count) {
+References record_references(ir::Model& fp32, const SampleSource& samples, size_t count, const ir::Progress& progress) {
   References refs(count);
   runner::Session session(fp32);
   session.set_observer([&](const ir::Value& v, const runner::Value& produced) {
     if (produced.is_tensor()) refs.add(v.name(), produced.tensor);
   });
   Feeds feeds;
+  const auto total = static_cast<int64_t>(count);
+  ir::report_progress(progress, "reference runs", 0, total);
   for (size_t s = 0; s < count && samples(s, feeds); ++s, feeds.clear()) {
     if (!refs.begin()) break;
     for (const auto& [name, value] : feeds)
       if (value.is_tensor()) refs.add(name, value.tensor);
     refs.end(session.run(feeds));
+    ir::report_progress(progress, "reference runs", static_cast<int64_t>(s) + 1, total);
   }
   return refs;
 }
@@ -130,14 +133,18 @@ References record_references(ir::Model& fp32, const SampleSource& samples, size_
 References optional_references(ir::Model& fp32, const SampleSource& samples, const QuantizeOptions& options,
                                QuantizeReport& report) {
   if (!samples) return References();
-  References references = record_references(fp32, samples, static_cast<size_t>(options.error_samples));
+  // The progress counts the samples there are, when fewer than error_samples.
+  int64_t count = options.error_samples;
+  if (options.sample_count > 0) count = std::min(count, options.sample_count);
+  References references = record_references(fp32, samples, static_cast<size_t>(std::max<int64_t>(count, 0)), options.progress);
   if (!references.samples()) throw_usage_error("no samples in --calib-data");
   report.samples = static_cast<int64_t>(references.samples());
   return references;
 }
 
 void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& references,
-                    const SampleSource& samples, QuantizeReport& report, const std::vector<std::string>& judged) {
+                    const SampleSource& samples, QuantizeReport& report, const std::vector<std::string>& judged,
+                    const ir::Progress& progress) {
   // The fp32 tensor each quantized (dequantized) tensor stands for, and the interval its values
   // are clamped to before comparing (where the tensor's readers saturate).
   struct Compared {
@@ -197,6 +204,8 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
   runner::Session q_session(quantized, q_options);
   Feeds feeds;
   size_t count = 0;
+  const auto total = static_cast<int64_t>(references.samples_.size());
+  ir::report_progress(progress, "error measurement", 0, total);
   for (size_t s = 0; s < references.samples_.size() && samples(s, feeds); ++s) {
     ++count;
     const References::Sample& ref = references.samples_[s];
@@ -233,6 +242,7 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
         output_sums[i].add(*ref.outputs[i], q_out[i].tensor);
         if (q_out[i].tensor.size() > kSmallOutput) large_output.insert(i);
       }
+    ir::report_progress(progress, "error measurement", static_cast<int64_t>(count), total);
   }
   // Per entry: its accuracy, and what it loses against the entries feeding its producer.
   std::map<std::string, double> sqnr;
@@ -342,6 +352,15 @@ ir::Model copy_model(ir::Model& model) {
   return copy;
 }
 
+
+ir::Progress attempt_progress(const ir::Progress& progress, int number) {
+  if (!progress || number <= 1) return progress;
+  return [progress, number](const ir::ProgressStep& s) {
+    const std::string attempt = "attempt " + std::to_string(number - 1);
+    progress(ir::ProgressStep{"accuracy search", 0, 0,
+                              attempt + ", " + s.phase + " " + std::to_string(s.done) + "/" + std::to_string(s.total)});
+  };
+}
 
 namespace {
 

@@ -73,7 +73,7 @@ class References {
 
  private:
   friend void measure_errors(ir::Model&, ir::Model&, const References&, const SampleSource&, QuantizeReport&,
-                             const std::vector<std::string>&);
+                             const std::vector<std::string>&, const ir::Progress&);
   struct Sample {
     std::map<std::string, Reference> tensors;
     std::vector<std::optional<Reference>> outputs;
@@ -84,8 +84,9 @@ class References {
   size_t planned_ = 1;
 };
 
-/// Records the fp32 references of the first `count` samples by running the model on them.
-References record_references(ir::Model& fp32, const SampleSource& samples, size_t count);
+/// Records the fp32 references of the first `count` samples by running the model on them,
+/// reporting each run to `progress` ("reference runs").
+References record_references(ir::Model& fp32, const SampleSource& samples, size_t count, const ir::Progress& progress = {});
 
 /// The references of the first options.error_samples samples when there are samples (none
 /// without), their number in report.samples. Throws Error(kUsage) when `samples` gives none.
@@ -95,9 +96,16 @@ References optional_references(ir::Model& fp32, const SampleSource& samples, con
 /// Runs the quantized model on the first references.samples() samples, one at a time, and fills
 /// each report entry's SQNR, cosine and added noise (entries with a `dequantized` tensor), and
 /// the report's output scores, against the fp32 references of the same samples; the outputs
-/// scored are `judged` (all float outputs when empty).
+/// scored are `judged` (all float outputs when empty). Each run is reported to `progress`
+/// ("error measurement").
 void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& references,
-                    const SampleSource& samples, QuantizeReport& report, const std::vector<std::string>& judged = {});
+                    const SampleSource& samples, QuantizeReport& report, const std::vector<std::string>& judged = {},
+                    const ir::Progress& progress = {});
+
+/// What attempt `number` (from 1) reports its error measurement to: the first as the phase
+/// "error measurement", the later ones (the search for layers to keep float) as steps of one
+/// phase "accuracy search", so that many short attempts read as one long phase.
+ir::Progress attempt_progress(const ir::Progress& progress, int number);
 
 /// One quantization of a copy of the model, keeping these tensors in float, measured.
 using Attempt = std::function<std::pair<std::unique_ptr<ir::Model>, QuantizeReport>(const std::vector<std::string>& excluded)>;

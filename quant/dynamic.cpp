@@ -407,6 +407,7 @@ QuantizeReport quantize_dynamic(ir::Model& model, const QuantizeOptions& options
   // Sizes for the speed estimate: as the samples ran, else the static shapes.
   const std::map<std::string, double> sizes = references.sizes();
   const ElementCount elements = [&sizes](const ir::Value* v) { return element_count(sizes, v); };
+  int attempts = 0;
   auto attempt = [&](const std::vector<std::string>& excluded) {
     QuantizeOptions o = options;
     o.exclude_tensors.insert(o.exclude_tensors.end(), excluded.begin(), excluded.end());
@@ -417,7 +418,8 @@ QuantizeReport quantize_dynamic(ir::Model& model, const QuantizeOptions& options
       ir::infer_shapes(*work, sink);  // the static sizes (copy_model infers them too)
     }
     rewrite_dynamic(*work, o, r, elements);
-    if (measured) measure_errors(model, *work, references, samples, r, o.accuracy_outputs);
+    if (measured)
+      measure_errors(model, *work, references, samples, r, o.accuracy_outputs, attempt_progress(options.progress, ++attempts));
     return std::make_pair(std::move(work), std::move(r));
   };
   auto best = quantize_with_exclusions(options, attempt);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/progress.h"
 #include "quant/calibration.h"
 #include "quant/quant_params.h"
 #include "quant/speed.h"
@@ -59,6 +60,11 @@ struct QuantizeOptions {
   /// against the model as given: its preprocessing may fold or fuse the nodes they name away
   /// (a Transpose into a Gemm), which is no reason to refuse them.
   bool selection_checked = false;
+  /// Receives the progress of the long phases: calibration runs, reference runs, error
+  /// measurement, the accuracy search (empty: nothing reported).
+  ir::Progress progress;
+  /// How many samples the source holds, when known (for progress only; 0: unknown).
+  int64_t sample_count = 0;
 };
 
 /// What quantization did to one node.
@@ -224,16 +230,13 @@ constexpr int64_t kStaticPreprocessOpset = 14;
 /// the change in the report. Throws what convert_opset throws.
 void ensure_opset(ir::Model& model, int64_t minimum, QuantizeReport& report);
 
-/// Reports progress while samples are read: (samples read so far, samples in all).
-using SampleProgress = std::function<void(size_t read, size_t total)>;
-
 /// What `onnxtool quantize` runs. With `preprocess`, static quantization first moves a model
 /// older than kStaticPreprocessOpset there (best effort: a model the converter cannot move keeps
 /// its opset), then the optimize pipeline runs. Then quantize_dynamic or quantize_static with
 /// the samples of `sample_dirs` (one folder per sample, read by runner::load_feeds, checked
 /// against the model's inputs); dynamic mode needs none. The report counts the opset change.
 QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, bool preprocess,
-                              const std::vector<std::string>& sample_dirs, const SampleProgress& progress = {});
+                              const std::vector<std::string>& sample_dirs);
 
 /// Node selection shared by the modes: true when `node` is to be quantized in options.mode (its
 /// op is one the mode handles, by default or named by --op-types, and nothing excludes it).

@@ -120,11 +120,12 @@ void restore_io_types(ir::Graph& g, const std::vector<std::optional<ir::TypeInfo
 }  // namespace
 
 QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, bool preprocess,
-                              const std::vector<std::string>& sample_dirs, const SampleProgress& progress) {
+                              const std::vector<std::string>& sample_dirs) {
   // The selection is checked against the model as given, before preprocessing rewrites it.
   validate_selection(model, options);
   QuantizeOptions checked = options;
   checked.selection_checked = true;
+  checked.sample_count = static_cast<int64_t>(sample_dirs.size());
   QuantizeReport moved;  // the opset change made before preprocessing, if any
   // Samples are checked against the model's inputs as the file declares them, by a session of
   // their own (the quantizers rewrite the model while they read samples).
@@ -139,6 +140,7 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
   const int64_t half_bytes = half ? initializer_bytes(model) : 0;
   if (half) convert::to_fp32(model);
   if (preprocess) {
+    ir::report_progress(options.progress, "preprocessing", 0, 1);
     // Static QDQ keeps the ops it does not quantize in float between DequantizeLinear and
     // QuantizeLinear: a decomposed hard-swish (Add, Clip, Mul, Div) would cost four float ops and
     // three extra roundings where HardSwish (opset 14) costs one op and none. The quantizer
@@ -153,8 +155,8 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
       }
     }
     passes::optimize(model, passes::OptimizeOptions{});
+    ir::report_progress(options.progress, "preprocessing", 1, 1);
   }
-  size_t read = 0;  // samples read so far (the progress counts each once)
   SampleSource source = [&](size_t index, std::map<std::string, runner::Value>& feeds) {
     if (index >= sample_dirs.size()) return false;
     runner::FeedOptions f;
@@ -167,10 +169,6 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
     if (half)
       for (auto& [name, value] : feeds)
         if (value.is_tensor() && is_half(value.tensor.dtype())) value = runner::Value::of(widened(value.tensor));
-    if (index >= read) {
-      read = index + 1;
-      if (progress) progress(read, sample_dirs.size());
-    }
     return true;
   };
   const SampleSource optional_source = sample_dirs.empty() ? SampleSource{} : source;

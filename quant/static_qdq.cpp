@@ -624,6 +624,7 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
         },
         /*subgraphs=*/true, [&](const ir::Value& v) { return !unwatched.count(&v); });
     Feeds feeds;
+    ir::report_progress(options.progress, "calibration", 0, options.sample_count);
     for (size_t s = 0; samples(s, feeds); ++s, feeds.clear()) {
       recording = on_cpu && static_cast<int>(s) < options.error_samples && references.begin();
       for (const auto& [name, value] : feeds) {
@@ -634,10 +635,13 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
       auto outputs = session.run(feeds);
       ++report.samples;
       if (recording) references.end(outputs);
+      ir::report_progress(options.progress, "calibration", report.samples, options.sample_count,
+                          options.sample_count > 0 ? "" : std::to_string(report.samples) + " samples");
     }
   }
   if (options.calibration.device.kind != runner::DeviceSpec::Kind::kCpu && report.samples)
-    references = record_references(model, samples, static_cast<size_t>(options.error_samples));
+    references = record_references(model, samples, static_cast<size_t>(std::min<int64_t>(options.error_samples, report.samples)),
+                                   options.progress);
   if (!report.samples) throw_usage_error("no calibration samples");
   // The chosen calibrator's ranges, and the extremes (minmax) it falls back to where it hurts.
   // Graph inputs keep their extremes whatever the method: clipping what the model is given
@@ -691,6 +695,7 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
     base.float_reasons.emplace(tensor, std::move(why));
   }
   const std::map<std::string, Range>* chosen = &ranges;
+  int attempts = 0;
   auto attempt = [&](const std::vector<std::string>& excluded) {
     QuantizeOptions o = base;
     o.exclude_tensors.insert(o.exclude_tensors.end(), excluded.begin(), excluded.end());
@@ -702,7 +707,8 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
     passes::OptimizeOptions cleanup;
     cleanup.only = {"sort_topologically", "eliminate_dead_code"};
     passes::optimize(*work, cleanup);
-    if (references.samples()) measure_errors(model, *work, references, samples, r, o.accuracy_outputs);
+    if (references.samples())
+      measure_errors(model, *work, references, samples, r, o.accuracy_outputs, attempt_progress(options.progress, ++attempts));
     return std::make_pair(std::move(work), std::move(r));
   };
   // Entropy and percentile ranges clip outliers; where that costs the outputs more than the

@@ -152,7 +152,7 @@ QuantizeReport quantize_weight_only(ir::Model& model, const QuantizeOptions& opt
     auto work = std::make_unique<ir::Model>(!measured ? std::move(model) : copy_model(model));
     QuantizeReport r = report;
     rewrite_weight_only(*work, o, r);
-    if (measured) measure_errors(model, *work, references, samples, r, o.accuracy_outputs);
+    if (measured) measure_errors(model, *work, references, samples, r, o.accuracy_outputs, options.progress);
     return std::make_pair(std::move(work), std::move(r));
   };
   // No activation is quantized, so there is nothing to search: the outputs' errors are reported.

@@ -16,6 +16,22 @@ bool is_float(DataType t) {
 
 constexpr size_t kNonFiniteShown = 8;
 
+/// The distance between 1 and the next value of a float type with few mantissa bits (bfloat16:
+/// 7 bits, 2^-7; float8 e4m3: 2^-3, e5m2: 2^-2, float4 e2m1: 2^-1, e8m0 powers of two: 1); 0 for
+/// the others.
+double relative_step(DataType t) {
+  switch (t) {
+    case DataType::kBFloat16: return 0x1p-7;
+    case DataType::kFloat8E4M3FN:
+    case DataType::kFloat8E4M3FNUZ: return 0x1p-3;
+    case DataType::kFloat8E5M2:
+    case DataType::kFloat8E5M2FNUZ: return 0x1p-2;
+    case DataType::kFloat4E2M1: return 0x1p-1;
+    case DataType::kFloat8E8M0: return 1;
+    default: return 0;
+  }
+}
+
 }  // namespace
 
 TensorDiff compare_tensors(const Tensor& a, const Tensor& b, double rtol, double atol) {
@@ -36,8 +52,14 @@ TensorDiff compare_tensors(const Tensor& a, const Tensor& b, double rtol, double
     return d;
   }
   const bool fp = is_float(a.dtype());
-  double dot = 0, na = 0, nb = 0, sum_abs = 0;
+  // Where both sides hold bfloat16 or float8 values, a relative tolerance below one step of the
+  // type cannot tell two roundings of the same value apart (the ONNX suite's bfloat16 data
+  // truncates, Cast rounds to nearest): the step of the coarser type bounds rtol from below.
+  rtol = std::max(rtol, std::min(relative_step(a.dtype()), relative_step(b.dtype())));
+  double dot = 0, na = 0, nb = 0, sum_abs = 0, noise = 0;
   int64_t finite = 0;
+  bool varies = false;  // the reference holds two different finite values
+  double first = 0;
   for (int64_t i = 0; i < a.size(); ++i) {
     const double x = element_as_double(a, i), y = element_as_double(b, i);
     if (fp && (!std::isfinite(x) || !std::isfinite(y))) {
@@ -58,6 +80,9 @@ TensorDiff compare_tensors(const Tensor& a, const Tensor& b, double rtol, double
     else if (e > 0) d.max_rel = std::max(d.max_rel, std::numeric_limits<double>::infinity());
     if (!(e <= atol + rtol * std::fabs(x))) ++d.beyond;
     sum_abs += e;
+    noise += e * e;
+    if (finite == 0) first = x;
+    else varies = varies || x != first;
     dot += x * y;
     na += x * x;
     nb += y * y;
@@ -80,6 +105,9 @@ TensorDiff compare_tensors(const Tensor& a, const Tensor& b, double rtol, double
   }
   d.mean_abs = finite ? sum_abs / static_cast<double>(finite) : 0;
   d.cosine = (na == 0 && nb == 0) ? 1 : (na == 0 || nb == 0) ? 0 : dot / std::sqrt(na * nb);
+  d.cosine_meaningful = varies;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  d.sqnr_db = noise == 0 ? kInf : na == 0 ? -kInf : 10 * std::log10(na / noise);
   // Classifier-shaped: [..., C] with C > 1 and more than one element per row.
   if (fp && a.rank() >= 1 && a.shape().back() > 1) {
     const int64_t classes = a.shape().back();
@@ -96,6 +124,71 @@ TensorDiff compare_tensors(const Tensor& a, const Tensor& b, double rtol, double
     }
   }
   return d;
+}
+
+void SampleStats::add(const TensorDiff& d, int sample) {
+  if (!d.problem.empty()) return;
+  auto keep = [&](Worst& w, double v, bool worse) {
+    if (w.sample < 0 || worse) w = {v, sample};
+  };
+  keep(max_abs_error, d.max_abs, d.max_abs > max_abs_error.value);
+  keep(max_rel_error, d.max_rel, d.max_rel > max_rel_error.value);
+  keep(cosine, d.cosine, d.cosine < cosine.value);
+  keep(sqnr_db, d.sqnr_db, d.sqnr_db < sqnr_db.value);
+  mean_abs_error = (mean_abs_error * samples + d.mean_abs) / (samples + 1);
+  ++samples;
+  cosine_meaningful = cosine_meaningful && d.cosine_meaningful;
+}
+
+const char* gate_flag(Gate::Kind kind) {
+  switch (kind) {
+    case Gate::Kind::kMinCosine: return "--min-cosine";
+    case Gate::Kind::kMaxRelError: return "--max-rel-error";
+    case Gate::Kind::kMinSqnr: return "--min-sqnr";
+    case Gate::Kind::kMaxAbsError: return "--max-abs-error";
+  }
+  return "";
+}
+
+const char* gate_metric(Gate::Kind kind) {
+  switch (kind) {
+    case Gate::Kind::kMinCosine: return "cosine";
+    case Gate::Kind::kMaxRelError: return "max_rel_error";
+    case Gate::Kind::kMinSqnr: return "sqnr_db";
+    case Gate::Kind::kMaxAbsError: return "max_abs_error";
+  }
+  return "";
+}
+
+GateResult judge_gate(const SampleStats& stats, const Gate& gate) {
+  GateResult r;
+  auto at_least = [&](const SampleStats::Worst& w) {
+    r.measured = w.value;
+    r.sample = w.sample;
+    r.pass = w.value >= gate.threshold;  // NaN fails
+  };
+  auto at_most = [&](const SampleStats::Worst& w) {
+    r.measured = w.value;
+    r.sample = w.sample;
+    r.pass = w.value <= gate.threshold;
+  };
+  switch (gate.kind) {
+    case Gate::Kind::kMinCosine:
+      if (stats.cosine_meaningful) {
+        at_least(stats.cosine);
+      } else {
+        const double rel = stats.max_rel_error.value;
+        r.by_rel_error = true;
+        r.sample = stats.max_rel_error.sample;
+        r.measured = std::isinf(rel) ? 0 : 1 / std::sqrt(1 + rel * rel);
+        r.pass = r.measured >= gate.threshold;
+      }
+      break;
+    case Gate::Kind::kMaxRelError: at_most(stats.max_rel_error); break;
+    case Gate::Kind::kMinSqnr: at_least(stats.sqnr_db); break;
+    case Gate::Kind::kMaxAbsError: at_most(stats.max_abs_error); break;
+  }
+  return r;
 }
 
 }  // namespace onnxtool::runner

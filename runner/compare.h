@@ -24,6 +24,11 @@ struct TensorDiff {
   double mean_abs = 0;
   int64_t max_abs_index = -1;
   double cosine = 1;
+  /// False when the reference has fewer than two elements or all of them are equal: a cosine
+  /// then says nothing about the error (one element: always 1 or -1).
+  bool cosine_meaningful = true;
+  /// 10 log10(sum a^2 / sum (a - b)^2): +inf when equal, -inf when a is all zeros and b not.
+  double sqnr_db = 0;
   /// Rows whose arg-max agrees, for outputs shaped [..., classes] with classes > 1 (else -1).
   int64_t top1_rows = -1, top1_agree = -1;
   std::vector<NonFiniteMismatch> nonfinite;  ///< the first few
@@ -34,6 +39,41 @@ struct TensorDiff {
   /// infinity differs.
   bool within() const { return problem.empty() && beyond == 0 && nonfinite_count == 0; }
 };
+
+/// Per-output figures over several samples: the worst of each and the sample it came from.
+struct SampleStats {
+  struct Worst {
+    double value = 0;
+    int sample = -1;  ///< -1 until a sample sets it
+  };
+  Worst max_abs_error, max_rel_error, cosine, sqnr_db;  ///< largest errors, lowest cosine and SQNR
+  double mean_abs_error = 0;  ///< the mean over the samples of each sample's mean abs error
+  int samples = 0;
+  bool cosine_meaningful = true;  ///< false when any sample's cosine was not (TensorDiff)
+  void add(const TensorDiff& d, int sample);
+};
+
+/// A pass/fail threshold on SampleStats (`compare --min-cosine` and the others).
+struct Gate {
+  enum class Kind { kMinCosine, kMaxRelError, kMinSqnr, kMaxAbsError };
+  Kind kind;
+  double threshold;
+};
+
+/// The flag that sets a gate ("--min-cosine") and the metric it reads ("cosine").
+const char* gate_flag(Gate::Kind kind);
+const char* gate_metric(Gate::Kind kind);
+
+struct GateResult {
+  bool pass = true;
+  double measured = 0;  ///< the value compared with the threshold
+  int sample = -1;      ///< the sample it was measured on
+  /// --min-cosine on an output whose cosine is not meaningful: judged by the cosine that its
+  /// max_rel_error r amounts to, 1 / sqrt(1 + r^2) (as quantize judges small outputs).
+  bool by_rel_error = false;
+};
+
+GateResult judge_gate(const SampleStats& stats, const Gate& gate);
 
 /// Compares b against the reference a. Integer, bool and string tensors compare exactly (any
 /// difference counts as beyond tolerance).

@@ -2,14 +2,19 @@
 #include "runner/compare_models.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
+#include <memory>
 
 #include "ir/error.h"
+#include "runner/layer_compare.h"
 #include "runner/session.h"
+#include "runner/tensor_io.h"
 
 namespace onnxtool::runner {
 
 void WorstDiff::add(const TensorDiff& d, int s) {
+  stats.add(d, s);
   if (!set || !d.problem.empty() || d.max_abs > diff.max_abs || d.beyond > diff.beyond ||
       d.nonfinite_count > diff.nonfinite_count || d.cosine < diff.cosine) {
     const int64_t top1_rows = diff.top1_rows + (set ? d.top1_rows : 0);
@@ -29,8 +34,37 @@ void WorstDiff::add(const TensorDiff& d, int s) {
 
 namespace {
 
-/// B must take the inputs A takes (names, element types), and no others.
-void check_inputs(const Session& a, const Session& b, const std::string& name_a, const std::string& name_b) {
+bool float_precision(ir::DataType t) {
+  return t == ir::DataType::kFloat || t == ir::DataType::kDouble || t == ir::DataType::kFloat16 || t == ir::DataType::kBFloat16;
+}
+
+/// The feeds of sample s: its folder's files when there are sample folders, else feeds.dir and
+/// the seed of sample s. Errors name the sample folder.
+std::map<std::string, Value> sample_feeds(const Session& session, const ModelComparisonOptions& options, int s) {
+  FeedOptions feed = options.feeds;
+  feed.seed = options.feeds.seed + static_cast<uint64_t>(s);
+  if (options.sample_dirs.empty()) return load_feeds(session, feed);
+  feed.dir = options.sample_dirs[static_cast<size_t>(s)];
+  feed.flags = {};  // the hint then names the file the folder lacks
+  try {
+    return load_feeds(session, feed);
+  } catch (const Error& e) {
+    throw Error(e.kind(), "--inputs sample " + feed.dir + ": " + e.what());
+  }
+}
+
+/// A float tensor in another float precision (through double: float16 -> float32 is exact).
+Tensor cast_float(const Tensor& t, ir::DataType to) {
+  Tensor out(to, t.shape());
+  for (int64_t i = 0; i < t.size(); ++i) set_element_from_double(out, i, element_as_double(t, i));
+  return out;
+}
+
+/// B must take the inputs A takes (names, element types), and no others. Float inputs may differ
+/// in precision: returns B's type for each such input, to cast A's feeds to.
+std::map<std::string, ir::DataType> check_inputs(const Session& a, const Session& b, const std::string& name_a,
+                                                 const std::string& name_b) {
+  std::map<std::string, ir::DataType> casts;
   for (const auto* va : a.inputs()) {
     if (va->value->is_initializer()) continue;
     const ir::ValueInfo* vb = nullptr;
@@ -39,7 +73,10 @@ void check_inputs(const Session& a, const Session& b, const std::string& name_a,
     if (!vb) throw_usage_error(name_b + " has no input '" + va->value->name() + "' (which " + name_a + " takes)");
     const ir::TypeInfo& ta = va->type ? *va->type : va->value->type;
     const ir::TypeInfo& tb = vb->type ? *vb->type : vb->value->type;
-    if (ta.is_tensor() && tb.is_tensor() && ta.elem_type != tb.elem_type)
+    if (ta.is_tensor() && tb.is_tensor() && ta.elem_type != tb.elem_type && float_precision(ta.data_type()) &&
+        float_precision(tb.data_type()))
+      casts[va->value->name()] = tb.data_type();
+    else if (ta.is_tensor() && tb.is_tensor() && ta.elem_type != tb.elem_type)
       throw_usage_error("input '" + va->value->name() + "' is " + ta.to_string() + " in " + name_a + " but " +
                         tb.to_string() + " in " + name_b);
   }
@@ -49,6 +86,20 @@ void check_inputs(const Session& a, const Session& b, const std::string& name_a,
     for (const auto* x : a.inputs()) found = found || x->value->name() == vb->value->name();
     if (!found) throw_usage_error(name_a + " has no input '" + vb->value->name() + "' (which " + name_b + " takes)");
   }
+  return casts;
+}
+
+/// "inputs cast to float16 for B" per target type, or nothing.
+std::vector<std::string> cast_notes(const std::map<std::string, ir::DataType>& casts) {
+  std::map<std::string, std::vector<std::string>> by_type;
+  for (const auto& [name, type] : casts) by_type[std::string(ir::data_type_name(type))].push_back(name);
+  std::vector<std::string> notes;
+  for (const auto& [type, names] : by_type) {
+    std::string line = "inputs cast to " + type + " for B (";
+    for (size_t i = 0; i < names.size(); ++i) line += (i ? ", " : "") + names[i];
+    notes.push_back(line + ")");
+  }
+  return notes;
 }
 
 }  // namespace
@@ -59,8 +110,9 @@ ModelComparison compare_models(ir::Model& a, ir::Model& b, const ModelComparison
   oa.device = options.device_a;
   ob.device = options.device_b;
   Session sa(a, oa), sb(b, ob);
-  check_inputs(sa, sb, label_a, label_b);
+  const auto casts = check_inputs(sa, sb, label_a, label_b);
   ModelComparison result;
+  result.notes = cast_notes(casts);
   for (const auto* v : sa.outputs()) {
     bool found = false;
     for (const auto* w : sb.outputs()) found = found || w->value->name() == v->value->name();
@@ -70,47 +122,62 @@ ModelComparison compare_models(ir::Model& a, ir::Model& b, const ModelComparison
   result.output_diffs.resize(result.outputs.size());
 
   std::map<std::string, size_t> layer_index;  // A's value name -> index into result.layers
-  FeedOptions feed = options.feeds;
+  // Progress: per sample, or per value each model produces with --per-layer.
+  auto outputs_of = [](const ir::Graph& g) {
+    int64_t n = 0;
+    for (const auto& node : g.nodes())
+      for (const ir::Value* v : node ? node->outputs() : std::vector<ir::Value*>{}) n += v != nullptr;
+    return n;
+  };
+  const int64_t values_a = options.per_layer ? outputs_of(*a.graph) : 0, values_b = options.per_layer ? outputs_of(*b.graph) : 0;
+  const int64_t steps = options.per_layer ? options.samples * (values_a + values_b) : options.samples;
+  const char* phase = options.per_layer ? "per-layer comparison" : "comparison";
+  int64_t step = 0;
+  std::string detail;
+  auto advance = [&] {  // one value observed: never the phase's end before the last sample is done
+    if (options.progress && step + 1 < steps) ir::report_progress(options.progress, phase, ++step, steps, detail);
+  };
+  ir::report_progress(options.progress, phase, 0, steps);
+  std::unique_ptr<LayerComparer> layers;
+  if (options.per_layer) {
+    layers = std::make_unique<LayerComparer>(*b.graph, options.rtol, options.atol);
+    sa.set_observer([&, observe = layers->observer_a()](const ir::Value& v, const Value& produced) {
+      observe(v, produced);
+      advance();
+    });
+    sb.set_observer([&, observe = layers->observer_b()](const ir::Value& v, const Value& produced) {
+      observe(v, produced);
+      advance();
+    });
+  }
   for (int s = 0; s < options.samples; ++s) {
-    feed.seed = options.feeds.seed + static_cast<uint64_t>(s);
-    const auto feeds = load_feeds(sa, feed);
-    std::map<std::string, Tensor> ta, tb_by_name;
-    std::map<std::string, std::pair<std::string, Tensor>> tb_by_node;  // node#k -> (name, tensor)
-    std::vector<std::pair<std::string, std::string>> order;            // (value, node#index) of A
-    if (options.per_layer) {
-      sa.set_observer([&](const ir::Value& v, const Value& produced) {
-        if (!produced.is_tensor()) return;
-        ta[v.name()] = produced.tensor;
-        const std::string key = v.producer() ? v.producer()->name + "#" + std::to_string(v.producer_output()) : "";
-        order.push_back({v.name(), key});
-      });
-      sb.set_observer([&](const ir::Value& v, const Value& produced) {
-        if (!produced.is_tensor()) return;
-        tb_by_name[v.name()] = produced.tensor;
-        if (v.producer() && !v.producer()->name.empty())
-          tb_by_node[v.producer()->name + "#" + std::to_string(v.producer_output())] = {v.name(), produced.tensor};
-      });
-    }
+    const auto feeds = sample_feeds(sa, options, s);
+    auto feeds_b = feeds;
+    for (auto& [name, value] : feeds_b)
+      if (auto c = casts.find(name); c != casts.end() && value.is_tensor() && value.tensor.dtype() != c->second)
+        value = Value::of(cast_float(value.tensor, c->second));
+    const std::string sample = options.samples > 1 ? "sample " + std::to_string(s + 1) + "/" + std::to_string(options.samples) + ", " : "";
+    detail = sample + "running A";
+    ir::report_progress(options.progress, phase, step, steps, detail);
     const auto ra = sa.run(feeds);
-    const auto rb = sb.run(feeds, result.outputs);
+    detail = sample + (layers ? "running B and comparing" : "running B");
+    ir::report_progress(options.progress, phase, step, steps, detail);
+    const auto rb = sb.run(feeds_b, result.outputs);
     for (size_t i = 0; i < result.outputs.size(); ++i) {
       TensorDiff d;
       if (!ra[i].is_tensor() || !rb[i].is_tensor()) d.problem = "not a tensor";
       else d = compare_tensors(ra[i].tensor, rb[i].tensor, options.rtol, options.atol);
       result.output_diffs[i].add(d, s);
     }
-    for (const auto& [name, node_key] : order) {
-      const Tensor* other = nullptr;
-      if (auto it = tb_by_name.find(name); it != tb_by_name.end()) other = &it->second;
-      else if (auto jt = tb_by_node.find(node_key);
-               !node_key.empty() && node_key[0] != '#' && jt != tb_by_node.end() && !ta.count(jt->second.first))
-        other = &jt->second.second;
-      if (!other) continue;
-      auto [it, added] = layer_index.emplace(name, result.layers.size());
-      if (added) result.layers.push_back({name, node_key.substr(0, node_key.rfind('#')), {}});
-      result.layers[it->second].worst.add(compare_tensors(ta.at(name), *other, options.rtol, options.atol), s);
-    }
+    if (layers)
+      for (const auto& m : layers->end_sample()) {
+        auto [it, added] = layer_index.emplace(m.tensor, result.layers.size());
+        if (added) result.layers.push_back({m.tensor, m.node, {}});
+        result.layers[it->second].worst.add(m.diff, s);
+      }
+    if (!layers) advance();
   }
+  ir::report_progress(options.progress, phase, steps, steps);
 
   if (sa.device()) result.placement_a = SidePlacement{*sa.device(), sa.placement()};
   if (sb.device()) result.placement_b = SidePlacement{*sb.device(), sb.placement()};
@@ -123,6 +190,45 @@ ModelComparison compare_models(ir::Model& a, ir::Model& b, const ModelComparison
   std::stable_sort(result.worst_layers.begin(), result.worst_layers.end(),
                    [&](size_t x, size_t y) { return score(x) > score(y); });
   if (result.worst_layers.size() > options.worst_layers) result.worst_layers.resize(options.worst_layers);
+  return result;
+}
+
+ModelComparison compare_with_expected(ir::Model& model, const ModelComparisonOptions& options,
+                                      const std::vector<std::string>& expect_dirs) {
+  SessionOptions so;
+  so.device = options.device_a;
+  Session session(model, so);
+  ModelComparison result;
+  for (const auto* v : session.outputs()) result.outputs.push_back(v->value->name());
+  result.output_diffs.resize(result.outputs.size());
+  namespace fs = std::filesystem;
+  // Every expected file is found before anything runs: a missing one is the folder's fault.
+  std::vector<std::vector<std::string>> files(expect_dirs.size());
+  for (size_t s = 0; s < expect_dirs.size(); ++s) {
+    const fs::path dir = expect_dirs[s];
+    if (!fs::is_directory(dir)) throw Error(ErrorKind::kInput, "--expect " + dir.string() + ": not a directory");
+    for (size_t k = 0; k < result.outputs.size(); ++k) {
+      const std::string safe = safe_file_name(result.outputs[k]);
+      std::string found;
+      for (const fs::path& f : {dir / (safe + ".npy"), dir / (safe + ".pb"), dir / ("output_" + std::to_string(k) + ".pb")})
+        if (found.empty() && fs::exists(f)) found = f.string();
+      if (found.empty())
+        throw Error(ErrorKind::kInput, "--expect " + dir.string() + " has no " + safe + ".npy, " + safe + ".pb or output_" +
+                                           std::to_string(k) + ".pb (output '" + result.outputs[k] + "')");
+      files[s].push_back(found);
+    }
+  }
+  for (int s = 0; s < options.samples; ++s) {
+    const auto out = session.run(sample_feeds(session, options, s));
+    for (size_t i = 0; i < result.outputs.size(); ++i) {
+      TensorDiff d;
+      if (!out[i].is_tensor()) d.problem = "not a tensor";
+      else d = compare_tensors(read_tensor_file(files[static_cast<size_t>(s)][i]), out[i].tensor, options.rtol, options.atol);
+      result.output_diffs[i].add(d, s);
+    }
+  }
+  if (session.device()) result.placement_a = SidePlacement{*session.device(), session.placement()};
+  for (const auto& d : result.output_diffs) result.within = result.within && d.diff.within();
   return result;
 }
 

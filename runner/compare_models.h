@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/progress.h"
 #include "runner/compare.h"
 #include "runner/feeds.h"
 #include "runner/session.h"
@@ -19,6 +20,7 @@ struct WorstDiff {
   TensorDiff diff;
   int sample = 0;  ///< the sample the worst statistics come from
   bool set = false;
+  SampleStats stats;  ///< each figure's worst over the samples
   void add(const TensorDiff& d, int sample);
 };
 
@@ -31,12 +33,17 @@ struct LayerDiff {
 
 struct ModelComparisonOptions {
   FeedOptions feeds;  ///< sample s uses feeds.seed + s for its random inputs
+  /// Sample folders (`--inputs DIR` of sample folders): sample s reads its files from
+  /// sample_dirs[s] instead of feeds.dir; `samples` must then be their number.
+  std::vector<std::string> sample_dirs;
   int samples = 1;
   double rtol = 1e-3;
   double atol = 1e-5;
   bool per_layer = false;
   size_t worst_layers = 10;  ///< how many layers the ranking keeps
   DeviceSpec device_a, device_b;  ///< where each model runs
+  /// Receives the comparison's progress (per sample; with per_layer, per value observed).
+  ir::Progress progress;
 };
 
 /// Where one side of a comparison ran its nodes (device sessions only).
@@ -57,11 +64,21 @@ struct ModelComparison {
   int first_beyond = -1;             ///< index into layers of the first beyond tolerance
   std::vector<size_t> worst_layers;  ///< indices into layers, most departed (lowest cosine) first
   std::optional<SidePlacement> placement_a, placement_b;  ///< of the last sample
+  /// Float inputs whose precision differs between the models, cast to each model's own type:
+  /// "inputs cast to float16 for B" (one line each).
+  std::vector<std::string> notes;
 };
 
 /// Runs `a` and `b` on the same feeds. Throws Error(kUsage) naming `label_a`/`label_b` when their
 /// inputs (names, element types) or A's outputs have no counterpart in B.
 ModelComparison compare_models(ir::Model& a, ir::Model& b, const ModelComparisonOptions& options,
                                const std::string& label_a, const std::string& label_b);
+
+/// Runs `model` on each sample and compares its outputs (b) with the reference tensors of
+/// expect_dirs[s] (a): per output, `<safe name>.npy` or `.pb` (as `run --output-dir` writes them),
+/// else `output_K.pb` (K: the output's position, the ONNX test_data_set layout). Throws
+/// Error(kInput) naming the folder and the output when one is missing. No per-layer comparison.
+ModelComparison compare_with_expected(ir::Model& model, const ModelComparisonOptions& options,
+                                      const std::vector<std::string>& expect_dirs);
 
 }  // namespace onnxtool::runner

@@ -36,12 +36,13 @@ std::string gigabytes(uint64_t bytes) {
   return buf;
 }
 
-/// Reads one input's file; errors name the input as well as the file.
-Tensor read_input(const std::string& name, const std::string& file) {
+/// Reads one input's file as the model declares the input (a tensor, sequence or optional);
+/// errors name the input as well as the file.
+Value read_input(const ir::ValueInfo& vi, const std::string& file) {
   try {
-    return read_tensor_file(file);
+    return read_value_file(file, vi.type ? *vi.type : vi.value->type);
   } catch (const Error& e) {
-    throw Error(e.kind(), "input '" + name + "': " + e.what());
+    throw Error(e.kind(), "input '" + vi.value->name() + "': " + e.what());
   }
 }
 
@@ -161,7 +162,7 @@ std::map<std::string, Value> load_feeds(const Session& session, const FeedOption
   for (const auto& [name, file] : options.files) {
     known(name);
     if (feeds.count(name)) throw_usage_error("input '" + name + "' is given twice");
-    feeds[name] = Value::of(read_input(name, file));
+    feeds[name] = read_input(*by_name.at(name), file);
   }
   for (const auto& [name, shape] : options.shapes) known(name);
   std::map<std::string, std::string> expected;  // the file of the folder that would hold each input
@@ -176,7 +177,7 @@ std::map<std::string, Value> load_feeds(const Session& session, const FeedOption
       if (test_set) {
         if (vi->value->is_initializer()) continue;
         const auto f = fs::path(options.dir) / ("input_" + std::to_string(k++) + ".pb");
-        if (fs::exists(f)) feeds[name] = Value::of(read_input(name, f.string()));
+        if (fs::exists(f)) feeds[name] = read_input(*vi, f.string());
         else expected[name] = f.filename().string();
         continue;
       }
@@ -184,7 +185,7 @@ std::map<std::string, Value> load_feeds(const Session& session, const FeedOption
       for (const char* ext : {".npy", ".pb"}) {
         const auto f = fs::path(options.dir) / (safe_file_name(name) + ext);
         if (fs::exists(f)) {
-          feeds[name] = Value::of(read_input(name, f.string()));
+          feeds[name] = read_input(*vi, f.string());
           break;
         }
       }

@@ -25,7 +25,8 @@ struct FeedFlags {
 struct FeedOptions {
   /// NAME=FILE pairs.
   std::vector<std::pair<std::string, std::string>> files;
-  /// A folder of <safe name>.npy/.pb files, or an ONNX test_data_set_N folder of input_K.pb.
+  /// A folder of <safe name>.npy/.pb files, or an ONNX test_data_set_N folder of input_K.pb
+  /// (each .pb a TensorProto, SequenceProto or OptionalProto, as the model declares the input).
   std::string dir;
   /// Fill inputs not given with deterministic random data.
   bool random = false;

@@ -42,7 +42,7 @@ read -r CONV WEIGHT CONV_OUT <"$WORK/scaled_info"
 check "compare with a scaled weight" 1 $?
 grep -q "first beyond tolerance: tensor $CONV_OUT (node $CONV)" "$LOG" && ok ||
   fail "--per-layer does not name $CONV ($CONV_OUT) first: $(grep 'first beyond' "$LOG")"
-"$ONNXTOOL" compare "$BASE" "$WORK/scaled.onnx" "${SHAPE[@]}" --per-layer --json >"$LOG.json" 2>&1
+"$ONNXTOOL" compare "$BASE" "$WORK/scaled.onnx" "${SHAPE[@]}" --per-layer --json >"$LOG.json" 2>"$LOG.err"
 "$PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert not d["within_tolerance"]; assert d["per_layer"]["first_beyond_tolerance"]["node"] == sys.argv[2]' "$LOG.json" "$CONV" &&
   ok || fail "compare --json per_layer"
 "$ONNXTOOL" diff "$BASE" "$WORK/scaled.onnx" >"$LOG" 2>&1

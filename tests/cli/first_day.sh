@@ -54,7 +54,7 @@ expect_tool "an abbreviation" 2 "did you mean --external-data?" -- convert "$M" 
 expect_tool "an option no option is near" 2 "onnxtool inspect: unknown option --frobnicate (see --help)" -- inspect --frobnicate "$M"
 lacks "an option no option is near" "did you mean"
 expect_tool "a command's option before the command" 2 "did you mean \`onnxtool inspect --json\`" -- --json inspect "$M"
-expect "no command" 2 "name a command: inspect, check, run, convert, optimize, quantize, compare, diff, devices, help" -- "$ONNXTOOL"
+expect "no command" 2 "name a command: inspect, check, run, convert, optimize, quantize, compare, diff, devices, extract, edit, help" -- "$ONNXTOOL"
 
 # --- 2. help
 expect_tool "help" 0 "Subcommands:" -- help
@@ -153,7 +153,7 @@ if [[ -n $PYTHON ]]; then
   [[ $(json_field command) == inspect && $(json_field exit_code) == 2 ]] && ok ||
     fail "a usage error with --json: stdout is not the JSON failure: $(head -c 300 "$WORK/stdout")"
   expect_tool "inspect --json" 0 "" -- inspect "$M" --json
-  [[ $(json_field schema_version) == 1 ]] && ok || fail "inspect --json has no schema_version"
+  [[ $(json_field schema_version) == 2 ]] && ok || fail "inspect --json has no schema_version"
 fi
 
 # Several models in one check: each checked, the exit code the worst of them.

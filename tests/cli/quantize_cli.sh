@@ -60,8 +60,8 @@ d = json.load(open(sys.argv[1]))
 n = [x for x in d["nodes"] if x["op_type"] == "Conv"]
 assert n and all(x["scale"] > 0 for x in d["nodes"]), "no Conv entries or a non-positive scale"
 assert all("sqnr_db" in x and "cosine" in x for x in n)
-# The classifier output is two probabilities: judged by relative error, not cosine.
-assert d["output_rel_error"] is not None and d["output_cosine"] is None and d["calibration"]["samples"] == 3
+# The classifier output is two probabilities: judged by relative error (as sqnr_db), not cosine.
+assert d["sqnr_db"] is not None and d["cosine"] is None and d["calibration"]["samples"] == 3
 assert all(set(x) == {"node", "op_type", "tensor", "reason"} and x["reason"] for x in d["kept_float"])
 ' "$WORK/report.json" && ok || fail "the JSON report lacks per-node ranges and errors"
 for method in minmax entropy percentile; do

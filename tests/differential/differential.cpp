@@ -218,7 +218,7 @@ std::optional<ir::Model> apply(const Case& c, const std::string& path, const ir:
       write_feeds(runner::load_feeds(probe, f), dirs.back());
     }
     try {
-      const quant::QuantizeReport r = quant::quantize_model(m, q, /*preprocess=*/true, dirs, {});
+      const quant::QuantizeReport r = quant::quantize_model(m, q, /*preprocess=*/true, dirs);
       if (r.quantized_nodes == 0) {
         *refused = "nothing quantized";
         return std::nullopt;

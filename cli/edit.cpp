@@ -1,0 +1,150 @@
+// `onnxtool edit MODEL -o OUT|--in-place`: rename inputs and outputs, set input dims, metadata;
+// the result checked (and, when no shape changed, run against the original) before it is written.
+#include <iostream>
+
+#include "cli/common.h"
+#include "cli/surgery.h"
+#include "cli/verify.h"
+#include "ir/edit.h"
+#include "ir/error.h"
+#include "ir/model_io.h"
+
+namespace onnxtool::cli {
+namespace {
+
+struct EditOptions {
+  std::string model;
+  std::string output;
+  bool in_place = false;
+  std::vector<std::string> rename_inputs;
+  std::vector<std::string> rename_outputs;
+  std::vector<std::string> input_shapes;
+  std::vector<std::string> set_metadata;
+  std::vector<std::string> remove_metadata;
+  std::string producer_name;
+  std::string doc_string;
+  VerifyFlags check;
+  bool json = false;
+  std::set<std::string> given;
+};
+
+std::vector<std::pair<std::string, std::string>> assignments(const std::vector<std::string>& items, const char* flag) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& s : items) out.push_back(parse_assignment(s, flag));
+  return out;
+}
+
+ir::EditRequest edit_request(const EditOptions& o) {
+  ir::EditRequest r;
+  r.rename_inputs = assignments(o.rename_inputs, "--rename-input");
+  r.rename_outputs = assignments(o.rename_outputs, "--rename-output");
+  // "a=b,c=d" would rename a to "b,c=d": one rename per flag.
+  for (const auto* renames : {&r.rename_inputs, &r.rename_outputs})
+    for (const auto& [from, to] : *renames)
+      if (to.find_first_of(",=") != std::string::npos)
+        throw_usage_error("rename " + from + "=" + to + ": a new name with ',' or '='; give each rename its own flag");
+  for (const auto& [name, text] : assignments(o.input_shapes, "--input-shape"))
+    r.input_shapes.emplace_back(name, ir::parse_dims("--input-shape " + name, text));
+  r.set_metadata = assignments(o.set_metadata, "--set-metadata");
+  r.remove_metadata = o.remove_metadata;
+  if (o.given.count("--producer-name")) r.producer_name = o.producer_name;
+  if (o.given.count("--doc-string")) r.doc_string = o.doc_string;
+  return r;
+}
+
+int run_edit(EditOptions& o) {
+  if (o.output.empty() && !o.in_place)
+    throw_usage_error("no output: pass -o OUT, or --in-place to replace " + o.model + " with the result");
+  if (o.output.empty()) o.output = o.model;
+  if (ir::same_file(o.model, o.output) && !o.in_place)
+    throw_usage_error(o.output + ": is the input model itself; pass --in-place to overwrite it");
+  const ir::EditRequest request = edit_request(o);
+  if (request.rename_inputs.empty() && request.rename_outputs.empty() && request.input_shapes.empty() &&
+      request.set_metadata.empty() && request.remove_metadata.empty() && !request.producer_name && !request.doc_string)
+    throw_usage_error("nothing to edit: pass --rename-input, --rename-output, --input-shape, --set-metadata, "
+                      "--remove-metadata, --producer-name or --doc-string");
+  const std::vector<std::string> verify_flags = {"--inputs", "--input", "--seed", "--rtol", "--atol", "--device"};
+  if (const std::string named = given_list(o.given, verify_flags); !named.empty()) {
+    if (o.check.no_verify) throw_usage_error(named + ": they choose how the result is verified; --no-verify runs nothing");
+    if (request.changes_shapes())
+      throw_usage_error(named + ": a model with new input shapes is checked, not run against the original (whose inputs differ)");
+  }
+  runner::VerifyInputs verify_in;
+  const bool run_both = !o.check.no_verify && !request.changes_shapes();
+  if (run_both) verify_in = verify_inputs(o.check, {});
+  const runner::Tolerance tol = tolerance(o.check, passes::kExactTolerance);
+
+  auto loaded = ir::load_model(o.model);
+  if (o.in_place && !ir::same_file(o.model, o.output))
+    throw_usage_error("--in-place: " + o.output + " is not the input model; leave out -o to replace " + o.model +
+                      ", or --in-place to write " + o.output);
+  ir::check_output_paths(loaded.info, o.output, "", o.in_place);
+  const ir::EditReport r = ir::edit_model(loaded.model, request);
+
+  ir::Model original = ir::load_model(o.model).model;
+  if (!o.check.no_verify) refuse_checker_errors(original, loaded.model, "edit");
+  std::optional<passes::SurgeryCheck> verified;
+  if (run_both) {
+    std::map<std::string, std::string> renames(request.rename_inputs.begin(), request.rename_inputs.end());
+    verified = passes::verify_edited(original, loaded.model, renames, verify_in, tol);
+    refuse_mismatch(*verified);
+  }
+  const ir::SaveReport saved = ir::save_model(loaded.model, o.output);
+  if (o.json) {
+    print_json({{"output", o.output},
+                {"renamed", r.renamed},
+                {"input_shapes_set", r.shapes_set},
+                {"declarations_updated", r.declarations_updated},
+                {"declarations_cleared", r.declarations_cleared},
+                {"metadata_set", r.metadata_set},
+                {"metadata_removed", r.metadata_removed},
+                {"model_bytes", saved.model_bytes + saved.data_bytes},
+                {"checked", !o.check.no_verify},
+                {"verification", verified ? surgery_json(*verified, tol) : nlohmann::json(nullptr)}});
+    return kExitOk;
+  }
+  std::string done;
+  const auto add = [&done](size_t n, const std::string& what) {
+    if (n) done += (done.empty() ? "" : ", ") + std::to_string(n) + " " + what;
+  };
+  add(r.renamed, "renamed");
+  add(r.shapes_set, "input shape(s) set");
+  add(r.declarations_updated, "declared shape(s) re-inferred");
+  add(r.declarations_cleared, "stale declared shape(s) cleared");
+  add(r.metadata_set, "metadata set");
+  add(r.metadata_removed, "metadata removed");
+  if (request.producer_name) done += std::string(done.empty() ? "" : ", ") + "producer set";
+  if (request.doc_string) done += std::string(done.empty() ? "" : ", ") + "doc string set";
+  std::cout << "edited: " << done << "\n";
+  if (verified) std::cout << surgery_summary(*verified, tol) << "\n";
+  else if (o.check.no_verify) std::cout << "not checked (--no-verify)\n";
+  else std::cout << "checked (new input shapes: not run against the original)\n";
+  std::cout << "wrote " << o.output << " (" << human_bytes(saved.model_bytes + saved.data_bytes) << ")\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_edit(CLI::App& app, Action& action) {
+  auto o = std::make_shared<EditOptions>();
+  CLI::App* sub = app.add_subcommand("edit", "Rename inputs and outputs, set input dims, edit metadata; verified before writing");
+  sub->add_option("MODEL", o->model, "input model")->required();
+  sub->add_option("-o,--output", o->output, "output model (required unless --in-place)");
+  sub->add_flag("--in-place", o->in_place, "replace the input model with the result (-o may then be left out)");
+  sub->add_option("--rename-input", o->rename_inputs, "OLD=NEW rename a graph input and every use (repeatable)");
+  sub->add_option("--rename-output", o->rename_outputs, "OLD=NEW rename a graph output and every use (repeatable)");
+  sub->add_option("--input-shape", o->input_shapes,
+                  "NAME=D1,D2,... set an input's dims: sizes, symbols (N) or ?; shapes are then re-inferred (repeatable)");
+  sub->add_option("--set-metadata", o->set_metadata, "KEY=VALUE add or replace a metadata entry (repeatable)");
+  sub->add_option("--remove-metadata", o->remove_metadata, "KEY remove a metadata entry (repeatable)");
+  sub->add_option("--producer-name", o->producer_name, "set the producer name");
+  sub->add_option("--doc-string", o->doc_string, "set the model's doc string");
+  add_verify_flags(sub, o->check);
+  sub->add_flag("--json", o->json, "print one JSON document");
+  sub->callback([&action, o, sub] {
+    o->given = given_options(*sub);
+    action = [o] { return run_edit(*o); };
+  });
+}
+
+}  // namespace onnxtool::cli

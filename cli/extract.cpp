@@ -1,0 +1,121 @@
+// `onnxtool extract MODEL -o OUT --inputs A,B --outputs C,D`: the subgraph between named tensors,
+// checked and run against the original before it is written.
+#include <iostream>
+
+#include "cli/common.h"
+#include "cli/surgery.h"
+#include "cli/verify.h"
+#include "ir/error.h"
+#include "ir/extract.h"
+#include "ir/model_io.h"
+
+namespace onnxtool::cli {
+namespace {
+
+struct ExtractOptions {
+  std::string model;
+  std::string output;
+  std::vector<std::string> inputs;
+  std::vector<std::string> outputs;
+  std::vector<std::string> input_shapes;
+  VerifyFlags check;
+  bool json = false;
+  std::set<std::string> given;
+};
+
+nlohmann::json io_list_json(const std::vector<ir::ValueInfo>& list) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& vi : list) {
+    if (vi.value->is_initializer()) continue;
+    arr.push_back({{"name", vi.value->name()}, {"type", (vi.type ? *vi.type : vi.value->type).to_string()}});
+  }
+  return arr;
+}
+
+std::string io_list_text(const std::vector<ir::ValueInfo>& list) {
+  std::string out;
+  for (const auto& vi : list)
+    if (!vi.value->is_initializer())
+      out += (out.empty() ? "" : ", ") + vi.value->name() + " " + (vi.type ? *vi.type : vi.value->type).to_string();
+  return out;
+}
+
+int run_extract(const ExtractOptions& o) {
+  if (o.output.empty()) throw_usage_error("-o OUT is required");
+  if (ir::same_file(o.model, o.output)) throw_usage_error(o.output + ": is the input model itself; choose another output");
+  if (o.check.no_verify) {
+    if (const std::string named = given_list(o.given, {"--input", "--seed", "--input-shape", "--rtol", "--atol", "--device"});
+        !named.empty())
+      throw_usage_error(named + ": they choose how the result is verified; --no-verify runs nothing");
+  }
+  if (o.given.count("--input-shape") && o.given.count("--input"))
+    throw_usage_error("--input-shape sizes random verification inputs; with --input there are none");
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const auto& s : o.input_shapes) {
+    auto [name, text] = parse_assignment(s, "--input-shape");
+    shapes[name] = parse_size_list("--input-shape", name, text);
+  }
+  runner::VerifyInputs verify_in;
+  if (!o.check.no_verify) verify_in = verify_inputs(o.check, shapes);
+  const runner::Tolerance tol = tolerance(o.check, passes::kExactTolerance);
+
+  auto loaded = ir::load_model(o.model);
+  ir::check_output_paths(loaded.info, o.output, "", /*in_place=*/false);
+  refuse_unrunnable(loaded.model, o.model);
+  const ir::ExtractReport r = ir::extract_subgraph(loaded.model, o.inputs, o.outputs);
+
+  ir::Model original = ir::load_model(o.model).model;
+  refuse_checker_errors(original, loaded.model, "extract");
+  std::optional<passes::SurgeryCheck> verified;
+  if (!o.check.no_verify) {
+    verified = passes::verify_extracted(original, loaded.model, verify_in, tol);
+    refuse_mismatch(*verified);
+  }
+  const ir::SaveReport saved = ir::save_model(loaded.model, o.output);
+  const ir::Graph& g = *loaded.model.graph;
+  if (o.json) {
+    print_json({{"output", o.output},
+                {"inputs", io_list_json(g.inputs)},
+                {"outputs", io_list_json(g.outputs)},
+                {"nodes", {{"before", r.nodes_before}, {"after", r.nodes_after}}},
+                {"initializers", {{"before", r.initializers_before}, {"after", r.initializers_after}}},
+                {"model_bytes", saved.model_bytes + saved.data_bytes},
+                {"verification", verified ? surgery_json(*verified, tol) : nlohmann::json(nullptr)}});
+    return kExitOk;
+  }
+  std::cout << "extracted " << r.nodes_after << " of " << r.nodes_before << " nodes, " << r.initializers_after << " of "
+            << r.initializers_before << " initializers\n";
+  std::cout << "inputs:  " << io_list_text(g.inputs) << "\n";
+  std::cout << "outputs: " << io_list_text(g.outputs) << "\n";
+  if (verified) std::cout << surgery_summary(*verified, tol) << "\n";
+  else std::cout << "checked, not run (--no-verify)\n";
+  std::cout << "wrote " << o.output << " (" << human_bytes(saved.model_bytes + saved.data_bytes) << ")\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_extract(CLI::App& app, Action& action) {
+  auto o = std::make_shared<ExtractOptions>();
+  CLI::App* sub = app.add_subcommand("extract", "Cut out the subgraph between named tensors, verified against the original");
+  sub->add_option("MODEL", o->model, "input model")->required();
+  sub->add_option("-o,--output", o->output, "output model");
+  sub->add_option("--inputs", o->inputs, "tensors that become the graph inputs (comma-separated)")->delimiter(',')->required();
+  sub->add_option("--outputs", o->outputs, "tensors that become the graph outputs (comma-separated)")->delimiter(',')->required();
+  // Not add_verify_flags: its --inputs (a folder) would clash with the tensor list above.
+  sub->add_flag("--no-verify", o->check.no_verify, "write after the checker alone, without running both models");
+  sub->add_option("--input", o->check.inputs, "NAME=FILE (.npy/.pb) input of the original for the verification run (repeatable)");
+  o->check.seed_option =
+      sub->add_option("--seed", o->check.seed, "seed of the random verification inputs (default 0)")->check(number_in(0, kMaxSeed));
+  sub->add_option("--input-shape", o->input_shapes, "NAME=D1,D2,... sizes of the original's symbolic dims for random inputs");
+  sub->add_option("--rtol", o->check.rtol, "relative tolerance (default 0: outputs must be identical)")->check(number_in(0, 1e30));
+  sub->add_option("--atol", o->check.atol, "absolute tolerance (default 0)")->check(number_in(0, 1e30));
+  sub->add_option("--device", o->check.device, "run the verification on cpu (default), vulkan or vulkan:N");
+  sub->add_flag("--json", o->json, "print one JSON document");
+  sub->callback([&action, o, sub] {
+    o->given = given_options(*sub);
+    action = [o] { return run_extract(*o); };
+  });
+}
+
+}  // namespace onnxtool::cli

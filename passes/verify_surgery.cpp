@@ -1,0 +1,120 @@
+// verify_extracted, verify_edited, new_check_error: the gates of `extract` and `edit`.
+#include "passes/verify_surgery.h"
+
+#include <set>
+#include <sstream>
+#include <vector>
+
+#include "checker/checker.h"
+#include "ir/error.h"
+#include "runner/compare.h"
+#include "runner/session.h"
+
+namespace onnxtool::passes {
+namespace {
+
+runner::OutputCheck compare_values(const std::string& name, const runner::Value& want, const runner::Value& got,
+                                   const runner::Tolerance& tolerance) {
+  runner::OutputCheck c;
+  c.name = name;
+  c.type = want.describe();
+  if (!want.is_tensor() || !got.is_tensor()) {
+    c.exact = true;
+    c.within = want.describe() == got.describe();
+    if (!c.within) c.why = "was " + want.describe() + ", now " + got.describe();
+    return c;
+  }
+  c.exact = tolerance.rtol == 0 && tolerance.atol == 0;
+  c.diff = runner::compare_tensors(want.tensor, got.tensor, tolerance.rtol, tolerance.atol);
+  c.within = c.diff.within();
+  if (!c.within) {
+    std::ostringstream why;
+    if (!c.diff.problem.empty()) why << c.diff.problem << " (" << want.describe() << " became " << got.describe() << ")";
+    else
+      why << c.diff.beyond + c.diff.nonfinite_count << " of " << c.diff.elements << " elements differ, max abs error "
+          << c.diff.max_abs << " (" << tolerance.name << ": rtol " << tolerance.rtol << ", atol " << tolerance.atol << ")";
+    c.why = why.str();
+  }
+  return c;
+}
+
+runner::SessionOptions session_options(const runner::VerifyInputs& inputs) {
+  runner::SessionOptions options;
+  options.device = inputs.device;
+  return options;
+}
+
+/// The result does not run where the original did: the check fails, it is no usage error.
+[[noreturn]] void result_does_not_run(const Error& e) {
+  if (e.kind() == ErrorKind::kInternal) throw e;
+  throw Error(ErrorKind::kFailed, std::string("the result does not run where the original did: ") + e.what());
+}
+
+}  // namespace
+
+SurgeryCheck verify_extracted(ir::Model& original, ir::Model& extracted, const runner::VerifyInputs& inputs,
+                              const runner::Tolerance& tolerance) {
+  const runner::Reference reference(original, inputs);
+  std::vector<std::string> names;
+  for (const auto& vi : extracted.graph->inputs)
+    if (!vi.value->is_initializer()) names.push_back(vi.value->name());
+  const size_t n_inputs = names.size();
+  for (const auto& vi : extracted.graph->outputs) names.push_back(vi.value->name());
+  runner::Session whole(original, session_options(inputs));
+  const std::vector<runner::Value> values = whole.run(reference.feeds(), names);
+
+  std::map<std::string, runner::Value> feeds;
+  for (size_t i = 0; i < n_inputs; ++i) feeds[names[i]] = values[i];
+  std::vector<runner::Value> got;
+  try {
+    runner::Session part(extracted, session_options(inputs));
+    got = part.run(feeds);
+  } catch (const Error& e) {
+    result_does_not_run(e);
+  }
+  SurgeryCheck check;
+  check.inputs = reference.inputs_description();
+  for (size_t i = n_inputs; i < names.size(); ++i)
+    check.result.outputs.push_back(compare_values(names[i], values[i], got[i - n_inputs], tolerance));
+  return check;
+}
+
+SurgeryCheck verify_edited(ir::Model& original, ir::Model& edited, const std::map<std::string, std::string>& input_renames,
+                           const runner::VerifyInputs& inputs, const runner::Tolerance& tolerance) {
+  const runner::Reference reference(original, inputs);
+  std::map<std::string, runner::Value> feeds;
+  for (const auto& [name, value] : reference.feeds()) {
+    const auto it = input_renames.find(name);
+    feeds[it == input_renames.end() ? name : it->second] = value;
+  }
+  std::vector<runner::Value> got;
+  try {
+    runner::Session session(edited, session_options(inputs));
+    got = session.run(feeds);
+  } catch (const Error& e) {
+    result_does_not_run(e);
+  }
+  // The edited model's outputs under the original's names, in order: what Reference compares.
+  std::map<std::string, runner::Tensor> by_name;
+  const auto& outputs = original.graph->outputs;
+  for (size_t i = 0; i < outputs.size() && i < got.size(); ++i)
+    if (got[i].is_tensor()) by_name.emplace(outputs[i].value->name(), got[i].tensor);
+  SurgeryCheck check;
+  check.inputs = reference.inputs_description();
+  check.result = reference.compare(by_name, tolerance);
+  return check;
+}
+
+std::optional<ir::Diagnostic> new_check_error(const ir::Model& original, const ir::Model& result) {
+  const auto key = [](const ir::Diagnostic& d) { return d.rule + "\n" + d.node + "\n" + d.tensor + "\n" + d.message; };
+  ir::DiagnosticSink before, after;
+  checker::check_model(original, before);
+  checker::check_model(result, after);
+  std::set<std::string> known;
+  for (const auto& d : before.items()) known.insert(key(d));
+  for (const auto& d : after.items())
+    if (d.severity == ir::Severity::kError && !known.count(key(d))) return d;
+  return std::nullopt;
+}
+
+}  // namespace onnxtool::passes

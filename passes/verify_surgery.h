@@ -1,0 +1,38 @@
+// The checks of `extract` and `edit` before they write: the result against the checker, and the
+// result run against the original on the runner.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "ir/diagnostic.h"
+#include "ir/graph.h"
+#include "runner/verify.h"
+
+namespace onnxtool::passes {
+
+/// Surgery moves no arithmetic: outputs must match bit for bit unless the caller loosens it.
+constexpr runner::Tolerance kExactTolerance{"exact", 0, 0};
+
+struct SurgeryCheck {
+  runner::VerifyResult result;
+  std::string inputs;  ///< how the original's inputs were chosen, and their shapes
+};
+
+/// Runs `original` on `inputs`, keeps the values of its main graph that `extracted` takes as
+/// inputs and gives as outputs, runs `extracted` on those and compares its outputs with them.
+/// Throws Error(kFailed) when either model does not run (see runner::Reference).
+SurgeryCheck verify_extracted(ir::Model& original, ir::Model& extracted, const runner::VerifyInputs& inputs,
+                              const runner::Tolerance& tolerance);
+
+/// Runs both models on the same inputs (fed to `edited` under the names `input_renames` gives
+/// them) and compares the outputs in order.
+SurgeryCheck verify_edited(ir::Model& original, ir::Model& edited, const std::map<std::string, std::string>& input_renames,
+                           const runner::VerifyInputs& inputs, const runner::Tolerance& tolerance);
+
+/// The first checker error of `result` (full check with shape inference) that `original` does
+/// not have too, or nullopt: what surgery broke, not what the model brought along.
+std::optional<ir::Diagnostic> new_check_error(const ir::Model& original, const ir::Model& result);
+
+}  // namespace onnxtool::passes

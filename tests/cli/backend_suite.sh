@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The ONNX backend suite through the command line (issue 20): every case that has test data
+# (node, pytorch-converted, pytorch-operator, simple) runs as a user would run it,
+#   onnxtool run MODEL --inputs test_data_set_N --expect test_data_set_N
+# for each of its data sets (tensors, sequences, optionals, strings and bfloat16 read from the
+# .pb files, outputs compared at the default rtol 1e-3, atol 1e-5). Every case must pass unless
+# tests/conformance/cli_skips.txt lists it with its reason, and every case listed there must
+# still fail, so that the list stays true. Prints the counts.
+#
+# Environment: ONNXTOOL (the binary), ONNXTOOL_BACKEND_DATA (the suite; skipped, exit 77, when
+# missing), BACKEND_SUITE_JOBS (parallel runs, default 2), BACKEND_SUITE_FILTER (a substring of
+# the case names to run, for debugging; the skips list is then checked for those cases only).
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+needs_file "$BACKEND/node"
+make_work backend_suite
+SKIPS=$SOURCE_DIR/tests/conformance/cli_skips.txt
+[[ -f $SKIPS ]] || { echo "FAIL: $SKIPS is missing"; exit 1; }
+
+# run_case DIR: "pass NAME" or "fail NAME: SET: the error line".
+run_case() {
+  local dir=$1 name set err
+  name=${dir#"$BACKEND"/}
+  for set in "$dir"/test_data_set_*; do
+    # One thread per run: the runs themselves go in parallel.
+    if ! err=$("$ONNXTOOL" run "$dir/model.onnx" --inputs "$set" --expect "$set" --threads 1 2>&1 >/dev/null); then
+      echo "fail $name: ${set##*/}: ${err//$'\n'/ }"
+      return
+    fi
+  done
+  echo "pass $name"
+}
+export -f run_case
+export ONNXTOOL BACKEND
+
+start=$SECONDS
+find "$BACKEND" -mindepth 3 -maxdepth 3 -type d -name test_data_set_0 -printf '%h\n' |
+  grep -F -- "${BACKEND_SUITE_FILTER:-}" | LC_ALL=C sort |
+  xargs -r -P "${BACKEND_SUITE_JOBS:-2}" -I{} bash -c 'run_case "$1"' _ {} >"$WORK/results"
+
+# The skips: "suite/case reason" lines; # starts a comment.
+declare -A skip
+while read -r name reason; do
+  [[ -z $name || $name == \#* ]] && continue
+  [[ -n $reason ]] || fail "$SKIPS: $name has no reason"
+  skip[$name]=1
+done <"$SKIPS"
+
+total=0 pass=0 skipped=0
+declare -A seen
+while read -r verdict name rest; do
+  name=${name%:}
+  seen[$name]=1
+  total=$((total + 1))
+  if [[ $verdict == pass ]]; then
+    pass=$((pass + 1))
+    if [[ -n ${skip[$name]+x} ]]; then
+      fail "$name passes but $SKIPS lists it: remove it from the list"
+    else
+      ok
+    fi
+  elif [[ -n ${skip[$name]+x} ]]; then
+    skipped=$((skipped + 1))
+    ok
+  else
+    fail "$name: $rest"
+  fi
+done <"$WORK/results"
+if [[ -z ${BACKEND_SUITE_FILTER:-} ]]; then
+  for name in "${!skip[@]}"; do
+    [[ -n ${seen[$name]+x} ]] || fail "$SKIPS lists $name, which the suite does not have"
+  done
+fi
+echo "backend suite through the CLI: $pass of $total cases pass, $skipped fail as $SKIPS says ($((SECONDS - start)) s)"
+finish
