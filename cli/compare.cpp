@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -194,6 +195,8 @@ int run_compare(const CompareCliOptions& o) {
                            : random         ? "seed " + std::to_string(o.seed + static_cast<uint64_t>(s))
                                             : given_sample);
   runner::ModelComparison r;
+  // B outlives the comparison: its placement (on a device) points at B's nodes.
+  std::optional<ir::LoadedModel> lb;
   if (expect) {
     // With sample folders, sample S's outputs are in EXPECT/S (run --output-dir EXPECT/S writes them).
     std::vector<std::string> expect_dirs;
@@ -201,11 +204,11 @@ int run_compare(const CompareCliOptions& o) {
     if (folders.empty()) expect_dirs.push_back(o.expect_dir);
     r = runner::compare_with_expected(la.model, c, expect_dirs);
   } else {
-    auto lb = ir::load_model(b_path);
-    refuse_unrunnable(lb.model, b_path);
+    lb.emplace(ir::load_model(b_path));
+    refuse_unrunnable(lb->model, b_path);
     const std::string label_a = o.b.empty() ? o.a + " on " + c.device_a.to_string() : o.a;
     const std::string label_b = o.b.empty() ? b_path + " on " + c.device_b.to_string() : b_path;
-    r = runner::compare_models(la.model, lb.model, c, label_a, label_b);
+    r = runner::compare_models(la.model, lb->model, c, label_a, label_b);
   }
   // With gates, atol/rtol judge only when given: the default atol would fail (or pass) what the
   // gates were chosen to decide.
