@@ -68,7 +68,7 @@ for t in "${targets[@]}"; do
 done
 
 # --- seeds: model targets read models as they are; convert's first byte picks the conversion
-# and tensor_file's the format (odd: .pb, even: .npy)
+# and tensor_file's the format (odd: .pb, even: .npy) and the declared kind (bits 1-2)
 backend=/usr/share/libonnx-testdata/data
 seeds="$dir/seeds"
 rm -rf "$seeds"
@@ -79,6 +79,12 @@ while IFS= read -r -d '' f; do models+=("$f"); done < <(
 tensors=()
 while IFS= read -r -d '' f; do tensors+=("$f"); done < <(
   [[ -d "$backend/node" ]] && find "$backend/node" -name '*.pb' -size -64k -print0 2>/dev/null | head -z -n 800)
+# the suite's sequence, optional and string values: tensor_file seeds them with the declared
+# kind in the first byte's bits 1-2 (3: a sequence, 5: an optional, 7: a string tensor)
+values=()
+while IFS= read -r -d '' f; do values+=("$f"); done < <(
+  [[ -d "$backend/node" ]] && find "$backend/node" \( -path '*sequence*' -o -path '*optional*' -o -path '*_seq*' \
+    -o -path '*_opt*' -o -path '*string*' \) -name '*.pb' -size -64k -print0 2>/dev/null | head -z -n 300)
 for t in "${targets[@]}"; do
   mkdir -p "$seeds/$t" "$dir/corpus/$t" "$dir/crashes"
   [[ -d fuzz/regressions/$t ]] && cp fuzz/regressions/"$t"/* "$seeds/$t/" 2>/dev/null || true
@@ -95,8 +101,11 @@ for t in "${targets[@]}"; do
       done ;;
     tensor_file)
       for f in "${tensors[@]}"; do { printf '\001'; cat "$f"; } > "$seeds/$t/t$((i++)).pb"; done
+      for f in "${values[@]}"; do
+        for c in 003 005 007; do { printf "\\$c"; cat "$f"; } > "$seeds/$t/v$((i++)).pb"; done
+      done
       for shape in "()" "(3,)" "(2, 3)" "(0, 4)"; do
-        for descr in '<f4' '<f2' '|b1' '<i8' '|u1'; do
+        for descr in '<f4' '<f2' '|b1' '<i8' '|u1' '<U3'; do
           # numpy's own header layout: magic, version 1.0, little-endian length, padded dict
           header="{'descr': '$descr', 'fortran_order': False, 'shape': $shape, }"
           pad=$(( 64 - (10 + ${#header} + 1) % 64 ))

@@ -67,63 +67,6 @@ std::string compare(const Tensor& got, const Tensor& want) {
   return "";
 }
 
-// ---------------------------------------------------------------- sequence and optional data
-
-/// Reads test data of any type: a TensorProto, or a SequenceProto / OptionalProto (fields 3
-/// tensor(s), 5 sequence(s), 7 optional(s); 2 elem_type: 1 tensor, 2 sparse, 3 sequence, 4 map,
-/// 5 optional) as the graph input or output type says.
-Value read_value(const ir::Bytes& bytes, const ir::TypeInfo& type, const std::string& label) {
-  if (type.kind == ir::TypeInfo::Kind::kTensor)
-    return Value::of(runner::from_ir(ir::parse_tensor(bytes, label)).clone());
-  const bool sequence = type.kind == ir::TypeInfo::Kind::kSequence;
-  if (!sequence && type.kind != ir::TypeInfo::Kind::kOptional) throw std::runtime_error(label + ": unsupported test data type");
-  const ir::TypeInfo* inner = type.elem.get();
-  std::vector<Value> items;
-  bool has_elem_type = false;
-  ir::wire::Reader r(bytes.data(), bytes.data() + bytes.size(), bytes.data());
-  uint32_t field;
-  int wt;
-  while (r.next(field, wt)) {
-    if ((field == 3 || field == 5 || field == 7) && wt == ir::wire::kLengthDelimited) {
-      const std::string_view s = r.bytes();
-      const ir::Bytes sub = bytes.slice(static_cast<size_t>(reinterpret_cast<const uint8_t*>(s.data()) - bytes.data()), s.size());
-      if (!inner) throw std::runtime_error(label + ": no element type");
-      items.push_back(read_value(sub, *inner, label));
-    } else if (field == 2 && wt == ir::wire::kVarint) {
-      has_elem_type = r.varint() != 0;
-    } else {
-      r.skip(field, wt);
-    }
-  }
-  if (sequence) {
-    std::vector<Tensor> tensors;
-    for (auto& v : items) {
-      if (!v.is_tensor()) throw std::runtime_error(label + ": sequences of non-tensors are not supported");
-      tensors.push_back(std::move(v.tensor));
-    }
-    return Value::of_sequence(std::move(tensors), inner && inner->is_tensor() ? inner->data_type() : ir::DataType::kUndefined);
-  }
-  Value v;
-  v.kind = Value::Kind::kOptional;
-  if (inner && inner->is_tensor()) v.elem_type = inner->data_type();
-  if (has_elem_type && !items.empty()) v.optional = std::make_shared<Value>(std::move(items.front()));
-  return v;
-}
-
-Value read_value_file(const std::filesystem::path& f, const ir::TypeInfo& type) {
-  std::ifstream in(f, std::ios::binary);
-  std::vector<uint8_t> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  Value v = read_value(ir::Bytes::owned(std::move(data)), type, f.string());
-  // The suite (generated before numpy had bfloat16) stores bfloat16 data as uint16 bit patterns.
-  if (v.is_tensor() && type.is_tensor() && type.data_type() == ir::DataType::kBFloat16 &&
-      v.tensor.dtype() == ir::DataType::kUInt16) {
-    Tensor b(ir::DataType::kBFloat16, v.tensor.shape());
-    std::memcpy(b.mutable_raw(), v.tensor.raw(), v.tensor.bytes());
-    v.tensor = b;
-  }
-  return v;
-}
-
 std::string compare_values(const Value& got, const Value& want) {
   if (want.is_tensor()) {
     if (!got.is_tensor()) return "not a tensor (" + got.describe() + ")";
@@ -189,14 +132,14 @@ Result run_case(const std::filesystem::path& dir, std::string& detail) {
         const auto f = set / ("input_" + std::to_string(i) + ".pb");
         if (!std::filesystem::exists(f)) break;
         const ir::ValueInfo& vi = *feeds_order[i];
-        feeds[vi.value->name()] = read_value_file(f, vi.type ? *vi.type : vi.value->type);
+        feeds[vi.value->name()] = runner::read_value_file(f.string(), vi.type ? *vi.type : vi.value->type);
       }
       auto outputs = session->run(feeds);
       for (size_t i = 0; i < outputs.size(); ++i) {
         const auto f = set / ("output_" + std::to_string(i) + ".pb");
         if (!std::filesystem::exists(f)) continue;
         const ir::ValueInfo& vi = model.graph->outputs[i];
-        const Value want = read_value_file(f, vi.type ? *vi.type : vi.value->type);
+        const Value want = runner::read_value_file(f.string(), vi.type ? *vi.type : vi.value->type);
         std::string why = compare_values(outputs[i], want);
         if (!why.empty()) {
           detail = "set " + std::to_string(k) + " output " + std::to_string(i) + ": " + why;
