@@ -2,7 +2,6 @@
 #include "cli/dump_dir.h"
 
 #include <filesystem>
-#include <set>
 
 #include "cli/common.h"
 #include "ir/error.h"
@@ -16,16 +15,12 @@ ValueDump::ValueDump(const std::string& dir, const ir::LoadedModel& loaded) : di
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) throw_usage_error("--dump-dir " + dir + ": exists and is not a directory");
   const ir::Graph& g = *loaded.model.graph;
-  std::set<std::string> taken{"index.json"};
+  runner::FileStems taken({"index.json"});
   for (const auto& n : g.nodes()) {
     const std::string node = n->name.empty() ? n->op_type + "#" + std::to_string(g.node_index(n.get())) : n->name;
     for (const ir::Value* v : n->outputs()) {
       if (!v || v->producer() != n.get() || entries_.count(v->name())) continue;
-      // The stem is unique without its extension, so NAME.npy and NAME.pb never meet either.
-      const std::string base = runner::safe_file_name(v->name());
-      std::string stem = base;
-      for (size_t k = 1; taken.count(stem); ++k) stem = base + "_" + std::to_string(k);
-      taken.insert(stem);
+      const std::string stem = taken.claim(v->name());
       for (const char* ext : {".npy", ".pb"})
         ir::check_not_input(*input_, (fs::path(dir) / (stem + ext)).string(), "--dump-dir " + dir);
       entries_[v->name()] = Entry{stem, node, n->op_type};

@@ -142,21 +142,11 @@ void make_output_dir(const std::string& dir) {
   if (ec) throw_usage_error("--output-dir " + dir + ": cannot create it (" + ec.message() + ")");
 }
 
-/// The file stem of each output: its safe name, and for names that sanitize to the same stem
-/// ("a/b" and "a_b") the output index appended, so that none overwrites another. --output-dir
-/// writes these files and --expect DIR reads them back.
+/// The file stem of each output (--output-dir writes these files and --expect DIR reads them).
 std::vector<std::string> output_stems(const std::vector<std::string>& names) {
+  runner::FileStems taken;
   std::vector<std::string> stems;
-  std::set<std::string> taken;
-  for (size_t i = 0; i < names.size(); ++i) {
-    std::string stem = runner::safe_file_name(names[i]);
-    if (taken.count(stem)) {
-      const std::string base = stem;
-      for (size_t k = i; taken.count(stem); ++k) stem = base + "_" + std::to_string(k);
-    }
-    taken.insert(stem);
-    stems.push_back(stem);
-  }
+  for (const auto& n : names) stems.push_back(taken.claim(n));
   return stems;
 }
 
@@ -264,38 +254,29 @@ void match_value(const runner::Value& want, const runner::Value& got, double rto
   }
 }
 
-/// --expect DIR: each output against DIR/output_K.pb (a test_data_set_N folder, by position
-/// among the graph outputs) or DIR/<stem>.npy or .pb (what --output-dir writes).
+/// --expect DIR: each output against its reference file in DIR (runner::find_reference_file).
 std::vector<OutputMatch> match_outputs(const runner::Session& session, const std::vector<std::string>& names,
                                        const std::vector<runner::Value>& results, const RunOptions& o) {
-  namespace fs = std::filesystem;
-  if (!fs::is_directory(o.expect_dir)) throw_usage_error("--expect " + o.expect_dir + ": not a directory");
-  const bool test_set = fs::exists(fs::path(o.expect_dir) / "output_0.pb");
+  if (!std::filesystem::is_directory(o.expect_dir)) throw_usage_error("--expect " + o.expect_dir + ": not a directory");
   const std::vector<std::string> stems = output_stems(names);
   std::vector<OutputMatch> matches(results.size());
-  bool any = false;
+  std::string looked_for;
   for (size_t i = 0; i < results.size(); ++i) {
-    std::vector<std::string> candidates;
-    if (test_set) {
-      for (size_t k = 0; k < session.outputs().size(); ++k)
-        if (session.outputs()[k]->value->name() == names[i]) candidates.push_back("output_" + std::to_string(k) + ".pb");
-    } else {
-      candidates = {stems[i] + ".npy", stems[i] + ".pb"};
+    std::optional<size_t> position;
+    for (size_t k = 0; k < session.outputs().size() && !position; ++k)
+      if (session.outputs()[k]->value->name() == names[i]) position = k;
+    const runner::ReferenceFile ref = runner::find_reference_file(o.expect_dir, stems[i], position);
+    if (ref.path.empty()) {
+      if (looked_for.empty()) looked_for = ref.looked_for + " for '" + names[i] + "'";
+      continue;
     }
-    for (const auto& c : candidates) {
-      const fs::path f = fs::path(o.expect_dir) / c;
-      if (!fs::exists(f)) continue;
-      OutputMatch& m = matches[i];
-      m.file = f.string();
-      const runner::Value want = runner::read_value_file(m.file, reference_type(session, names[i], results[i]));
-      match_value(want, results[i], o.rtol, o.atol, m);
-      any = true;
-      break;
-    }
+    OutputMatch& m = matches[i];
+    m.file = ref.path;
+    const runner::Value want = runner::read_value_file(m.file, reference_type(session, names[i], results[i]));
+    match_value(want, results[i], o.rtol, o.atol, m);
   }
-  if (!any)
-    throw_usage_error("--expect " + o.expect_dir + ": no reference for any output (" +
-                      (test_set ? std::string("output_K.pb") : "<output name>.npy or .pb") + " files)");
+  if (std::all_of(matches.begin(), matches.end(), [](const OutputMatch& m) { return m.file.empty(); }))
+    throw_usage_error("--expect " + o.expect_dir + ": no reference for any output (no " + looked_for + ")");
   return matches;
 }
 

@@ -201,29 +201,28 @@ ModelComparison compare_with_expected(ir::Model& model, const ModelComparisonOpt
   ModelComparison result;
   for (const auto* v : session.outputs()) result.outputs.push_back(v->value->name());
   result.output_diffs.resize(result.outputs.size());
-  namespace fs = std::filesystem;
   // Every expected file is found before anything runs: a missing one is the folder's fault.
+  std::vector<std::string> stems;
+  FileStems taken;
+  for (const auto& name : result.outputs) stems.push_back(taken.claim(name));
   std::vector<std::vector<std::string>> files(expect_dirs.size());
   for (size_t s = 0; s < expect_dirs.size(); ++s) {
-    const fs::path dir = expect_dirs[s];
-    if (!fs::is_directory(dir)) throw Error(ErrorKind::kInput, "--expect " + dir.string() + ": not a directory");
+    const std::string& dir = expect_dirs[s];
+    if (!std::filesystem::is_directory(dir)) throw Error(ErrorKind::kInput, "--expect " + dir + ": not a directory");
     for (size_t k = 0; k < result.outputs.size(); ++k) {
-      const std::string safe = safe_file_name(result.outputs[k]);
-      std::string found;
-      for (const fs::path& f : {dir / (safe + ".npy"), dir / (safe + ".pb"), dir / ("output_" + std::to_string(k) + ".pb")})
-        if (found.empty() && fs::exists(f)) found = f.string();
-      if (found.empty())
-        throw Error(ErrorKind::kInput, "--expect " + dir.string() + " has no " + safe + ".npy, " + safe + ".pb or output_" +
-                                           std::to_string(k) + ".pb (output '" + result.outputs[k] + "')");
-      files[s].push_back(found);
+      const ReferenceFile ref = find_reference_file(dir, stems[k], k);
+      if (ref.path.empty())
+        throw Error(ErrorKind::kInput, "--expect " + dir + " has no " + ref.looked_for + " (output '" + result.outputs[k] + "')");
+      files[s].push_back(ref.path);
     }
   }
   for (int s = 0; s < options.samples; ++s) {
     const auto out = session.run(sample_feeds(session, options, s));
     for (size_t i = 0; i < result.outputs.size(); ++i) {
       TensorDiff d;
-      if (!out[i].is_tensor()) d.problem = "not a tensor";
-      else d = compare_tensors(read_tensor_file(files[static_cast<size_t>(s)][i]), out[i].tensor, options.rtol, options.atol);
+      const Value want = read_value_file(files[static_cast<size_t>(s)][i], session.outputs()[i]->value->type);
+      if (!out[i].is_tensor() || !want.is_tensor()) d.problem = "not a tensor";
+      else d = compare_tensors(want.tensor, out[i].tensor, options.rtol, options.atol);
       result.output_diffs[i].add(d, s);
     }
   }

@@ -582,4 +582,33 @@ std::string safe_file_name(const std::string& name) {
   return out;
 }
 
+std::string FileStems::claim(const std::string& name) {
+  const std::string base = safe_file_name(name);
+  std::string stem = base;
+  for (size_t k = 1; taken_.count(stem); ++k) stem = base + "_" + std::to_string(k);
+  taken_.insert(stem);
+  return stem;
+}
+
+ReferenceFile find_reference_file(const std::string& dir, const std::string& stem, std::optional<size_t> position) {
+  namespace fs = std::filesystem;
+  ReferenceFile r;
+  std::vector<std::string> names;
+  if (fs::exists(fs::path(dir) / "output_0.pb")) {
+    if (position) names.push_back("output_" + std::to_string(*position) + ".pb");
+    r.looked_for = position ? names[0] : "output_K.pb (not a graph output)";
+  } else {
+    names = {stem + ".npy", stem + ".pb"};
+    r.looked_for = names[0] + " or " + names[1];
+  }
+  for (const auto& n : names) {
+    const fs::path f = fs::path(dir) / n;
+    if (fs::exists(f)) {
+      r.path = f.string();
+      break;
+    }
+  }
+  return r;
+}
+
 }  // namespace onnxtool::runner

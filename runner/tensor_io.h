@@ -2,7 +2,11 @@
 // TensorProto), sequences and optionals as serialized SequenceProto / OptionalProto .pb files.
 #pragma once
 
+#include <cstddef>
+#include <optional>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "ir/type.h"
 #include "runner/tensor.h"
@@ -46,5 +50,29 @@ Tensor read_tensor_file(const std::string& path);
 
 /// The file name used for a tensor named `name`: characters outside [A-Za-z0-9_.-] become '_'.
 std::string safe_file_name(const std::string& name);
+
+/// File stems for values written side by side in one folder (run --output-dir, run --dump-dir,
+/// read back by --expect). claim(name) gives the name's safe_file_name, or, when an earlier name
+/// took that stem ("a/b" and "a_b" both give "a_b"), the stem with "_1", "_2", ... appended.
+/// Stems are unique without their extension, so NAME.npy and NAME.pb never meet either.
+class FileStems {
+ public:
+  explicit FileStems(std::set<std::string> reserved = {}) : taken_(std::move(reserved)) {}
+  std::string claim(const std::string& name);
+
+ private:
+  std::set<std::string> taken_;
+};
+
+/// Where a graph output's reference file is in `dir`, as run --expect and compare --expect look
+/// for it. In a test_data_set_N folder (one holding output_0.pb) it is output_<position>.pb by the
+/// output's position among the graph outputs (nothing when the value is not a graph output);
+/// elsewhere <stem>.npy or <stem>.pb, the files run --output-dir writes. `path` is empty when no
+/// such file exists; `looked_for` names what was looked for, for the error line.
+struct ReferenceFile {
+  std::string path;
+  std::string looked_for;
+};
+ReferenceFile find_reference_file(const std::string& dir, const std::string& stem, std::optional<size_t> position);
 
 }  // namespace onnxtool::runner

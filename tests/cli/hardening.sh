@@ -171,6 +171,8 @@ files = {o["name"]: o["file"] for o in d["outputs"]}
 assert files["a/b"] != files["a_b"], files
 assert np.array_equal(np.load(files["a/b"]), [1.5, 0]) and np.array_equal(np.load(files["a_b"]), [-1.5, 2]), files
 ' "$WORK/stdout"; then ok; else fail "outputs a/b and a_b: $(cat "$WORK/stdout")"; fi
+expect_tool "run --expect reads them back" 0 "matches" -- run "$WORK/names.onnx" --input "x=$WORK/x.npy" --expect "$WORK/names"
+expect_tool "compare --expect reads them back" 0 "within tolerance" -- compare "$WORK/names.onnx" --input "x=$WORK/x.npy" --expect "$WORK/names"
 
 # --------------------------------------------------------------- tensor files that are not files
 mkfifo "$WORK/x_fifo.npy"
