@@ -47,10 +47,12 @@ nlohmann::json to_json(const std::string& name, const runner::WorstDiff& w) {
   j["max_abs_error"] = st.max_abs_error.value;
   j["max_rel_error"] = json_number(st.max_rel_error.value);
   j["mean_abs_error"] = st.mean_abs_error;
-  j["cosine"] = st.cosine_meaningful ? nlohmann::json(st.cosine.value) : nlohmann::json(nullptr);
-  j["sqnr_db"] = json_number(st.sqnr_db.value);
+  j["cosine"] = st.cosine_meaningful ? nlohmann::json(st.cosine()) : nlohmann::json(nullptr);
+  j["sqnr_db"] = json_number(st.sqnr_db());
+  j["lowest_sample"] = {{"cosine", st.cosine_meaningful ? nlohmann::json(st.lowest_cosine.value) : nlohmann::json(nullptr)},
+                        {"sqnr_db", json_number(st.lowest_sqnr_db.value)}};
   j["worst_samples"] = {{"max_abs_error", st.max_abs_error.sample}, {"max_rel_error", st.max_rel_error.sample},
-                        {"cosine", st.cosine.sample}, {"sqnr_db", st.sqnr_db.sample}};
+                        {"cosine", st.lowest_cosine.sample}, {"sqnr_db", st.lowest_sqnr_db.sample}};
   j["beyond_tolerance"] = d.beyond;
   if (d.top1_rows >= 0) j["top1_agreement"] = d.top1_rows ? static_cast<double>(d.top1_agree) / static_cast<double>(d.top1_rows) : 1.0;
   nlohmann::json nf = nlohmann::json::array();
@@ -60,16 +62,24 @@ nlohmann::json to_json(const std::string& name, const runner::WorstDiff& w) {
   return j;
 }
 
-std::string describe_worst(const runner::WorstDiff& w) {
+/// The figures of one tensor; over several samples (named by `sample_names`) cosine and SQNR
+/// are followed by the lowest single sample's.
+std::string describe_worst(const runner::WorstDiff& w, const std::vector<std::string>& sample_names) {
   const auto& d = w.diff;
   if (!d.problem.empty()) return d.problem;
   const runner::SampleStats& st = w.stats;
+  auto lowest = [&](const runner::SampleStats::Worst& x) {
+    std::ostringstream s;
+    if (st.samples > 1 && x.sample >= 0 && static_cast<size_t>(x.sample) < sample_names.size())
+      s << " (lowest " << x.value << " on " << sample_names[static_cast<size_t>(x.sample)] << ")";
+    return s.str();
+  };
   std::ostringstream s;
   s << std::setprecision(3) << "max abs " << st.max_abs_error.value << ", max rel " << st.max_rel_error.value << ", mean abs "
     << st.mean_abs_error << ", cosine ";
-  if (st.cosine_meaningful) s << std::setprecision(6) << st.cosine.value;
+  if (st.cosine_meaningful) s << std::setprecision(6) << st.cosine() << lowest(st.lowest_cosine);
   else s << "n/a (" << (d.elements < 2 ? "one element" : "constant reference") << ")";
-  s << ", SQNR " << std::setprecision(3) << st.sqnr_db.value << " dB";
+  s << ", SQNR " << std::setprecision(3) << st.sqnr_db() << " dB" << lowest(st.lowest_sqnr_db);
   if (d.top1_rows > 0) s << ", top-1 " << d.top1_agree << "/" << d.top1_rows;
   if (d.nonfinite_count) {
     s << ", " << d.nonfinite_count << " NaN/Inf mismatches (first at " << d.nonfinite[0].index << ": " << d.nonfinite[0].a << " vs "
@@ -266,9 +276,9 @@ int run_compare(const CompareCliOptions& o) {
     print_json(doc);
   } else {
     for (const auto& n : r.notes) std::cout << n << "\n";
-    if (c.samples > 1) std::cout << c.samples << " samples; the worst of each figure over them, mean abs error averaged\n";
+    if (c.samples > 1) std::cout << c.samples << " samples; max errors of the worst sample, cosine and SQNR over all samples together, mean abs error averaged\n";
     for (size_t i = 0; i < r.outputs.size(); ++i) {
-      std::cout << "output " << r.outputs[i] << ": " << describe_worst(r.output_diffs[i]) << "\n";
+      std::cout << "output " << r.outputs[i] << ": " << describe_worst(r.output_diffs[i], sample_names) << "\n";
       for (const auto& v : verdicts)
         if (v.output == i) std::cout << "  " << (v.result.pass ? "pass " : "FAIL ") << describe_gate(v, sample_names) << "\n";
     }
@@ -276,10 +286,10 @@ int run_compare(const CompareCliOptions& o) {
       std::cout << r.layers.size() << " intermediate tensors matched\n";
       if (first_bad)
         std::cout << "first beyond tolerance: tensor " << first_bad->tensor << " (node " << first_bad->node
-                  << "): " << describe_worst(first_bad->worst) << "\n";
+                  << "): " << describe_worst(first_bad->worst, sample_names) << "\n";
       std::cout << "worst layers:\n";
       for (size_t i : r.worst_layers)
-        std::cout << "  " << r.layers[i].tensor << " (node " << r.layers[i].node << "): " << describe_worst(r.layers[i].worst) << "\n";
+        std::cout << "  " << r.layers[i].tensor << " (node " << r.layers[i].node << "): " << describe_worst(r.layers[i].worst, sample_names) << "\n";
     }
     if (r.placement_a) std::cout << "A: " << placement_line(&r.placement_a->device, r.placement_a->placement) << "\n";
     if (r.placement_b) std::cout << "B: " << placement_line(&r.placement_b->device, r.placement_b->placement) << "\n";
@@ -297,7 +307,7 @@ int run_compare(const CompareCliOptions& o) {
   for (size_t i = 0; tolerance_applies && i < r.outputs.size(); ++i)
     if (const runner::WorstDiff& w = r.output_diffs[i]; !w.diff.within())
       failures.push_back("output " + r.outputs[i] + ": beyond tolerance (rtol " + number_text(o.rtol) + ", atol " + number_text(o.atol) +
-                         ") on sample " + sample_names[static_cast<size_t>(w.sample)] + ": " + describe_worst(w));
+                         ") on sample " + sample_names[static_cast<size_t>(w.sample)] + ": " + describe_worst(w, sample_names));
   if (!failures.empty()) {
     std::cerr << failures[0];
     if (failures.size() > 1)
@@ -318,7 +328,7 @@ void register_compare(CLI::App& app, Action& action) {
   sub->add_option("--inputs", o->inputs_dir, "folder of one sample's inputs, or a folder of sample folders (each is one sample)");
   sub->add_option("--expect", o->expect_dir,
                   "compare MODEL's outputs with the ones stored here (NAME.npy/.pb or output_K.pb; with sample folders, DIR/SAMPLE/)");
-  // Gates: thresholds on the worst figure over the samples; each is reported per output.
+  // Gates: thresholds on the figures over the samples (SampleStats); each is reported per output.
   auto gate = [&](const char* flag, runner::Gate::Kind kind, double hi, const char* help) {
     sub->add_option_function<double>(flag, [o, kind](double v) { o->gates.push_back({kind, v}); }, help)->check(number_in(0, hi));
   };

@@ -19,7 +19,7 @@ void add_verify_flags(CLI::App* sub, VerifyFlags& flags) {
       ->check(number_in(0, 1e30));
   sub->add_option("--atol", flags.atol,
                   "absolute tolerance of verification, times max(1, the output's largest magnitude) "
-                  "(default: 1e-5, 3e-2 for --to-fp16)")
+                  "(default: 2e-4, 3e-2 for --to-fp16)")
       ->check(number_in(0, 1e30));
   sub->add_option("--device", flags.device, "run the verification on cpu (default), vulkan or vulkan:N");
 }

@@ -32,6 +32,15 @@ double relative_step(DataType t) {
   }
 }
 
+double cosine_of(double aa, double bb, double ab) {
+  return (aa == 0 && bb == 0) ? 1 : (aa == 0 || bb == 0) ? 0 : ab / std::sqrt(aa * bb);
+}
+
+double sqnr_of(double aa, double noise) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  return noise == 0 ? kInf : aa == 0 ? -kInf : 10 * std::log10(aa / noise);
+}
+
 }  // namespace
 
 TensorDiff compare_tensors(const Tensor& a, const Tensor& b, double rtol, double atol) {
@@ -104,10 +113,13 @@ TensorDiff compare_tensors(const Tensor& a, const Tensor& b, double rtol, double
         d.beyond += std::memcmp(pa + i * width, pb + i * width, width) != 0;
   }
   d.mean_abs = finite ? sum_abs / static_cast<double>(finite) : 0;
-  d.cosine = (na == 0 && nb == 0) ? 1 : (na == 0 || nb == 0) ? 0 : dot / std::sqrt(na * nb);
+  d.sum_aa = na;
+  d.sum_bb = nb;
+  d.sum_ab = dot;
+  d.sum_noise = noise;
+  d.cosine = cosine_of(na, nb, dot);
   d.cosine_meaningful = varies;
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  d.sqnr_db = noise == 0 ? kInf : na == 0 ? -kInf : 10 * std::log10(na / noise);
+  d.sqnr_db = sqnr_of(na, noise);
   // Classifier-shaped: [..., C] with C > 1 and more than one element per row.
   if (fp && a.rank() >= 1 && a.shape().back() > 1) {
     const int64_t classes = a.shape().back();
@@ -133,12 +145,21 @@ void SampleStats::add(const TensorDiff& d, int sample) {
   };
   keep(max_abs_error, d.max_abs, d.max_abs > max_abs_error.value);
   keep(max_rel_error, d.max_rel, d.max_rel > max_rel_error.value);
-  keep(cosine, d.cosine, d.cosine < cosine.value);
-  keep(sqnr_db, d.sqnr_db, d.sqnr_db < sqnr_db.value);
+  keep(lowest_cosine, d.cosine, d.cosine < lowest_cosine.value);
+  keep(lowest_sqnr_db, d.sqnr_db, d.sqnr_db < lowest_sqnr_db.value);
   mean_abs_error = (mean_abs_error * samples + d.mean_abs) / (samples + 1);
   ++samples;
-  cosine_meaningful = cosine_meaningful && d.cosine_meaningful;
+  one_element = one_element || d.elements < 2;
+  cosine_meaningful = !one_element && (cosine_meaningful || d.cosine_meaningful);
+  sum_aa += d.sum_aa;
+  sum_bb += d.sum_bb;
+  sum_ab += d.sum_ab;
+  sum_noise += d.sum_noise;
 }
+
+double SampleStats::cosine() const { return cosine_of(sum_aa, sum_bb, sum_ab); }
+
+double SampleStats::sqnr_db() const { return sqnr_of(sum_aa, sum_noise); }
 
 const char* gate_flag(Gate::Kind kind) {
   switch (kind) {
@@ -162,10 +183,9 @@ const char* gate_metric(Gate::Kind kind) {
 
 GateResult judge_gate(const SampleStats& stats, const Gate& gate) {
   GateResult r;
-  auto at_least = [&](const SampleStats::Worst& w) {
-    r.measured = w.value;
-    r.sample = w.sample;
-    r.pass = w.value >= gate.threshold;  // NaN fails
+  auto at_least = [&](double pooled) {
+    r.measured = pooled;
+    r.pass = pooled >= gate.threshold;  // NaN fails
   };
   auto at_most = [&](const SampleStats::Worst& w) {
     r.measured = w.value;
@@ -175,7 +195,7 @@ GateResult judge_gate(const SampleStats& stats, const Gate& gate) {
   switch (gate.kind) {
     case Gate::Kind::kMinCosine:
       if (stats.cosine_meaningful) {
-        at_least(stats.cosine);
+        at_least(stats.cosine());
       } else {
         const double rel = stats.max_rel_error.value;
         r.by_rel_error = true;
@@ -185,7 +205,7 @@ GateResult judge_gate(const SampleStats& stats, const Gate& gate) {
       }
       break;
     case Gate::Kind::kMaxRelError: at_most(stats.max_rel_error); break;
-    case Gate::Kind::kMinSqnr: at_least(stats.sqnr_db); break;
+    case Gate::Kind::kMinSqnr: at_least(stats.sqnr_db()); break;
     case Gate::Kind::kMaxAbsError: at_most(stats.max_abs_error); break;
   }
   return r;

@@ -29,6 +29,9 @@ struct TensorDiff {
   bool cosine_meaningful = true;
   /// 10 log10(sum a^2 / sum (a - b)^2): +inf when equal, -inf when a is all zeros and b not.
   double sqnr_db = 0;
+  /// The sums cosine and SQNR come from (finite elements): sum a^2, sum b^2, sum ab and
+  /// sum (a - b)^2, so that several samples pool into one figure (SampleStats).
+  double sum_aa = 0, sum_bb = 0, sum_ab = 0, sum_noise = 0;
   /// Rows whose arg-max agrees, for outputs shaped [..., classes] with classes > 1 (else -1).
   int64_t top1_rows = -1, top1_agree = -1;
   std::vector<NonFiniteMismatch> nonfinite;  ///< the first few
@@ -40,17 +43,28 @@ struct TensorDiff {
   bool within() const { return problem.empty() && beyond == 0 && nonfinite_count == 0; }
 };
 
-/// Per-output figures over several samples: the worst of each and the sample it came from.
+/// Per-output figures over several samples. The largest errors are those of the worst sample
+/// (and name it); cosine and SQNR are over every sample's elements together (one vector of all
+/// samples: a sample whose output is near zero, such as a detector's map of an image without
+/// detections, weighs as little as its signal, as quantize's --accuracy-target judges), with
+/// the lowest single sample's figures beside them.
 struct SampleStats {
   struct Worst {
     double value = 0;
     int sample = -1;  ///< -1 until a sample sets it
   };
-  Worst max_abs_error, max_rel_error, cosine, sqnr_db;  ///< largest errors, lowest cosine and SQNR
+  Worst max_abs_error, max_rel_error;        ///< largest over the samples
+  Worst lowest_cosine, lowest_sqnr_db;       ///< of the single sample where each is lowest
   double mean_abs_error = 0;  ///< the mean over the samples of each sample's mean abs error
   int samples = 0;
-  bool cosine_meaningful = true;  ///< false when any sample's cosine was not (TensorDiff)
+  /// False when a sample has fewer than two elements, or no sample's reference varies.
+  bool cosine_meaningful = false;
+  bool one_element = false;  ///< some sample has fewer than two elements
+  double sum_aa = 0, sum_bb = 0, sum_ab = 0, sum_noise = 0;  ///< over every sample (TensorDiff)
   void add(const TensorDiff& d, int sample);
+  /// Over every sample's elements together.
+  double cosine() const;
+  double sqnr_db() const;
 };
 
 /// A pass/fail threshold on SampleStats (`compare --min-cosine` and the others).
@@ -67,7 +81,7 @@ const char* gate_metric(Gate::Kind kind);
 struct GateResult {
   bool pass = true;
   double measured = 0;  ///< the value compared with the threshold
-  int sample = -1;      ///< the sample it was measured on
+  int sample = -1;      ///< the sample it was measured on; -1 for a figure over every sample
   /// --min-cosine on an output whose cosine is not meaningful: judged by the cosine that its
   /// max_rel_error r amounts to, 1 / sqrt(1 + r^2) (as quantize judges small outputs).
   bool by_rel_error = false;

@@ -30,7 +30,11 @@ struct Tolerance {
 };
 
 /// Rewrites that reassociate float arithmetic (folded weights, fused ops, opset conversion).
-constexpr Tolerance kRewriteTolerance{"rewrite", 1e-4, 1e-5};
+/// The absolute part, 2e-4 of the output's scale, is float32's rounding noise in a deep network
+/// with a margin: on PaddleOCR v4 det with real images (a sigmoid map) onnxruntime and onnxtool,
+/// both running the original, differ by up to 4.5e-5, and optimize's correct rewrites by up to
+/// 6.3e-5, which 1e-5 refused on 3 of 14 images. A wrong rewrite moves outputs by far more.
+constexpr Tolerance kRewriteTolerance{"rewrite", 1e-4, 2e-4};
 /// float32 -> float16 conversion: 11-bit mantissas, errors that grow with depth.
 constexpr Tolerance kFp16Tolerance{"float16", 1e-2, 3e-2};
 

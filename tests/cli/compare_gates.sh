@@ -36,6 +36,20 @@ model(os.path.join(w, "b.onnx"), 1.07)
 for name, x in (("s0", 1.0), ("s1", 3.0), ("s2", -0.5)):
     os.makedirs(os.path.join(w, "samples", name))
     np.save(os.path.join(w, "samples", name, "x.npy"), np.array([x], np.float32))
+# offset.onnx: y[8] = x (A) and x + 0.01 (B). Sample "loud" has x of 10..17 (62 dB alone),
+# "quiet" x of about 1e-3 (the offset is most of the signal there: cosine 0.53, SQNR -19 dB);
+# together 59.7 dB.
+def offset(path, c):
+    g = helper.make_graph([helper.make_node("Add", ["x", "c"], ["y"])], "offset",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [8])],
+                          [numpy_helper.from_array(np.array([c], np.float32), "c")])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]), path)
+offset(os.path.join(w, "offset_a.onnx"), 0.0)
+offset(os.path.join(w, "offset_b.onnx"), 0.01)
+for name, x in (("loud", np.arange(10, 18, dtype=np.float32)), ("quiet", np.linspace(-1e-3, 2e-3, 8).astype(np.float32))):
+    os.makedirs(os.path.join(w, "offset_samples", name))
+    np.save(os.path.join(w, "offset_samples", name, "x.npy"), x)
 os.makedirs(os.path.join(w, "bad", "s0"))
 np.save(os.path.join(w, "bad", "s0", "wrong_name.npy"), np.array([1], np.float32))
 EOF
@@ -52,6 +66,17 @@ json 'abs(d["outputs"][1]["max_rel_error"]) < 1e-6 and d["outputs"][1]["cosine"]
   ok || fail "z equal: cosine 1, sqnr inf"
 expect_tool "one sample folder still works" 1 "beyond tolerance" -- compare "$A" "$B" --inputs "$S/s1"
 expect_tool "random samples" 0 "within tolerance" -- compare "$A" "$A" --random --samples 4
+
+# Cosine and SQNR over all samples together (as quantize's --accuracy-target), the lowest
+# single sample's beside them: the quiet sample weighs as little as its signal.
+OA=$WORK/offset_a.onnx OB=$WORK/offset_b.onnx OS=$WORK/offset_samples
+expect_tool "pooled cosine and SQNR pass" 0 "gates passed" -- compare "$OA" "$OB" --inputs "$OS" --min-cosine 0.999 --min-sqnr 50
+grep -q "cosine [01][.0-9]* (lowest 0.5[.0-9]* on quiet), SQNR 5[5-9][.0-9]* dB (lowest -19[.0-9]* on quiet)" "$WORK/stdout" && ok ||
+  fail "pooled figures with the lowest sample's: $(cat "$WORK/stdout")"
+expect_tool "pooled figures --json" 0 "" -- compare "$OA" "$OB" --inputs "$OS" --min-sqnr 50 --json
+json '(o := d["outputs"][0])["cosine"] > 0.9999 and 55 < o["sqnr_db"] < 60 and 0.5 < o["lowest_sample"]["cosine"] < 0.6 and o["lowest_sample"]["sqnr_db"] < 0 and o["worst_samples"]["cosine"] == 1 and o["worst_samples"]["sqnr_db"] == 1 and o["gates"][0]["sample"] is None' &&
+  ok || fail "pooled figures in --json: $(head -c 1200 "$WORK/stdout")"
+expect_tool "one quiet sample alone fails" 1 "--min-cosine 0.999: cosine 0.53" -- compare "$OA" "$OB" --inputs "$OS/quiet" --min-cosine 0.999
 
 # 2. Gates: pass/fail per output with the measured value; exit 1 naming output, gate, value, sample.
 expect_tool "gates pass" 0 "gates passed" -- compare "$A" "$B" --inputs "$S" --max-rel-error 0.08 --min-sqnr 20
