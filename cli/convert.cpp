@@ -55,6 +55,7 @@ int run_convert(ConvertOptions& o) {
   if (o.given.count("--size-threshold") && !o.external_data)
     throw_usage_error("--size-threshold goes with --external-data (the weights it moves to the side file)");
   const std::vector<std::string> verify_flags = {"--inputs", "--input", "--seed", "--rtol", "--atol", "--device", "--input-shape"};
+  refuse_verify_flags_unused(o.check, o.given, verify_flags);
   if (const std::string named = given_list(o.given, verify_flags); !named.empty()) {
     if (!o.opset && !o.to_fp16 && !o.to_fp32)
       throw_usage_error(named + ": only --opset, --to-fp16 and --to-fp32 are verified; this conversion runs nothing");

@@ -64,8 +64,8 @@ int run_edit(EditOptions& o) {
     throw_usage_error("nothing to edit: pass --rename-input, --rename-output, --input-shape, --set-metadata, "
                       "--remove-metadata, --producer-name or --doc-string");
   const std::vector<std::string> verify_flags = {"--inputs", "--input", "--seed", "--rtol", "--atol", "--device"};
+  refuse_verify_flags_unused(o.check, o.given, verify_flags);
   if (const std::string named = given_list(o.given, verify_flags); !named.empty()) {
-    if (o.check.no_verify) throw_usage_error(named + ": they choose how the result is verified; --no-verify runs nothing");
     if (request.changes_shapes())
       throw_usage_error(named + ": a model with new input shapes is checked, not run against the original (whose inputs differ)");
   }

@@ -43,11 +43,7 @@ std::string io_list_text(const std::vector<ir::ValueInfo>& list) {
 int run_extract(const ExtractOptions& o) {
   if (o.output.empty()) throw_usage_error("-o OUT is required");
   if (ir::same_file(o.model, o.output)) throw_usage_error(o.output + ": is the input model itself; choose another output");
-  if (o.check.no_verify) {
-    if (const std::string named = given_list(o.given, {"--input", "--seed", "--input-shape", "--rtol", "--atol", "--device"});
-        !named.empty())
-      throw_usage_error(named + ": they choose how the result is verified; --no-verify runs nothing");
-  }
+  refuse_verify_flags_unused(o.check, o.given, {"--input", "--seed", "--input-shape", "--rtol", "--atol", "--device"});
   if (o.given.count("--input-shape") && o.given.count("--input"))
     throw_usage_error("--input-shape sizes random verification inputs; with --input there are none");
   std::map<std::string, std::vector<int64_t>> shapes;

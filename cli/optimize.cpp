@@ -1,6 +1,7 @@
 // `onnxtool optimize MODEL -o OUT`: graph passes, verified numerically on the runner before writing.
 #include <algorithm>
 #include <iostream>
+#include <set>
 
 #include "cli/common.h"
 #include "cli/progress.h"
@@ -38,6 +39,7 @@ struct OptimizeCliOptions {
   bool fixed_point = false;
   bool force = false;
   bool json = false;
+  std::set<std::string> given;  ///< the options on the command line
 };
 
 int list_passes(bool json) {
@@ -66,6 +68,7 @@ int run_optimize(const OptimizeCliOptions& o) {
     options.optimize.input_shapes[name] = parse_size_list("--input-shape", name, text);
   }
   passes::check_pass_names(options.optimize);  // a usage error before any work
+  refuse_verify_flags_unused(o.check, o.given, {"--verify", "--inputs", "--input", "--seed", "--rtol", "--atol", "--device"});
   options.require_valid = !o.force;
   if (!o.check.no_verify) options.verify = verify_inputs(o.check, options.optimize.input_shapes);
   options.tolerance = tolerance(o.check, runner::kRewriteTolerance);
@@ -152,7 +155,10 @@ void register_optimize(CLI::App& app, Action& action) {
   sub->add_flag("--force", o->force, "optimize even a model the checker finds invalid");
   sub->add_flag("--json", o->json, "print one JSON document");
   add_quiet_flag(sub);
-  sub->callback([&action, o] { action = [o] { return run_optimize(*o); }; });
+  sub->callback([&action, o, sub] {
+    o->given = given_options(*sub);
+    action = [o] { return run_optimize(*o); };
+  });
 }
 
 }  // namespace onnxtool::cli

@@ -24,6 +24,13 @@ void add_verify_flags(CLI::App* sub, VerifyFlags& flags) {
   sub->add_option("--device", flags.device, "run the verification on cpu (default), vulkan or vulkan:N");
 }
 
+void refuse_verify_flags_unused(const VerifyFlags& flags, const std::set<std::string>& given,
+                                const std::vector<std::string>& names) {
+  if (!flags.no_verify) return;
+  if (const std::string named = given_list(given, names); !named.empty())
+    throw_usage_error(named + ": they choose how the result is verified; --no-verify runs nothing");
+}
+
 runner::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std::string, std::vector<int64_t>>& shapes) {
   if (flags.seed_option && flags.seed_option->count() && (!flags.inputs_dir.empty() || !flags.inputs.empty()))
     throw_usage_error(std::string("--seed seeds random verification inputs; with ") +

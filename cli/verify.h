@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,9 +25,14 @@ struct VerifyFlags {
   const CLI::Option* seed_option = nullptr;  ///< tells --seed given from the default
 };
 
-/// Adds --no-verify, --inputs, --input, --seed, --rtol, --atol, --device. The others stay
-/// accepted with --no-verify: a script switches verification off without rewriting its flags.
+/// Adds --no-verify, --inputs, --input, --seed, --rtol, --atol, --device.
 void add_verify_flags(CLI::App* sub, VerifyFlags& flags);
+
+/// With --no-verify, refuses those of `names` that were given (`given`: the command line's
+/// options): they choose how the result is verified, and nothing runs. Every writer (optimize,
+/// convert, edit, extract) refuses them alike, as flags that would be ignored are refused.
+void refuse_verify_flags_unused(const VerifyFlags& flags, const std::set<std::string>& given,
+                                const std::vector<std::string>& names);
 
 /// The verification inputs: the user's files, else random with `shapes` for symbolic dims.
 /// Refuses --seed with files (no random input left to seed).

@@ -69,8 +69,13 @@ assert "x=float[1,3,8,8]" in v["inputs"], v
 expect_tool "beyond tolerance names the output and the first diverging pass" 1 \
   "output 'y': max abs error" -- optimize "$WORK/convbn.onnx" -o "$OUT/o.onnx" --rtol 0 --atol 0
 if grep -qF "first diverging pass: fuse_conv_batchnorm" "$WORK/stderr"; then ok; else fail "no diverging pass: $(cat "$WORK/stderr")"; fi
-expect_tool "--no-verify writes" 0 "not verified (--no-verify)" -- \
+expect_tool "--no-verify writes" 0 "not verified (--no-verify)" -- optimize "$WORK/convbn.onnx" -o "$OUT/o.onnx" --no-verify
+# Verification flags with --no-verify would be ignored: refused by every writer alike.
+expect_tool "optimize: tolerances with --no-verify" 2 "--rtol and --atol: they choose how the result is verified" -- \
   optimize "$WORK/convbn.onnx" -o "$OUT/o.onnx" --rtol 0 --atol 0 --no-verify
+expect_tool "optimize: --verify with --no-verify" 2 "--verify: they choose" -- optimize "$WORK/convbn.onnx" -o "$OUT/o.onnx" --verify --no-verify
+expect_tool "convert: inputs with --no-verify" 2 "--seed: they choose how the result is verified" -- \
+  convert "$WORK/convbn.onnx" -o "$OUT/o.onnx" --opset 17 --seed 3 --no-verify
 expect_tool "an original that cannot run on random inputs" 1 "cannot verify: the original model does not run on random inputs" -- \
   optimize "$WORK/gather.onnx" -o "$OUT/o.onnx"
 expect_tool "... verifies on given inputs" 0 "verified 1 output(s) on files" -- \
