@@ -50,7 +50,6 @@ ConvertResult convert_model(ir::Model& model, const ConvertRequest& request, con
       // Guided: what reaches float16's limits on the verification inputs (an STFT power
       // spectrum of 6e5), then where float16 departs beyond tolerance, stays float32.
       const auto guided_start = Clock::now();
-      ir::report_progress(request.progress, "float16 conversion guided by verification runs", 0, 1);
       r.guided.emplace(to_fp16_guided(
           model,
           [&] {
@@ -58,8 +57,8 @@ ConvertResult convert_model(ir::Model& model, const ConvertRequest& request, con
             prepare(fresh);
             return fresh;
           },
-          request.fp16, *r.reference, request.tolerance));
-      ir::report_progress(request.progress, "float16 conversion guided by verification runs", 1, 1);
+          request.fp16, *r.reference, request.tolerance, request.progress));
+      ir::report_progress(request.progress, kGuidedFp16Phase, 1, 1);
       r.verify_seconds += seconds_since(guided_start);
       r.precision = r.guided->report;
       r.verified = r.guided->verified;

@@ -50,12 +50,17 @@ void preprocess_for_fp16(ir::Model& model) {
 }
 
 GuidedFp16 to_fp16_guided(ir::Model& base, const std::function<ir::Model()>& prepare, Fp16Options options,
-                          const runner::Reference& reference, const runner::Tolerance& tolerance) {
+                          const runner::Reference& reference, const runner::Tolerance& tolerance,
+                          const ir::Progress& progress) {
   GuidedFp16 g{prepare(), {}, {}, {}, {}, 0};
   for (const auto& [name, magnitude] : runner::value_ranges(base, reference.feeds()))
     if (magnitude >= kFloat16RangeLimit && options.keep_float32_values.insert(name).second)
       g.range_values.push_back(name);
   for (;;) {
+    std::string detail = "round " + std::to_string(g.rounds + 1);
+    if (const size_t kept = g.accuracy_values.size())
+      detail += ", " + std::to_string(kept) + (kept == 1 ? " value" : " values") + " kept in float32 so far";
+    ir::report_progress(progress, kGuidedFp16Phase, 0, 0, detail);
     g.report = to_fp16(g.model, options);
     g.verified = reference.check(g.model, tolerance);
     if (g.verified.ok() || g.rounds == kMaxAccuracyRounds) break;

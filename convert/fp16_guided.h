@@ -12,6 +12,7 @@
 
 #include "convert/precision.h"
 #include "ir/graph.h"
+#include "ir/progress.h"
 #include "runner/verify.h"
 
 namespace onnxtool::convert {
@@ -41,7 +42,13 @@ struct GuidedFp16 {
 /// round's conversion. `reference` is the original run on the verification inputs.
 /// `options.keep_float32_values` and `keep_float32_for_accuracy` may list values already; the
 /// measured ones are added. Never throws for accuracy: the caller reads `verified`.
+/// `progress` hears each round begin (phase kGuidedFp16Phase, no total: the rounds end when
+/// the result is within tolerance).
 GuidedFp16 to_fp16_guided(ir::Model& base, const std::function<ir::Model()>& prepare, Fp16Options options,
-                          const runner::Reference& reference, const runner::Tolerance& tolerance);
+                          const runner::Reference& reference, const runner::Tolerance& tolerance,
+                          const ir::Progress& progress = {});
+
+/// The progress phase of to_fp16_guided.
+inline constexpr const char* kGuidedFp16Phase = "float16 conversion guided by verification runs";
 
 }  // namespace onnxtool::convert

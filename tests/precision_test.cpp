@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "checker/checker.h"
+#include "convert/fp16_guided.h"
 #include "convert/precision.h"
 #include "ir/error.h"
 #include "ir/graph.h"
@@ -20,6 +21,7 @@
 #include "passes/pass.h"
 #include "runner/session.h"
 #include "runner/tensor.h"
+#include "runner/verify.h"
 #include "tests/empty_model.h"
 #include "tests/test_data.h"
 
@@ -719,6 +721,35 @@ TEST_SUITE("precision") {
     CHECK(count_op(*half.model.graph, "Cast") == 0);
     CHECK(back.casts_removed == r.casts_added);
     check_cosine(expected, run(half.model, inputs, dims));
+  }
+
+  TEST_CASE("the guided conversion reports each round to its progress listener") {
+    // y = ((x + 1000) - 1000) * x: float16 holds x + 1000 to a step of 0.5, so the guide keeps
+    // values in float32 over more than one round.
+    auto model = [] {
+      Builder b(13);
+      ir::Value* x = b.input("x", {4, 8});
+      ir::Value* c = b.scalar("c", 1000);
+      ir::Node* add = b.g->add_node("Add", {x, c}, {"a"}, "", "add_offset");
+      ir::Node* sub = b.g->add_node("Sub", {add->output(0), c}, {"d"}, "", "sub_offset");
+      ir::Node* mul = b.g->add_node("Mul", {sub->output(0), x}, {"y"}, "", "square");
+      b.g->add_output(mul->output(0), Builder::type(DataType::kFloat, {4, 8}));
+      return std::move(b.m);
+    };
+    ir::Model base = model();
+    const runner::Reference reference(base, runner::VerifyInputs{});
+    std::vector<std::string> details;
+    const convert::GuidedFp16 g = convert::to_fp16_guided(
+        base, model, {}, reference, runner::kFp16Tolerance, [&details](const ir::ProgressStep& step) {
+          CHECK(step.phase == convert::kGuidedFp16Phase);
+          details.push_back(step.detail);
+        });
+    CHECK(g.verified.ok());
+    REQUIRE(g.rounds >= 1);
+    REQUIRE(details.size() == static_cast<size_t>(g.rounds + 1));
+    CHECK(details[0] == "round 1");
+    CHECK(details[1].rfind("round 2, ", 0) == 0);
+    CHECK(details[1].find("kept in float32 so far") != std::string::npos);
   }
 }
 
