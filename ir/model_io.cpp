@@ -1083,6 +1083,16 @@ SaveReport save_model(const Model& model, const std::string& path, const SaveOpt
       throw Error(ErrorKind::kFailed, path + ": the model is over 2 GB even with its weights as external data");
   }
 
+  // (The plan and order are parameters: a lambda may not capture structured bindings in C++17.)
+  const auto write_data = [](OutputFile& f, const std::unordered_map<const Tensor*, ExternalSlot>& slots,
+                             const std::vector<const Tensor*>& tensors) {
+    for (const Tensor* t : tensors) {
+      Bytes b = t->raw_bytes();
+      f.pad_to(slots.at(t).offset);
+      f.write(b.data(), b.size());
+    }
+    f.sync();
+  };
   // The model's file is opened first: a target that cannot take it (a directory) is refused
   // before any side file exists.
   OutputFile out(path);
@@ -1097,13 +1107,7 @@ SaveReport save_model(const Model& model, const std::string& path, const SaveOpt
     check_data_path(path, data_path);
     data_file = std::make_unique<OutputFile>(data_path);
     if (data_file->is_stream()) throw_usage_error(data_path + ": the external data file must be a regular file");
-    for (const Tensor* t : order) {
-      Bytes b = t->raw_bytes();
-      const ExternalSlot& slot = plan.at(t);
-      data_file->pad_to(slot.offset);
-      data_file->write(b.data(), b.size());
-    }
-    data_file->sync();
+    write_data(*data_file, plan, order);
     report.data_bytes = data_file->written();
     report.data_path = data_path;
     report.external_tensors = order.size();
@@ -1111,8 +1115,44 @@ SaveReport save_model(const Model& model, const std::string& path, const SaveOpt
   rope.for_each_segment([&out](const void* d, size_t n) { out.write(d, n); });
   out.sync();
   report.model_bytes = out.written();
+  // The new data's side name while a model on disk may read it (below); removed when the
+  // final model is in place, or when nothing came to read it.
+  struct SideName {
+    std::string path;
+    bool read_by_model_on_disk = false;
+    ~SideName() {
+      if (!path.empty() && !read_by_model_on_disk) ::unlink(path.c_str());
+    }
+  } side;
+  if (data_file && !out.is_stream() && std::filesystem::exists(out.target()) &&
+      std::filesystem::exists((std::filesystem::path(dir_of(path)) / data_name))) {
+    // The model and its data file replace a pair that may refer to each other (--in-place, or
+    // writing over an earlier result): renaming one and then the other would leave, to a
+    // process killed in between, the old model reading the new data at the old offsets.
+    // Instead a copy of the new data goes under a side name first, a model reading that name
+    // replaces the old model, then the data and the final model go in place: at every moment
+    // the model on disk reads data written for it (a process killed midway leaves the side
+    // file behind). The copy, not a second hard link: loaders refuse external data files with
+    // more than one link.
+    OutputFile side_file(data_file->target());
+    write_data(side_file, plan, order);
+    side.path = side_file.keep_beside();
+    const std::string side_location =
+        std::filesystem::path(side.path).lexically_relative(std::filesystem::path(dir_of(path))).generic_string();
+    if (is_safe_relative(side_location)) {
+      auto side_plan = plan;
+      for (auto& entry : side_plan) entry.second.location = side_location;
+      Encoder enc(&side_plan, true);
+      const Rope side_rope = enc.model(model);
+      OutputFile first(path);
+      side_rope.for_each_segment([&first](const void* d, size_t n) { first.write(d, n); });
+      first.commit();
+      side.read_by_model_on_disk = true;
+    }
+  }
   if (data_file) data_file->commit();
   out.commit();
+  side.read_by_model_on_disk = false;  // the final model reads the data's own name
   return report;
 }
 

@@ -131,17 +131,7 @@ void OutputFile::commit() {
   } else {
     // Give the unnamed file a fresh unique name, then rename it over the target: linkat cannot
     // replace an existing file. The name exists only between these two calls.
-    const std::string proc = "/proc/self/fd/" + std::to_string(fd_);
-    std::string name;
-    int rc = -1;
-    for (int attempt = 0; attempt < 100 && rc != 0; ++attempt) {
-      name = temp_name(target_, random_suffix());
-      rc = ::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW);
-      if (rc != 0 && errno == ENOENT)  // no /proc: AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH
-        rc = ::linkat(fd_, "", AT_FDCWD, name.c_str(), AT_EMPTY_PATH);
-      if (rc != 0 && errno != EEXIST) break;
-    }
-    if (rc != 0) throw_input_error(what_ + ": cannot put the file in place: " + std::strerror(errno));
+    const std::string name = link_fresh_name();
     if (::rename(name.c_str(), target_.c_str()) != 0) {
       const int err = errno;
       ::unlink(name.c_str());
@@ -152,6 +142,37 @@ void OutputFile::commit() {
   ::close(fd_);
   fd_ = -1;
   sync_directory(target_);
+}
+
+std::string OutputFile::link_fresh_name() {
+  const std::string proc = "/proc/self/fd/" + std::to_string(fd_);
+  std::string name;
+  int rc = -1;
+  for (int attempt = 0; attempt < 100 && rc != 0; ++attempt) {
+    name = temp_name(target_, random_suffix());
+    rc = ::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW);
+    if (rc != 0 && errno == ENOENT)  // no /proc: AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH
+      rc = ::linkat(fd_, "", AT_FDCWD, name.c_str(), AT_EMPTY_PATH);
+    if (rc != 0 && errno != EEXIST) break;
+  }
+  if (rc != 0) throw_input_error(what_ + ": cannot put the file in place: " + std::strerror(errno));
+  return name;
+}
+
+std::string OutputFile::keep_beside() {
+  if (stream_) throw_usage_error(what_ + ": a stream has no name to keep");
+  if (!synced_) sync();
+  std::string name;
+  if (!named_temp_.empty()) {
+    name = named_temp_;  // already a fresh hidden name beside the target
+  } else {
+    name = link_fresh_name();
+  }
+  committed_ = true;
+  ::close(fd_);
+  fd_ = -1;
+  sync_directory(name);
+  return name;
 }
 
 void write_file(const std::string& path, std::string_view bytes, const std::string& what) {

@@ -41,6 +41,12 @@ class OutputFile {
   /// directory is synced. Streams: nothing to do.
   void commit();
 
+  /// Instead of commit(): keeps the bytes (after sync()) under a fresh hidden name beside the
+  /// target, ".NAME.tmpXXXXXXXX", and returns its path; the target is untouched and the file is
+  /// the caller's to remove. Not for streams. For replacing two files that refer to each other
+  /// without a moment where they disagree (save_model).
+  std::string keep_beside();
+
   /// True for a character device or FIFO target (written in place).
   bool is_stream() const { return stream_; }
   /// The file written: `path` with a final symlink resolved.
@@ -55,6 +61,9 @@ class OutputFile {
   bool synced_ = false;
   bool committed_ = false;
   uint64_t written_ = 0;
+
+  /// Links the unnamed (O_TMPFILE) file under a fresh unique name beside the target.
+  std::string link_fresh_name();
 };
 
 /// Writes `bytes` to `path` through an OutputFile and commits it.

@@ -217,6 +217,7 @@ fi
 # kill -9 at several points of a 96 MB model's conversion leaves no temporary file behind.
 mkdir -p "$WORK/killed"
 for delay in 0.05 0.2 0.4 0.8; do
+  rm -f "$WORK/killed/out.onnx" "$WORK/killed/out.onnx.data"  # a fresh pair: no earlier result to replace
   "$ONNXTOOL" convert "$WORK/big.onnx" -o "$WORK/killed/out.onnx" --external-data >/dev/null 2>&1 &
   pid=$!
   sleep "$delay"
@@ -225,6 +226,64 @@ for delay in 0.05 0.2 0.4 0.8; do
   left=$(ls -A "$WORK/killed" | grep -v -e '^out\.onnx$' -e '^out\.onnx\.data$')
   [[ -z $left ]] && ok || fail "kill -9 after ${delay}s left: $left"
 done
+
+# --------------------------------------------------------------- killed between the renames of a pair
+# convert --in-place of a model with external data replaces two files that refer to each other.
+# A shim (LD_PRELOAD) ends the process right after its Nth rename; at every N the model on disk
+# must run and give the old result or the new one (renaming the data and then the model left the
+# old model reading the new data: "runs past the end of model.onnx.data").
+if command -v cc >/dev/null 2>&1; then
+  P=$WORK/pair
+  mkdir -p "$P/ref"
+  cat >"$P/shim.c" <<'SHIM'
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <unistd.h>
+static int calls;
+int rename(const char* from, const char* to) {
+  int (*real)(const char*, const char*) = (int (*)(const char*, const char*))dlsym(RTLD_NEXT, "rename");
+  int rc = real(from, to);
+  const char* at = getenv("CRASH_AFTER_RENAME");
+  if (at && ++calls == atoi(at)) _exit(137);
+  return rc;
+}
+SHIM
+  cc -shared -fPIC -o "$P/shim.so" "$P/shim.c" -ldl || fail "in-place pair: the rename shim does not build"
+  "$PYTHON" - "$P" <<'MODEL'
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+d = sys.argv[1]
+w = numpy_helper.from_array(np.random.default_rng(1).standard_normal((256, 256)).astype(np.float32), "w")
+g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "pair",
+                      [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 256])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 256])], [w])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+onnx.save(m, f"{d}/model.onnx", save_as_external_data=True, location="model.onnx.data", size_threshold=1024)
+np.save(f"{d}/x.npy", np.random.default_rng(2).standard_normal((1, 256)).astype(np.float32))
+MODEL
+  CONVERT=(convert model.onnx --in-place --to-fp16 --keep-io-types --external-data --quiet)
+  cp "$P/model.onnx" "$P/model.onnx.data" "$P/ref/"
+  (cd "$P/ref" && "$ONNXTOOL" run model.onnx --input "x=$P/x.npy" --output-dir old >/dev/null &&
+    "$ONNXTOOL" "${CONVERT[@]}" >/dev/null && "$ONNXTOOL" run model.onnx --input "x=$P/x.npy" --output-dir new >/dev/null) ||
+    fail "in-place pair: the reference runs failed"
+  [[ -z $(ls -A "$P/ref" | grep '\.tmp') ]] && ok || fail "in-place pair: a side file was left: $(ls -A "$P/ref")"
+  for n in 1 2 3 4; do
+    rm -rf "$P/c$n" && mkdir "$P/c$n" && cp "$P/model.onnx" "$P/model.onnx.data" "$P/c$n/"
+    (cd "$P/c$n" && CRASH_AFTER_RENAME=$n LD_PRELOAD=$P/shim.so ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+      "$ONNXTOOL" "${CONVERT[@]}" >/dev/null 2>&1)
+    if (cd "$P/c$n" && "$ONNXTOOL" run model.onnx --input "x=$P/x.npy" --output-dir out >/dev/null 2>"$P/c$n.err") &&
+      { cmp -s "$P/c$n/out/y.npy" "$P/ref/old/y.npy" || cmp -s "$P/c$n/out/y.npy" "$P/ref/new/y.npy"; }; then
+      ok
+    else
+      fail "in-place pair killed after rename $n: the model on disk is neither the old nor the new one: $(cat "$P/c$n.err")"
+    fi
+  done
+else
+  missing_data "a C compiler (cc) for the rename shim"
+fi
 
 # --------------------------------------------------------------- external data swapped for a symlink
 # A loop replaces the data file with a symlink to a secret of the same size and back, while
