@@ -149,10 +149,15 @@ expect_tool "edit: unknown input" 2 "'picture' is not a graph input (inputs: ima
 expect_tool "edit: two renames in one flag" 2 "give each rename its own flag" -- edit "$M" -o "$OUT/x.onnx" --rename-input image=a,probs=b
 expect_tool "edit: rename without =" 2 "--rename-input" -- edit "$M" -o "$OUT/x.onnx" --rename-input image
 expect_tool "edit: fixed batch" 0 "input shape(s) set" -- edit "$M" -o "$OUT/b4.onnx" --input-shape image=4,3,32,32
+# Dims both models take (the original's batch is free): run against the original on them.
+has "edit: fixed batch verified on image[4,3,32,32]" "$WORK/stdout" "image=float[4,3,32,32]"
 cp "$OUT/b4.onnx" "$WORK/b4.onnx"
 expect_tool "edit: the output's shape follows" 0 "probs: float[4,10]" -- inspect "$WORK/b4.onnx"
 expect_tool "edit: batch made free again" 0 "" -- edit "$WORK/b4.onnx" -o "$OUT/bn.onnx" --input-shape image=batch,3,32,32
+has "edit: freed batch verified on the original's size" "$WORK/stdout" "image=float[4,3,32,32]"
 cp "$OUT/bn.onnx" "$WORK/bn.onnx"
+expect_tool "edit: a fixed dim changed is checked only" 0 "checked, not run against the original: input 'image' dim 0 was 4, now 2" -- \
+  edit "$WORK/b4.onnx" -o "$OUT/b2.onnx" --input-shape image=2,3,32,32
 expect_tool "edit: free batch in the output" 0 "probs: float[batch,10]" -- inspect "$WORK/bn.onnx"
 expect_tool "edit: bad shape text" 2 "dim 2 is empty" -- edit "$M" -o "$OUT/x.onnx" --input-shape image=1,,32,32
 expect_tool "edit: bad dim" 2 "'-3' is neither a size nor a symbol" -- edit "$M" -o "$OUT/x.onnx" --input-shape image=-3,3,32,32
@@ -167,7 +172,9 @@ expect_tool "edit: absent metadata key" 2 "--remove-metadata nope: the model has
 expect_tool "edit: nothing to do" 2 "nothing to edit" -- edit "$M" -o "$OUT/x.onnx"
 expect_tool "edit: output is the input" 2 "pass --in-place to overwrite it" -- edit "$WORK/copy.onnx" -o "$WORK/copy.onnx" --set-metadata a=b
 expect_tool "edit: output a directory" 2 "$WORK/adir" -- edit "$M" -o "$WORK/adir" --set-metadata a=b
-expect_tool "edit: --seed with a shape edit" 2 "checked, not run against the original" -- edit "$M" -o "$OUT/x.onnx" --input-shape image=2,3,32,32 --seed 1
+expect_tool "edit: --seed with a shape the original cannot take" 2 "--seed: the result is checked, not run against the original: input 'image' dim 0 was 4, now 2" -- \
+  edit "$WORK/b4.onnx" -o "$OUT/x.onnx" --input-shape image=2,3,32,32 --seed 1
+expect_tool "edit: --seed with a shape both take" 0 "image=float[2,3,32,32]" -- edit "$M" -o "$OUT/x.onnx" --input-shape image=2,3,32,32 --seed 1
 [[ $(sha256sum "$WORK/copy.onnx") == "$copy_sum" ]] && ok || fail "a refused command changed its input"
 expect_tool "edit --in-place" 0 "wrote $WORK/copy.onnx" -- edit "$WORK/copy.onnx" --in-place --set-metadata stage=edited
 expect_tool "edit --in-place: the result" 0 "stage: edited" -- inspect "$WORK/copy.onnx"
@@ -184,7 +191,7 @@ if [[ -f $CLS ]]; then
     extract "$CLS" -o "$OUT/x.onnx" --inputs relu_1.tmp_0 --outputs batch_norm_0.tmp_3
   expect_tool "cls: dump every value" 0 "0 skipped" -- run "$CLS" --random --shape x=1,3,48,192 --dump-dir "$WORK/clsdump"
   expect_tool "cls: renames verified" 0 "identical" -- edit "$CLS" -o "$OUT/cls.onnx" --rename-input x=image --rename-output softmax_0.tmp_0=probs
-  expect_tool "cls: renamed and fixed" 0 "checked (new input shapes" -- edit "$CLS" -o "$OUT/cls.onnx" --rename-input x=image --input-shape x=1,3,48,192
+  expect_tool "cls: renamed and fixed, verified" 0 "identical" -- edit "$CLS" -o "$OUT/cls.onnx" --rename-input x=image --input-shape x=1,3,48,192
 else
   missing_data "$CLS"
 fi
