@@ -11,6 +11,7 @@
 #include "ir/shape_inference.h"
 #include "passes/rewrite.h"
 #include "quant/op_rules.h"
+#include "runner/compare.h"
 #include "runner/session.h"
 
 namespace onnxtool::quant {
@@ -53,9 +54,9 @@ Reference sample_of(const runner::Tensor& t, int64_t limit) {
   return r;
 }
 
-/// Running sums that give SQNR and cosine similarity of a quantized tensor against fp32.
-struct ErrorSums {
-  double signal = 0, noise = 0, dot = 0, quantized = 0;
+/// Sums that give SQNR and cosine similarity of a quantized tensor against fp32, over the
+/// subsample a Reference keeps.
+struct ReferenceSums : runner::ErrorSums {
   /// Adds ref against q, ref clamped to [lo, hi] first (where the readers saturate).
   void add(const Reference& ref, const runner::Tensor& q, double lo = -INFINITY, double hi = INFINITY) {
     const float* b = q.data<float>();
@@ -67,20 +68,11 @@ struct ErrorSums {
     if (ref.size != size) return;
     for (size_t k = 0; k < ref.values.size(); ++k) {
       const float a = ref.values[k], bq = at(ref.position(static_cast<int64_t>(k)));
-      if (!std::isfinite(a) || !std::isfinite(bq)) continue;
-      const double x = std::clamp(double{a}, lo, hi), y = bq;
-      signal += x * x;
-      noise += (x - y) * (x - y);
-      dot += x * y;
-      quantized += y * y;
+      if (std::isfinite(a) && std::isfinite(bq)) ErrorSums::add(std::clamp(double{a}, lo, hi), bq);
     }
   }
-  double sqnr_db() const { return noise == 0 ? 200.0 : signal == 0 ? -200.0 : 10 * std::log10(signal / noise); }
-  double cosine() const {
-    if (signal == 0 && quantized == 0) return 1;
-    if (signal == 0 || quantized == 0) return 0;
-    return dot / std::sqrt(signal * quantized);
-  }
+  /// SQNR within +-200 dB (equal: 200), a finite figure for the report and its JSON.
+  double bounded_sqnr_db() const { return std::clamp(sqnr_db(), -200.0, 200.0); }
 };
 
 }  // namespace
@@ -193,9 +185,9 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
     if (v && (judged.empty() || std::find(judged.begin(), judged.end(), v->name()) != judged.end())) outputs.push_back(i);
   }
 
-  std::map<std::string, ErrorSums> sums;  // by float tensor name
+  std::map<std::string, ReferenceSums> sums;  // by float tensor name
   const std::map<std::string, double>& elements = references.elements_;  // by float tensor name
-  std::map<size_t, ErrorSums> output_sums;
+  std::map<size_t, ReferenceSums> output_sums;
   std::set<size_t> large_output;  // outputs of more than kSmallOutput elements in some sample
   // The quantized model's dequantized weights are computed again in each run rather than held
   // (as much memory as the float weights, for a few percent of a run).
@@ -249,7 +241,7 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
   for (auto& n : report.nodes) {
     const auto it = sums.find(fp32_name(n));
     if (n.dequantized.empty() || it == sums.end()) continue;
-    n.sqnr_db = it->second.sqnr_db();
+    n.sqnr_db = it->second.bounded_sqnr_db();
     n.cosine = it->second.cosine();
     sqnr[fp32_name(n)] = n.sqnr_db;
   }
@@ -297,7 +289,7 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
       out.cosine = e.cosine();
       report.output_cosine = report.output_cosine < 0 ? out.cosine : std::min(report.output_cosine, out.cosine);
     } else {
-      out.rel_error = e.signal == 0 ? (e.noise == 0 ? 0.0 : 1.0) : std::sqrt(e.noise / e.signal);
+      out.rel_error = e.relative_error();
       report.output_rel_error = std::max(report.output_rel_error, out.rel_error);
     }
     report.outputs.push_back(std::move(out));

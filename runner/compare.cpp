@@ -32,16 +32,16 @@ double relative_step(DataType t) {
   }
 }
 
-double cosine_of(double aa, double bb, double ab) {
-  return (aa == 0 && bb == 0) ? 1 : (aa == 0 || bb == 0) ? 0 : ab / std::sqrt(aa * bb);
-}
+}  // namespace
 
-double sqnr_of(double aa, double noise) {
+double ErrorSums::cosine() const { return (aa == 0 && bb == 0) ? 1 : (aa == 0 || bb == 0) ? 0 : ab / std::sqrt(aa * bb); }
+
+double ErrorSums::sqnr_db() const {
   constexpr double kInf = std::numeric_limits<double>::infinity();
   return noise == 0 ? kInf : aa == 0 ? -kInf : 10 * std::log10(aa / noise);
 }
 
-}  // namespace
+double ErrorSums::relative_error() const { return aa == 0 ? (noise == 0 ? 0.0 : 1.0) : std::sqrt(noise / aa); }
 
 TensorDiff compare_tensors(const Tensor& a, const Tensor& b, double rtol, double atol) {
   TensorDiff d;
@@ -65,7 +65,7 @@ TensorDiff compare_tensors(const Tensor& a, const Tensor& b, double rtol, double
   // type cannot tell two roundings of the same value apart (the ONNX suite's bfloat16 data
   // truncates, Cast rounds to nearest): the step of the coarser type bounds rtol from below.
   rtol = std::max(rtol, std::min(relative_step(a.dtype()), relative_step(b.dtype())));
-  double dot = 0, na = 0, nb = 0, sum_abs = 0, noise = 0;
+  double sum_abs = 0;
   int64_t finite = 0;
   bool varies = false;  // the reference holds two different finite values
   double first = 0;
@@ -89,12 +89,9 @@ TensorDiff compare_tensors(const Tensor& a, const Tensor& b, double rtol, double
     else if (e > 0) d.max_rel = std::max(d.max_rel, std::numeric_limits<double>::infinity());
     if (!(e <= atol + rtol * std::fabs(x))) ++d.beyond;
     sum_abs += e;
-    noise += e * e;
+    d.sums.add(x, y);
     if (finite == 0) first = x;
     else varies = varies || x != first;
-    dot += x * y;
-    na += x * x;
-    nb += y * y;
     ++finite;
   }
   if (!fp) {
@@ -113,13 +110,9 @@ TensorDiff compare_tensors(const Tensor& a, const Tensor& b, double rtol, double
         d.beyond += std::memcmp(pa + i * width, pb + i * width, width) != 0;
   }
   d.mean_abs = finite ? sum_abs / static_cast<double>(finite) : 0;
-  d.sum_aa = na;
-  d.sum_bb = nb;
-  d.sum_ab = dot;
-  d.sum_noise = noise;
-  d.cosine = cosine_of(na, nb, dot);
+  d.cosine = d.sums.cosine();
   d.cosine_meaningful = varies;
-  d.sqnr_db = sqnr_of(na, noise);
+  d.sqnr_db = d.sums.sqnr_db();
   // Classifier-shaped: [..., C] with C > 1 and more than one element per row.
   if (fp && a.rank() >= 1 && a.shape().back() > 1) {
     const int64_t classes = a.shape().back();
@@ -151,15 +144,8 @@ void SampleStats::add(const TensorDiff& d, int sample) {
   ++samples;
   one_element = one_element || d.elements < 2;
   cosine_meaningful = !one_element && (cosine_meaningful || d.cosine_meaningful);
-  sum_aa += d.sum_aa;
-  sum_bb += d.sum_bb;
-  sum_ab += d.sum_ab;
-  sum_noise += d.sum_noise;
+  pooled += d.sums;
 }
-
-double SampleStats::cosine() const { return cosine_of(sum_aa, sum_bb, sum_ab); }
-
-double SampleStats::sqnr_db() const { return sqnr_of(sum_aa, sum_noise); }
 
 const char* gate_flag(Gate::Kind kind) {
   switch (kind) {

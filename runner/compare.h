@@ -16,6 +16,32 @@ struct NonFiniteMismatch {
   double a, b;
 };
 
+/// Sums over pairs of elements, a the reference and b the value compared with it: sum a^2,
+/// sum b^2, sum ab and sum (a - b)^2. Cosine similarity, SQNR and relative error come from
+/// them, and several tensors or samples pool into one figure by adding their sums.
+struct ErrorSums {
+  double aa = 0, bb = 0, ab = 0, noise = 0;
+  void add(double a, double b) {
+    aa += a * a;
+    bb += b * b;
+    ab += a * b;
+    noise += (a - b) * (a - b);
+  }
+  ErrorSums& operator+=(const ErrorSums& o) {
+    aa += o.aa;
+    bb += o.bb;
+    ab += o.ab;
+    noise += o.noise;
+    return *this;
+  }
+  /// 1 when both sides are all zeros, 0 when one side is.
+  double cosine() const;
+  /// 10 log10(sum a^2 / sum (a - b)^2): +inf when equal, -inf when a is all zeros and b not.
+  double sqnr_db() const;
+  /// sqrt(sum (a - b)^2 / sum a^2): 0 when equal, 1 when a is all zeros and b not.
+  double relative_error() const;
+};
+
 struct TensorDiff {
   std::string problem;  ///< non-empty when the tensors cannot be compared (type, shape)
   int64_t elements = 0;
@@ -29,9 +55,9 @@ struct TensorDiff {
   bool cosine_meaningful = true;
   /// 10 log10(sum a^2 / sum (a - b)^2): +inf when equal, -inf when a is all zeros and b not.
   double sqnr_db = 0;
-  /// The sums cosine and SQNR come from (finite elements): sum a^2, sum b^2, sum ab and
-  /// sum (a - b)^2, so that several samples pool into one figure (SampleStats).
-  double sum_aa = 0, sum_bb = 0, sum_ab = 0, sum_noise = 0;
+  /// The sums cosine and SQNR come from (finite elements), so that several samples pool into
+  /// one figure (SampleStats).
+  ErrorSums sums;
   /// Rows whose arg-max agrees, for outputs shaped [..., classes] with classes > 1 (else -1).
   int64_t top1_rows = -1, top1_agree = -1;
   std::vector<NonFiniteMismatch> nonfinite;  ///< the first few
@@ -60,11 +86,10 @@ struct SampleStats {
   /// False when a sample has fewer than two elements, or no sample's reference varies.
   bool cosine_meaningful = false;
   bool one_element = false;  ///< some sample has fewer than two elements
-  double sum_aa = 0, sum_bb = 0, sum_ab = 0, sum_noise = 0;  ///< over every sample (TensorDiff)
+  ErrorSums pooled;  ///< over every sample's elements together
   void add(const TensorDiff& d, int sample);
-  /// Over every sample's elements together.
-  double cosine() const;
-  double sqnr_db() const;
+  double cosine() const { return pooled.cosine(); }
+  double sqnr_db() const { return pooled.sqnr_db(); }
 };
 
 /// A pass/fail threshold on SampleStats (`compare --min-cosine` and the others).
