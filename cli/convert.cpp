@@ -54,9 +54,8 @@ int run_convert(ConvertOptions& o) {
     throw_usage_error(given_list(o.given, {"--size-threshold", "--data-file"}) + ": --inline-external-data writes no side file");
   if (o.given.count("--size-threshold") && !o.external_data)
     throw_usage_error("--size-threshold goes with --external-data (the weights it moves to the side file)");
-  const std::vector<std::string> verify_flags = {"--inputs", "--input", "--seed", "--rtol", "--atol", "--device", "--input-shape"};
-  refuse_verify_flags_unused(o.check, o.given, verify_flags);
-  if (const std::string named = given_list(o.given, verify_flags); !named.empty()) {
+  refuse_verify_flags_unused(o.check, o.given);
+  if (const std::string named = given_list(o.given, o.check.names); !named.empty()) {
     if (!o.opset && !o.to_fp16 && !o.to_fp32)
       throw_usage_error(named + ": only --opset, --to-fp16 and --to-fp32 are verified; this conversion runs nothing");
   }
@@ -208,8 +207,8 @@ void register_convert(CLI::App& app, Action& action) {
       ->delimiter(',');
   sub->add_flag("--to-fp32", o->to_fp32, "float16/bfloat16 to float32, removing redundant Casts");
   sub->add_flag("--no-preprocess", o->no_preprocess, "with --to-fp16: do not run `optimize` first");
-  sub->add_option("--input-shape", o->input_shapes, "NAME=D1,D2,... dims of a random verification input");
-  add_verify_flags(sub, o->check);
+  add_verify_flags(sub, o->check, {runner::kRewriteTolerance, runner::kFp16Tolerance});
+  add_verify_option(sub, o->check, "--input-shape", o->input_shapes, "NAME=D1,D2,... dims of a random verification input");
   sub->callback([&action, o, sub] {
     o->given = given_options(*sub);
     action = [o] { return run_convert(*o); };

@@ -1,5 +1,6 @@
 // `onnxtool edit MODEL -o OUT|--in-place`: rename inputs and outputs, set input dims, metadata;
-// the result checked (and, when no shape changed, run against the original) before it is written.
+// the result checked and, on input dims both models take, run against the original before it is
+// written (a fixed dim changed to another size leaves none: checked alone).
 #include <iostream>
 #include <map>
 #include <optional>
@@ -99,8 +100,7 @@ int run_edit(EditOptions& o) {
       request.set_metadata.empty() && request.remove_metadata.empty() && !request.producer_name && !request.doc_string)
     throw_usage_error("nothing to edit: pass --rename-input, --rename-output, --input-shape, --set-metadata, "
                       "--remove-metadata, --producer-name or --doc-string");
-  const std::vector<std::string> verify_flags = {"--inputs", "--input", "--seed", "--rtol", "--atol", "--device"};
-  refuse_verify_flags_unused(o.check, o.given, verify_flags);
+  refuse_verify_flags_unused(o.check, o.given);
   const runner::Tolerance tol = tolerance(o.check, passes::kExactTolerance);
 
   auto loaded = ir::load_model(o.model);
@@ -114,7 +114,7 @@ int run_edit(EditOptions& o) {
   std::string cannot_run;
   const auto shapes = shared_input_shapes(original, request, cannot_run);
   if (!shapes) {
-    if (const std::string named = given_list(o.given, verify_flags); !named.empty())
+    if (const std::string named = given_list(o.given, o.check.names); !named.empty())
       throw_usage_error(named + ": the result is checked, not run against the original: " + cannot_run);
   }
   runner::VerifyInputs verify_in;
@@ -179,7 +179,7 @@ void register_edit(CLI::App& app, Action& action) {
   sub->add_option("--remove-metadata", o->remove_metadata, "KEY remove a metadata entry (repeatable)");
   sub->add_option("--producer-name", o->producer_name, "set the producer name");
   sub->add_option("--doc-string", o->doc_string, "set the model's doc string");
-  add_verify_flags(sub, o->check);
+  add_verify_flags(sub, o->check, {passes::kExactTolerance});
   sub->add_flag("--json", o->json, "print one JSON document");
   sub->callback([&action, o, sub] {
     o->given = given_options(*sub);

@@ -43,7 +43,7 @@ std::string io_list_text(const std::vector<ir::ValueInfo>& list) {
 int run_extract(const ExtractOptions& o) {
   if (o.output.empty()) throw_usage_error("-o OUT is required");
   if (ir::same_file(o.model, o.output)) throw_usage_error(o.output + ": is the input model itself; choose another output");
-  refuse_verify_flags_unused(o.check, o.given, {"--input", "--seed", "--input-shape", "--rtol", "--atol", "--device"});
+  refuse_verify_flags_unused(o.check, o.given);
   if (o.given.count("--input-shape") && o.given.count("--input"))
     throw_usage_error("--input-shape sizes random verification inputs; with --input there are none");
   std::map<std::string, std::vector<int64_t>> shapes;
@@ -98,15 +98,10 @@ void register_extract(CLI::App& app, Action& action) {
   sub->add_option("-o,--output", o->output, "output model");
   sub->add_option("--inputs", o->inputs, "tensors that become the graph inputs (comma-separated)")->delimiter(',')->required();
   sub->add_option("--outputs", o->outputs, "tensors that become the graph outputs (comma-separated)")->delimiter(',')->required();
-  // Not add_verify_flags: its --inputs (a folder) would clash with the tensor list above.
-  sub->add_flag("--no-verify", o->check.no_verify, "write after the checker alone, without running both models");
-  sub->add_option("--input", o->check.inputs, "NAME=FILE (.npy/.pb) input of the original for the verification run (repeatable)");
-  o->check.seed_option =
-      sub->add_option("--seed", o->check.seed, "seed of the random verification inputs (default 0)")->check(number_in(0, kMaxSeed));
-  sub->add_option("--input-shape", o->input_shapes, "NAME=D1,D2,... sizes of the original's symbolic dims for random inputs");
-  sub->add_option("--rtol", o->check.rtol, "relative tolerance (default 0: outputs must be identical)")->check(number_in(0, 1e30));
-  sub->add_option("--atol", o->check.atol, "absolute tolerance (default 0)")->check(number_in(0, 1e30));
-  sub->add_option("--device", o->check.device, "run the verification on cpu (default), vulkan or vulkan:N");
+  // No --inputs folder: extract's --inputs names tensors.
+  add_verify_flags(sub, o->check, {passes::kExactTolerance}, false);
+  add_verify_option(sub, o->check, "--input-shape", o->input_shapes,
+                    "NAME=D1,D2,... sizes of the original's symbolic dims for random inputs");
   sub->add_flag("--json", o->json, "print one JSON document");
   sub->callback([&action, o, sub] {
     o->given = given_options(*sub);

@@ -68,7 +68,7 @@ int run_optimize(const OptimizeCliOptions& o) {
     options.optimize.input_shapes[name] = parse_size_list("--input-shape", name, text);
   }
   passes::check_pass_names(options.optimize);  // a usage error before any work
-  refuse_verify_flags_unused(o.check, o.given, {"--verify", "--inputs", "--input", "--seed", "--rtol", "--atol", "--device"});
+  refuse_verify_flags_unused(o.check, o.given);
   options.require_valid = !o.force;
   if (!o.check.no_verify) options.verify = verify_inputs(o.check, options.optimize.input_shapes);
   options.tolerance = tolerance(o.check, runner::kRewriteTolerance);
@@ -149,8 +149,9 @@ void register_optimize(CLI::App& app, Action& action) {
   sub->add_option("--skip", o->skip, "passes not to run (comma-separated)")->delimiter(',');
   sub->add_flag("--list-passes", o->list_passes, "list the passes in pipeline order and exit");
   sub->add_option("--input-shape", o->input_shapes, "NAME=D1,D2,... fix an input's dims (more folding)");
+  add_verify_flags(sub, o->check, {runner::kRewriteTolerance});
   sub->add_flag("--verify", o->verify, "compare the result with the original before writing (the default)");
-  add_verify_flags(sub, o->check);
+  o->check.names.push_back("--verify");  // says what the default does: refused with --no-verify
   sub->add_flag("--fixed-point", o->fixed_point, "repeat the pipeline until nothing changes");
   sub->add_flag("--force", o->force, "optimize even a model the checker finds invalid");
   sub->add_flag("--json", o->json, "print one JSON document");

@@ -9,25 +9,37 @@
 
 namespace onnxtool::cli {
 
-void add_verify_flags(CLI::App* sub, VerifyFlags& flags) {
+void add_verify_flags(CLI::App* sub, VerifyFlags& flags, const std::vector<runner::Tolerance>& policies, bool inputs_folder) {
+  // "(default 0)" or "(default: rewrite 0.0001, float16 0.01)": each policy's default.
+  auto defaults = [&](double runner::Tolerance::*which) {
+    std::ostringstream s;
+    s << "(default" << (policies.size() > 1 ? ":" : "");
+    for (size_t i = 0; i < policies.size(); ++i) {
+      s << (i ? ", " : " ");
+      if (policies.size() > 1) s << policies[i].name << " ";
+      s << policies[i].*which;
+    }
+    s << ")";
+    return s.str();
+  };
   sub->add_flag("--no-verify", flags.no_verify, "write without comparing the result with the original on the runner");
-  sub->add_option("--inputs", flags.inputs_dir, "verify on this folder of inputs (default: seeded random inputs)");
-  sub->add_option("--input", flags.inputs, "NAME=FILE (.npy/.pb) verification input (repeatable)");
-  flags.seed_option =
-      sub->add_option("--seed", flags.seed, "seed of the random verification inputs (default 0)")->check(number_in(0, kMaxSeed));
-  sub->add_option("--rtol", flags.rtol, "relative tolerance of verification (default: 1e-4, 1e-2 for --to-fp16)")
+  if (inputs_folder)
+    add_verify_option(sub, flags, "--inputs", flags.inputs_dir, "verify on this folder of inputs (default: seeded random inputs)");
+  add_verify_option(sub, flags, "--input", flags.inputs, "NAME=FILE (.npy/.pb) verification input (repeatable)");
+  flags.seed_option = add_verify_option(sub, flags, "--seed", flags.seed, "seed of the random verification inputs (default 0)")
+                          ->check(number_in(0, kMaxSeed));
+  add_verify_option(sub, flags, "--rtol", flags.rtol, "relative tolerance of verification " + defaults(&runner::Tolerance::rtol))
       ->check(number_in(0, 1e30));
-  sub->add_option("--atol", flags.atol,
-                  "absolute tolerance of verification, times max(1, the output's largest magnitude) "
-                  "(default: 2e-4, 3e-2 for --to-fp16)")
+  add_verify_option(sub, flags, "--atol", flags.atol,
+                    "absolute tolerance of verification, times max(1, the output's largest magnitude) " +
+                        defaults(&runner::Tolerance::atol))
       ->check(number_in(0, 1e30));
-  sub->add_option("--device", flags.device, "run the verification on cpu (default), vulkan or vulkan:N");
+  add_verify_option(sub, flags, "--device", flags.device, "run the verification on cpu (default), vulkan or vulkan:N");
 }
 
-void refuse_verify_flags_unused(const VerifyFlags& flags, const std::set<std::string>& given,
-                                const std::vector<std::string>& names) {
+void refuse_verify_flags_unused(const VerifyFlags& flags, const std::set<std::string>& given) {
   if (!flags.no_verify) return;
-  if (const std::string named = given_list(given, names); !named.empty())
+  if (const std::string named = given_list(given, flags.names); !named.empty())
     throw_usage_error(named + ": they choose how the result is verified; --no-verify runs nothing");
 }
 

@@ -23,16 +23,31 @@ struct VerifyFlags {
   double atol = -1;
   std::string device = "cpu";  ///< where the original and the result run
   const CLI::Option* seed_option = nullptr;  ///< tells --seed given from the default
+  /// The flags add_verify_flags added that choose how the result is verified (all but
+  /// --no-verify), and any a command adds with add_verify_option.
+  std::vector<std::string> names;
 };
 
-/// Adds --no-verify, --inputs, --input, --seed, --rtol, --atol, --device.
-void add_verify_flags(CLI::App* sub, VerifyFlags& flags);
+/// Adds --no-verify, --inputs (a folder of inputs; not with `inputs_folder` false, for extract
+/// whose --inputs names tensors), --input, --seed, --rtol, --atol and --device. Their help
+/// names the command's default tolerances, `policies` (convert: rewrite, and float16 for
+/// --to-fp16).
+void add_verify_flags(CLI::App* sub, VerifyFlags& flags, const std::vector<runner::Tolerance>& policies,
+                      bool inputs_folder = true);
 
-/// With --no-verify, refuses those of `names` that were given (`given`: the command line's
-/// options): they choose how the result is verified, and nothing runs. Every writer (optimize,
-/// convert, edit, extract) refuses them alike, as flags that would be ignored are refused.
-void refuse_verify_flags_unused(const VerifyFlags& flags, const std::set<std::string>& given,
-                                const std::vector<std::string>& names);
+/// Adds a command's own option that only matters to its verification (--input-shape where it
+/// sizes random inputs), so that --no-verify refuses it with the others.
+template <class T>
+CLI::Option* add_verify_option(CLI::App* sub, VerifyFlags& flags, const std::string& name, T& value, const std::string& help) {
+  flags.names.push_back(name);
+  return sub->add_option(name, value, help);
+}
+
+/// With --no-verify, refuses the verification flags (flags.names) that were given (`given`:
+/// the command line's options): they choose how the result is verified, and nothing runs.
+/// Every writer (optimize, convert, edit, extract) refuses them alike, as flags that would be
+/// ignored are refused.
+void refuse_verify_flags_unused(const VerifyFlags& flags, const std::set<std::string>& given);
 
 /// The verification inputs: the user's files, else random with `shapes` for symbolic dims.
 /// Refuses --seed with files (no random input left to seed).
