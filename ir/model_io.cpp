@@ -1097,13 +1097,13 @@ SaveReport save_model(const Model& model, const std::string& path, const SaveOpt
   // before any side file exists.
   OutputFile out(path);
   std::unique_ptr<OutputFile> data_file;
+  // Beside the path given, as loading resolves locations against the directory of the path it
+  // is given.
+  const std::string data_path = (std::filesystem::path(dir_of(path)) / data_name).string();
   if (!order.empty()) {
     if (out.is_stream())
       throw_usage_error(path + ": is not a regular file, so no external data file can go beside it; "
                         "write the weights inline or choose a file");
-    // Beside the path given, as loading resolves locations against the directory of the path
-    // it is given.
-    const std::string data_path = (std::filesystem::path(dir_of(path)) / data_name).string();
     check_data_path(path, data_path);
     data_file = std::make_unique<OutputFile>(data_path);
     if (data_file->is_stream()) throw_usage_error(data_path + ": the external data file must be a regular file");
@@ -1124,8 +1124,7 @@ SaveReport save_model(const Model& model, const std::string& path, const SaveOpt
       if (!path.empty() && !read_by_model_on_disk) ::unlink(path.c_str());
     }
   } side;
-  if (data_file && !out.is_stream() && std::filesystem::exists(out.target()) &&
-      std::filesystem::exists((std::filesystem::path(dir_of(path)) / data_name))) {
+  if (data_file && !out.is_stream() && std::filesystem::exists(out.target()) && std::filesystem::exists(data_path)) {
     // The model and its data file replace a pair that may refer to each other (--in-place, or
     // writing over an earlier result): renaming one and then the other would leave, to a
     // process killed in between, the old model reading the new data at the old offsets.
