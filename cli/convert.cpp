@@ -103,6 +103,9 @@ int run_convert(ConvertOptions& o) {
   if (!c.verified.ok())
     throw Error(ErrorKind::kFailed, "verification failed: " + c.verified.first_failure() +
                                         (!o.to_fp16 ? ""
+                                         : guided && guided->graph_nodes
+                                             ? "; no head of the graph short of all " + std::to_string(guided->graph_nodes) +
+                                                   " nodes kept in float32 brought it within tolerance (a looser --atol or --rtol accepts float16's error)"
                                          : guided && !guided->accuracy_values.empty()
                                              ? "; " + std::to_string(guided->accuracy_values.size()) +
                                                    " values kept in float32 for accuracy did not suffice; keep more (--block-ops)"
@@ -147,7 +150,8 @@ int run_convert(ConvertOptions& o) {
                                                    {"accuracy_blocked", precision.accuracy_blocked},
                                                    {"range_values", guided ? guided->range_values : std::vector<std::string>{}},
                                                    {"accuracy_values", guided ? guided->accuracy_values : std::vector<std::string>{}},
-                                                   {"accuracy_rounds", guided ? guided->rounds : 0}}
+                                                   {"accuracy_rounds", guided ? guided->rounds : 0},
+                                                   {"accuracy_head_nodes", guided ? guided->head_nodes : 0}}
                                   : nlohmann::json(nullptr)},
                 {"verification", c.reference ? verify_json(*c.reference, c.verified, tol, c.verify_seconds) : nlohmann::json(nullptr)}});
   } else {
@@ -169,7 +173,12 @@ int run_convert(ConvertOptions& o) {
       for (const auto& n : precision.range_blocked) std::cout << " " << n;
       std::cout << "\n";
     }
-    if (!precision.accuracy_blocked.empty()) {
+    if (guided && guided->head_nodes) {
+      std::cout << "kept in float32 for accuracy: the first " << guided->head_nodes << " of " << guided->graph_nodes
+                << " nodes, up to " << guided->head_last << ", found in " << guided->rounds
+                << " more rounds: float16's error grows over many layers, not at a few values; a looser --atol keeps "
+                   "more in float16\n";
+    } else if (!precision.accuracy_blocked.empty()) {
       std::cout << "kept in float32 for accuracy (float16 departed beyond tolerance at " << guided->accuracy_values.size()
                 << " values, found in " << guided->rounds << " more rounds):";
       for (const auto& n : precision.accuracy_blocked) std::cout << " " << n;

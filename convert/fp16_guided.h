@@ -3,7 +3,9 @@
 // while the float16 result is beyond tolerance, the first value where it departs from the
 // float32 model is kept in float32 too (its producer's inputs, when keeping the value itself
 // did not help), and the conversion is redone — onnxruntime's auto mixed precision idea,
-// localized by one pair of runs per round instead of a bisection.
+// localized by one pair of runs per round. Where a few rounds do not localize it (errors that
+// a little at every layer), the shortest head of the graph kept whole in float32 is found by
+// bisection.
 #pragma once
 
 #include <functional>
@@ -25,8 +27,8 @@ namespace onnxtool::convert {
 /// float16 Conv's weights (PaddleOCR rec's learnable scales of 0.02: cosine 0.9998 -> 0.996).
 void preprocess_for_fp16(ir::Model& model);
 
-/// Rounds of localization before giving up: each keeps at least one more value in float32.
-constexpr int kMaxAccuracyRounds = 16;
+/// Rounds of localization before bisecting: each keeps at least one more value in float32.
+constexpr int kLocalizedRounds = 8;
 
 struct GuidedFp16 {
   ir::Model model;           ///< the float16 model of the last round
@@ -35,6 +37,11 @@ struct GuidedFp16 {
   std::vector<std::string> range_values;     ///< kept float32: beyond kFloat16RangeLimit
   std::vector<std::string> accuracy_values;  ///< kept float32: float16 departed there
   int rounds = 0;            ///< conversions beyond the first
+  /// When localizing did not suffice: the graph's first head_nodes nodes, up to head_last
+  /// (as Node::describe() says), kept in float32 whole. 0: none.
+  size_t head_nodes = 0;
+  std::string head_last;
+  size_t graph_nodes = 0;  ///< the graph's nodes, when the head was searched (else 0)
 };
 
 /// `base` is the float32 model as the caller prepared it (loaded, opset-converted,

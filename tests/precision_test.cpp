@@ -751,6 +751,55 @@ TEST_SUITE("precision") {
     CHECK(details[1].rfind("round 2, ", 0) == 0);
     CHECK(details[1].find("kept in float32 so far") != std::string::npos);
   }
+
+  TEST_CASE("the guided conversion keeps a head of the graph in float32 where no few values suffice") {
+    // y = x * 1.2 * 1.2 ... (24 times) - x * 1.2^24: zero in exact arithmetic; float16 rounds
+    // every product a little (each within tolerance), and the difference of the two paths keeps
+    // all of it (beyond 1e-3 where float32 leaves 1e-5). Keeping one more value per round
+    // cannot reach the start of the chain in the localized rounds: the head of the graph kept in
+    // float32 is searched instead.
+    constexpr int kChain = 24;
+    auto model = [] {
+      Builder b(13);
+      ir::Value* x = b.input("x", {4, 8});
+      ir::Value* z = x;
+      for (int i = 0; i < kChain; ++i) {
+        const std::string n = std::to_string(i);
+        z = b.g->add_node("Mul", {z, b.scalar("c" + n, 1.2f)}, {"z" + n})->output(0);
+      }
+      ir::Value* direct = b.g->add_node("Mul", {x, b.scalar("c_all", std::pow(1.2f, static_cast<float>(kChain)))}, {"direct"})->output(0);
+      ir::Node* sub = b.g->add_node("Sub", {z, direct}, {"y"});
+      b.g->add_output(sub->output(0), Builder::type(DataType::kFloat, {4, 8}));
+      // After the head: a second output, of its own input, that float16 computes well enough.
+      ir::Node* twice = b.g->add_node("Mul", {b.input("w", {4, 8}), b.scalar("two", 2)}, {"twice"});
+      b.g->add_output(twice->output(0), Builder::type(DataType::kFloat, {4, 8}));
+      return std::move(b.m);
+    };
+    ir::Model base = model();
+    const runner::Reference reference(base, runner::VerifyInputs{});
+    const runner::Tolerance tight{"test", 1e-2, 1e-3};
+    std::vector<std::string> details;
+    const convert::GuidedFp16 g = convert::to_fp16_guided(base, model, {}, reference, tight, [&details](const ir::ProgressStep& step) {
+      details.push_back(step.detail);
+    });
+    CHECK(g.verified.ok());
+    CHECK(g.graph_nodes == kChain + 3);
+    REQUIRE(g.head_nodes > 0);
+    CHECK(g.head_nodes < g.graph_nodes);
+    CHECK(g.rounds > convert::kLocalizedRounds);
+    CHECK(g.head_last.find("node") != std::string::npos);
+    CHECK(details.back().find("nodes in float32") != std::string::npos);
+    // The head found is the shortest that passes: one node fewer fails.
+    Fp16Options fewer;
+    for (size_t i = 0; i + 1 < g.head_nodes; ++i)
+      for (const ir::Value* out : base.graph->nodes()[i]->outputs()) fewer.keep_float32_for_accuracy.insert(out->name());
+    for (const auto& v : g.accuracy_values) fewer.keep_float32_for_accuracy.insert(v);
+    ir::Model shorter = model();
+    convert::to_fp16(shorter, fewer);
+    CHECK_FALSE(reference.check(shorter, tight).ok());
+    // After the head, float16: the second output's Mul and its constant.
+    CHECK(g.report.converted_initializers > 0);
+  }
 }
 
 }  // namespace

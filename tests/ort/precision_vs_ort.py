@@ -8,7 +8,10 @@ For every real model (PaddleOCR det/rec/cls, Silero VAD v5/v6 with If subgraphs)
  - `convert --to-fp32` of the fp16 model passes check, holds no float16 tensor, and onnxruntime's
    outputs on it are within 1e-2 of the fp16 model's (relative L2 error over the samples);
  - the fp16 file is at most 0.75x the fp32 one (Silero's LSTM weights stay float32: neither
-   onnxruntime's CPU LSTM nor onnxtool's has a float16 kernel).
+   onnxruntime's CPU LSTM nor onnxtool's has a float16 kernel);
+ - PaddleOCR det verified on a real image, where float16 throughout is beyond tolerance, is
+   converted in part (a head of the graph kept float32, file at most 0.95x) and meets the same
+   cosine in onnxruntime.
 Prints one line per model and exits 1 on any failure.
 
 Usage: precision_vs_ort.py ONNXTOOL SOURCE_DIR CACHE_DIR
@@ -37,8 +40,17 @@ work = tempfile.mkdtemp(prefix="onnxtool_precision_ort.")
 # model -> extra --to-fp16 flags. PaddleOCR rec converted whole reaches 0.9958 in onnxruntime (one
 # of its six text lines has near-tied logits that float16 rounding of its residual additions and
 # hard-swish products moves); with those kept in float32 (--block-ops) it reaches 0.999.
-MODELS = {"ch_PP-OCRv4_det_infer": [], "ch_PP-OCRv4_rec_infer": ["--block-ops", "HardSwish,Mul,Add"],
-          "ch_ppocr_mobile_v2.0_cls_infer": [], "silero_vad_v5": [], "silero_vad_v6": []}
+# (label, model, extra --to-fp16 flags, verification inputs: a calibration sample, or None for
+# verify_args', largest fp16/fp32 file size ratio).
+# PaddleOCR det verified on a real image (horse) cannot be float16 throughout: float16's error
+# grows over its layers until the sigmoid map moves by 0.1 where a logit is near 0; the guided
+# conversion keeps a head of the graph in float32, so the file shrinks less.
+CASES = [("ch_PP-OCRv4_det_infer", "ch_PP-OCRv4_det_infer", [], None, 0.75),
+         ("ch_PP-OCRv4_det_infer on horse", "ch_PP-OCRv4_det_infer", [], "horse", 0.95),
+         ("ch_PP-OCRv4_rec_infer", "ch_PP-OCRv4_rec_infer", ["--block-ops", "HardSwish,Mul,Add"], None, 0.75),
+         ("ch_ppocr_mobile_v2.0_cls_infer", "ch_ppocr_mobile_v2.0_cls_infer", [], None, 0.75),
+         ("silero_vad_v5", "silero_vad_v5", [], None, 0.75),
+         ("silero_vad_v6", "silero_vad_v6", [], None, 0.75)]
 TARGET = 0.999
 
 
@@ -74,19 +86,20 @@ def half_inputs(samples, model, into):
 
 
 failures = 0
-for name, flags in MODELS.items():
+for label, name, flags, verify_sample, max_ratio in CASES:
     src = os.path.join(cache_dir, "models", name + ".onnx")
     if not os.path.exists(src):
         missing_data(f"{name}: model")
         continue
-    d = os.path.join(work, name)
+    d = os.path.join(work, label.replace(" ", "_"))
     os.makedirs(d)
     problems, figures = [], []
     half = os.path.join(d, "fp16.onnx")
     half_io = os.path.join(d, "fp16_io.onnx")
     back = os.path.join(d, "fp32.onnx")
     # The built-in verification runs too, on inputs each model can take.
-    inputs = verify_args(src, work)
+    inputs = (["--inputs", os.path.join(data, name, "calib", verify_sample)] if verify_sample
+              else verify_args(src, work))
     for cmd in ([onnxtool, "convert", src, "-o", half, "--to-fp16"] + flags + inputs,
                 [onnxtool, "convert", src, "-o", half_io, "--to-fp16", "--keep-io-types"] + flags + inputs,
                 [onnxtool, "convert", half, "-o", back, "--to-fp32"] + inputs):
@@ -103,8 +116,8 @@ for name, flags in MODELS.items():
     if any(t.data_type == onnx.TensorProto.FLOAT16 for t in onnx.load(back).graph.initializer):
         problems.append("--to-fp32 left float16 initializers")
     ratio = os.path.getsize(half) / os.path.getsize(src)
-    if ratio > 0.75:
-        problems.append(f"the fp16 file is {ratio:.2f}x the fp32 one")
+    if ratio > max_ratio:
+        problems.append(f"the fp16 file is {ratio:.2f}x the fp32 one (> {max_ratio})")
     samples = sample_folders(os.path.join(data, name, "eval"))
     half_samples = half_inputs(samples, half, d)
     try:
@@ -122,11 +135,11 @@ for name, flags in MODELS.items():
         continue
     for out, ref_values in ref.items():
         r32 = np.concatenate(ref_values)
-        for label, got in (("fp16", h), ("fp16 --keep-io-types", hio)):
+        for kind, got in (("fp16", h), ("fp16 --keep-io-types", hio)):
             c = cosine(r32, np.concatenate(got[out]))
-            figures.append(f"{out} {label} cosine {c:.5f}")
+            figures.append(f"{out} {kind} cosine {c:.5f}")
             if c < TARGET:
-                problems.append(f"{out}: {label} cosine {c:.5f} < {TARGET}")
+                problems.append(f"{out}: {kind} cosine {c:.5f} < {TARGET}")
         # fp32 from fp16 against the fp16 model: relative error ||fp32 - fp16|| / ||fp16|| over the
         # samples (elementwise, float16 arithmetic itself moves elements near zero by more than
         # 1 % of their value).
@@ -136,7 +149,7 @@ for name, flags in MODELS.items():
         figures.append(f"{out} fp32-from-fp16 relative error {rel:.2e}")
         if rel > 1e-2:
             problems.append(f"{out}: --to-fp32 differs from the fp16 model by {rel:.2e} (> 1e-2)")
-    print(("FAIL " if problems else "ok   ") + f"{name}{' ' + ' '.join(flags) if flags else ''}: fp16 file {ratio:.3f}x; " + "; ".join(figures) +
+    print(("FAIL " if problems else "ok   ") + f"{label}{' ' + ' '.join(flags) if flags else ''}: fp16 file {ratio:.3f}x; " + "; ".join(figures) +
           (" -- " + "; ".join(problems) if problems else ""))
     failures += bool(problems)
 finish(failures)
