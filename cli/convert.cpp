@@ -105,7 +105,10 @@ int run_convert(ConvertOptions& o) {
                                         (!o.to_fp16 ? ""
                                          : guided && guided->graph_nodes
                                              ? "; no head of the graph short of all " + std::to_string(guided->graph_nodes) +
-                                                   " nodes kept in float32 brought it within tolerance (a looser --atol or --rtol accepts float16's error)"
+                                                   " nodes kept in float32 brought it within tolerance (" +
+                                                   (o.keep_io_types ? std::string("")
+                                                                    : "the float16 inputs and outputs alone may be beyond it: --keep-io-types; ") +
+                                                   "a looser --atol or --rtol accepts float16's error)"
                                          : guided && !guided->accuracy_values.empty()
                                              ? "; " + std::to_string(guided->accuracy_values.size()) +
                                                    " values kept in float32 for accuracy did not suffice; keep more (--block-ops)"

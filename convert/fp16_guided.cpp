@@ -1,6 +1,7 @@
 // float32 -> float16 guided by runs of the model.
 #include "convert/fp16_guided.h"
 
+#include <functional>
 #include <set>
 #include <tuple>
 
@@ -91,7 +92,16 @@ GuidedFp16 to_fp16_guided(ir::Model& base, const std::function<ir::Model()>& pre
   // order, kept whole in float32 that brings the result within tolerance, found by bisection:
   // the errors that start early travel through the most layers. A head of every node is the
   // float32 model, not worth writing.
-  const auto& nodes = base.graph->nodes();
+  // The order of every graph's nodes as they run: a control-flow node's bodies just before the
+  // node itself (Silero VAD's network is all inside an If).
+  std::vector<const ir::Node*> nodes;
+  const std::function<void(const ir::Graph&)> flatten = [&](const ir::Graph& graph) {
+    for (const auto& n : graph.nodes()) {
+      for (const ir::Graph* sub : n->subgraphs()) flatten(*sub);
+      nodes.push_back(n.get());
+    }
+  };
+  flatten(*base.graph);
   g.graph_nodes = nodes.size();
   auto head_options = [&](size_t count) {
     Fp16Options o = options;

@@ -37,11 +37,12 @@ struct GuidedFp16 {
   std::vector<std::string> range_values;     ///< kept float32: beyond kFloat16RangeLimit
   std::vector<std::string> accuracy_values;  ///< kept float32: float16 departed there
   int rounds = 0;            ///< conversions beyond the first
-  /// When localizing did not suffice: the graph's first head_nodes nodes, up to head_last
-  /// (as Node::describe() says), kept in float32 whole. 0: none.
+  /// When localizing did not suffice: the first head_nodes nodes in run order (a control-flow
+  /// node's bodies just before it), up to head_last (as Node::describe() says), kept in float32
+  /// whole. 0: none.
   size_t head_nodes = 0;
   std::string head_last;
-  size_t graph_nodes = 0;  ///< the graph's nodes, when the head was searched (else 0)
+  size_t graph_nodes = 0;  ///< the nodes of every graph, when the head was searched (else 0)
 };
 
 /// `base` is the float32 model as the caller prepared it (loaded, opset-converted,

@@ -752,32 +752,41 @@ TEST_SUITE("precision") {
     CHECK(details[1].find("kept in float32 so far") != std::string::npos);
   }
 
+  // y = x * 1.2 * 1.2 ... (kChain times) - x * 1.2^kChain in `g` (`prefix` names its values): zero
+  // in exact arithmetic; float16 rounds every product a little (each within tolerance), and the
+  // difference of the two paths keeps all of it (beyond 1e-3 where float32 leaves 1e-5).
+  // Keeping one more value per round cannot reach the start of the chain in the localized
+  // rounds: the head kept in float32 is searched instead.
+  constexpr int kChain = 24;
+  const runner::Tolerance kChainTolerance{"test", 1e-2, 1e-3};
+  ir::Value* add_rounding_chain(Builder& b, ir::Graph& g, ir::Value* x, const std::string& prefix) {
+    ir::Value* z = x;
+    for (int i = 0; i < kChain; ++i) {
+      const std::string n = prefix + std::to_string(i);
+      z = g.add_node("Mul", {z, b.scalar("c" + n, 1.2f)}, {"z" + n})->output(0);
+    }
+    ir::Value* direct =
+        g.add_node("Mul", {x, b.scalar(prefix + "c_all", std::pow(1.2f, static_cast<float>(kChain)))}, {prefix + "direct"})->output(0);
+    return g.add_node("Sub", {z, direct}, {prefix + "y"})->output(0);
+  }
+
+  /// After the head: a second output, of its own input, that float16 computes well enough.
+  void add_float16_output(Builder& b) {
+    ir::Node* twice = b.g->add_node("Mul", {b.input("w", {4, 8}), b.scalar("two", 2)}, {"twice"});
+    b.g->add_output(twice->output(0), Builder::type(DataType::kFloat, {4, 8}));
+  }
+
   TEST_CASE("the guided conversion keeps a head of the graph in float32 where no few values suffice") {
-    // y = x * 1.2 * 1.2 ... (24 times) - x * 1.2^24: zero in exact arithmetic; float16 rounds
-    // every product a little (each within tolerance), and the difference of the two paths keeps
-    // all of it (beyond 1e-3 where float32 leaves 1e-5). Keeping one more value per round
-    // cannot reach the start of the chain in the localized rounds: the head of the graph kept in
-    // float32 is searched instead.
-    constexpr int kChain = 24;
     auto model = [] {
       Builder b(13);
       ir::Value* x = b.input("x", {4, 8});
-      ir::Value* z = x;
-      for (int i = 0; i < kChain; ++i) {
-        const std::string n = std::to_string(i);
-        z = b.g->add_node("Mul", {z, b.scalar("c" + n, 1.2f)}, {"z" + n})->output(0);
-      }
-      ir::Value* direct = b.g->add_node("Mul", {x, b.scalar("c_all", std::pow(1.2f, static_cast<float>(kChain)))}, {"direct"})->output(0);
-      ir::Node* sub = b.g->add_node("Sub", {z, direct}, {"y"});
-      b.g->add_output(sub->output(0), Builder::type(DataType::kFloat, {4, 8}));
-      // After the head: a second output, of its own input, that float16 computes well enough.
-      ir::Node* twice = b.g->add_node("Mul", {b.input("w", {4, 8}), b.scalar("two", 2)}, {"twice"});
-      b.g->add_output(twice->output(0), Builder::type(DataType::kFloat, {4, 8}));
+      b.g->add_output(add_rounding_chain(b, *b.g, x, ""), Builder::type(DataType::kFloat, {4, 8}));
+      add_float16_output(b);
       return std::move(b.m);
     };
     ir::Model base = model();
     const runner::Reference reference(base, runner::VerifyInputs{});
-    const runner::Tolerance tight{"test", 1e-2, 1e-3};
+    const runner::Tolerance& tight = kChainTolerance;
     std::vector<std::string> details;
     const convert::GuidedFp16 g = convert::to_fp16_guided(base, model, {}, reference, tight, [&details](const ir::ProgressStep& step) {
       details.push_back(step.detail);
@@ -798,6 +807,31 @@ TEST_SUITE("precision") {
     convert::to_fp16(shorter, fewer);
     CHECK_FALSE(reference.check(shorter, tight).ok());
     // After the head, float16: the second output's Mul and its constant.
+    CHECK(g.report.converted_initializers > 0);
+  }
+
+  TEST_CASE("the head kept in float32 reaches into If branches") {
+    // The chain in both branches of an If, the main graph holding only the If and the second
+    // output: the head runs over the branches' nodes, each before its If.
+    auto model = [] {
+      Builder b(13);
+      ir::Value* x = b.input("x", {4, 8});
+      ir::Node* branch = b.g->add_node("If", {b.input("cond", {}, DataType::kBool)}, {"y"}, "", "if");
+      for (const char* attr : {"then_branch", "else_branch"}) {
+        ir::Graph* sub = add_subgraph(branch, attr);
+        sub->add_output(add_rounding_chain(b, *sub, x, attr[0] == 't' ? "t" : "e"), Builder::type(DataType::kFloat, {4, 8}));
+      }
+      b.g->add_output(branch->output(0), Builder::type(DataType::kFloat, {4, 8}));
+      add_float16_output(b);
+      return std::move(b.m);
+    };
+    ir::Model base = model();
+    const runner::Reference reference(base, runner::VerifyInputs{});
+    const convert::GuidedFp16 g = convert::to_fp16_guided(base, model, {}, reference, kChainTolerance);
+    CHECK(g.verified.ok());
+    CHECK(g.graph_nodes == 2 * (kChain + 2) + 2);
+    CHECK(g.head_nodes > 0);
+    CHECK(g.head_nodes < g.graph_nodes);
     CHECK(g.report.converted_initializers > 0);
   }
 }
