@@ -294,6 +294,8 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
 
   // Node outputs, in order; note which node produces each name for order messages.
   const auto& nodes = g.nodes();
+  const bool counted = ctx.depth == 0 && !ctx.in_function && !nodes.empty();  // the progress of the main graph's
+  if (counted) ir::report_progress(options_.progress, "checking nodes", 0, static_cast<int64_t>(nodes.size()));
   std::unordered_map<std::string, size_t> producer;
   for (size_t i = 0; i < nodes.size(); ++i) {
     for (const ir::Value* v : nodes[i]->outputs()) {
@@ -374,6 +376,10 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
       }
     }
     check_node(n, index, ctx);
+    // A million nodes take seconds: the main graph's are counted (every 4096, and the last,
+    // which ends the phase).
+    if (counted && ((i + 1) % 4096 == 0 || i + 1 == nodes.size()))
+      ir::report_progress(options_.progress, "checking nodes", static_cast<int64_t>(i + 1), static_cast<int64_t>(nodes.size()));
     // Subgraphs see the names available before this node.
     for (auto& a : n.attributes) {
       auto sub_ctx = [&](const std::string& label) {
@@ -853,8 +859,10 @@ void Checker::run() {
   if (model_.graph) check_graph(*model_.graph, GraphCtx{"main", &model_.opset_import, false, 0}, nullptr);
   check_functions();
   if (options_.infer_shapes) {
+    ir::report_progress(options_.progress, "shape inference", 0, 1);
     inferred_ = ir::infer_types(model_, sink_);
     for (auto& [g, ctx] : graphs_) check_type_constraints(*g, ctx);
+    ir::report_progress(options_.progress, "shape inference", 1, 1);
   }
 }
 
@@ -890,7 +898,9 @@ CheckResult check_file(const std::string& path, const CheckOptions& options) {
     d.message = message;
     sink.add(std::move(d));
   };
+  ir::report_progress(options.progress, "reading", 0, 1);
   ir::LoadedModel loaded = ir::load_model(path, load);
+  ir::report_progress(options.progress, "reading", 1, 1);
   check_model(loaded.model, sink, options);
   CheckResult r;
   r.diagnostics = sink.items();

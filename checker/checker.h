@@ -7,6 +7,7 @@
 
 #include "ir/diagnostic.h"
 #include "ir/graph.h"
+#include "ir/progress.h"
 
 namespace onnxtool::checker {
 
@@ -15,6 +16,8 @@ struct CheckOptions {
   bool strict = false;
   /// Run shape and type inference and report its contradictions.
   bool infer_shapes = true;
+  /// Hears the phases of long checks: reading (check_file), the main graph's nodes, inference.
+  ir::Progress progress;
 };
 
 struct CheckResult {

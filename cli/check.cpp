@@ -5,6 +5,7 @@
 
 #include "checker/checker.h"
 #include "cli/common.h"
+#include "cli/progress.h"
 #include "ir/error.h"
 
 namespace onnxtool::cli {
@@ -94,6 +95,12 @@ int check_one(const CheckCliOptions& o, const std::string& model, nlohmann::json
   checker::CheckOptions options;
   options.strict = o.strict;
   options.infer_shapes = !o.no_shapes;
+  // Several models: each phase names its model ("b.onnx: checking nodes 4096/1000000").
+  options.progress = progress();
+  if (o.models.size() > 1)
+    options.progress = [whole = options.progress, model](const ir::ProgressStep& step) {
+      whole({model + ": " + step.phase, step.done, step.total, step.detail});
+    };
   const checker::CheckResult r = checker::check_file(model, options);
   const bool valid = r.valid(o.strict);
   if (doc) {

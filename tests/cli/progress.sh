@@ -83,6 +83,40 @@ grep -q '^6 intermediate tensors matched' "$WORK/self.out" && ok || fail "A agai
 [[ $(grep -c '^  .* (node .*): max abs 0, ' "$WORK/self.out") -eq 6 ]] && ! grep -q 'first beyond' "$WORK/self.out" && ok ||
   fail "A against itself has errors: $(cat "$WORK/self.out")"
 
+# check of large models: its phases (reading, checking nodes, shape inference) named with their
+# model when several are checked, each ended by a "done" line in a log, and the listing on
+# stdout the same with --quiet. Nodes double from 200,000 until a phase lasts the second that
+# shows it (up to 3.2 million).
+MAKE_LARGE=$(dirname "$ONNXTOOL")/make_large_graph
+if [[ -x $MAKE_LARGE ]]; then
+  nodes=200000
+  while :; do
+    "$MAKE_LARGE" "$WORK/large.onnx" --nodes $nodes >/dev/null || { fail "make_large_graph --nodes $nodes failed"; break; }
+    cp "$WORK/large.onnx" "$WORK/large_b.onnx"
+    "$ONNXTOOL" check "$WORK/large.onnx" "$WORK/large_b.onnx" >"$WORK/check.out" 2>"$WORK/check.err"
+    rc=$?
+    grep -q "$PROGRESS" "$WORK/check.err" && break
+    ((nodes >= 3200000)) && break
+    nodes=$((nodes * 2))
+  done
+  [[ $rc -eq 0 ]] && ok || fail "check of two $nodes-node models: exit $rc: $(head -3 "$WORK/check.err")"
+  if grep -q "$PROGRESS" "$WORK/check.err"; then
+    grep -vq "^onnxtool check: progress: $WORK/large\(_b\)\?\.onnx: \(reading\|checking nodes\|shape inference\)" "$WORK/check.err" &&
+      fail "check progress lines not naming a model and a phase: $(grep -v "large.*onnx: " "$WORK/check.err" | head -3)" || ok
+    while IFS= read -r phase; do
+      grep -qF "progress: $phase done in " "$WORK/check.err" && ok || fail "check: no 'done' line for '$phase'"
+    done < <(sed -E 's/^onnxtool check: progress: //; s/ done in .*//; s/ [0-9]+\/[0-9]+ \(.*//; s/, [0-9]+ s$//' "$WORK/check.err" | sort -u)
+  else
+    missing_data "a check phase lasting a second (up to $nodes nodes)"
+  fi
+  "$ONNXTOOL" check "$WORK/large.onnx" "$WORK/large_b.onnx" --quiet >"$WORK/check_quiet.out" 2>"$WORK/check_quiet.err"
+  [[ ! -s $WORK/check_quiet.err ]] && cmp -s "$WORK/check.out" "$WORK/check_quiet.out" && ok ||
+    fail "check --quiet: stderr '$(head -2 "$WORK/check_quiet.err")' or stdout differs"
+  rm -f "$WORK/large.onnx" "$WORK/large_b.onnx"
+else
+  missing_data "$MAKE_LARGE"
+fi
+
 CLS=$MODELS/ch_ppocr_mobile_v2.0_cls_infer.onnx
 if [[ -f $CLS ]]; then
   SHAPE=(--shape x=1,3,48,192)
