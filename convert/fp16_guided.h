@@ -3,9 +3,9 @@
 // while the float16 result is beyond tolerance, the first value where it departs from the
 // float32 model is kept in float32 too (its producer's inputs, when keeping the value itself
 // did not help), and the conversion is redone — onnxruntime's auto mixed precision idea,
-// localized by one pair of runs per round. Where a few rounds do not localize it (errors that
-// a little at every layer), the shortest head of the graph kept whole in float32 is found by
-// bisection.
+// localized by one pair of runs per round. Where a few rounds do not localize it (an error that
+// grows a little at every layer), the shortest head of the graph kept whole in float32 is found
+// by bisection.
 #pragma once
 
 #include <functional>
