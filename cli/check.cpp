@@ -149,7 +149,7 @@ int run_check(const CheckCliOptions& o) {
       code = check_one(o, model, o.json ? &doc : nullptr);
     } catch (const Error& e) {
       code = e.kind() == ErrorKind::kFailed ? kExitFailed : kExitUsage;
-      std::cerr << "onnxtool check: " << e.what() << "\n";
+      error_line("check", e.what());
       doc = {{"model", model}, {"error", e.what()}, {"exit_code", code}};
     }
     worst = std::max(worst, code);

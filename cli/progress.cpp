@@ -81,6 +81,13 @@ class ProgressPrinter {
     std::cerr << line << "\n" << std::flush;
   }
 
+  void error(const std::string& line) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    logged_ = false;  // the phase did not finish: no "done" line
+    finish_phase(ProgressClock::now());
+    std::cerr << line << "\n" << std::flush;
+  }
+
   void end(bool finished) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -197,5 +204,6 @@ void result_line(const std::string& line) { printer().print_result(line); }
 void end_progress() { printer().end(true); }
 void abandon_progress() { printer().end(false); }
 void info(const std::string& command, const std::string& line) { printer().note("onnxtool " + command + ": " + line); }
+void error_line(const std::string& command, const std::string& line) { printer().error("onnxtool " + command + ": " + line); }
 
 }  // namespace onnxtool::cli

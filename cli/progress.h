@@ -32,4 +32,8 @@ void abandon_progress();
 /// An informational line on stderr ("onnxtool convert: note: ..."), unless --quiet.
 void info(const std::string& command, const std::string& line);
 
+/// An error line on stderr while the command goes on (check of several models: one file that
+/// cannot be read): the current phase ends without a "done" line, and progress continues after.
+void error_line(const std::string& command, const std::string& line);
+
 }  // namespace onnxtool::cli
