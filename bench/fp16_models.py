@@ -25,11 +25,10 @@ import tempfile
 import time
 
 import numpy as np
-import onnx
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "ort"))
-from ort_util import cosine, ort_batch, sample_folders  # noqa: E402
+from ort_util import concatenated_outputs, cosine, half_inputs, ort_batch, sample_folders  # noqa: E402
 
 MODELS = ["ch_PP-OCRv4_det_infer", "ch_PP-OCRv4_rec_infer", "ch_ppocr_mobile_v2.0_cls_infer", "silero_vad_legacy",
           "silero_vad_v5", "silero_vad_v6", "oww_melspectrogram", "oww_embedding", "oww_hey_jarvis", "en_PP-OCRv3_det",
@@ -44,30 +43,6 @@ def model_path(cache, name):
         if os.path.exists(p):
             return p
     return None
-
-
-def half_inputs(samples, model, into):
-    """The samples with float inputs as float16 where `model` declares float16 inputs."""
-    m = onnx.load(model, load_external_data=False)
-    halves = {i.name for i in m.graph.input if i.type.tensor_type.elem_type == onnx.TensorProto.FLOAT16}
-    out = []
-    for s, files in samples:
-        converted = {}
-        for name, path in files.items():
-            if name in halves:
-                path = os.path.join(into, f"{s}_{name}.npy")
-                np.save(path, np.load(files[name]).astype(np.float16))
-            converted[name] = path
-        out.append((s, converted))
-    return out
-
-
-def outputs(lines):
-    got = {}
-    for line in lines:
-        for o in line["outputs"]:
-            got.setdefault(o["name"], []).append(np.load(o["file"]).astype(np.float64).ravel())
-    return {k: np.concatenate(v) for k, v in got.items()}
 
 
 def main():
@@ -96,7 +71,7 @@ def main():
         d = os.path.join(work, name)
         os.makedirs(d)
         try:
-            ref = outputs(ort_batch(ort_run, env, d, [{"model": src, "inputs": f, "output_dir": os.path.join(d, "o32", s)}
+            ref = concatenated_outputs(ort_batch(ort_run, env, d, [{"model": src, "inputs": f, "output_dir": os.path.join(d, "o32", s)}
                                                        for s, f in evals]))
         except RuntimeError as e:
             print(f"| {name} | | | float32 model: {e} | | | | | |")
@@ -126,7 +101,7 @@ def main():
                 kept = f"{p['blocked_nodes']} blocked by op type"
             ratio = os.path.getsize(out) / os.path.getsize(src)
             try:
-                got = outputs(ort_batch(ort_run, env, d, [{"model": out, "inputs": f, "output_dir": os.path.join(d, "o16" + io, s)}
+                got = concatenated_outputs(ort_batch(ort_run, env, d, [{"model": out, "inputs": f, "output_dir": os.path.join(d, "o16" + io, s)}
                                                           for s, f in half_inputs(evals, out, d)]))
             except RuntimeError as e:
                 print(f"{row} written | {kept} | {ratio:.2f}x | {seconds:.1f} | onnxruntime: {str(e)[:120]} | |")

@@ -34,6 +34,25 @@ def sample_folders(folder):
     return out
 
 
+def half_inputs(samples, model, into):
+    """The samples ([(name, {input: .npy path})]) with each input `model` declares float16 saved
+    as float16 in `into`."""
+    import onnx  # only the float16 callers need it
+    m = onnx.load(model, load_external_data=False)
+    halves = {i.name for i in m.graph.input if i.type.tensor_type.elem_type == onnx.TensorProto.FLOAT16}
+    out = []
+    for s, files in samples:
+        converted = {}
+        for name, path in files.items():
+            if name in halves:
+                a = np.load(path).astype(np.float16)
+                path = os.path.join(into, f"{s}_{name}.npy")
+                np.save(path, a)
+            converted[name] = path
+        out.append((s, converted))
+    return out
+
+
 def concatenated_outputs(lines):
     """{output name: every sample's values, flattened and concatenated, as float64}."""
     got = {}

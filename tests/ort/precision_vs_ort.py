@@ -24,7 +24,7 @@ import tempfile
 import numpy as np
 import onnx
 
-from ort_util import cosine, finish, missing_data, ort_batch, sample_folders, skip_all, verify_args
+from ort_util import cosine, finish, half_inputs, missing_data, ort_batch, sample_folders, skip_all, verify_args
 
 onnxtool, source_dir, cache_dir = (os.path.abspath(p) for p in sys.argv[1:4])
 ort_run = os.path.join(source_dir, "tests", "ort", "ort_run.js")
@@ -66,23 +66,6 @@ def outputs(lines):
         for o in line["outputs"]:
             got.setdefault(o["name"], []).append(np.load(o["file"]).astype(np.float64).ravel())
     return got
-
-
-def half_inputs(samples, model, into):
-    """The samples with float inputs as float16 where the fp16 model declares float16 inputs."""
-    m = onnx.load(model, load_external_data=False)
-    halves = {i.name for i in m.graph.input if i.type.tensor_type.elem_type == onnx.TensorProto.FLOAT16}
-    out = []
-    for s, files in samples:
-        converted = {}
-        for name, path in files.items():
-            if name in halves:
-                a = np.load(path).astype(np.float16)
-                path = os.path.join(into, f"{s}_{name}.npy")
-                np.save(path, a)
-            converted[name] = path
-        out.append((s, converted))
-    return out
 
 
 failures = 0
