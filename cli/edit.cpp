@@ -1,6 +1,6 @@
 // `onnxtool edit MODEL -o OUT|--in-place`: rename inputs and outputs, set input dims, metadata;
 // the result checked and, on input dims both models take, run against the original before it is
-// written (a fixed dim changed to another size leaves none: checked alone).
+// written (a fixed dim changed to another size, or another rank, leaves none: checked alone).
 #include <iostream>
 #include <map>
 #include <optional>
@@ -70,8 +70,13 @@ std::optional<std::map<std::string, std::vector<int64_t>>> shared_input_shapes(c
     const ir::ValueInfo* input = nullptr;
     for (const auto& in : original.graph->inputs)
       if (in.value && in.value->name() == name) input = &in;
-    // An input that is not there, or of another rank, is edit_model's usage error.
-    if (!input || !input->type || !input->type->shape || input->type->shape->rank() != dims.size()) continue;
+    // An input that is not there is edit_model's usage error.
+    if (!input || !input->type || !input->type->shape) continue;
+    if (input->type->shape->rank() != dims.size()) {
+      why = "input '" + name + "' was " + input->type->to_string() + ", now of rank " + std::to_string(dims.size()) +
+            " (the original cannot take the new shape)";
+      return std::nullopt;
+    }
     std::vector<int64_t> both;
     for (size_t k = 0; k < dims.size(); ++k) {
       const ir::Dim& was = input->type->shape->dims[k];

@@ -63,9 +63,8 @@ void set_input_shape(Graph& g, const std::string& name, const std::vector<Dim>& 
   TypeInfo type = vi.type ? *vi.type : vi.value->type;
   if (!type.is_tensor() || type.elem_type == 0)
     throw_usage_error(flag + ": the input is not a tensor of known element type (" + type.to_string() + ")");
-  if (type.shape && type.shape->rank() != dims.size())
-    throw_usage_error(flag + ": the input has rank " + std::to_string(type.shape->rank()) + " (" + type.to_string() +
-                      "), the new shape " + std::to_string(dims.size()) + " dims");
+  // Another rank is allowed (a stale declaration, such as [3,4] for what the model reads as
+  // [1]): re-inference then decides whether the nodes take it.
   Shape shape;
   shape.dims = dims;
   type.shape = shape;

@@ -43,10 +43,10 @@ std::vector<Dim> parse_dims(const std::string& what, const std::string& text);
 
 /// Applies the edits in order: renames (every use follows, in subgraphs that capture the value
 /// too), input shapes, metadata, producer and doc string. Throws Error(kUsage), one line, for a
-/// name that is no graph input/output, a new name already used anywhere in the model, a rank
-/// that differs from the declared one, a metadata key to remove that is absent, and for an input
-/// shape that shape inference finds contradicted by the model (a Reshape target, a weight); the
-/// model is then in an unspecified state and must not be saved.
+/// name that is no graph input/output, a new name already used anywhere in the model, a
+/// metadata key to remove that is absent, and for an input shape (of any rank: a declaration can
+/// be stale) that shape inference finds contradicted by the model (a Reshape target, a weight, a
+/// Conv input of the wrong rank); the model is then in an unspecified state and must not be saved.
 ///
 /// New input shapes re-infer every node output of the main graph and its subgraphs from scratch,
 /// and replace the declared types of value_info entries and graph outputs with the new ones, so

@@ -111,6 +111,11 @@ Tensor random_tensor(const ir::TypeInfo& type, const std::vector<int64_t>& shape
       for (int64_t i = 0; i < n; ++i) p[i] = float_to_half(static_cast<float>(rng.uniform() * 2 - 1));
       break;
     }
+    case DataType::kBFloat16: {
+      uint16_t* p = t.mutable_data<uint16_t>();
+      for (int64_t i = 0; i < n; ++i) p[i] = float_to_bfloat16(static_cast<float>(rng.uniform() * 2 - 1));
+      break;
+    }
     case DataType::kBool: {
       uint8_t* p = t.mutable_data<uint8_t>();
       for (int64_t i = 0; i < n; ++i) p[i] = rng.next() & 1;
@@ -134,6 +139,12 @@ Tensor random_tensor(const ir::TypeInfo& type, const std::vector<int64_t>& shape
     case DataType::kUInt64: {
       uint64_t* p = t.mutable_data<uint64_t>();
       for (int64_t i = 0; i < n; ++i) p[i] = rng.next() % 10;
+      break;
+    }
+    case DataType::kInt16:
+    case DataType::kUInt16: {
+      uint16_t* p = t.mutable_data<uint16_t>();
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<uint16_t>(rng.next() % 10);
       break;
     }
     case DataType::kInt8:

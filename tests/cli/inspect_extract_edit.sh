@@ -161,7 +161,7 @@ expect_tool "edit: a fixed dim changed is checked only" 0 "checked, not run agai
 expect_tool "edit: free batch in the output" 0 "probs: float[batch,10]" -- inspect "$WORK/bn.onnx"
 expect_tool "edit: bad shape text" 2 "dim 2 is empty" -- edit "$M" -o "$OUT/x.onnx" --input-shape image=1,,32,32
 expect_tool "edit: bad dim" 2 "'-3' is neither a size nor a symbol" -- edit "$M" -o "$OUT/x.onnx" --input-shape image=-3,3,32,32
-expect_tool "edit: wrong rank" 2 "has rank 4" -- edit "$M" -o "$OUT/x.onnx" --input-shape image=1,3,32
+expect_tool "edit: a rank the Conv cannot take" 2 "the model contradicts the new shape: node 'conv1'" -- edit "$M" -o "$OUT/x.onnx" --input-shape image=1,3,32
 expect_tool "edit: a size the weights contradict" 2 "the model contradicts the new shape" -- edit "$M" -o "$OUT/x.onnx" --input-shape image=1,3,16,16
 expect_tool "edit: metadata" 0 "2 metadata set" -- edit "$M" -o "$OUT/meta.onnx" --set-metadata author=me --set-metadata license=MIT --producer-name tests
 cp "$OUT/meta.onnx" "$WORK/meta.onnx"

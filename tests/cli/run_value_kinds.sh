@@ -190,6 +190,22 @@ assert numpy_helper.to_array(y).tolist() == [1, -2, 3.140625]
 EOF
 "$ONNXTOOL" run "$D/bf16.onnx" --input x="$D/bf16.pb" --output-dir "$WORK/golden_bf16" --output-format pb >/dev/null 2>&1 || fail "writing golden bfloat16 failed"
 expect_tool "bfloat16 round trip" 0 "z: matches" -- run "$D/bf16.onnx" --input x="$D/bf16.pb" --expect "$WORK/golden_bf16"
+# Random bfloat16 inputs, as float ones: in [-1, 1), rounded to the type.
+"$ONNXTOOL" run "$D/bf16.onnx" --random --output-dir "$WORK/random_bf16" --output-format pb >/dev/null 2>&1 || fail "run --random on a bfloat16 input failed"
+"$PYTHON" - "$WORK/random_bf16" <<'EOF' && ok || fail "random bfloat16 inputs are not in [-1, 1) or not rounded to bfloat16"
+import sys, numpy as np, onnx
+from onnx import numpy_helper
+y = onnx.TensorProto()
+y.ParseFromString(open(sys.argv[1] + "/y.pb", "rb").read())
+v = numpy_helper.to_array(y)
+assert v.shape == (3,) and np.all(v >= -1) and np.all(v < 1) and len(set(v.tolist())) == 3, v
+assert np.all((v.view(np.uint32) & 0xffff) == 0), v  # bfloat16 widened: the low 16 bits are 0
+EOF
+# Another rank mends a stale declaration; the original cannot run on it, so it is checked only.
+expect_tool "edit: another rank" 0 "checked, not run against the original: input 'x' was bfloat16[3], now of rank 2" -- \
+  edit "$D/bf16.onnx" -o "$OUT/rank2.onnx" --input-shape x=1,3
+cp "$OUT/rank2.onnx" "$WORK/rank2.onnx"
+expect_tool "edit: another rank, declared" 0 "y: float[1,3]" -- inspect "$WORK/rank2.onnx"
 
 # --- --json: the statistics and the comparison
 expect_tool "--json with --expect" 0 '"max_abs_error"' -- run "$D/seq.onnx" --inputs "$D/seq_set" --expect "$D/seq_set" --json
