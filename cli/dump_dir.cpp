@@ -6,44 +6,55 @@
 #include "cli/common.h"
 #include "ir/error.h"
 #include "ir/output_file.h"
-#include "runner/tensor_io.h"
 
 namespace onnxtool::cli {
 
-ValueDump::ValueDump(const std::string& dir, const ir::LoadedModel& loaded) : dir_(dir), input_(&loaded.info) {
+namespace {
+
+std::string node_label(const ir::Graph& g, const ir::Node& n) {
+  return n.name.empty() ? n.op_type + "#" + std::to_string(g.node_index(&n)) : n.name;
+}
+
+}  // namespace
+
+ValueDump::ValueDump(const std::string& dir, const ir::LoadedModel& loaded)
+    : dir_(dir), input_(&loaded.info), stems_({"index.json"}) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) throw_usage_error("--dump-dir " + dir + ": exists and is not a directory");
   const ir::Graph& g = *loaded.model.graph;
-  runner::FileStems taken({"index.json"});
   for (const auto& n : g.nodes()) {
-    const std::string node = n->name.empty() ? n->op_type + "#" + std::to_string(g.node_index(n.get())) : n->name;
     for (const ir::Value* v : n->outputs()) {
-      if (!v || v->producer() != n.get() || entries_.count(v->name())) continue;
-      const std::string stem = taken.claim(v->name());
+      if (!v || v->producer() != n.get() || entries_.count(v)) continue;
+      Entry e{stems_.claim(v->name()), node_label(g, *n), n->op_type};
       for (const char* ext : {".npy", ".pb"})
-        ir::check_not_input(*input_, (fs::path(dir) / (stem + ext)).string(), "--dump-dir " + dir);
-      entries_[v->name()] = Entry{stem, node, n->op_type};
+        ir::check_not_input(*input_, (fs::path(dir) / (e.stem + ext)).string(), "--dump-dir " + dir);
+      entries_[v] = e;
     }
   }
+  // Subgraph values, depth first in node order; their files are named as their runs come.
+  const auto walk = [&](const ir::Graph& graph, const auto& self) -> void {
+    for (const auto& n : graph.nodes())
+      for (const ir::Graph* sub : n->subgraphs()) {
+        const std::string where = "the subgraph '" + sub->name + "' of " + n->describe();
+        for (const auto& m : sub->nodes())
+          for (const ir::Value* v : m->outputs()) {
+            if (!v || v->producer() != m.get() || entries_.count(v)) continue;
+            entries_[v] = Entry{"", node_label(*sub, *m), m->op_type, where};
+            subgraph_order_.push_back(v);
+          }
+        self(*sub, self);
+      }
+  };
+  walk(g, walk);
   fs::create_directories(dir, ec);
   if (ec) throw_usage_error("--dump-dir " + dir + ": cannot create it (" + ec.message() + ")");
 }
 
-void ValueDump::attach(runner::Session& session) {
-  session.set_observer([this](const ir::Value& value, const runner::Value& produced) { write(value, produced); });
-}
-
-void ValueDump::detach(runner::Session& session) { session.set_observer(nullptr); }
-
 std::string ValueDump::index_path() const { return (std::filesystem::path(dir_) / "index.json").string(); }
 
-void ValueDump::write(const ir::Value& value, const runner::Value& produced) {
-  const auto it = entries_.find(value.name());
-  if (it == entries_.end() || it->second.seen) return;
-  Entry& e = it->second;
-  e.seen = true;
-  nlohmann::json j = {{"node", e.node}, {"op_type", e.op_type}};
+nlohmann::json ValueDump::write(const std::string& stem, const std::string& name, const runner::Value& produced) {
+  nlohmann::json j;
   if (produced.is_tensor()) {
     j["dtype"] = std::string(ir::data_type_name(produced.tensor.dtype()));
     j["shape"] = produced.tensor.shape();
@@ -52,14 +63,15 @@ void ValueDump::write(const ir::Value& value, const runner::Value& produced) {
     j["shape"] = nullptr;
   }
   const bool npy = produced.is_tensor() && runner::npy_holds(produced.tensor.dtype());
-  const std::string file = e.stem + (npy ? ".npy" : ".pb");
+  const std::string file = stem + (npy ? ".npy" : ".pb");
   const std::string path = (std::filesystem::path(dir_) / file).string();
   try {
+    ir::check_not_input(*input_, path, "--dump-dir " + dir_);
     if (npy) {
       runner::write_npy(path, produced.tensor);
     } else {
       ir::OutputFile out(path, "--dump-dir " + path);
-      runner::write_pb(out, produced, value.name());
+      runner::write_pb(out, produced, name);
       out.sync();
       out.commit();
     }
@@ -68,23 +80,47 @@ void ValueDump::write(const ir::Value& value, const runner::Value& produced) {
     if (err.kind() != ErrorKind::kUsage) throw;
     j["file"] = nullptr;
     j["skipped"] = err.what();
-    index_[value.name()] = j;
     ++skipped_;
-    return;
+    return j;
   }
   j["file"] = file;
-  index_[value.name()] = j;
   ++written_;
+  return j;
+}
+
+void ValueDump::observe(const ir::Value& value, const runner::Value& produced) {
+  const auto it = entries_.find(&value);
+  if (it == entries_.end()) return;
+  Entry& e = it->second;
+  if (e.graph.empty()) {
+    if (e.seen) return;
+    e.seen = true;
+    nlohmann::json j = write(e.stem, value.name(), produced);
+    j["node"] = e.node;
+    j["op_type"] = e.op_type;
+    index_[value.name()] = j;
+    return;
+  }
+  const std::string stem = stems_.claim(value.name() + "." + std::to_string(e.runs.size()));
+  e.runs.push_back(write(stem, value.name(), produced));
+  if (!e.runs.back()["file"].is_null()) ++subgraph_files_;
 }
 
 void ValueDump::finish() {
-  for (const auto& [name, e] : entries_) {
-    if (e.seen) continue;
-    index_[name] = {{"node", e.node}, {"op_type", e.op_type}, {"file", nullptr}, {"dtype", nullptr}, {"shape", nullptr},
-                    {"skipped", "not computed in this run (a branch not taken, or an output nothing reads)"}};
+  nlohmann::json subgraph_values = nlohmann::json::array();
+  for (const auto& [value, e] : entries_) {
+    if (!e.graph.empty() || e.seen) continue;
+    index_[value->name()] = {{"node", e.node}, {"op_type", e.op_type}, {"file", nullptr}, {"dtype", nullptr}, {"shape", nullptr},
+                             {"skipped", "not computed in this run (a branch not taken, or an output nothing reads)"}};
     ++skipped_;
   }
-  ir::write_file(index_path(), nlohmann::json{{"tensors", index_}}.dump(2) + "\n", "--dump-dir " + index_path());
+  for (const ir::Value* v : subgraph_order_) {
+    const Entry& e = entries_.at(v);
+    subgraph_values.push_back(
+        {{"name", v->name()}, {"graph", e.graph}, {"node", e.node}, {"op_type", e.op_type}, {"runs", e.runs}});
+  }
+  ir::write_file(index_path(), nlohmann::json{{"tensors", index_}, {"subgraph_tensors", subgraph_values}}.dump(2) + "\n",
+                 "--dump-dir " + index_path());
 }
 
 }  // namespace onnxtool::cli

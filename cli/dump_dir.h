@@ -1,50 +1,61 @@
-// `run --dump-dir DIR`: every value the main graph computes, written as it is produced.
+// `run --dump-dir DIR`: every value the model computes, written as it is produced.
 #pragma once
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "ir/model_io.h"
 #include "runner/session.h"
+#include "runner/tensor_io.h"
 
 namespace onnxtool::cli {
 
-/// Writes each node output of the main graph to DIR/<safe name>.npy (.pb for what .npy cannot
-/// hold: sequences, optionals, bfloat16...) from the session's observer, so that no more than
-/// one value is held for it at a time, and then DIR/index.json: by tensor name, its file, node,
-/// op type, element type and shape (safe names can collide: "a/b" and "a_b"; the index says
-/// which file is which).
+/// Writes each node output to DIR/<safe name>.npy (.pb for what .npy cannot hold: sequences,
+/// optionals, bfloat16...) from the session's observer, so that no more than one value is held
+/// for it at a time, and then DIR/index.json. A value of the main graph has one file; a value of
+/// an If, Loop or Scan subgraph has one per run of its subgraph, DIR/<safe name>.<run>.npy,
+/// counted from 0 (a branch taken once: .0; a Loop body: one per iteration). The index gives, by
+/// tensor name, the file, node, op type, element type and shape of each main-graph value
+/// ("tensors"), and, in "subgraph_tensors", each subgraph value with the subgraph that holds it
+/// and its runs (safe names can collide: "a/b" and "a_b"; the index says which file is which).
 class ValueDump {
  public:
-  /// Plans a file per value (collisions resolved in node order: NAME.npy, NAME_1.npy, ...) and
-  /// refuses (Error kUsage) a DIR that is not a directory or a file over the input model.
+  /// Plans a file per main-graph value (collisions resolved in node order: NAME.npy, NAME_1.npy,
+  /// ...) and refuses (Error kUsage) a DIR that is not a directory or a file over the input model.
   ValueDump(const std::string& dir, const ir::LoadedModel& loaded);
-  /// Observes `session`'s next run; detach() stops it.
-  void attach(runner::Session& session);
-  void detach(runner::Session& session);
+  /// Writes `produced`, the value of `value` in this run (of its subgraph).
+  void observe(const ir::Value& value, const runner::Value& produced);
   /// Writes index.json; values no node computed in the run are listed as skipped.
   void finish();
 
   const std::string& dir() const { return dir_; }
   std::string index_path() const;
-  size_t written() const { return written_; }
+  size_t written() const { return written_; }  ///< files written
+  size_t subgraph_files() const { return subgraph_files_; }  ///< of them, runs of subgraph values
   size_t skipped() const { return skipped_; }
 
  private:
   struct Entry {
-    std::string stem;  ///< file name without the extension
+    std::string stem;  ///< file name without the extension (main graph values)
     std::string node;
     std::string op_type;
+    std::string graph;  ///< for a subgraph value: "the subgraph 'body' of node 'loop' (Loop)"
     bool seen = false;
+    nlohmann::json runs = nlohmann::json::array();  ///< for a subgraph value: one object per run
   };
-  void write(const ir::Value& value, const runner::Value& produced);
+  /// Writes one file; returns its index object (file, dtype, shape; or skipped, the reason).
+  nlohmann::json write(const std::string& stem, const std::string& name, const runner::Value& produced);
   std::string dir_;
   const ir::LoadInfo* input_;
-  std::map<std::string, Entry> entries_;  ///< by value name
+  runner::FileStems stems_;
+  std::map<const ir::Value*, Entry> entries_;
+  std::vector<const ir::Value*> subgraph_order_;  ///< subgraph values in the order of the model
   nlohmann::json index_ = nlohmann::json::object();
   size_t written_ = 0;
+  size_t subgraph_files_ = 0;
   size_t skipped_ = 0;
 };
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -37,7 +38,7 @@ struct RunOptions {
   std::string expect_dir;             ///< reference outputs to compare with
   double rtol = 1e-3, atol = 1e-5;    ///< --expect's tolerance
   std::vector<std::string> outputs;
-  std::string dump_dir;  ///< --dump-dir: every value of the main graph
+  std::string dump_dir;  ///< --dump-dir: every value computed, subgraphs' once per run
   int threads = 0;
   std::string device = "cpu";
   int benchmark = 0;
@@ -337,21 +338,69 @@ int run_model(const RunOptions& o) {
   auto feeds = runner::load_feeds(session, feed);
 
   std::vector<std::string> names = o.outputs;
-  // Values of subgraphs live in their frames, one per branch or iteration: not returnable.
-  for (const auto& name : names)
-    if (const ir::Value* v = loaded.model.graph->find(name); !v || v->is_undefined())
-      if (const std::string where = ir::subgraph_holding(loaded.model, name); !where.empty())
-        throw_usage_error("--outputs: '" + name + "' is a value of " + where + "; only main-graph values can be returned");
+  // A value of an If/Loop/Scan subgraph lives in the frame of one run of its subgraph: the
+  // session's observer returns it when its subgraph ran once in the run (a branch of an If of
+  // the main graph), and refuses it otherwise.
+  struct FromSubgraph {
+    std::string where;  ///< "the subgraph 'then_branch' of node 'select' (If)"
+    size_t runs = 0;
+    runner::Value value;
+  };
+  std::map<std::string, FromSubgraph> from_subgraphs;
+  std::map<const ir::Value*, FromSubgraph*> captured;
+  std::vector<std::string> main_names;
+  for (const auto& name : names) {
+    if (const ir::Value* v = loaded.model.graph->find(name); (v && !v->is_undefined()) || from_subgraphs.count(name)) {
+      if (v && !v->is_undefined()) main_names.push_back(name);
+      continue;
+    }
+    const std::string where = ir::subgraph_holding(loaded.model, name);
+    if (where.empty()) {
+      main_names.push_back(name);  // the session names it unknown
+      continue;
+    }
+    FromSubgraph& f = from_subgraphs[name];
+    f.where = where;
+    // Sibling branches may both define the name: whichever runs gives the value.
+    ir::for_each_graph(*loaded.model.graph, [&](ir::Graph& g) {
+      if (&g == loaded.model.graph.get()) return;
+      if (const ir::Value* v = g.find(name); v && !v->is_undefined() && v->producer()) captured[v] = &f;
+    });
+  }
   std::optional<ValueDump> dump;
-  if (!o.dump_dir.empty()) {
-    dump.emplace(o.dump_dir, loaded);
-    dump->attach(session);
+  if (!o.dump_dir.empty()) dump.emplace(o.dump_dir, loaded);
+  if (dump || !captured.empty()) {
+    runner::ObserverFilter wants;
+    if (!dump) wants = [&captured](const ir::Value& v) { return captured.count(&v) > 0; };
+    session.set_observer(
+        [&](const ir::Value& value, const runner::Value& produced) {
+          if (dump) dump->observe(value, produced);
+          if (const auto it = captured.find(&value); it != captured.end()) {
+            ++it->second->runs;
+            it->second->value = produced;
+          }
+        },
+        /*subgraphs=*/true, wants);
   }
   report_step("running the model", 0, 1);
-  auto results = session.run(feeds, names);
-  if (dump) {
-    dump->detach(session);
-    dump->finish();
+  auto main_results = session.run(feeds, main_names);
+  session.set_observer(nullptr);
+  if (dump) dump->finish();
+  for (const auto& [name, f] : from_subgraphs) {
+    if (f.runs == 0)
+      throw_usage_error("--outputs: '" + name + "', a value of " + f.where +
+                        ", was not computed in this run (a branch not taken, or a loop run 0 times)");
+    if (f.runs > 1)
+      throw_usage_error("--outputs: '" + name + "', a value of " + f.where + ", was computed " + std::to_string(f.runs) +
+                        " times in this run, once per run of its subgraph; --dump-dir writes each");
+  }
+  std::vector<runner::Value> results;
+  if (from_subgraphs.empty()) {
+    results = std::move(main_results);
+  } else {
+    size_t k = 0;
+    for (const auto& name : names)
+      results.push_back(from_subgraphs.count(name) ? from_subgraphs.at(name).value : std::move(main_results[k++]));
   }
   report_step("running the model", 1, 1);
   if (names.empty())
@@ -362,14 +411,14 @@ int run_model(const RunOptions& o) {
   runner::Profiler profiler;
   if (o.profile) {
     session.set_profiler(&profiler);
-    if (o.benchmark == 0) session.run(feeds, o.outputs);
+    if (o.benchmark == 0) session.run(feeds, main_names);
   }
   std::vector<double> times;
   if (o.benchmark > 0) {
     report_step("benchmark runs", 0, o.benchmark);
     for (int i = 0; i < o.benchmark; ++i) {
       const auto t0 = std::chrono::steady_clock::now();
-      session.run(feeds, o.outputs);
+      session.run(feeds, main_names);
       times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
       report_step("benchmark runs", i + 1, o.benchmark);  // outside the timed span
     }
@@ -451,7 +500,8 @@ int run_model(const RunOptions& o) {
     nlohmann::json doc = {{"outputs", outs}, {"threads", o.threads}, {"placement", placement_json(session.device(), session.placement())}};
     if (!times.empty()) doc["latency_ms"] = {{"median", pct(0.5)}, {"min", times.front()}, {"p90", pct(0.9)}, {"runs", times.size()}};
     if (o.profile) doc["profile"] = profile_json(profile, o.trace_file);
-    if (dump) doc["dump"] = {{"dir", dump->dir()}, {"index", dump->index_path()}, {"written", dump->written()}, {"skipped", dump->skipped()}};
+    if (dump) doc["dump"] = {{"dir", dump->dir()}, {"index", dump->index_path()}, {"written", dump->written()},
+                     {"subgraph_files", dump->subgraph_files()}, {"skipped", dump->skipped()}};
     doc["expect"] = o.expect_dir.empty() ? nlohmann::json(nullptr)
                                          : nlohmann::json{{"dir", o.expect_dir}, {"rtol", o.rtol}, {"atol", o.atol},
                                                           {"match", differing == matches.end()}};
@@ -477,8 +527,9 @@ int run_model(const RunOptions& o) {
               << " ms, p90 " << pct(0.9) << " ms\n";
   if (o.profile) print_profile(profile, o.trace_file);
   if (dump)
-    std::cout << "dumped " << dump->written() << " values to " << dump->dir() << " (" << dump->skipped()
-              << " skipped; index " << dump->index_path() << ")\n";
+    std::cout << "dumped " << dump->written() << " values to " << dump->dir() << " ("
+              << (dump->subgraph_files() ? std::to_string(dump->subgraph_files()) + " of them runs of subgraph values; " : "")
+              << dump->skipped() << " skipped; index " << dump->index_path() << ")\n";
   return report_mismatch();
 }
 
@@ -503,8 +554,8 @@ void register_run(CLI::App& app, Action& action) {
                   "wrote (<name>.npy/.pb); exit 1 when any differs");
   sub->add_option("--rtol", o->rtol, "relative tolerance of --expect (default 1e-3)")->check(number_in(0, 1e6));
   sub->add_option("--atol", o->atol, "absolute tolerance of --expect (default 1e-5)")->check(number_in(0, 1e300));
-  sub->add_option("--outputs", o->outputs, "names of the values to return (default: graph outputs)")->delimiter(',');
-  sub->add_option("--dump-dir", o->dump_dir, "write every value the main graph computes to DIR/<name>.npy (.pb), with DIR/index.json");
+  sub->add_option("--outputs", o->outputs, "names of the values to return, of the main graph or of a subgraph run once (default: graph outputs)")->delimiter(',');
+  sub->add_option("--dump-dir", o->dump_dir, "write every value computed to DIR/<name>.npy (.pb; a subgraph's: <name>.<run>.npy), with DIR/index.json");
   sub->add_option("--threads", o->threads, "threads (default: all cores)")->check(number_in(0, 1024));
   sub->add_option("--device", o->device, "cpu (default), vulkan or vulkan:N, optionally :fp32-arithmetic (`onnxtool devices` lists them)");
   sub->add_option("--benchmark", o->benchmark, "time N runs after one warm-up run")->check(number_in(0, 1e7));

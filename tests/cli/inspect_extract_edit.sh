@@ -65,6 +65,19 @@ nodes = [helper.make_node("SequenceConstruct", ["x", "x"], ["seq"]), helper.make
          helper.make_node("Cast", ["first"], ["half"], to=TensorProto.BFLOAT16), helper.make_node("Cast", ["half"], ["y"], to=TensorProto.FLOAT)]
 m = helper.make_model(helper.make_graph(nodes, "g", [x], [y], [zero]), opset_imports=[helper.make_opsetid("", 13)])
 save(m, f"{d}/kinds.onnx")
+# A Loop of 3 iterations: s = s * 2 + i, its body's values written once per iteration.
+B = TensorProto.BOOL
+body = helper.make_graph(
+    [helper.make_node("Cast", ["i"], ["i_f"], to=TensorProto.FLOAT, name="cast"), helper.make_node("Mul", ["s_in", "two"], ["step"], name="mul"),
+     helper.make_node("Add", ["step", "i_f"], ["s_out"], name="add"), helper.make_node("Identity", ["c_in"], ["c_out"], name="keep")],
+    "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []), helper.make_tensor_value_info("c_in", B, []),
+             helper.make_tensor_value_info("s_in", TensorProto.FLOAT, [2])],
+    [helper.make_tensor_value_info("c_out", B, []), helper.make_tensor_value_info("s_out", TensorProto.FLOAT, [2])])
+inits = [helper.make_tensor("n", TensorProto.INT64, [], [3]), helper.make_tensor("yes", B, [], [True]),
+         helper.make_tensor("two", TensorProto.FLOAT, [], [2.0])]
+loop = helper.make_node("Loop", ["n", "yes", "x"], ["y"], body=body, name="loop")
+m = helper.make_model(helper.make_graph([loop], "g", [x], [y], inits), opset_imports=[helper.make_opsetid("", 13)])
+save(m, f"{d}/loop.onnx")
 EOF
   expect_tool "inspect: unsorted" 0 "not topologically sorted (main: node 'second' (Neg) uses 'a/b' before node 'first' (Relu) produces it); fix: onnxtool optimize" -- inspect "$WORK/unsorted.onnx"
   has "inspect: the fix" "$WORK/stdout" "--passes sort_topologically"
@@ -75,14 +88,38 @@ EOF
   json_is "dump index: .pb for what .npy cannot hold" "$WORK/kinds/index.json" \
     "d['tensors']['seq']['file'] == 'seq.pb' and d['tensors']['half']['file'] == 'half.pb' and d['tensors']['y']['file'] == 'y.npy'"
   [[ -s $WORK/kinds/seq.pb && -s $WORK/kinds/half.pb ]] && ok || fail "run --dump-dir: seq.pb or half.pb missing"
+  # A Loop body's values, one file per iteration, checked against numpy.
+  "$PYTHON" -c "import numpy as np; np.save('$WORK/loop_x.npy', np.array([0.5, -1.25], np.float32))"
+  expect_tool "run --dump-dir: a Loop body" 0 "dumped 13 values to $WORK/loopdump (12 of them runs of subgraph values; 0 skipped" -- \
+    run "$WORK/loop.onnx" --input x="$WORK/loop_x.npy" --dump-dir "$WORK/loopdump"
+  "$PYTHON" - "$WORK/loopdump" <<'EOF' && ok || fail "run --dump-dir: the Loop body's values are not numpy's"
+import json, sys, numpy as np
+d = sys.argv[1]
+index = json.load(open(d + "/index.json"))
+by_name = {t["name"]: t for t in index["subgraph_tensors"]}
+assert by_name["step"]["graph"] == "the subgraph 'body' of node 'loop' (Loop)", by_name["step"]
+s = np.array([0.5, -1.25], np.float32)
+for i in range(3):
+    step = s * 2
+    s = step + i
+    assert [r["file"] for r in (by_name["step"]["runs"][i], by_name["s_out"]["runs"][i])] == [f"step.{i}.npy", f"s_out.{i}.npy"]
+    assert np.array_equal(np.load(f"{d}/step.{i}.npy"), step) and np.array_equal(np.load(f"{d}/s_out.{i}.npy"), s)
+    assert np.load(f"{d}/i_f.{i}.npy") == i and np.load(f"{d}/c_out.{i}.npy") == True
+assert np.array_equal(np.load(d + "/y.npy"), s) and len(by_name["s_out"]["runs"]) == 3
+EOF
+  expect_tool "run --outputs: a Loop body's value" 2 "--outputs: 'step', a value of the subgraph 'body' of node 'loop' (Loop), was computed 3 times in this run" -- \
+    run "$WORK/loop.onnx" --random --outputs step
 else
   missing_data "python3-onnx (unsorted graph, colliding names, value kinds)"
 fi
 
 # --- run: intermediate values
 expect_tool "run --outputs an intermediate" 0 "relu1_out: float[1,8,32,32]" -- run "$M" --random --outputs relu1_out,probs
-expect_tool "run --outputs a subgraph value" 2 "is a value of the subgraph 'then_branch' of node 'select' (If); only main-graph values" -- \
-  run "$IF" --random --outputs then_y
+# A branch's value, when its If ran once: returned as the If's output is (cond is true on --random).
+expect_tool "run --outputs a subgraph value" 0 "then_y: float[3]" -- run "$IF" --random --outputs then_y,y --output-dir "$WORK/branch"
+cmp -s "$WORK/branch/then_y.npy" "$WORK/branch/y.npy" && ok || fail "run --outputs then_y: not the If's output"
+expect_tool "run --outputs a branch not taken" 2 "--outputs: 'else_y', a value of the subgraph 'else_branch' of node 'select' (If), was not computed in this run" -- \
+  run "$IF" --random --outputs else_y
 expect_tool "run --dump-dir" 0 "dumped 6 values to $WORK/dump (0 skipped" -- run "$M" --random --dump-dir "$WORK/dump"
 for t in conv1_out relu1_out pool1_out flat logits probs; do
   [[ -s $WORK/dump/$t.npy ]] && ok || fail "run --dump-dir: no $t.npy"
@@ -94,7 +131,11 @@ has_python json && json_is "dump index" "$WORK/dump/index.json" \
 cmp -s "$WORK/one/relu1_out.npy" "$WORK/dump/relu1_out.npy" && ok || fail "run --dump-dir: relu1_out differs from run --outputs relu1_out"
 touch "$WORK/plainfile"
 expect_tool "run --dump-dir a file" 2 "--dump-dir $WORK/plainfile: exists and is not a directory" -- run "$M" --random --dump-dir "$WORK/plainfile"
-expect_tool "run --dump-dir: subgraph model" 0 "dumped 1 values" -- run "$IF" --random --dump-dir "$WORK/ifdump"
+expect_tool "run --dump-dir: subgraph model" 0 "dumped 2 values to $WORK/ifdump (1 of them runs of subgraph values; 0 skipped" -- \
+  run "$IF" --random --dump-dir "$WORK/ifdump"
+has_python json && json_is "dump index: the branch taken and the other" "$WORK/ifdump/index.json" \
+  "[(t['name'], [r['file'] for r in t['runs']]) for t in d['subgraph_tensors']] == [('then_y', ['then_y.0.npy']), ('else_y', [])]"
+cmp -s "$WORK/ifdump/then_y.0.npy" "$WORK/ifdump/y.npy" && ok || fail "run --dump-dir: then_y.0.npy is not the If's output"
 
 # --- extract
 expect_tool "extract" 0 "1 identical (exact tolerance)" -- extract "$M" -o "$OUT/mid.onnx" --inputs relu1_out --outputs logits
@@ -210,6 +251,27 @@ np.save(d + '/sr.npy', np.array(16000, np.int64))" "$WORK/vad_in"
     --outputs output,If_0_outputs_1 --input input="$WORK/vad_in/input.npy" --input state="$WORK/vad_in/state.npy" --input sr="$WORK/vad_in/sr.npy"
   expect_tool "vad: inputs the branches capture renamed" 0 "2 identical" -- edit "$VAD" -o "$OUT/vad.onnx" --rename-input state=h --rename-input sr=rate \
     --inputs "$WORK/vad_in"
+  # Everything Silero computes is inside If_0 (and Ifs nested in it): each value of the branch
+  # taken has one file, and the branch's outputs are what If_0 returned.
+  expect_tool "vad: --dump-dir inside nested Ifs" 0 "(210 of them runs of subgraph values; 0 skipped" -- \
+    run "$VAD" --inputs "$WORK/vad_in" --dump-dir "$WORK/vad_dump"
+  "$PYTHON" - "$VAD" "$WORK/vad_dump" <<'EOF' && ok || fail "vad: the taken branch's dumped outputs are not If_0's"
+import json, sys, numpy as np, onnx
+model, d = onnx.load(sys.argv[1]), sys.argv[2]
+index = json.load(open(d + "/index.json"))
+ran = {t["name"]: t["runs"] for t in index["subgraph_tensors"]}
+if_0 = next(n for n in model.graph.node if n.name == "If_0")
+branches = {a.name: a.g for a in if_0.attribute}
+taken = [g for g in branches.values() if any(ran.get(n.output[0]) for n in g.node)]
+assert len(taken) == 1, "exactly one branch of If_0 ran"
+checked = 0
+for out, branch_out in zip(if_0.output, taken[0].output):
+    if ran.get(branch_out.name):
+        assert len(ran[branch_out.name]) == 1
+        assert np.array_equal(np.load(f"{d}/{out}.npy"), np.load(f"{d}/{ran[branch_out.name][0]['file']}")), out
+        checked += 1
+assert checked == len(if_0.output), checked
+EOF
 else
   missing_data "$VAD and numpy"
 fi
