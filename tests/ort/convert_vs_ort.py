@@ -28,7 +28,7 @@ import tempfile
 import numpy as np
 import onnx
 from onnx import numpy_helper
-from ort_util import finish, missing_data, skip_all
+from ort_util import finish, judge_setup, missing_data
 
 NEWEST = 26  # the newest default-domain opset onnxruntime-node 1.30 loads
 
@@ -39,12 +39,8 @@ EXPECTED_REFUSALS = {
     "test_scan_sum": "Scan-8",
 }
 
-onnxtool, source_dir, cache_dir = (os.path.abspath(p) for p in sys.argv[1:4])
+onnxtool, source_dir, cache_dir, ort_run, env = judge_setup(sys.argv)
 backend = sys.argv[4] if len(sys.argv) > 4 else "/usr/share/libonnx-testdata/data"
-ort_run = os.path.join(source_dir, "tests", "ort", "ort_run.js")
-env = dict(os.environ, ONNXTOOL_ORT_DIR=os.path.join(cache_dir, "ort"))
-if not os.path.isdir(os.path.join(cache_dir, "ort", "node_modules", "onnxruntime-node")):
-    skip_all("onnxruntime-node is not installed")
 
 work = tempfile.mkdtemp(prefix="onnxtool_convert_ort.")
 failures = []

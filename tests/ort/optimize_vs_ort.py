@@ -24,16 +24,12 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ort_util import finish, skip_all, verify_args
+from ort_util import finish, judge_setup, verify_args
 
 RTOL, ATOL = 1e-4, 1e-5
 
-onnxtool, source_dir, cache_dir = sys.argv[1:4]
+onnxtool, source_dir, cache_dir, ort_run, env = judge_setup(sys.argv)
 backend = sys.argv[4] if len(sys.argv) > 4 else "/usr/share/libonnx-testdata/data"
-ort_run = os.path.join(source_dir, "tests", "ort", "ort_run.js")
-env = dict(os.environ, ONNXTOOL_ORT_DIR=os.path.join(cache_dir, "ort"))
-if not os.path.isdir(os.path.join(cache_dir, "ort", "node_modules", "onnxruntime-node")):
-    skip_all("onnxruntime-node is not installed")
 
 work = tempfile.mkdtemp(prefix="onnxtool_opt_ort.")
 

@@ -7,6 +7,18 @@ import sys
 import numpy as np
 
 
+def judge_setup(argv):
+    """The common start of a judge run as `JUDGE.py ONNXTOOL SOURCE_DIR CACHE_DIR ...`: returns
+    (onnxtool, source_dir, cache_dir, ort_run.js, environment for it), the paths absolute; skips
+    the whole test when onnxruntime-node is not installed."""
+    onnxtool, source_dir, cache_dir = (os.path.abspath(p) for p in argv[1:4])
+    ort_run = os.path.join(source_dir, "tests", "ort", "ort_run.js")
+    env = dict(os.environ, ONNXTOOL_ORT_DIR=os.path.join(cache_dir, "ort"))
+    if not os.path.isdir(os.path.join(cache_dir, "ort", "node_modules", "onnxruntime-node")):
+        skip_all("onnxruntime-node is not installed")
+    return onnxtool, source_dir, cache_dir, ort_run, env
+
+
 def ort_batch(ort_run, env, work, jobs, level="all", threads=1):
     """Runs the jobs ({"model", "inputs", "output_dir"}) in one onnxruntime-node process
     (tests/ort/ort_run.js --batch); returns the result lines. Raises RuntimeError when a model

@@ -24,13 +24,9 @@ import tempfile
 import numpy as np
 import onnx
 
-from ort_util import cosine, finish, half_inputs, missing_data, ort_batch, sample_folders, skip_all, verify_args
+from ort_util import cosine, finish, half_inputs, judge_setup, missing_data, ort_batch, sample_folders, skip_all, verify_args
 
-onnxtool, source_dir, cache_dir = (os.path.abspath(p) for p in sys.argv[1:4])
-ort_run = os.path.join(source_dir, "tests", "ort", "ort_run.js")
-env = dict(os.environ, ONNXTOOL_ORT_DIR=os.path.join(cache_dir, "ort"))
-if not os.path.isdir(os.path.join(cache_dir, "ort", "node_modules", "onnxruntime-node")):
-    skip_all("onnxruntime-node is not installed")
+onnxtool, source_dir, cache_dir, ort_run, env = judge_setup(sys.argv)
 r = subprocess.run(["/usr/bin/python3", os.path.join(source_dir, "tests", "make_quant_data.py"), cache_dir],
                    capture_output=True, text=True)
 if r.returncode != 0:

@@ -23,13 +23,9 @@ import tempfile
 
 import numpy as np
 
-from ort_util import concatenated_outputs as outputs_of, cosine, finish, ort_batch, safe_name, sample_folders, skip_all
+from ort_util import concatenated_outputs as outputs_of, cosine, finish, judge_setup, ort_batch, safe_name, sample_folders, skip_all
 
-onnxtool, source_dir, cache_dir = (os.path.abspath(p) for p in sys.argv[1:4])
-ort_run = os.path.join(source_dir, "tests", "ort", "ort_run.js")
-env = dict(os.environ, ONNXTOOL_ORT_DIR=os.path.join(cache_dir, "ort"))
-if not os.path.isdir(os.path.join(cache_dir, "ort", "node_modules", "onnxruntime-node")):
-    skip_all("onnxruntime-node is not installed")
+onnxtool, source_dir, cache_dir, ort_run, env = judge_setup(sys.argv)
 r = subprocess.run(["/usr/bin/python3", os.path.join(source_dir, "tests", "make_quant_data.py"), cache_dir],
                    capture_output=True, text=True)
 if r.returncode != 0:
