@@ -6,15 +6,16 @@
 Writes CACHE_DIR/quant_bench_data/<model>/{calib,eval}/<sample>/<input name>.npy, the layout
 `onnxtool quantize --calib-data` reads (one subfolder per sample), for the 16 float models of
 bench/runner_speed.sh's set (not isnet_quint8 and the Moonshine models: they are integer models
-already) and for moonshine_encoder_float, and prints the folder. bench/quantize_models.sh
+already) and for the two float Moonshine encoders, and prints the folder. bench/quantize_models.sh
 calibrates on calib/ and judges on eval/. Within a model, calibration and evaluation never share a
 source: other photos, other text crops, other sentences.
 
-moonshine_encoder_float is a model too: CACHE_DIR/models/bench/moonshine_encoder_float.onnx, the
-float32 transformer encoder bench/make_float_moonshine.py derives from Moonshine tiny's quantized
-one (its docstring says how, and what that means for the results). It is made on every run where
-it is missing or its stamp (moonshine_encoder_float.onnx.stamp: the sha256 of that script and of
-the quantized model) is not current, whatever the samples' stamp says.
+moonshine_encoder_float and moonshine_base_es_encoder_float are models too:
+CACHE_DIR/models/bench/<name>.onnx, the float32 transformer encoders bench/make_float_moonshine.py
+derives from the quantized ones of Moonshine tiny and Moonshine base (Spanish) (its docstring says
+how, and what that means for the results). Each is made on every run where it is missing or its
+stamp (<name>.onnx.stamp: the sha256 of that script and of the quantized model) is not current,
+whatever the samples' stamp says.
 
 Inputs are prepared as bench/make_bench_inputs.py prepares each model's (its functions and
 tests/make_real_inputs.py's, imported), from python3-skimage's images and espeak-ng speech:
@@ -51,6 +52,7 @@ run` (the binary of $ONNXTOOL_BUILD_DIR, default <repo>/build):
  - Moonshine's encoder (input_values [1, 80000]: 5 s at 16 kHz in [-1, 1], zero-padded, as
    make_bench_inputs.py feeds it): 4 sentences of their own for calibration in espeak-ng's
    American English voice (en-us), 3 others for evaluation in its default (British) voice.
+   Moonshine base's Spanish encoder: 4 and 3 Spanish sentences of their own, in the "es" voice.
 The stamp covers this script and the ones it imports, not the binary: a second run with unchanged
 scripts only checks the stamp. Needs Debian's python3 with python3-numpy, python3-skimage (and
 scipy), python3-pil with fonts-dejavu-core (the rendered text lines), python3-onnx (for the
@@ -100,8 +102,24 @@ MOONSHINE_EVAL = (
     "The library closes at six, so bring the books back before then.",
 )
 MOONSHINE_CALIB_VOICE = "en-us"
-MOONSHINE_SOURCE = "bench/moonshine_encoder_quant.onnx"  # relative to CACHE_DIR/models
-MOONSHINE_FLOAT = "bench/moonshine_encoder_float.onnx"
+# Moonshine base's Spanish encoder hears Spanish: its own sentences, in espeak-ng's "es" voice.
+MOONSHINE_ES_CALIB = (
+    "El veloz murciélago hindú comía feliz cardillo y kiwi.",
+    "Por favor, llama a Estela y pídele que traiga estas cosas.",
+    "El reconocimiento de voz en dispositivos pequeños necesita modelos pequeños.",
+    "En un lugar de la Mancha, de cuyo nombre no quiero acordarme.",
+)
+MOONSHINE_ES_EVAL = (
+    "Los codificadores cuantizados deberían oír cada palabra.",
+    "Siete cisnes silenciosos nadaron hacia el sur al mediodía.",
+    "La biblioteca cierra a las seis, así que devuelve los libros antes.",
+)
+# The float encoders: (name, quantized source, float model), paths relative to CACHE_DIR/models.
+MOONSHINE_FLOATS = (
+    ("moonshine_encoder_float", "bench/moonshine_encoder_quant.onnx", "bench/moonshine_encoder_float.onnx"),
+    ("moonshine_base_es_encoder_float", "bench/moonshine_base_es_encoder_quant.onnx",
+     "bench/moonshine_base_es_encoder_float.onnx"),
+)
 
 
 # --- onnxtool run, for the features of chained models
@@ -328,21 +346,24 @@ def wake_word(samples, speech, work):
 
 
 def moonshine(samples):
-    for split, texts, voice in (("calib", MOONSHINE_CALIB, MOONSHINE_CALIB_VOICE), ("eval", MOONSHINE_EVAL, None)):
-        for s, text in enumerate(texts):
-            audio = speak(text, voice)
-            samples.append(("moonshine_encoder_float", split, f"s{s}",
-                            {"input_values": bench.fixed_length(audio, 80000)[None]}))
+    for model, splits in (("moonshine_encoder_float", (("calib", MOONSHINE_CALIB, MOONSHINE_CALIB_VOICE),
+                                                        ("eval", MOONSHINE_EVAL, None))),
+                          ("moonshine_base_es_encoder_float", (("calib", MOONSHINE_ES_CALIB, "es"),
+                                                                ("eval", MOONSHINE_ES_EVAL, "es")))):
+        for split, texts, voice in splits:
+            for s, text in enumerate(texts):
+                audio = speak(text, voice)
+                samples.append((model, split, f"s{s}", {"input_values": bench.fixed_length(audio, 80000)[None]}))
 
 
 # --- the float Moonshine encoder, kept up to date beside the models it comes from
 
-def float_moonshine(cache):
-    """Makes CACHE/models/MOONSHINE_FLOAT with bench/make_float_moonshine.py unless it is there
+def float_moonshine(cache, source, target):
+    """Makes CACHE/models/TARGET from SOURCE with bench/make_float_moonshine.py unless it is there
     with a current stamp (the sha256 of the script and of the quantized encoder). Its messages
     go to stderr: stdout is the samples' folder."""
     models = os.path.join(cache, "models")
-    src, dst = os.path.join(models, MOONSHINE_SOURCE), os.path.join(models, MOONSHINE_FLOAT)
+    src, dst = os.path.join(models, source), os.path.join(models, target)
     script = os.path.join(BENCH, "make_float_moonshine.py")
     if not os.path.isfile(src):
         raise SystemExit(f"make_quant_bench_data.py: {src} is missing "
@@ -384,7 +405,8 @@ def build(out):
 
 
 def main():
-    float_moonshine(real.cache_dir())
+    for _, source, target in MOONSHINE_FLOATS:
+        float_moonshine(real.cache_dir(), source, target)
     sources = [SCRIPT, bench.SCRIPT, quant.SCRIPT, real.SCRIPT]
     print(real.build_cached(real.cache_dir(), "quant_bench_data", sources, build))
 

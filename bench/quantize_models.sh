@@ -8,16 +8,17 @@
 # The models: the test set's PaddleOCR v4 det/rec, the direction classifier and Silero VAD
 # legacy/v5/v6, and bench/models.sha256's ISNet (float16 weights), openWakeWord's three models,
 # PaddleOCR en v3 det, ch v3 rec and en v4 rec, ddddocr det and rec and RetinaFace; not ISNet's
-# quint8 twin and Moonshine's models (integer models already), but moonshine_encoder_float, the
-# one transformer: a float32 Moonshine tiny encoder with the quantized one's weights dequantized
-# (bench/make_float_moonshine.py; its weights lie on an 8-bit grid, which flatters 8-bit weights
-# a little). Samples, and the float encoder in models/bench/: bench/make_quant_bench_data.py
-# (calib/ and eval/ share no source).
+# quint8 twin and Moonshine's models (integer models already), but the transformers
+# moonshine_encoder_float and moonshine_base_es_encoder_float: float32 Moonshine tiny and base
+# (Spanish) encoders with the quantized ones' weights dequantized (bench/make_float_moonshine.py;
+# their weights lie on an 8-bit grid, which flatters 8-bit weights a little). Samples, and the
+# float encoders in models/bench/: bench/make_quant_bench_data.py (calib/ and eval/ share no
+# source).
 #
 # Modes: static, dynamic, and weight-only4 / weight-only8 (`--mode weight-only --bits 4` / `8`:
 # MatMul weights in blocks, float arithmetic). Each model runs MODES when it is set; by default
-# every model runs static and dynamic, and moonshine_encoder_float (where the MatMuls are) also
-# weight-only4 and weight-only8. Per model and mode:
+# every model runs static and dynamic, and the float Moonshine encoders (where the MatMuls are)
+# also weight-only4 and weight-only8. Per model and mode:
 #  - `onnxtool quantize M -o Q --mode MODE [--bits B] --calib-data calib/ --json --report
 #    Q.report.json`, no other flag (dynamic and weight-only get the calibration samples too, so
 #    that their reports have measured errors), timed as a whole process (/usr/bin/time, wall
@@ -58,7 +59,8 @@ QUANTIZE_TIMEOUT=${QUANTIZE_TIMEOUT:-300}
 BENCH=quantize_models.sh
 ALL_MODELS="ch_PP-OCRv4_det_infer ch_PP-OCRv4_rec_infer ch_ppocr_mobile_v2.0_cls_infer silero_vad_legacy
 silero_vad_v5 silero_vad_v6 isnet_fp16 oww_melspectrogram oww_embedding oww_hey_jarvis en_PP-OCRv3_det
-ch_PP-OCRv3_rec en_PP-OCRv4_rec ddddocr_det ddddocr_rec retinaface_mnet025 moonshine_encoder_float"
+ch_PP-OCRv3_rec en_PP-OCRv4_rec ddddocr_det ddddocr_rec retinaface_mnet025 moonshine_encoder_float
+moonshine_base_es_encoder_float"
 MODELS=${MODELS:-$ALL_MODELS}
 
 # ort_setup.sh builds onnxtool when its binary is missing. A build folder without the binary is
@@ -205,7 +207,7 @@ print("%s\t%s\t%s\t%.3fx" % (nodes, count(kept), est, ratio))' "$1" "$2" "$3"
 modes_of() {
   if [[ -n $MODES ]]; then
     echo "$MODES"
-  elif [[ $1 == moonshine_encoder_float ]]; then
+  elif [[ $1 == moonshine_*encoder_float ]]; then
     echo "$DEFAULT_MODES weight-only4 weight-only8"
   else
     echo "$DEFAULT_MODES"

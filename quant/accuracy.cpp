@@ -451,9 +451,10 @@ std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(c
       kept_macs = macs;
     }
   };
+  double goal = aim;
   search(aim);
   if (!found && first >= options.accuracy_target) return best;  // the target without exclusions, the aim with none
-  if (!found && aim > options.accuracy_target) search(options.accuracy_target);
+  if (!found && aim > options.accuracy_target) search(goal = options.accuracy_target);
   if (!found) {
     // Nothing quantized reaches the target: the model stays float, the report says how close
     // the attempts came.
@@ -463,12 +464,30 @@ std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(c
     none.missed_target = missed;
     return {nullptr, std::move(none)};
   }
+  // A prefix keeps in float whatever comes before its last harmful tensor (Moonshine: the first
+  // of its two front-end convolutions does no harm, the second all of it). Each kept tensor is
+  // tried quantized again, the most multiply-accumulates first, and stays quantized where the
+  // goal still holds: up to kPruneAttempts more attempts.
+  constexpr size_t kPruneAttempts = 8;
+  std::vector<const NodeReport*> excluded((*winner).begin(), (*winner).begin() + static_cast<std::ptrdiff_t>(kept));
+  std::vector<const NodeReport*> tries = excluded;
+  std::stable_sort(tries.begin(), tries.end(),
+                   [](const NodeReport* a, const NodeReport* b) { return a->producer_macs > b->producer_macs; });
+  if (tries.size() > kPruneAttempts) tries.resize(kPruneAttempts);
+  for (const NodeReport* t : tries) {
+    if (excluded.size() < 2) break;  // one tensor: the prefix search tried none
+    std::vector<std::string> names;
+    for (const NodeReport* n : excluded)
+      if (n != t) names.push_back(tensor_of(n));
+    auto a = attempt(names);
+    if (a.second.quantized_nodes == 0 || a.second.output_score() < goal) continue;
+    found = std::move(a);
+    excluded.erase(std::find(excluded.begin(), excluded.end(), t));
+  }
   found->second.aimed_target = aim;
-  for (size_t i = 0; i < kept; ++i) {
-    const NodeReport* n = (*winner)[i];
+  for (const NodeReport* n : excluded)
     found->second.auto_excluded.push_back(tensor_of(n) +
                                           (n->node.empty() ? "" : " (" + n->node + ", " + n->op_type + ")"));
-  }
   return std::move(*found);
 }
 

@@ -33,6 +33,35 @@ double weight_sqnr(const std::vector<double>& values, const QuantizedWeight& w, 
   return 10 * std::log10(signal / noise);
 }
 
+/// Whether dynamic mode runs this Conv as a MatMulInteger over its input windows (see
+/// DynamicQuantizer::conv_windows): 1-D (a rank-3 weight), one group, explicit pads.
+/// The output channels of a Conv's weight of static dims [M, C, k], else 0.
+int64_t conv1d_channels(const ir::Node& n) {
+  const ir::Value* w = n.inputs().size() >= 2 ? n.input(1) : nullptr;
+  std::vector<int64_t> dims;
+  if (w && w->is_initializer()) {
+    dims = w->initializer()->dims;
+  } else if (w && w->type.is_tensor() && w->type.shape) {
+    for (const ir::Dim& d : w->type.shape->dims) dims.push_back(d.kind == ir::Dim::Kind::kValue ? d.value : 0);
+  }
+  if (dims.size() != 3) return 0;
+  for (int64_t d : dims)
+    if (d <= 0) return 0;
+  return dims[0];
+}
+
+bool conv_by_windows(const ir::Node& n) {
+  if (n.op_type != "Conv" || !(n.domain.empty() || n.domain == "ai.onnx") || conv1d_channels(n) == 0) return false;
+  // Fewer than 8 input channels (raw audio: 1) make windows too short for integer products to
+  // gain, as for the static mode's 3-channel Convs (slow_integer_conv).
+  const ir::Value* w = n.input(1);
+  const int64_t channels_in = w->is_initializer() ? w->initializer()->dims[1] : w->type.shape->dims[1].value;
+  if (channels_in < 8) return false;
+  const std::string pad = n.attr_string("auto_pad", "NOTSET");
+  return n.attr_int("group", 1) == 1 && (pad == "NOTSET" || pad.empty()) && n.attr_ints("strides", {1}).size() == 1 &&
+         n.attr_ints("dilations", {1}).size() == 1 && n.attr_ints("pads", {0, 0}).size() == 2;
+}
+
 /// The dynamic quantization of one activation, shared by all the nodes that read it.
 struct DynamicInput {
   ir::Value* q;
@@ -190,6 +219,7 @@ class DynamicQuantizer {
     ir::Value* x = n->input(0);
     if (!w || !x || !x->type.is_tensor() || x->type.data_type() != ir::DataType::kFloat)
       return false;
+    if (conv_by_windows(*n)) return conv_windows(n, *w);
     ParamOptions po;
     po.reduce_range = o_.reduce_range;
     const QuantizedWeight qw = quantize_weight(g_, n->input(1)->name(), w->values, w->dims, o_.per_channel ? 0 : -1, o_.weight_type, po);
@@ -217,6 +247,62 @@ class DynamicQuantizer {
     for (size_t i = 1; i < w->dims.size(); ++i) inner *= w->dims[i];
     account(n, qw, w->values, inner, m);
     return finish(n, y);
+  }
+
+  /// A 1-D Conv of one group as MatMulInteger over its input windows, which onnxruntime runs as
+  /// fast as any MatMul (its ConvInteger is slower than float Conv). X [N, C, T] is padded,
+  /// quantized once (DynamicQuantizeLinear, shared with other readers), moved to [N, T, C] and
+  /// its windows gathered as uint8: R [N, F, k*C] with R[n, f, j*C + c] = X[n, c, f*s + j*d];
+  /// then Y = Transpose(R * W' + B) with W'[j*C + c, m] = W[m, c, j]. The windows repeat input
+  /// elements exactly, so their quantization is that of X.
+  bool conv_windows(ir::Node* n, const passes::FloatConstant& w) {
+    const int64_t m = w.dims[0], c = w.dims[1], k = w.dims[2];
+    const int64_t stride = n->attr_ints("strides", {1}).at(0), dilation = n->attr_ints("dilations", {1}).at(0);
+    const std::vector<int64_t> pads = n->attr_ints("pads", {0, 0});
+    std::vector<double> values(w.values.size());
+    for (int64_t o = 0; o < m; ++o)
+      for (int64_t i = 0; i < c; ++i)
+        for (int64_t j = 0; j < k; ++j)
+          values[static_cast<size_t>((j * c + i) * m + o)] = w.values[static_cast<size_t>((o * c + i) * k + j)];
+    ParamOptions po;
+    po.reduce_range = o_.reduce_range;
+    const QuantizedWeight qw =
+        quantize_weight(g_, n->input(1)->name(), values, {k * c, m}, o_.per_channel ? 1 : -1, o_.weight_type, po);
+    const std::string b = base(n);
+    const auto op = [&](const std::string& type, const std::vector<ir::Value*>& in, const std::string& what) {
+      return g_.add_node(type, in, {passes::unique_name(g_, b + "_" + what)}, "", passes::unique_name(g_, b + "_" + what), n);
+    };
+    const auto ints = [&](const std::string& what, std::vector<int64_t> dims, std::vector<int64_t> v) {
+      return passes::add_int64_constant(g_, b + "_" + what, std::move(dims), std::move(v));
+    };
+    ir::Value* x = n->input(0);
+    if (pads[0] != 0 || pads[1] != 0)
+      x = op("Pad", {x, ints("pads", {6}, {0, 0, pads[0], 0, 0, pads[1]})}, "padded")->output(0);
+    const DynamicInput xq = quantize_input(x, n);
+    // F = (T - span) / s + 1 windows, starting at f*s: index [F, k] = f*s + j*d.
+    ir::Value* t = op("Gather", {op("Shape", {x}, "shape")->output(0), ints("time_axis", {}, {2})}, "length")->output(0);
+    ir::Value* one = ints("one", {}, {1});
+    ir::Value* s = ints("stride", {}, {stride});
+    ir::Value* f = op("Sub", {t, ints("span", {}, {(k - 1) * dilation + 1})}, "tail")->output(0);
+    f = op("Add", {op("Div", {f, s}, "steps")->output(0), one}, "windows")->output(0);
+    ir::Value* starts = op("Mul", {op("Range", {ints("zero", {}, {0}), f, one}, "window")->output(0), s}, "starts")->output(0);
+    starts = op("Reshape", {starts, ints("column", {2}, {-1, 1})}, "start_column")->output(0);
+    std::vector<int64_t> taps(static_cast<size_t>(k));
+    for (int64_t j = 0; j < k; ++j) taps[static_cast<size_t>(j)] = j * dilation;
+    ir::Value* index = op("Add", {starts, ints("taps", {k}, taps)}, "window_index")->output(0);
+    ir::Node* nt = op("Transpose", {xq.q}, "time_major");
+    nt->set_attr(ir::Attribute::make_ints("perm", {0, 2, 1}));
+    ir::Node* gather = op("Gather", {nt->output(0), index}, "window_values");
+    gather->set_attr(ir::Attribute::make_int("axis", 1));
+    ir::Value* rows = op("Reshape", {gather->output(0), ints("rows", {3}, {0, 0, -1})}, "windows_flat")->output(0);
+    ir::Node* mm = g_.add_node("MatMulInteger", {rows, qw.data, xq.zero_point, scalar_zero_point(qw, b)},
+                               {passes::unique_name(g_, b + "_int32")}, "", b + "_MatMulInteger", n);
+    ir::Value* y = dequantize(mm->output(0), xq.scale, qw.scale, b, n, {});
+    if (ir::Value* bias = n->input(2)) y = op("Add", {y, bias}, "biased")->output(0);
+    ir::Node* back = op("Transpose", {y}, "channels_first");
+    back->set_attr(ir::Attribute::make_ints("perm", {0, 2, 1}));
+    account(n, qw, values, 1, m);
+    return finish(n, back->output(0));
   }
 
   /// LSTM/GRU/RNN (when --op-types names them): no integer kernel in the standard ops, so only
@@ -294,7 +380,7 @@ bool selected(const ir::Node& n, const QuantizeOptions& o) {
   if (!rule || !handles(*rule, o.mode)) return false;
   if (!o.op_types.empty()) {
     if (std::find(o.op_types.begin(), o.op_types.end(), n.op_type) == o.op_types.end()) return false;
-  } else if (o.mode == Mode::kDynamic && !rule->dynamic_default) {
+  } else if (o.mode == Mode::kDynamic && !rule->dynamic_default && !conv_by_windows(n)) {
     return false;  // opt-in (OpRule::dynamic_default)
   }
   if (std::find(o.exclude_op_types.begin(), o.exclude_op_types.end(), n.op_type) != o.exclude_op_types.end()) return false;
@@ -309,9 +395,11 @@ std::string unselected_reason(const ir::Node& n, const QuantizeOptions& o) {
   };
   const OpRule* rule = op_rule(n);
   if (!o.op_types.empty() && !named(o.op_types, n.op_type)) return "not in --op-types";
-  if (o.op_types.empty() && o.mode == Mode::kDynamic && rule && !rule->dynamic_default)
-    return n.op_type == "Conv" ? "dynamic mode quantizes Conv only when --op-types names it (onnxruntime runs ConvInteger "
-                                 "slower than its float Conv)"
+  if (o.op_types.empty() && o.mode == Mode::kDynamic && rule && !rule->dynamic_default && !conv_by_windows(n))
+    return n.op_type == "Conv" ? "dynamic mode quantizes this Conv only when --op-types names it (onnxruntime runs "
+                                 "ConvInteger slower than its float Conv; a 1-D Conv of one group, 8 or more input "
+                                 "channels, explicit pads and a weight of static dims becomes a MatMulInteger over its "
+                                 "windows)"
                                : "weight-only int8 (no integer kernel): only when --op-types names " + n.op_type;
   if (named(o.exclude_op_types, n.op_type)) return "--exclude-op-types";
   if (named(o.exclude_nodes, n.name)) return "--exclude-nodes";
@@ -367,13 +455,21 @@ void rewrite_dynamic(ir::Model& model, const QuantizeOptions& options, QuantizeR
       const bool products = reduction_size(model, *n) > 0;  // MatMul/Gemm/Conv with a constant weight
       e.int8_macs = node_macs(model, *n, elements);
       const bool sized = e.int8_macs > 0;
-      if (sized) e.gain = dynamic_gain(e.int8_macs, node_elements(*n, elements), passes::is_op(n, "Conv"));
+      // A 1-D Conv runs as a MatMul over its windows, gathered as uint8: int8_macs / M of them.
+      const bool windows = conv_by_windows(*n);
+      const double moved =
+          node_elements(*n, elements) + (windows && sized ? e.int8_macs / static_cast<double>(conv1d_channels(*n)) : 0.0);
+      if (sized) e.gain = dynamic_gain(e.int8_macs, moved, passes::is_op(n, "Conv") && !windows);
       if (!selected(*n, options)) {
         why = unselected_reason(*n, options);
+      } else if (windows && !sized && options.op_types.empty()) {
+        why = "a 1-D Conv is quantized by default only where its sizes are known (from the samples or static "
+              "shapes), to estimate what it gains (--op-types forces it)";
       } else if (sized && e.gain <= 0 && options.op_types.empty()) {
         std::ostringstream s;
         s << "estimated slower quantized: " << e.int8_macs << " MACs in int8 save less than quantizing its "
-          << node_elements(*n, elements) << " input and output elements at run time costs (--op-types forces it)";
+          << moved << (windows ? " input, window and output" : " input and output")
+          << " elements at run time costs (--op-types forces it)";
         why = s.str();
       } else if (!q.rewrite(n)) {
         why = "its weight is not a constant float tensor" +

@@ -187,6 +187,16 @@ TEST_SUITE("quant") {
       CHECK(r.second.aimed_target == doctest::Approx(0.985));
       CHECK(r.second.output_score() < r.second.aimed_target);
     }
+    SUBCASE("a harmless tensor the prefix took along is quantized again") {
+      // The first layers' shortest prefix is {a, b}, all of it b's doing; a is tried quantized
+      // again (one more attempt) and stays so.
+      f.gain = {{"a", 0.0}, {"b", 0.05}, {"c", 0.0}, {"d", 0.0}, {"e", 0.0}};
+      f.macs = {{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}, {"e", 1}};
+      const auto r = quant::quantize_with_exclusions(o, std::ref(f));
+      CHECK(excluded_tensors(r.second) == std::vector<std::string>{"b"});
+      CHECK(r.second.output_cosine >= 0.99);
+      CHECK(f.attempts.back() == std::vector<std::string>{"b"});
+    }
     SUBCASE("accurate enough already: one attempt, nothing excluded") {
       o.accuracy_target = 0.9;  // aimed at 0.95: what nothing excluded gives
       const auto r = quant::quantize_with_exclusions(o, std::ref(f));
@@ -473,6 +483,59 @@ TEST_SUITE("quant") {
       CAPTURE(inside);
       CHECK_FALSE(quantized.count(inside));
     }
+  }
+
+  TEST_CASE("dynamic: a 1-D Conv becomes MatMulInteger over its windows; 2-D, grouped and few-channel ones stay") {
+    // x [2, 128, 200] -> Conv 128->96 (k 5, stride 2, dilation 2, pads 3/1, bias) -> y, and beside it
+    // a 1-D Conv of 4 input channels (its windows too short) and a grouped one, both kept float.
+    TinyModel t({2, 128, 200}, 21);
+    ir::Node* conv = t.node("Conv", {t.x, t.constant("w", {96, 128, 5}), t.constant("b", {96})}, "y");
+    conv->set_attr(ir::Attribute::make_ints("strides", {2}));
+    conv->set_attr(ir::Attribute::make_ints("dilations", {2}));
+    conv->set_attr(ir::Attribute::make_ints("pads", {3, 1}));
+    t.g.add_output(conv->output(0), std::nullopt);
+    ir::Value* narrow = t.node("Slice", {t.x, passes::add_int64_constant(t.g, "from", {1}, {0}),
+                                         passes::add_int64_constant(t.g, "to", {1}, {4}),
+                                         passes::add_int64_constant(t.g, "axis", {1}, {1})}, "narrow")->output(0);
+    t.g.add_output(t.node("Conv", {narrow, t.constant("w4", {8, 4, 3})}, "few")->output(0), std::nullopt);
+    ir::Node* grouped = t.node("Conv", {t.x, t.constant("wg", {16, 32, 3})}, "grouped");
+    grouped->set_attr(ir::Attribute::make_int("group", 4));
+    t.g.add_output(grouped->output(0), std::nullopt);
+    ir::Model reference = quant::copy_model(t.m);
+
+    const quant::QuantizeReport report = quant::quantize_dynamic(t.m, quant::QuantizeOptions{});
+    CHECK(report.quantized_nodes == 1);
+    std::map<std::string, int> ops;
+    for (const auto& n : t.m.graph->nodes()) ++ops[n->op_type];
+    CHECK(ops["MatMulInteger"] == 1);
+    CHECK(ops["Gather"] >= 1);
+    CHECK(ops["ConvInteger"] == 0);
+    CHECK(ops["Conv"] == 2);
+    REQUIRE(report.kept_float.size() == 2);
+    for (const auto& f : report.kept_float) CHECK(f.reason.find("only when --op-types names it") != std::string::npos);
+
+    // The windows are the Conv's: y within a few quantization steps of float, on inputs of
+    // every sign.
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> dist(-1, 1);
+    Tensor x(ir::DataType::kFloat, {2, 128, 200});
+    for (int64_t i = 0; i < x.size(); ++i) x.mutable_data<float>()[i] = dist(rng);
+    runner::Session a(reference), b(t.m);
+    const Tensor want = a.run({{"x", runner::Value::of(x)}}, {"y"})[0].tensor;
+    const Tensor got = b.run({{"x", runner::Value::of(x)}}, {"y"})[0].tensor;
+    REQUIRE(got.shape() == std::vector<int64_t>{2, 96, 98});
+    REQUIRE(want.shape() == got.shape());
+    double dot = 0, aa = 0, bb = 0, worst = 0, peak = 0;
+    for (int64_t i = 0; i < want.size(); ++i) {
+      const double p = want.data<float>()[i], q = got.data<float>()[i];
+      dot += p * q;
+      aa += p * p;
+      bb += q * q;
+      worst = std::max(worst, std::abs(p - q));
+      peak = std::max(peak, std::abs(p));
+    }
+    CHECK(dot / std::sqrt(aa * bb) > 0.999);
+    CHECK(worst < 0.03 * peak);
   }
 
   TEST_CASE("static: depthwise and 3-channel Convs are estimated slower in int8 and stay float") {

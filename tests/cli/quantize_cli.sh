@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `onnxtool quantize` from the command line: the accuracy, size and runtime checks against
-# onnxruntime-node on the real models (tests/ort/quantize_vs_ort.py), calibration from ONNX
+# onnxruntime-node on the real models (tests/ort/quantize_vs_ort.py) and on generated 1-D Convs
+# (tests/ort/conv_windows_vs_ort.py), calibration from ONNX
 # test_data_set_N folders, the report files, and every bad input of issue 6 (empty or mismatched
 # calibration folder: names, dtypes, shapes; NaN-only data; an op type or node name that does not
 # exist; exclusive flags): exit 2 (or 1) with one line on stderr, no output file, input untouched.
@@ -200,6 +201,14 @@ if has_ort; then
     fail "quantized models against onnxruntime:"
   fi
   cat "$WORK/ort.log"
+  # Dynamic mode's 1-D Convs (MatMulInteger over their windows) on generated shapes.
+  "$PYTHON" "$SOURCE_DIR/tests/ort/conv_windows_vs_ort.py" "$ONNXTOOL" "$SOURCE_DIR" "$CACHE_DIR" >"$WORK/windows.log" 2>&1
+  if judged $?; then
+    ok
+  else
+    fail "1-D Convs as windows against onnxruntime:"
+  fi
+  cat "$WORK/windows.log"
 else
   missing_data "onnxruntime-node: the accuracy checks"
 fi
