@@ -1,6 +1,7 @@
 // Pass fold_constants: evaluates constant nodes with the runner's kernels into initializers.
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "ir/diagnostic.h"
@@ -221,6 +222,45 @@ std::optional<std::vector<int64_t>> reshape_target(const ir::Model& model, const
   return target;
 }
 
+/// Whether `name` is taken in `g`, an enclosing graph of it, or a graph nested in it: a name
+/// new there neither shadows nor is shadowed.
+bool name_taken(ir::Graph& g, const std::string& name) {
+  if (g.lookup(name)) return true;
+  bool taken = false;
+  ir::for_each_graph(g, [&](ir::Graph& sub) { taken = taken || sub.find(name) != nullptr; });
+  return taken;
+}
+
+/// The results of folds inside subgraphs that derive from an enclosing graph's tensor, stored as
+/// initializers of that graph: once per content there, so that sibling branches deriving the same tensor from an outer weight (Silero's two
+/// LSTM branches reorder the same gates) share it instead of each holding a copy (a per-branch
+/// copy made Silero v5's file 42% larger).
+class Hoisted {
+ public:
+  ir::Value* value(ir::Graph& host, const runner::Tensor& result, const std::string& base) {
+    ir::Tensor t = runner::to_ir(result, base);
+    std::string key;
+    if (t.type() != ir::DataType::kString)
+      if (const auto bytes = t.raw_bytes_if_valid()) {
+        key = std::to_string(t.data_type) + ":";
+        for (int64_t d : t.dims) key += std::to_string(d) + ",";
+        key += ":";
+        key += bytes->view();
+      }
+    if (!key.empty())
+      if (const auto it = by_content_.find({&host, key}); it != by_content_.end()) return it->second;
+    std::string name = base + "_hoisted";
+    for (int k = 1; name_taken(host, name); ++k) name = base + "_hoisted_" + std::to_string(k);
+    t.name = name;
+    ir::Value* v = host.add_initializer(std::move(t));
+    if (!key.empty()) by_content_[{&host, key}] = v;
+    return v;
+  }
+
+ private:
+  std::map<std::pair<const ir::Graph*, std::string>, ir::Value*> by_content_;
+};
+
 }  // namespace
 
 /// Replaces every node whose inputs are all constants by initializers holding its outputs,
@@ -234,6 +274,7 @@ PassStats fold_constants(ir::Model& model, const PassContext& context) {
   ir::infer_shapes(model, sink);
   PassStats stats;
   const int64_t cap = context.options.fold_max_bytes;
+  Hoisted hoisted;
   ir::for_each_graph(model, [&](ir::Graph& g) {
     g.for_each_node([&](ir::Node* n) {
       if (!is_foldable_op(*n)) return;
@@ -273,6 +314,31 @@ PassStats fold_constants(ir::Model& model, const PassContext& context) {
         if (static_cast<int64_t>(r.bytes()) > cap) fits = false;
       if (!fits) return;
       std::vector<ir::Value*> outs(n->outputs().begin(), n->outputs().end());
+      // In a subgraph, a result derived from an enclosing graph's tensor (its largest input
+      // lives there; small local ones such as Slice bounds do not count) goes to that graph
+      // (Hoisted).
+      ir::Graph* host = &g;
+      uint64_t largest = 0;
+      for (const ir::Value* v : n->inputs()) {
+        const ir::Tensor* t = v ? constant_of(model, v) : nullptr;
+        const uint64_t bytes = t ? t->data_bytes() : 0;
+        if (t && (bytes > largest || (bytes == largest && v->graph() == &g))) {
+          largest = bytes;
+          host = v->graph();
+        }
+      }
+      if (host != &g) {
+        for (size_t i = 0; i < outs.size() && i < results.size(); ++i)
+          if (outs[i] && !outs[i]->name().empty()) g.replace_all_uses(outs[i], hoisted.value(*host, results[i], outs[i]->name()));
+        g.remove_node(n);
+        auto& vi = g.value_info;
+        vi.erase(std::remove_if(vi.begin(), vi.end(),
+                                [&](const ir::ValueInfo& v) { return std::find(outs.begin(), outs.end(), v.value) != outs.end(); }),
+                 vi.end());
+        g.prune_values();
+        ++stats.folded;
+        return;
+      }
       g.remove_node(n);
       for (size_t i = 0; i < outs.size() && i < results.size(); ++i) {
         if (!outs[i] || outs[i]->name().empty()) continue;

@@ -145,4 +145,16 @@ struct ShapeNet {
   }
 };
 
+/// Adds a graph attribute `attr` to `owner` holding a new, empty subgraph of owner's graph.
+inline ir::Graph* add_subgraph(ir::Node* owner, const std::string& attr) {
+  ir::Attribute a;
+  a.name = attr;
+  a.type = static_cast<int32_t>(ir::AttrType::kGraph);
+  a.g = std::make_unique<ir::Graph>(owner->graph());
+  a.g->name = attr;
+  ir::Graph* sub = a.g.get();
+  owner->set_attr(std::move(a));
+  return sub;
+}
+
 }  // namespace onnxtool::testing

@@ -37,6 +37,12 @@ struct Builder : testing::ModelBuilder {
   }
 };
 
+int64_t count_op_in(const ir::Graph& g, const std::string& op) {
+  int64_t n = 0;
+  for (const auto& node : g.nodes()) n += node->op_type == op;
+  return n;
+}
+
 int64_t count_op(const ir::Model& m, const std::string& op) {
   int64_t n = 0;
   for (const auto& node : m.graph->nodes()) n += node->op_type == op;
@@ -441,6 +447,57 @@ TEST_SUITE("passes") {
     o.fold_max_bytes = 0;
     passes::optimize(capped, o);
     CHECK(count_op(capped, "Mul") == 1);
+  }
+
+  TEST_CASE("fold_constants puts what both branches derive from an outer weight in the outer graph, once") {
+    // y = If(cond, then: MatMul(x, Transpose(w)), else: MatMul(x, Transpose(w)) + 1), w in the
+    // main graph: folded in each branch, Transpose(w) would be two copies of w's size.
+    auto make = [] {
+      Builder b(13);
+      ir::Value* x = b.input("x", {2, 4});
+      ir::Value* cond = b.g->add_input("cond", ir::TypeInfo::tensor(DataType::kBool, ir::Shape{})).value;
+      ir::Value* w = b.weight("w", {4, 4});
+      ir::Node* branch = b.g->add_node("If", {cond}, {"y"}, "", "if");
+      for (const char* side : {"then_branch", "else_branch"}) {
+        ir::Graph* sub = testing::add_subgraph(branch, side);
+        const std::string p = side;
+        ir::Value* wt = sub->add_node("Transpose", {w}, {p + "_wt"}, "", p + "_transpose")->output(0);
+        ir::Value* out = sub->add_node("MatMul", {x, wt}, {p + "_mm"}, "", p + "_matmul")->output(0);
+        if (p == "else_branch") {
+          const float one = 1;
+          ir::Value* c = sub->add_initializer(ir::make_tensor(p + "_one", DataType::kFloat, {}, &one, 4));
+          out = sub->add_node("Add", {out, c}, {p + "_y"}, "", p + "_add")->output(0);
+        }
+        sub->add_output(out, ir::TypeInfo::tensor(DataType::kFloat));
+      }
+      b.output(branch->output(0));
+      return std::move(b.m);
+    };
+    ir::Model m = make();
+    passes::OptimizeOptions o;
+    o.only = {"fold_constants", "eliminate_dead_code"};
+    passes::optimize(m, o);
+    const std::string once = ir::serialize_model(m);
+    passes::optimize(m, o);
+    CHECK(ir::serialize_model(m) == once);  // idempotent
+    REQUIRE(m.graph->initializers().size() == 1);  // Transpose(w) once; w itself no longer read
+    CHECK(m.graph->initializers()[0]->name == "then_branch_wt_hoisted");
+    const ir::Node* branch = m.graph->nodes()[0].get();
+    for (const char* side : {"then_branch", "else_branch"}) {
+      const ir::Graph& sub = *branch->attr(side)->g;
+      CHECK(count_op_in(sub, "Transpose") == 0);
+      for (const auto& n : sub.nodes())
+        if (n->op_type == "MatMul") CHECK(n->input(1)->name() == "then_branch_wt_hoisted");
+    }
+    // Both branches against the original.
+    for (const bool c : {true, false}) {
+      ir::Model before = make();
+      std::map<std::string, runner::Value> feeds = random_feeds(before);
+      Tensor flag(DataType::kBool, {});
+      flag.mutable_data<uint8_t>()[0] = c;
+      feeds["cond"] = runner::Value::of(flag);
+      check_close(run(before, feeds), run(m, feeds));
+    }
   }
 
   TEST_CASE("optimize keeps quantized weights quantized: no DequantizeLinear of a constant is folded") {

@@ -23,6 +23,7 @@
 #include "runner/tensor.h"
 #include "runner/verify.h"
 #include "tests/empty_model.h"
+#include "tests/model_builder.h"
 #include "tests/test_data.h"
 
 namespace onnxtool {
@@ -31,6 +32,7 @@ namespace {
 using convert::Fp16Options;
 using convert::PrecisionReport;
 using ir::DataType;
+using testing::add_subgraph;
 
 /// Tolerance policy "half": float16 keeps about 3 decimal digits.
 constexpr double kHalfMinCosine = 0.999;
@@ -231,18 +233,6 @@ ir::Model resize_model() {
   ir::Node* add = b.node("Add", {rs->output(0), b.weight("bias", {1, 2, 1, 1})}, "y");
   b.g->add_output(add->output(0), Builder::type(DataType::kFloat, {1, 2, 6, 6}));
   return std::move(b.m);
-}
-
-/// Adds a graph attribute holding a new subgraph of `owner`'s graph.
-ir::Graph* add_subgraph(ir::Node* owner, const std::string& attr) {
-  ir::Attribute a;
-  a.name = attr;
-  a.type = static_cast<int32_t>(ir::AttrType::kGraph);
-  a.g = std::make_unique<ir::Graph>(owner->graph());
-  a.g->name = attr;
-  ir::Graph* sub = a.g.get();
-  owner->set_attr(std::move(a));
-  return sub;
 }
 
 /// y = If(cond, then: Mul(x, k) with k a branch initializer, else: Add(x_w, Constant)) where
