@@ -26,12 +26,14 @@
 #include "runner/session.h"
 #include "runner/tensor_io.h"
 #include "tests/empty_model.h"
+#include "tests/model_builder.h"
 #include "tests/test_data.h"
 
 namespace onnxtool {
 namespace {
 
 using ir::DataType;
+using testing::add_subgraph;
 using runner::Tensor;
 using runner::Value;
 using Feeds = std::map<std::string, Value>;
@@ -302,18 +304,6 @@ void check_conversion(const quant::QuantizeOptions& o, int64_t convs, int64_t ma
   const size_t nodes = qop.graph->nodes().size();
   CHECK(quant::qdq_to_qoperator(qop) == 0);
   CHECK(qop.graph->nodes().size() == nodes);
-}
-
-/// A graph-valued attribute of `owner` holding a new, empty subgraph.
-ir::Graph* add_subgraph(ir::Node* owner, const std::string& attr_name) {
-  ir::Attribute a;
-  a.name = attr_name;
-  a.type = static_cast<int32_t>(ir::AttrType::kGraph);
-  a.g = std::make_unique<ir::Graph>(owner->graph());
-  a.g->name = attr_name;
-  ir::Graph* sub = a.g.get();
-  owner->set_attr(std::move(a));
-  return sub;
 }
 
 /// The node producing `name`.
