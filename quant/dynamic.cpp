@@ -33,8 +33,6 @@ double weight_sqnr(const std::vector<double>& values, const QuantizedWeight& w, 
   return 10 * std::log10(signal / noise);
 }
 
-/// Whether dynamic mode runs this Conv as a MatMulInteger over its input windows (see
-/// DynamicQuantizer::conv_windows): 1-D (a rank-3 weight), one group, explicit pads.
 /// The output channels of a Conv's weight of static dims [M, C, k], else 0.
 int64_t conv1d_channels(const ir::Node& n) {
   const ir::Value* w = n.inputs().size() >= 2 ? n.input(1) : nullptr;
@@ -50,6 +48,9 @@ int64_t conv1d_channels(const ir::Node& n) {
   return dims[0];
 }
 
+/// Whether dynamic mode runs this Conv as a MatMulInteger over its input windows (see
+/// DynamicQuantizer::conv_windows): 1-D (a weight of static dims [M, C, k]), one group, 8 or
+/// more input channels, explicit pads.
 bool conv_by_windows(const ir::Node& n) {
   if (n.op_type != "Conv" || !(n.domain.empty() || n.domain == "ai.onnx") || conv1d_channels(n) == 0) return false;
   // Fewer than 8 input channels (raw audio: 1) make windows too short for integer products to
