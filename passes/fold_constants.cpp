@@ -232,9 +232,9 @@ bool name_taken(ir::Graph& g, const std::string& name) {
 }
 
 /// The results of folds inside subgraphs that derive from an enclosing graph's tensor, stored as
-/// initializers of that graph: once per content there, so that sibling branches deriving the same tensor from an outer weight (Silero's two
-/// LSTM branches reorder the same gates) share it instead of each holding a copy (a per-branch
-/// copy made Silero v5's file 42% larger).
+/// initializers of that graph, once per content: sibling branches deriving the same tensor from
+/// an outer weight (Silero's two LSTM branches reorder the same gates) share it instead of each
+/// holding a copy (a copy per branch made Silero v5's file 42% larger).
 class Hoisted {
  public:
   ir::Value* value(ir::Graph& host, const runner::Tensor& result, const std::string& base) {
@@ -267,8 +267,9 @@ class Hoisted {
 /// computed by the runner's own kernels (Constant nodes become initializers), and Shape/Size of
 /// values whose shape inference gives a fully static shape. Never folds random generators,
 /// DequantizeLinear (quantized weights stay quantized) or nodes with subgraphs, nor creates a
-/// tensor above OptimizeOptions::fold_max_bytes. Graph
-/// outputs keep their names (an output may become an initializer).
+/// tensor above OptimizeOptions::fold_max_bytes. Graph outputs keep their names (an output may
+/// become an initializer). In a subgraph, what derives from an enclosing graph's tensor goes to
+/// that graph (Hoisted).
 PassStats fold_constants(ir::Model& model, const PassContext& context) {
   ir::DiagnosticSink sink;
   ir::infer_shapes(model, sink);
