@@ -179,6 +179,7 @@ std::shared_ptr<Instance> Instance::get(std::string* why) {
     if (why) *why = std::string("vkCreateInstance failed (") + result_name(r) + "): no Vulkan driver is usable";
     return nullptr;
   }
+  pin_loaded_libraries();
   api->load_instance(inst->instance_);
   if (validate && api->vkCreateDebugUtilsMessengerEXT) {
     VkDebugUtilsMessengerCreateInfoEXT mi{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};

@@ -1,9 +1,12 @@
 #include "runner/vulkan/loader.h"
 
 #include <dlfcn.h>
+#include <link.h>
 
 #include <cstdlib>
 #include <mutex>
+#include <string>
+#include <vector>
 
 namespace onnxtool::runner::vulkan {
 
@@ -56,6 +59,21 @@ Api* loader(std::string* why) {
   });
   if (!ok && why) *why = error;
   return ok ? &api : nullptr;
+}
+
+void pin_loaded_libraries() {
+  std::vector<std::string> paths;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        // The executable and the vDSO have no path to open.
+        if (info->dlpi_name && info->dlpi_name[0] == '/')
+          static_cast<std::vector<std::string>*>(data)->push_back(info->dlpi_name);
+        return 0;
+      },
+      &paths);
+  // RTLD_NOLOAD: only what is loaded already; RTLD_NODELETE: never unmapped. The extra reference
+  // this takes is never released, as intended.
+  for (const auto& path : paths) dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
 }
 
 const char* result_name(VkResult result) {

@@ -104,4 +104,11 @@ Api* loader(std::string* why);
 /// "VK_ERROR_OUT_OF_DEVICE_MEMORY" and the like.
 const char* result_name(VkResult result);
 
+/// Keeps every shared library loaded so far (the drivers and layers vkCreateInstance brought in)
+/// mapped until the process ends. The Vulkan loader unloads its drivers at vkDestroyInstance and
+/// loads them again for the next instance; pinned, they are loaded once per process, and their
+/// code stays where a stack trace taken at exit (LeakSanitizer's of the allocations a driver keeps)
+/// can name it, instead of pointing into unmapped or reused memory.
+void pin_loaded_libraries();
+
 }  // namespace onnxtool::runner::vulkan
