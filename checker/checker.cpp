@@ -909,4 +909,20 @@ CheckResult check_file(const std::string& path, const CheckOptions& options) {
   return r;
 }
 
+WriteCheck check_for_writing(ir::Model& model) {
+  WriteCheck w;
+  try {
+    w.sorted_nodes = ir::sort_graphs(model);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kFailed) throw;  // a cycle: the rule graph.cycle names it below
+  }
+  w.listed_inputs = ir::list_initializers_as_inputs(model);
+  ir::DiagnosticSink sink;
+  check_model(model, sink);
+  w.result.diagnostics = sink.items();
+  w.result.errors = sink.error_count();
+  w.result.warnings = sink.warning_count();
+  return w;
+}
+
 }  // namespace onnxtool::checker

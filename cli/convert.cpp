@@ -7,6 +7,7 @@
 #include "cli/common.h"
 #include "cli/progress.h"
 #include "cli/verify.h"
+#include "cli/write_model.h"
 #include "convert/convert_model.h"
 #include "ir/error.h"
 #include "ir/model_io.h"
@@ -127,11 +128,11 @@ int run_convert(ConvertOptions& o) {
   if (o.external_data) save.external = ir::ExternalData::kExternalize;
   if (o.inline_external) save.external = ir::ExternalData::kInline;
 
-  report_step("writing " + o.output, 0, 1);
-  const ir::SaveReport r = ir::save_model(c.output(loaded.model), o.output, save);
-  report_step("writing " + o.output, 1, 1);
+  const WrittenModel written = write_model(c.output(loaded.model), o.output, save);
+  const ir::SaveReport& r = written.saved;
   if (o.json) {
     print_json({{"output", o.output},
+                {"written", written_json(written)},
                 {"model_bytes", r.model_bytes},
                 {"data_file", r.data_path.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.data_path)},
                 {"data_bytes", r.data_bytes},
@@ -163,6 +164,7 @@ int run_convert(ConvertOptions& o) {
       std::cout << " and " << r.data_path << " (" << human_bytes(r.data_bytes) << ", "
                 << r.external_tensors << " tensors)";
     std::cout << "\n";
+    if (const std::string sorted = sorted_line(written); !sorted.empty()) std::cout << sorted << "\n";
     if (o.opset)
       std::cout << "opset " << version.from << " -> " << version.to << ": " << version.rewritten_nodes
                 << " nodes rewritten, " << version.added_nodes << " nodes/constants added\n";

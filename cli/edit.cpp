@@ -8,6 +8,7 @@
 #include "cli/common.h"
 #include "cli/surgery.h"
 #include "cli/verify.h"
+#include "cli/write_model.h"
 #include "ir/edit.h"
 #include "ir/error.h"
 #include "ir/model_io.h"
@@ -26,6 +27,7 @@ struct EditOptions {
   std::vector<std::string> remove_metadata;
   std::string producer_name;
   std::string doc_string;
+  bool fix_declarations = false;
   VerifyFlags check;
   bool json = false;
   std::set<std::string> given;
@@ -52,6 +54,7 @@ ir::EditRequest edit_request(const EditOptions& o) {
   r.remove_metadata = o.remove_metadata;
   if (o.given.count("--producer-name")) r.producer_name = o.producer_name;
   if (o.given.count("--doc-string")) r.doc_string = o.doc_string;
+  r.fix_declarations = o.fix_declarations;
   return r;
 }
 
@@ -102,9 +105,10 @@ int run_edit(EditOptions& o) {
     throw_usage_error(o.output + ": is the input model itself; pass --in-place to overwrite it");
   const ir::EditRequest request = edit_request(o);
   if (request.rename_inputs.empty() && request.rename_outputs.empty() && request.input_shapes.empty() &&
-      request.set_metadata.empty() && request.remove_metadata.empty() && !request.producer_name && !request.doc_string)
-    throw_usage_error("nothing to edit: pass --rename-input, --rename-output, --input-shape, --set-metadata, "
-                      "--remove-metadata, --producer-name or --doc-string");
+      request.set_metadata.empty() && request.remove_metadata.empty() && !request.producer_name && !request.doc_string &&
+      !request.fix_declarations)
+    throw_usage_error("nothing to edit: pass --rename-input, --rename-output, --input-shape, --fix-declarations, "
+                      "--set-metadata, --remove-metadata, --producer-name or --doc-string");
   refuse_verify_flags_unused(o.check, o.given);
   const runner::Tolerance tol = tolerance(o.check, passes::kExactTolerance);
 
@@ -127,14 +131,15 @@ int run_edit(EditOptions& o) {
   if (run_both) verify_in = verify_inputs(o.check, *shapes);
   const ir::EditReport r = ir::edit_model(loaded.model, request);
 
-  if (!o.check.no_verify) refuse_checker_errors(original, loaded.model, "edit");
+  const checker::WriteCheck gate = check_before_writing(loaded.model);
   std::optional<passes::SurgeryCheck> verified;
   if (run_both) {
     std::map<std::string, std::string> renames(request.rename_inputs.begin(), request.rename_inputs.end());
     verified = passes::verify_edited(original, loaded.model, renames, verify_in, tol);
     refuse_mismatch(*verified);
   }
-  const ir::SaveReport saved = ir::save_model(loaded.model, o.output);
+  const WrittenModel written = save_checked(gate, loaded.model, o.output);
+  const ir::SaveReport& saved = written.saved;
   if (o.json) {
     print_json({{"output", o.output},
                 {"renamed", r.renamed},
@@ -144,7 +149,8 @@ int run_edit(EditOptions& o) {
                 {"metadata_set", r.metadata_set},
                 {"metadata_removed", r.metadata_removed},
                 {"model_bytes", saved.model_bytes + saved.data_bytes},
-                {"checked", !o.check.no_verify},
+                {"checked", true},
+                {"written", written_json(written)},
                 {"verification", verified ? surgery_json(*verified, tol) : nlohmann::json(nullptr)}});
     return kExitOk;
   }
@@ -162,8 +168,9 @@ int run_edit(EditOptions& o) {
   if (request.doc_string) done += std::string(done.empty() ? "" : ", ") + "doc string set";
   std::cout << "edited: " << done << "\n";
   if (verified) std::cout << surgery_summary(*verified, tol) << "\n";
-  else if (o.check.no_verify) std::cout << "not checked (--no-verify)\n";
+  else if (o.check.no_verify) std::cout << "checked, not run against the original (--no-verify)\n";
   else std::cout << "checked, not run against the original: " << cannot_run << "\n";
+  if (const std::string sorted = sorted_line(written); !sorted.empty()) std::cout << sorted << "\n";
   std::cout << "wrote " << o.output << " (" << human_bytes(saved.model_bytes + saved.data_bytes) << ")\n";
   return kExitOk;
 }
@@ -180,6 +187,8 @@ void register_edit(CLI::App& app, Action& action) {
   sub->add_option("--rename-output", o->rename_outputs, "OLD=NEW rename a graph output and every use (repeatable)");
   sub->add_option("--input-shape", o->input_shapes,
                   "NAME=D1,D2,... set an input's dims: sizes, symbols (N) or ?; shapes are then re-inferred (repeatable)");
+  sub->add_flag("--fix-declarations", o->fix_declarations,
+                "replace declared shapes (outputs, value_info) that the model's nodes contradict with the inferred ones");
   sub->add_option("--set-metadata", o->set_metadata, "KEY=VALUE add or replace a metadata entry (repeatable)");
   sub->add_option("--remove-metadata", o->remove_metadata, "KEY remove a metadata entry (repeatable)");
   sub->add_option("--producer-name", o->producer_name, "set the producer name");

@@ -5,6 +5,7 @@
 #include "cli/common.h"
 #include "cli/surgery.h"
 #include "cli/verify.h"
+#include "cli/write_model.h"
 #include "ir/error.h"
 #include "ir/extract.h"
 #include "ir/model_io.h"
@@ -61,13 +62,14 @@ int run_extract(const ExtractOptions& o) {
   const ir::ExtractReport r = ir::extract_subgraph(loaded.model, o.inputs, o.outputs);
 
   ir::Model original = ir::load_model(o.model).model;
-  refuse_checker_errors(original, loaded.model, "extract");
+  const checker::WriteCheck gate = check_before_writing(loaded.model);
   std::optional<passes::SurgeryCheck> verified;
   if (!o.check.no_verify) {
     verified = passes::verify_extracted(original, loaded.model, verify_in, tol);
     refuse_mismatch(*verified);
   }
-  const ir::SaveReport saved = ir::save_model(loaded.model, o.output);
+  const WrittenModel written = save_checked(gate, loaded.model, o.output);
+  const ir::SaveReport& saved = written.saved;
   const ir::Graph& g = *loaded.model.graph;
   if (o.json) {
     print_json({{"output", o.output},
@@ -76,6 +78,7 @@ int run_extract(const ExtractOptions& o) {
                 {"nodes", {{"before", r.nodes_before}, {"after", r.nodes_after}}},
                 {"initializers", {{"before", r.initializers_before}, {"after", r.initializers_after}}},
                 {"model_bytes", saved.model_bytes + saved.data_bytes},
+                {"written", written_json(written)},
                 {"verification", verified ? surgery_json(*verified, tol) : nlohmann::json(nullptr)}});
     return kExitOk;
   }
@@ -85,6 +88,7 @@ int run_extract(const ExtractOptions& o) {
   std::cout << "outputs: " << io_list_text(g.outputs) << "\n";
   if (verified) std::cout << surgery_summary(*verified, tol) << "\n";
   else std::cout << "checked, not run (--no-verify)\n";
+  if (const std::string sorted = sorted_line(written); !sorted.empty()) std::cout << sorted << "\n";
   std::cout << "wrote " << o.output << " (" << human_bytes(saved.model_bytes + saved.data_bytes) << ")\n";
   return kExitOk;
 }

@@ -5,6 +5,7 @@
 
 #include "cli/common.h"
 #include "cli/progress.h"
+#include "cli/write_model.h"
 #include "cli/verify.h"
 #include "ir/error.h"
 #include "ir/model_io.h"
@@ -97,9 +98,8 @@ int run_optimize(const OptimizeCliOptions& o) {
   }
   const passes::OptimizeReport& report = r.report;
   const runner::Tolerance& tol = options.tolerance;
-  report_step("writing " + o.output, 0, 1);
-  const ir::SaveReport saved = ir::save_model(loaded.model, o.output);
-  report_step("writing " + o.output, 1, 1);
+  const WrittenModel written = write_model(loaded.model, o.output);
+  const ir::SaveReport& saved = written.saved;
 
   if (o.json) {
     nlohmann::json passes = nlohmann::json::array();
@@ -114,6 +114,7 @@ int run_optimize(const OptimizeCliOptions& o) {
                 {"nodes", {{"before", report.before.nodes}, {"after", report.after.nodes}}},
                 {"initializers", {{"before", report.before.initializers}, {"after", report.after.initializers}}},
                 {"file_bytes", {{"before", bytes_before}, {"after", saved.model_bytes + saved.data_bytes}}},
+                {"written", written_json(written)},
                 {"verification", r.reference ? verify_json(*r.reference, r.verified, tol, r.verify_seconds) : nlohmann::json(nullptr)}});
     return kExitOk;
   }
@@ -153,7 +154,8 @@ void register_optimize(CLI::App& app, Action& action) {
   sub->add_flag("--verify", o->verify, "compare the result with the original before writing (the default)");
   o->check.names.push_back("--verify");  // says what the default does: refused with --no-verify
   sub->add_flag("--fixed-point", o->fixed_point, "repeat the pipeline until nothing changes");
-  sub->add_flag("--force", o->force, "optimize even a model the checker finds invalid");
+  sub->add_flag("--force", o->force,
+                "optimize even a model the checker finds invalid (the result must still pass check to be written)");
   sub->add_flag("--json", o->json, "print one JSON document");
   add_quiet_flag(sub);
   sub->callback([&action, o, sub] {

@@ -9,6 +9,7 @@
 
 #include "cli/common.h"
 #include "cli/progress.h"
+#include "cli/write_model.h"
 #include "ir/error.h"
 #include "ir/model_io.h"
 #include "ir/output_file.h"
@@ -269,10 +270,9 @@ int run_quantize(const QuantizeCliOptions& o) {
     nodes.push_back({{"node", n.node}, {"op_type", n.op_type}, {"tensor", n.tensor}, {"min", n.range_min}, {"max", n.range_max},
                      {"scale", n.scale}, {"zero_point", n.zero_point}, {"sqnr_db", n.sqnr_db}, {"cosine", n.cosine},
                      {"added_noise_db", n.added_noise_db}});
-  report_step("writing " + o.output, 0, 1);
-  const ir::SaveReport saved =
-      unchanged.empty() ? ir::save_model(loaded.model, o.output) : ir::save_model(ir::load_model(o.model).model, o.output);
-  report_step("writing " + o.output, 1, 1);
+  ir::Model original = unchanged.empty() ? ir::Model{} : ir::load_model(o.model).model;
+  const WrittenModel written = write_model(unchanged.empty() ? loaded.model : original, o.output);
+  const ir::SaveReport& saved = written.saved;
   nlohmann::json doc = {{"output", o.output},
                         {"mode", o.mode},
                         {"format", o.format},
@@ -281,6 +281,7 @@ int run_quantize(const QuantizeCliOptions& o) {
                         {"unchanged", unchanged.empty() ? nlohmann::json(nullptr) : nlohmann::json(unchanged)},
                         {"weight_bytes", {{"float", report.float_weight_bytes}, {"quantized", report.quantized_weight_bytes}}},
                         {"file_bytes", {{"before", loaded.info.file_size}, {"after", saved.model_bytes + saved.data_bytes}}},
+                        {"written", written_json(written)},
                         {"calibration", {{"samples", report.samples}, {"nan", report.nan_values}, {"inf", report.inf_values},
                                          {"method", o.calib_method}, {"fell_back_to_minmax", report.calibration_fallback},
                                          {"method_score", optional(report.calibration_scores.first)},
@@ -305,6 +306,7 @@ int run_quantize(const QuantizeCliOptions& o) {
   if (!unchanged.empty()) {
     std::cout << "nothing quantized: " << unchanged << "\n";
     print_kept_float(report);
+    if (const std::string sorted = sorted_line(written); !sorted.empty()) std::cout << sorted << "\n";
     std::cout << "wrote " << o.output << " unchanged\n";
     return kExitOk;
   }

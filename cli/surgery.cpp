@@ -8,11 +8,6 @@
 
 namespace onnxtool::cli {
 
-void refuse_checker_errors(const ir::Model& original, const ir::Model& result, const std::string& what) {
-  if (const auto d = passes::new_check_error(original, result))
-    throw Error(ErrorKind::kFailed, what + ": the result fails the checker (" + describe(*d) + "); nothing written");
-}
-
 void refuse_mismatch(const passes::SurgeryCheck& check) {
   if (!check.result.ok())
     throw Error(ErrorKind::kFailed, "verification failed: " + check.result.first_failure() +

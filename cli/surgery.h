@@ -10,10 +10,6 @@
 
 namespace onnxtool::cli {
 
-/// Refuses (Error kFailed, one line, "nothing written") a result with a checker error the
-/// original does not have.
-void refuse_checker_errors(const ir::Model& original, const ir::Model& result, const std::string& what);
-
 /// Refuses (Error kFailed) a result whose outputs differ from the original's.
 void refuse_mismatch(const passes::SurgeryCheck& check);
 

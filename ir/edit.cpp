@@ -178,7 +178,7 @@ EditReport edit_model(Model& model, const EditRequest& request) {
       edits += (edits.empty() ? "--input-shape " : ", ") + name;
       ++report.shapes_set;
     }
-    reinfer(model, report, known, edits);
+    reinfer(model, report, known, edits.empty() ? "--fix-declarations" : edits);
   }
 
   for (const auto& [key, value] : request.set_metadata) {

@@ -20,8 +20,11 @@ struct EditRequest {
   std::vector<std::string> remove_metadata;
   std::optional<std::string> producer_name;
   std::optional<std::string> doc_string;
+  /// Re-infer every declared shape (value_info, graph outputs) from the inputs even when no input
+  /// shape changes: declarations the model's own nodes contradict are replaced.
+  bool fix_declarations = false;
 
-  bool changes_shapes() const { return !input_shapes.empty(); }
+  bool changes_shapes() const { return !input_shapes.empty() || fix_declarations; }
 };
 
 struct EditReport {

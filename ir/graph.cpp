@@ -671,6 +671,39 @@ std::string NameGenerator::fresh(std::string_view base) {
   return candidate;
 }
 
+int64_t list_initializers_as_inputs(Model& model) {
+  if (model.ir_version < 1 || model.ir_version >= 4 || !model.graph) return 0;
+  int64_t listed = 0;
+  for_each_graph(*model.graph, [&listed](Graph& g) {
+    std::vector<const Tensor*> missing;
+    for (const auto& t : g.initializers()) {
+      const Value* v = g.find(t->name);
+      if (v && !v->is_graph_input()) missing.push_back(t.get());
+    }
+    for (const Tensor* t : missing) {
+      Shape shape;
+      for (int64_t d : t->dims) shape.dims.push_back(Dim::of(d));
+      g.add_input(t->name, TypeInfo::tensor(t->type(), shape));
+      ++listed;
+    }
+  });
+  return listed;
+}
+
+int64_t sort_graphs(Model& model) {
+  int64_t moved = 0;
+  for_each_graph(model, [&moved](Graph& g) {
+    std::unordered_map<const Node*, size_t> before;
+    for (const auto& n : g.nodes())
+      if (n) before.emplace(n.get(), before.size());
+    g.topological_sort();
+    std::vector<size_t> old_positions;
+    for (const auto& n : g.nodes()) old_positions.push_back(before.at(n.get()));
+    moved += static_cast<int64_t>(moved_count(old_positions));
+  });
+  return moved;
+}
+
 size_t moved_count(const std::vector<size_t>& old_positions) {
   // Patience sorting: tails[k] is the smallest last element of an increasing run of length k + 1.
   std::vector<size_t> tails;

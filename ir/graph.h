@@ -449,6 +449,17 @@ void for_each_graph(Model& model, Fn fn) {
   for (auto& f : model.functions) for_each_graph(*f.body, fn);
 }
 
+/// Sorts every graph of `model` topologically (Graph::topological_sort: an order that is already
+/// valid stays as it is) and returns how many nodes moved (moved_count, summed over graphs).
+/// Throws Error(kFailed) naming the nodes of a cycle; graphs sorted before it stay sorted.
+int64_t sort_graphs(Model& model);
+
+/// Before IR version 4 every initializer had to be a graph input too (IR 4 made them apart):
+/// for a model of IR version 1-3, lists each initializer of each graph (function bodies aside)
+/// that is not an input as one, typed by its tensor. Rewrites that add initializers (folded
+/// constants, converted weights) leave that to this. Returns how many were listed.
+int64_t list_initializers_as_inputs(Model& model);
+
 /// Calls fn(tensor, where) for every dense tensor stored in a model: initializers, sparse
 /// tensors' values and indices, tensor attributes, in every graph, subgraph and function.
 /// `where` describes the place ("graph 'main'", "node 'c1' attribute 'value'").

@@ -93,9 +93,6 @@ struct OptimizeReport {
   int64_t reordered = 0;
 };
 
-/// Sorts every graph's nodes topologically (ir::Graph::topological_sort); returns how many moved.
-int64_t sort_graphs(ir::Model& model);
-
 /// Counts `moved` nodes in the report's `reordered` and in sort_topologically's when selected.
 void add_reordered(OptimizeReport& report, int64_t moved);
 

@@ -95,20 +95,6 @@ void check_pass_names(const OptimizeOptions& options) {
       if (!find_pass(n)) throw_usage_error("unknown pass '" + n + "' (passes: " + pass_names() + ")");
 }
 
-int64_t sort_graphs(ir::Model& model) {
-  int64_t moved = 0;
-  ir::for_each_graph(model, [&moved](ir::Graph& g) {
-    std::unordered_map<const ir::Node*, size_t> before;
-    for (const auto& n : g.nodes())
-      if (n) before.emplace(n.get(), before.size());
-    g.topological_sort();
-    std::vector<size_t> old_positions;
-    for (const auto& n : g.nodes()) old_positions.push_back(before.at(n.get()));
-    moved += static_cast<int64_t>(ir::moved_count(old_positions));
-  });
-  return moved;
-}
-
 void add_reordered(OptimizeReport& report, int64_t moved) {
   report.reordered += moved;
   for (auto& p : report.passes)
@@ -132,7 +118,7 @@ OptimizeReport optimize(ir::Model& model, const OptimizeOptions& options) {
   const PassContext context{options};
   // The graph must be acyclic whatever passes were chosen: sorting names the cycle. Then types
   // and shapes, which the shape-based rewrites read.
-  add_reordered(report, sort_graphs(model));
+  add_reordered(report, ir::sort_graphs(model));
   ir::DiagnosticSink sink;
   ir::infer_shapes(model, sink);
   const int max_rounds = options.fixed_point ? 8 : 1;

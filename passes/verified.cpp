@@ -39,7 +39,7 @@ std::string first_diverging_pass(ir::Model copy, OptimizeOptions options, const 
 VerifiedOptimizeReport optimize_verified(ir::Model& model, const VerifiedOptimizeOptions& options,
                                          const std::function<ir::Model()>& reload) {
   VerifiedOptimizeReport r;
-  const int64_t moved = sort_graphs(model);  // before the checker: order is optimize's to fix
+  const int64_t moved = ir::sort_graphs(model);  // before the checker: order is optimize's to fix
   if (options.require_valid) {
     ir::DiagnosticSink sink;
     checker::check_model(model, sink);

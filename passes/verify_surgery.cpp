@@ -1,4 +1,4 @@
-// verify_extracted, verify_edited, new_check_error: the gates of `extract` and `edit`.
+// verify_extracted, verify_edited: the runs that check `extract`'s and `edit`'s results.
 #include "passes/verify_surgery.h"
 
 #include <set>
@@ -103,18 +103,6 @@ SurgeryCheck verify_edited(ir::Model& original, ir::Model& edited, const std::ma
   check.inputs = reference.inputs_description();
   check.result = reference.compare(by_name, tolerance);
   return check;
-}
-
-std::optional<ir::Diagnostic> new_check_error(const ir::Model& original, const ir::Model& result) {
-  const auto key = [](const ir::Diagnostic& d) { return d.rule + "\n" + d.node + "\n" + d.tensor + "\n" + d.message; };
-  ir::DiagnosticSink before, after;
-  checker::check_model(original, before);
-  checker::check_model(result, after);
-  std::set<std::string> known;
-  for (const auto& d : before.items()) known.insert(key(d));
-  for (const auto& d : after.items())
-    if (d.severity == ir::Severity::kError && !known.count(key(d))) return d;
-  return std::nullopt;
 }
 
 }  // namespace onnxtool::passes

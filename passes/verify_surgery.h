@@ -1,5 +1,5 @@
-// The checks of `extract` and `edit` before they write: the result against the checker, and the
-// result run against the original on the runner.
+// The checks of `extract` and `edit` before they write: the result run against the original on
+// the runner.
 #pragma once
 
 #include <map>
@@ -30,9 +30,5 @@ SurgeryCheck verify_extracted(ir::Model& original, ir::Model& extracted, const r
 /// them) and compares the outputs in order.
 SurgeryCheck verify_edited(ir::Model& original, ir::Model& edited, const std::map<std::string, std::string>& input_renames,
                            const runner::VerifyInputs& inputs, const runner::Tolerance& tolerance);
-
-/// The first checker error of `result` (full check with shape inference) that `original` does
-/// not have too, or nullopt: what surgery broke, not what the model brought along.
-std::optional<ir::Diagnostic> new_check_error(const ir::Model& original, const ir::Model& result);
 
 }  // namespace onnxtool::passes

@@ -3,8 +3,11 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <sstream>
+#include <utility>
 
 #include "ir/error.h"
 #include "runner/tensor_io.h"
@@ -55,11 +58,38 @@ uint64_t hash_name(const std::string& s) {
 /// "; give it with --input", or nothing when the command has no such flag.
 std::string give_with(const FeedFlags& flags) { return flags.input.empty() ? "" : "; give it with " + flags.input; }
 
+/// The smallest and largest value of an integer type, as doubles.
+std::pair<double, double> integer_bounds(DataType t) {
+  switch (t) {
+    case DataType::kInt8: return {-128.0, 127.0};
+    case DataType::kUInt8: return {0.0, 255.0};
+    case DataType::kInt16: return {-32768.0, 32767.0};
+    case DataType::kUInt16: return {0.0, 65535.0};
+    case DataType::kInt32: return {-2147483648.0, 2147483647.0};
+    case DataType::kUInt32: return {0.0, 4294967295.0};
+    case DataType::kInt64: return {-0x1p63, 0x1p63 - 1024};  // the largest double below 2^63
+    default: return {0.0, 0x1p64 - 2048};                    // uint64
+  }
+}
+
+template <class T, class Fn>
+void fill_integers(Tensor& t, Fn draw) {
+  T* p = t.mutable_data<T>();
+  for (int64_t i = 0; i < t.size(); ++i) p[i] = static_cast<T>(draw());
+}
+
+/// A bound as people write it: "255", "0.5", "-1e+06".
+std::string number_text(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
 }  // namespace
 
 Tensor random_tensor(const ir::TypeInfo& type, const std::vector<int64_t>& shape, uint64_t seed,
                      const std::string& name, int64_t free_dim, const std::set<std::string>& batch_symbols,
-                     const FeedFlags& flags) {
+                     const FeedFlags& flags, const ValueRange* range) {
   if (type.kind != ir::TypeInfo::Kind::kTensor || type.elem_type == 0)
     throw_usage_error("input '" + name + "' is not a tensor of known type, so no random value can be made for it" + give_with(flags));
   std::vector<int64_t> dims;
@@ -95,25 +125,46 @@ Tensor random_tensor(const ir::TypeInfo& type, const std::vector<int64_t>& shape
   Tensor t(type.data_type(), dims);
   Rng rng{seed ^ hash_name(name)};
   const int64_t n = t.size();
-  switch (t.dtype()) {
+  const DataType dt = t.dtype();
+  const bool floating = dt == DataType::kFloat || dt == DataType::kDouble || dt == DataType::kFloat16 || dt == DataType::kBFloat16;
+  // Floats in [lo, hi); integers over [ilo, ihi].
+  const double lo = range ? range->lo : floating ? -1.0 : 0.0;
+  const double hi = range ? range->hi : floating ? 1.0 : 9.0;
+  const auto uniform = [&rng, lo, hi] { return lo + rng.uniform() * (hi - lo); };
+  double ilo = 0, ihi = 0;
+  uint64_t span = 0;  // integers in [ilo, ihi]; 0 when all 2^64 values
+  if (!floating && dt != DataType::kBool) {
+    ilo = std::ceil(lo);
+    ihi = std::floor(hi);
+    const auto [tmin, tmax] = integer_bounds(dt);
+    if (ilo > ihi || ilo < tmin || ihi > tmax)
+      throw_usage_error("input '" + name + "': no " + std::string(ir::data_type_name(dt)) + " value lies in [" + number_text(lo) +
+                        ", " + number_text(hi) + "]" + (ilo <= ihi ? " that the type holds" : ""));
+    span = static_cast<uint64_t>(ihi - ilo) + 1;
+  }
+  const auto integer = [&rng, ilo, span] {
+    const uint64_t r = span ? rng.next() % span : rng.next();
+    return ilo + static_cast<double>(r);
+  };
+  switch (dt) {
     case DataType::kFloat: {
       float* p = t.mutable_data<float>();
-      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(rng.uniform() * 2 - 1);
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(uniform());
       break;
     }
     case DataType::kDouble: {
       double* p = t.mutable_data<double>();
-      for (int64_t i = 0; i < n; ++i) p[i] = rng.uniform() * 2 - 1;
+      for (int64_t i = 0; i < n; ++i) p[i] = uniform();
       break;
     }
     case DataType::kFloat16: {
       uint16_t* p = t.mutable_data<uint16_t>();
-      for (int64_t i = 0; i < n; ++i) p[i] = float_to_half(static_cast<float>(rng.uniform() * 2 - 1));
+      for (int64_t i = 0; i < n; ++i) p[i] = float_to_half(static_cast<float>(uniform()));
       break;
     }
     case DataType::kBFloat16: {
       uint16_t* p = t.mutable_data<uint16_t>();
-      for (int64_t i = 0; i < n; ++i) p[i] = float_to_bfloat16(static_cast<float>(rng.uniform() * 2 - 1));
+      for (int64_t i = 0; i < n; ++i) p[i] = float_to_bfloat16(static_cast<float>(uniform()));
       break;
     }
     case DataType::kBool: {
@@ -121,43 +172,57 @@ Tensor random_tensor(const ir::TypeInfo& type, const std::vector<int64_t>& shape
       for (int64_t i = 0; i < n; ++i) p[i] = rng.next() & 1;
       break;
     }
-    case DataType::kInt64: {
-      int64_t* p = t.mutable_data<int64_t>();
-      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int64_t>(rng.next() % 10);
-      break;
-    }
-    case DataType::kInt32: {
-      int32_t* p = t.mutable_data<int32_t>();
-      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<int32_t>(rng.next() % 10);
-      break;
-    }
-    case DataType::kUInt32: {
-      uint32_t* p = t.mutable_data<uint32_t>();
-      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<uint32_t>(rng.next() % 10);
-      break;
-    }
-    case DataType::kUInt64: {
-      uint64_t* p = t.mutable_data<uint64_t>();
-      for (int64_t i = 0; i < n; ++i) p[i] = rng.next() % 10;
-      break;
-    }
-    case DataType::kInt16:
-    case DataType::kUInt16: {
-      uint16_t* p = t.mutable_data<uint16_t>();
-      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<uint16_t>(rng.next() % 10);
-      break;
-    }
-    case DataType::kInt8:
-    case DataType::kUInt8: {
-      uint8_t* p = t.mutable_data<uint8_t>();
-      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(rng.next() % 10);
-      break;
-    }
+    case DataType::kInt64: fill_integers<int64_t>(t, integer); break;
+    case DataType::kInt32: fill_integers<int32_t>(t, integer); break;
+    case DataType::kUInt32: fill_integers<uint32_t>(t, integer); break;
+    case DataType::kUInt64: fill_integers<uint64_t>(t, integer); break;
+    case DataType::kInt16: fill_integers<int16_t>(t, integer); break;
+    case DataType::kUInt16: fill_integers<uint16_t>(t, integer); break;
+    case DataType::kInt8: fill_integers<int8_t>(t, integer); break;
+    case DataType::kUInt8: fill_integers<uint8_t>(t, integer); break;
     default:
       throw_usage_error("random data of type " + std::string(ir::data_type_name(t.dtype())) + " for input '" + name +
                         "' is not supported" + give_with(flags));
   }
   return t;
+}
+
+std::string random_inputs_description(const FeedOptions& options) {
+  std::ostringstream s;
+  s << "random (seed " << options.seed << "; ";
+  const auto all = options.ranges.find("");
+  if (all != options.ranges.end())
+    s << "values uniform in [" << number_text(all->second.lo) << ", " << number_text(all->second.hi) << ")";
+  else
+    s << "floats uniform in [-1, 1), integers in [0, 9]";
+  for (const auto& [name, r] : options.ranges)
+    if (!name.empty()) s << "; " << name << " in [" << number_text(r.lo) << ", " << number_text(r.hi) << ")";
+  s << ")";
+  return s.str();
+}
+
+void add_input_range(FeedOptions& options, const std::string& text, const std::string& flag) {
+  const size_t eq = text.rfind('=');
+  const std::string name = eq == std::string::npos ? "" : text.substr(0, eq);
+  const std::string bounds = eq == std::string::npos ? text : text.substr(eq + 1);
+  const size_t comma = bounds.find(',');
+  const auto bad = [&](const std::string& why) {
+    throw_usage_error(flag + " " + text + ": " + why + " (NAME=LO,HI, or LO,HI for every input)");
+  };
+  if (comma == std::string::npos || bounds.find(',', comma + 1) != std::string::npos) bad("expected two numbers");
+  ValueRange r;
+  for (const auto& [part, out] : {std::pair{bounds.substr(0, comma), &r.lo}, std::pair{bounds.substr(comma + 1), &r.hi}}) {
+    size_t used = 0;
+    try {
+      *out = std::stod(part, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (part.empty() || used != part.size() || !std::isfinite(*out)) bad("'" + part + "' is not a finite number");
+  }
+  if (!(r.lo < r.hi)) bad("LO must be below HI");
+  if (options.ranges.count(name)) bad(name.empty() ? "every input's range is given twice" : "input '" + name + "' is given twice");
+  options.ranges[name] = r;
 }
 
 std::map<std::string, Value> load_feeds(const Session& session, const FeedOptions& options) {
@@ -225,8 +290,11 @@ std::map<std::string, Value> load_feeds(const Session& session, const FeedOption
     }
     auto s = options.shapes.find(name);
     const ir::TypeInfo& t = vi->type ? *vi->type : vi->value->type;
+    auto r = options.ranges.find(name);
+    if (r == options.ranges.end()) r = options.ranges.find("");
     feeds[name] = Value::of(random_tensor(t, s == options.shapes.end() ? std::vector<int64_t>{} : s->second,
-                                          options.seed, name, options.free_dim, batch_symbols, options.flags));
+                                          options.seed, name, options.free_dim, batch_symbols, options.flags,
+                                          r == options.ranges.end() ? nullptr : &r->second));
   }
   return feeds;
 }

@@ -22,6 +22,14 @@ struct FeedFlags {
   std::string shape;   ///< NAME=D1,D2,... of random inputs
 };
 
+/// The interval random values of an input are drawn from (`--input-range NAME=LO,HI`): floats
+/// uniform in [lo, hi), integers uniform over the integers in [lo, hi]. Without one: floats in
+/// [-1, 1), integers in [0, 9], bools 0 or 1.
+struct ValueRange {
+  double lo = 0;
+  double hi = 0;
+};
+
 struct FeedOptions {
   /// NAME=FILE pairs.
   std::vector<std::pair<std::string, std::string>> files;
@@ -36,6 +44,9 @@ struct FeedOptions {
   /// Size of the symbolic dims of random inputs that `shapes` does not set, except batch dims,
   /// which stay 1: a leading dim, and any dim named like some input's leading dim.
   int64_t free_dim = 1;
+  /// The interval of each random input's values, by input name; the key "" sets the interval of
+  /// every input without its own.
+  std::map<std::string, ValueRange> ranges;
   /// What the hints of errors call the options above.
   FeedFlags flags;
 };
@@ -44,11 +55,21 @@ struct FeedOptions {
 /// or file on any problem (unknown name, unreadable file, missing input).
 std::map<std::string, Value> load_feeds(const Session& session, const FeedOptions& options);
 
-/// A deterministic random tensor for a declared input type (floats uniform in [-1, 1), integers
-/// in [0, 10), bool 0/1); symbolic dims take `shape` when given, else `free_dim`, except a
-/// leading dim or one named in `batch_symbols` (1). Errors name `flags`.
+/// A deterministic random tensor for a declared input type, its values in `range` (null: the
+/// defaults of ValueRange); symbolic dims take `shape` when given, else `free_dim`, except a
+/// leading dim or one named in `batch_symbols` (1). Errors name `flags`; a range an integer type
+/// cannot hold is Error(kUsage).
 Tensor random_tensor(const ir::TypeInfo& type, const std::vector<int64_t>& shape, uint64_t seed,
                      const std::string& name, int64_t free_dim = 1, const std::set<std::string>& batch_symbols = {},
-                     const FeedFlags& flags = {});
+                     const FeedFlags& flags = {}, const ValueRange* range = nullptr);
+
+/// How random inputs of `options` are drawn, in words, for every report that says what a run
+/// or a verification was made on: "random (seed 0; floats uniform in [-1, 1), integers in
+/// [0, 9])", with each --input-range named ("x in [0, 255]").
+std::string random_inputs_description(const FeedOptions& options);
+
+/// Parses "NAME=LO,HI" or "LO,HI" (every input) into options.ranges; `flag` names the option
+/// in errors (LO < HI, both finite).
+void add_input_range(FeedOptions& options, const std::string& text, const std::string& flag);
 
 }  // namespace onnxtool::runner
