@@ -68,7 +68,8 @@ constexpr double kMaxSeed = 18446744073709551615.0;
 /// "rule node: message" (the tensor when no node): a diagnostic in one line, for refusals.
 std::string describe(const ir::Diagnostic& d);
 
-/// Refuses (Error kInput, the rule's message) a model that breaks a rule every run relies on
+/// Sorts `model`'s graphs topologically (nodes stored out of order run as well), then refuses
+/// (Error kInput, the rule's message) a model that breaks a rule every run relies on
 /// (checker::runner_error): duplicate names, cycles, tensors with two data fields...
 void refuse_unrunnable(ir::Model& model, const std::string& path);
 

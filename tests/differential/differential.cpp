@@ -30,6 +30,8 @@
 //   onnxtool_differential --seeds FIRST-LAST [--ort ORT_RUN_JS] [--work DIR] [--minimize DIR]
 //   onnxtool_differential --models FILE... [--ort ORT_RUN_JS] [--work DIR]
 //
+// --generate DIR only writes the models of --seeds to DIR (seed_<seed>.onnx, the input shapes in
+// their metadata) and runs nothing: models for other tests (tests/cli/writers_check.sh).
 // --save DIR writes each generated original to DIR (seed_<seed>.onnx). --keep leaves every case's
 // files (each path's model, inputs, outputs, the calibration samples) in the work directory.
 // --minimize DIR: a failing seed is shrunk (its blocks left out one by one while the failure
@@ -489,7 +491,8 @@ void minimize(uint64_t seed, const std::string& path, const std::string& ort_run
 
 [[noreturn]] void usage(const std::string& problem) {
   std::cerr << "onnxtool_differential: " << problem
-            << "\nusage: onnxtool_differential (--seeds FIRST-LAST | --models FILE...) [--ort ORT_RUN_JS] [--ort-level L] [--work DIR] [--minimize DIR] [--save DIR] [--keep]\n";
+            << "\nusage: onnxtool_differential (--seeds FIRST-LAST | --models FILE...) [--ort ORT_RUN_JS] [--ort-level L] [--work DIR] [--minimize DIR] [--save DIR] [--keep]\n"
+            << "       onnxtool_differential --seeds FIRST-LAST --generate DIR\n";
   std::exit(2);
 }
 
@@ -499,7 +502,7 @@ int main(int argc, char** argv) {
   uint64_t first = 0, last = 0;
   bool seeds = false;
   std::vector<std::string> models;
-  std::string ort_run, work, minimize_dir, save_dir;
+  std::string ort_run, work, minimize_dir, save_dir, generate_dir;
   bool keep_files = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -526,6 +529,8 @@ int main(int argc, char** argv) {
       work = value();
     } else if (a == "--ort-level") {
       ort_level = value();
+    } else if (a == "--generate") {
+      generate_dir = value();
     } else if (a == "--save") {
       save_dir = value();
     } else if (a == "--minimize") {
@@ -537,6 +542,14 @@ int main(int argc, char** argv) {
     }
   }
   if (seeds == !models.empty()) usage("give --seeds or --models");
+  if (!generate_dir.empty()) {
+    if (!seeds) usage("--generate takes --seeds");
+    fs::create_directories(generate_dir);
+    for (uint64_t seed = first; seed <= last; ++seed)
+      ir::save_model(make_case(seed, {}, generate_dir).original, generate_dir + "/seed_" + std::to_string(seed) + ".onnx");
+    std::cout << "generated " << last - first + 1 << " models in " << generate_dir << "\n";
+    return 0;
+  }
   const bool own_work = work.empty();
   if (own_work) {
     char tmpl[] = "/tmp/onnxtool_differential.XXXXXX";
