@@ -156,7 +156,7 @@ int run_action(const std::string& command, const Action& action) {
 }
 
 void add_quiet_flag(CLI::App* sub) {
-  sub->add_flag_callback("--quiet", [] { set_quiet(true); }, "no progress or notes on stderr (errors and results stay)");
+  sub->add_flag_callback("--quiet", [] { set_quiet(true); }, "no progress or notes on stderr (errors, warnings and results stay)");
 }
 
 CLI::Validator number_in(double lo, double hi, bool open_low) {

@@ -39,7 +39,7 @@ void set_json_errors(bool on);
 int run_action(const std::string& command, const Action& action);
 
 /// Adds --quiet to a command that can take long: no progress or informational lines on stderr
-/// (cli/progress.h), errors and results unchanged.
+/// (cli/progress.h), errors, warnings (what a result does not prove) and results unchanged.
 void add_quiet_flag(CLI::App* sub);
 
 /// Prints a JSON document on stdout (one document, two-space indent), with "schema_version".

@@ -10,6 +10,7 @@
 
 #include "cli/common.h"
 #include "cli/progress.h"
+#include "cli/verify.h"
 #include "ir/error.h"
 #include "ir/model_io.h"
 #include "runner/compare_models.h"
@@ -24,6 +25,8 @@ struct CompareCliOptions {
   bool random = false;
   uint64_t seed = 0;
   std::vector<std::string> shapes;
+  std::vector<std::string> input_ranges;  ///< --input-range
+  std::vector<std::string> outputs;  ///< --outputs: judge only these
   int samples = 1;
   double atol = 1e-5;
   double rtol = 1e-3;
@@ -160,7 +163,7 @@ int run_compare(const CompareCliOptions& o) {
   if (o.samples > 1 && !random)
     throw_usage_error("--samples needs --random (files give one sample, a folder of sample folders one per folder)");
   if (o.samples > 1 && !folders.empty()) throw_usage_error("--samples: the sample folders of --inputs " + o.inputs_dir + " are the samples");
-  if (const std::string named = given_list(o.given, {"--seed", "--shape"}); !named.empty() && !random)
+  if (const std::string named = given_list(o.given, {"--seed", "--shape", "--input-range"}); !named.empty() && !random)
     throw_usage_error(named + ": the inputs come from " + given_list(o.given, {"--input", "--inputs"}) +
                       "; add --random to fill the inputs they leave out with random data");
   const bool expect = !o.expect_dir.empty();
@@ -192,10 +195,12 @@ int run_compare(const CompareCliOptions& o) {
     auto [name, text] = parse_assignment(s, "--shape");
     c.feeds.shapes[name] = parse_size_list("--shape", name, text);
   }
+  for (const auto& r : o.input_ranges) runner::add_input_range(c.feeds, r, "--input-range");
   c.samples = folders.empty() ? o.samples : static_cast<int>(folders.size());
   c.rtol = o.rtol;
   c.atol = o.atol;
   c.per_layer = o.per_layer;
+  c.outputs = o.outputs;
   c.progress = progress();
   // Folder names, the random samples' seeds, or the one folder or set of files given.
   std::vector<std::string> sample_names;
@@ -240,12 +245,14 @@ int run_compare(const CompareCliOptions& o) {
       nlohmann::json gates = nlohmann::json::array();
       for (const auto& v : verdicts) {
         if (v.output != i) continue;
-        const bool measured = v.problem.empty() && v.result.sample >= 0;
+        // Pooled figures (cosine, SQNR over every sample together) were measured on no one sample.
+        const bool measured = v.problem.empty();
+        const bool one_sample = measured && v.result.sample >= 0;
         gates.push_back({{"gate", runner::gate_flag(v.gate.kind)},
                          {"metric", v.result.by_rel_error ? "max_rel_error" : runner::gate_metric(v.gate.kind)},
                          {"threshold", v.gate.threshold},
                          {"measured", measured ? json_number(v.result.measured) : nlohmann::json(nullptr)},
-                         {"sample", measured ? nlohmann::json(sample_names[static_cast<size_t>(v.result.sample)]) : nlohmann::json(nullptr)},
+                         {"sample", one_sample ? nlohmann::json(sample_names[static_cast<size_t>(v.result.sample)]) : nlohmann::json(nullptr)},
                          {"pass", v.result.pass},
                          {"problem", v.problem.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.problem)}});
       }
@@ -260,6 +267,8 @@ int run_compare(const CompareCliOptions& o) {
                           {"tolerance_applied", tolerance_applies},
                           {"within_tolerance", r.within}, {"gates_passed", o.gates.empty() ? nlohmann::json(nullptr) : nlohmann::json(failed.empty())},
                           {"ok", ok}, {"notes", r.notes}, {"outputs", outs},
+                          {"random_inputs", random},
+                          {"note", random ? nlohmann::json(random_inputs_note()) : nlohmann::json(nullptr)},
                           {"placement_a", side_json(r.placement_a)}, {"placement_b", side_json(r.placement_b)}};
     if (o.per_layer) {
       nlohmann::json worst_layers = nlohmann::json::array();
@@ -276,6 +285,9 @@ int run_compare(const CompareCliOptions& o) {
     print_json(doc);
   } else {
     for (const auto& n : r.notes) std::cout << n << "\n";
+    if (random)
+      std::cout << "inputs: " << runner::random_inputs_description(c.feeds)
+                << (c.samples > 1 ? ", the seed counting up per sample" : "") << "\nnote: " << random_inputs_note() << "\n";
     if (c.samples > 1) std::cout << c.samples << " samples; max errors of the worst sample, cosine and SQNR over all samples together, mean abs error averaged\n";
     for (size_t i = 0; i < r.outputs.size(); ++i) {
       std::cout << "output " << r.outputs[i] << ": " << describe_worst(r.output_diffs[i], sample_names) << "\n";
@@ -340,6 +352,8 @@ void register_compare(CLI::App& app, Action& action) {
   sub->add_flag("--random", o->random, "random inputs (the default when no input is given)");
   sub->add_option("--seed", o->seed, "seed of the first random sample (default 0)")->check(number_in(0, kMaxSeed));
   sub->add_option("--shape", o->shapes, "NAME=D1,D2,... sizes for symbolic dims of random inputs");
+  add_input_range_option(sub, o->input_ranges);
+  sub->add_option("--outputs", o->outputs, "compare and judge only these outputs of A (comma-separated; default all)")->delimiter(',');
   sub->add_option("--samples", o->samples, "random samples to run (default 1)")->check(number_in(1, 1e6));
   sub->add_option("--atol", o->atol, "absolute tolerance (default 1e-5; with gates, applied only when given)")->check(number_in(0, 1e30));
   sub->add_option("--rtol", o->rtol, "relative tolerance (default 1e-3)")->check(number_in(0, 1e30));

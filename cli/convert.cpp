@@ -1,5 +1,7 @@
 // `onnxtool convert MODEL -o OUT`: lossless re-save, external data out and in.
+#include <iomanip>
 #include <iostream>
+#include <sstream>
 #include <map>
 #include <optional>
 #include <set>
@@ -35,6 +37,16 @@ struct ConvertOptions {
   VerifyFlags check;
   std::set<std::string> given;  ///< the options on the command line
 };
+
+/// "the largest float16 value on the verification inputs is 6.1 (at 'y'), 1.1e+04x below float16's
+/// largest, 65504".
+std::string headroom_line(const convert::GuidedFp16& g) {
+  std::ostringstream s;
+  s << "the largest value converted to float16 on the verification inputs is " << std::setprecision(3) << g.largest_magnitude;
+  if (!g.largest_value.empty()) s << " (at '" << g.largest_value << "')";
+  if (g.largest_magnitude > 0) s << ", " << convert::kFloat16Max / g.largest_magnitude << "x below float16's largest, 65504";
+  return s.str();
+}
 
 int run_convert(ConvertOptions& o) {
   // --in-place alone names the input as the output: the result goes through a temporary file
@@ -130,6 +142,12 @@ int run_convert(ConvertOptions& o) {
 
   const WrittenModel written = write_model(c.output(loaded.model), o.output, save);
   const ir::SaveReport& r = written.saved;
+  // Random inputs far inside float16's range say nothing of real ones: warned, --quiet or not
+  // (--json has the figures in precision.headroom and verification.note).
+  if (guided && c.reference && c.reference->random_inputs() && !o.json)
+    warning("convert", "float16 verified on random inputs only: " + headroom_line(*guided) +
+                           "; real inputs may reach values these did not and overflow float16 (65504); give real "
+                           "samples with --inputs DIR");
   if (o.json) {
     print_json({{"output", o.output},
                 {"written", written_json(written)},
@@ -155,7 +173,11 @@ int run_convert(ConvertOptions& o) {
                                                    {"range_values", guided ? guided->range_values : std::vector<std::string>{}},
                                                    {"accuracy_values", guided ? guided->accuracy_values : std::vector<std::string>{}},
                                                    {"accuracy_rounds", guided ? guided->rounds : 0},
-                                                   {"accuracy_head_nodes", guided ? guided->head_nodes : 0}}
+                                                   {"accuracy_head_nodes", guided ? guided->head_nodes : 0},
+                                                   {"headroom", guided ? nlohmann::json{{"largest_magnitude", guided->largest_magnitude},
+                                                                                        {"value", guided->largest_value},
+                                                                                        {"float16_max", convert::kFloat16Max}}
+                                                                       : nlohmann::json(nullptr)}}
                                   : nlohmann::json(nullptr)},
                 {"verification", c.reference ? verify_json(*c.reference, c.verified, tol, c.verify_seconds) : nlohmann::json(nullptr)}});
   } else {
@@ -190,6 +212,7 @@ int run_convert(ConvertOptions& o) {
       std::cout << "\n";
     }
     if (c.reference) std::cout << verify_summary(*c.reference, c.verified, tol, c.verify_seconds) << "\n";
+    if (guided && c.reference) std::cout << headroom_line(*guided) << "\n";
     else if (request.rewrites()) std::cout << "not verified (--no-verify)\n";
     if (o.infer_shapes) std::cout << "added " << inferred << " inferred value_info entries\n";
     if (r.auto_external)

@@ -81,6 +81,12 @@ class ProgressPrinter {
     std::cerr << line << "\n" << std::flush;
   }
 
+  void warning(const std::string& line) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    erase();
+    std::cerr << line << "\n" << std::flush;
+  }
+
   void error(const std::string& line) {
     std::lock_guard<std::mutex> lock(mutex_);
     logged_ = false;  // the phase did not finish: no "done" line
@@ -204,6 +210,9 @@ void result_line(const std::string& line) { printer().print_result(line); }
 void end_progress() { printer().end(true); }
 void abandon_progress() { printer().end(false); }
 void info(const std::string& command, const std::string& line) { printer().note("onnxtool " + command + ": " + line); }
+void warning(const std::string& command, const std::string& line) {
+  printer().warning("onnxtool " + command + ": warning: " + line);
+}
 void error_line(const std::string& command, const std::string& line) { printer().error("onnxtool " + command + ": " + line); }
 
 }  // namespace onnxtool::cli

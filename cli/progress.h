@@ -32,6 +32,10 @@ void abandon_progress();
 /// An informational line on stderr ("onnxtool convert: note: ..."), unless --quiet.
 void info(const std::string& command, const std::string& line);
 
+/// A warning on stderr ("onnxtool convert: warning: ..."), --quiet or not: what the result
+/// does not prove.
+void warning(const std::string& command, const std::string& line);
+
 /// An error line on stderr while the command goes on (check of several models: one file that
 /// cannot be read): the current phase ends without a "done" line, and progress continues after.
 void error_line(const std::string& command, const std::string& line);

@@ -1,5 +1,6 @@
 // `onnxtool quantize MODEL -o OUT --mode dynamic|static`: INT8 quantization.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
@@ -9,6 +10,7 @@
 
 #include "cli/common.h"
 #include "cli/progress.h"
+#include "cli/verify.h"
 #include "cli/write_model.h"
 #include "ir/error.h"
 #include "ir/model_io.h"
@@ -44,6 +46,10 @@ struct QuantizeCliOptions {
   double accuracy_target = 0.99;
   std::vector<std::string> accuracy_outputs;
   int error_samples = 8;
+  double time_limit = 0;  ///< seconds the accuracy search may take (0: no limit)
+  bool no_verify = false;  ///< without --calib-data: quantize unmeasured
+  uint64_t seed = 0;                      ///< of the random samples (no --calib-data)
+  std::vector<std::string> input_ranges;  ///< of the random samples
   int bits = 4;
   int64_t block_size = 32;
   double require_speedup = 0;
@@ -158,12 +164,21 @@ void refuse_ignored_flags(const QuantizeCliOptions& o) {
     throw_usage_error("--percentile goes with --calib-method percentile, not " + o.calib_method);
   if (o.given.count("--moving-average") && o.calib_method != "minmax")
     throw_usage_error("--moving-average averages minmax ranges; --calib-method " + o.calib_method + " would ignore it");
-  // Static mode refuses to run without samples (below); the other modes take them to measure
-  // their errors, and these flags say how.
+  // Static mode refuses to run without samples (below); the other modes measure their errors on
+  // the samples when given, else on random ones, which these flags shape.
   if (o.mode != "static" && o.calib_data.empty()) {
-    const std::string named =
-        given_list(o.given, {"--calib-samples", "--error-samples", "--accuracy-target", "--accuracy-outputs", "--no-auto-exclude"});
-    if (!named.empty()) throw_usage_error(named + ": without --calib-data there are no samples to measure the accuracy on");
+    const std::string named = given_list(o.given, {"--calib-samples", "--error-samples"});
+    if (!named.empty()) throw_usage_error(named + ": without --calib-data the accuracy is measured on " +
+                                          std::to_string(quant::QuantizeOptions{}.random_samples) + " random samples");
+  }
+  if (!o.calib_data.empty() || o.mode == "static") {
+    const std::string named = given_list(o.given, {"--seed", "--input-range", "--no-verify"});
+    if (!named.empty()) throw_usage_error(named + ": for the random samples dynamic and weight-only modes are measured on without --calib-data");
+  }
+  if (o.no_verify) {
+    const std::string named = given_list(o.given, {"--seed", "--input-range", "--accuracy-target", "--accuracy-outputs",
+                                                   "--auto-exclude", "--no-auto-exclude", "--time-limit"});
+    if (!named.empty()) throw_usage_error(named + ": they choose how the accuracy is measured; --no-verify measures nothing");
   }
 }
 
@@ -171,8 +186,6 @@ int run_quantize(const QuantizeCliOptions& o) {
   if (o.mode != "dynamic" && o.mode != "static" && o.mode != "weight-only")
     throw_usage_error("--mode must be dynamic, static or weight-only");
   refuse_ignored_flags(o);
-  if (o.mode == "weight-only" && o.auto_exclude)
-    throw_usage_error("--auto-exclude: weight-only quantization keeps no activation to search over (its errors are reported)");
   if (o.format != "qdq" && o.format != "qoperator") throw_usage_error("--format must be qdq or qoperator");
   if (ir::same_file(o.model, o.output)) throw_usage_error(o.output + ": is the input model itself; choose another output");
   quant::QuantizeOptions q;
@@ -197,13 +210,17 @@ int run_quantize(const QuantizeCliOptions& o) {
   q.op_types = o.op_types;
   q.exclude_nodes = o.exclude_nodes;
   q.exclude_op_types = o.exclude_op_types;
-  if (o.auto_exclude && o.calib_data.empty())
-    throw_usage_error("--auto-exclude needs --calib-data DIR (the samples the accuracy is measured on)");
   if (o.auto_exclude && o.no_auto_exclude) throw_usage_error("--auto-exclude and --no-auto-exclude exclude each other");
   if (!(o.accuracy_target > 0 && o.accuracy_target <= 1)) throw_usage_error("--accuracy-target must be in (0, 1]");
-  // With samples to measure on, the accuracy target holds by default (--no-auto-exclude: every
-  // supported node quantized, whatever the accuracy).
-  q.auto_exclude = !o.calib_data.empty() && !o.no_auto_exclude && q.mode != quant::Mode::kWeightOnly;
+  // The accuracy target holds by default, measured on the samples or on random ones
+  // (--no-auto-exclude: every supported node quantized, whatever the accuracy, which is reported).
+  q.auto_exclude = !o.no_auto_exclude;
+  q.random_feeds.seed = o.seed;
+  if (o.no_verify) q.random_samples = 0;
+  if (o.time_limit > 0)
+    q.deadline = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                         std::chrono::duration<double>(o.time_limit));
+  for (const auto& r : o.input_ranges) runner::add_input_range(q.random_feeds, r, "--input-range");
   q.accuracy_outputs = o.accuracy_outputs;
   q.accuracy_target = o.accuracy_target;
   if (o.error_samples < 1) throw_usage_error("--error-samples must be at least 1");
@@ -225,23 +242,24 @@ int run_quantize(const QuantizeCliOptions& o) {
   // Nothing worth quantizing: refused when asked for explicitly (--auto-exclude), otherwise the
   // model is written as it came (read again: the preprocessing rewrote the loaded one), with the
   // reasons.
-  std::string unchanged;
-  if (report.quantized_nodes == 0) {
-    if (!report.not_worth.empty())
-      unchanged = report.not_worth;
-    else if (report.missed_target >= 0)
-      unchanged = "no quantization reaches --accuracy-target " + number(q.accuracy_target) + " (the best with a node quantized: " +
-                  number(report.missed_target) + ")";
-    else if (!report.kept_float.empty())
-      unchanged = "every candidate stays float (" + std::to_string(report.kept_float.size()) + " nodes; --report lists why)";
-    else
-      unchanged = q.mode == quant::Mode::kStatic       ? "no supported op with calibrated float inputs"
-                  : q.mode == quant::Mode::kWeightOnly ? "no MatMul with a constant 2-D float weight"
-                                                       : "no MatMul or Gemm with a constant float weight (Conv only with --op-types Conv)";
+  const std::string unchanged = report.unchanged;
+  if (!unchanged.empty()) {
     if (o.auto_exclude) throw Error(ErrorKind::kFailed, o.model + ": --auto-exclude: " + unchanged);
-    quant::QuantizeReport none;  // what was measured of the attempts is not what is written
-    none.nodes = std::move(report.nodes);
+    // What was measured of the attempts is not what is written; what the samples were is.
+    quant::QuantizeReport none;
     none.kept_float = std::move(report.kept_float);
+    for (const auto& n : report.nodes)  // quantized in the attempt, float in what is written
+      none.kept_float.push_back({n.node, n.op_type, n.tensor, "the model is written unchanged (see \"unchanged\")"});
+    none.samples = report.samples;
+    none.error_samples = report.error_samples;
+    none.nan_values = report.nan_values;
+    none.inf_values = report.inf_values;
+    none.random_samples = report.random_samples;
+    none.reference = report.reference;
+    none.missed_target = report.missed_target;
+    none.blocking_outputs = report.blocking_outputs;
+    none.timed_out_after = report.timed_out_after;
+    none.unchanged = report.unchanged;
     report = std::move(none);
   }
   // --require-speedup: a CI gate on the estimate, checked before anything is written.
@@ -278,7 +296,9 @@ int run_quantize(const QuantizeCliOptions& o) {
                         {"format", o.format},
                         {"reference", report.reference},
                         {"quantized_nodes", report.quantized_nodes},
+                        {"changed", unchanged.empty()},
                         {"unchanged", unchanged.empty() ? nlohmann::json(nullptr) : nlohmann::json(unchanged)},
+                        {"timed_out_after_attempts", report.timed_out_after},
                         {"weight_bytes", {{"float", report.float_weight_bytes}, {"quantized", report.quantized_weight_bytes}}},
                         {"file_bytes", {{"before", loaded.info.file_size}, {"after", saved.model_bytes + saved.data_bytes}}},
                         {"written", written_json(written)},
@@ -291,6 +311,8 @@ int run_quantize(const QuantizeCliOptions& o) {
                         {"cosine", optional(report.output_cosine)},
                         {"sqnr_db", sqnr(report.output_rel_error)},
                         {"error_samples", report.error_samples},
+                        {"random_samples", report.random_samples.empty() ? nlohmann::json(nullptr) : nlohmann::json(report.random_samples)},
+                        {"note", report.random_samples.empty() ? nlohmann::json(nullptr) : nlohmann::json(random_inputs_note("--calib-data DIR"))},
                         {"auto_excluded", report.auto_excluded},
                         {"aimed_target", optional(report.aimed_target)},
                         {"kept_float", kept_float_json(report)},
@@ -305,6 +327,7 @@ int run_quantize(const QuantizeCliOptions& o) {
   }
   if (!unchanged.empty()) {
     std::cout << "nothing quantized: " << unchanged << "\n";
+    warning("quantize", o.output + " is written unchanged: " + unchanged);
     print_kept_float(report);
     if (const std::string sorted = sorted_line(written); !sorted.empty()) std::cout << sorted << "\n";
     std::cout << "wrote " << o.output << " unchanged\n";
@@ -317,10 +340,11 @@ int run_quantize(const QuantizeCliOptions& o) {
               << static_cast<double>(report.quantized_weight_bytes) / static_cast<double>(report.float_weight_bytes) << "x)";
   std::cout << "\n";
   if (report.opset_to) std::cout << "moved the model from opset " << report.opset_from << " to " << report.opset_to << "\n";
+  const std::string measured_on = std::to_string(report.error_samples) +
+                                  (report.random_samples.empty() ? " calibration samples" : " samples, " + report.random_samples);
   if (report.output_cosine >= 0)
-    std::cout << "output cosine similarity to " << report.reference << " on " << report.error_samples
-              << " calibration samples: " << report.output_cosine
-              << "\n";
+    std::cout << "output cosine similarity to " << report.reference << " on " << measured_on << ": " << report.output_cosine
+              << " (--accuracy-target " << q.accuracy_target << ")\n";
   if (report.output_rel_error >= 0)
     std::cout << "largest relative error of a small output (at most " << quant::kSmallOutput << " elements): " << report.output_rel_error
               << "\n";
@@ -335,8 +359,13 @@ int run_quantize(const QuantizeCliOptions& o) {
     std::cout << "estimated speed-up with integer kernels (onnxruntime CPU): " << std::setprecision(3) << report.estimated_speedup
               << "x over " << report.groups.size() << " quantized group" << (report.groups.size() == 1 ? "" : "s") << "\n"
               << std::setprecision(6);
-  if (report.samples && q.mode != quant::Mode::kStatic)
+  if (!report.random_samples.empty())
+    std::cout << "measured on " << report.samples << " samples, " << report.random_samples << "\nnote: " << random_inputs_note("--calib-data DIR")
+              << "\n";
+  else if (report.samples && q.mode != quant::Mode::kStatic)
     std::cout << "measured on " << report.samples << " samples\n";
+  else if (o.no_verify)
+    std::cout << "accuracy not measured (--no-verify): nothing says how far the result departs from the float model\n";
   else if (report.samples)
     std::cout << "calibrated on " << report.samples << " samples" << (report.nan_values || report.inf_values
                                                                           ? " (ignored " + std::to_string(report.nan_values) + " NaN, " +
@@ -381,16 +410,16 @@ void register_quantize(CLI::App& app, Action& action) {
   sub->add_option("--exclude-op-types", o->exclude_op_types, "keep these op types in float")->delimiter(',');
   sub->add_flag("--no-preprocess", o->no_preprocess, "do not run `optimize` first");
   sub->add_flag("--no-auto-exclude", o->no_auto_exclude,
-                "with --calib-data, quantize every supported node whatever the accuracy (the default keeps layers float "
-                "until --accuracy-target is reached)");
+                "quantize every supported node whatever the accuracy (the default keeps layers float until "
+                "--accuracy-target is reached on the samples, or on random ones without --calib-data)");
   sub->add_flag("--auto-exclude", o->auto_exclude,
-                "require --accuracy-target: fail (exit 1) when no quantization reaches it; by default, with --calib-data, layers are "
+                "require --accuracy-target: fail (exit 1) when no quantization reaches it; by default layers are "
                 "kept float until it is reached and a model where nothing can be is written unchanged");
   sub->add_option("--error-samples", o->error_samples,
                   "how many --calib-data samples measure the per-node errors and --auto-exclude (default 8)")
       ->check(number_in(1, 1e6));
   sub->add_option("--accuracy-target", o->accuracy_target,
-                  "output cosine similarity to fp32 on the calibration samples (default 0.99)")
+                  "output cosine similarity to fp32 on the samples, or on random ones without --calib-data (default 0.99)")
       ->check(number_in(0, 1, /*open_low=*/true));
   sub->add_option("--require-speedup", o->require_speedup,
                   "fail (exit 1, nothing written) when the estimated speed-up with integer kernels is below X")
@@ -399,6 +428,16 @@ void register_quantize(CLI::App& app, Action& action) {
                   "the outputs --accuracy-target judges (default: every float output; e.g. not the training-only "
                   "feature maps some exports keep)")
       ->delimiter(',');
+  sub->add_option("--seed", o->seed, "without --calib-data: seed of the first random sample the accuracy is measured on (default 0)")
+      ->check(number_in(0, kMaxSeed));
+  add_input_range_option(sub, o->input_ranges);
+  sub->add_flag("--no-verify", o->no_verify,
+                "without --calib-data: quantize without measuring the accuracy on random samples (nothing then says "
+                "how far the result departs from the float model)");
+  sub->add_option("--time-limit", o->time_limit,
+                  "seconds after which the accuracy search starts no further attempt: the best quantization that reached "
+                  "--accuracy-target so far is written, else the model unchanged, saying so (default: no limit)")
+      ->check(number_in(0, 1e9, /*open_low=*/true));
   sub->add_option("--report", o->report, "per-node ranges and errors: JSON, or markdown when FILE ends in .md");
   sub->add_flag("--json", o->json, "print one JSON document");
   add_quiet_flag(sub);

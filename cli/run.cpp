@@ -11,6 +11,7 @@
 #include "cli/common.h"
 #include "cli/dump_dir.h"
 #include "cli/progress.h"
+#include "cli/verify.h"
 #include "ir/diagnostic.h"
 #include "ir/error.h"
 #include "ir/extract.h"
@@ -33,6 +34,7 @@ struct RunOptions {
   bool random = false;
   uint64_t seed = 0;
   std::vector<std::string> shapes;
+  std::vector<std::string> input_ranges;  ///< --input-range
   std::string output_dir;
   std::string output_format = "npy";  ///< of tensors; sequences and optionals are always .pb
   std::string expect_dir;             ///< reference outputs to compare with
@@ -305,7 +307,7 @@ int run_model(const RunOptions& o) {
   if (o.threads < 0 || o.threads > 1024) throw_usage_error("--threads must be between 0 and 1024");
   if (o.benchmark < 0) throw_usage_error("--benchmark must be >= 0");
   // --seed and --shape concern random inputs only: without --random they would be ignored.
-  if (const std::string named = given_list(o.given, {"--seed", "--shape"}); !named.empty() && !o.random)
+  if (const std::string named = given_list(o.given, {"--seed", "--shape", "--input-range"}); !named.empty() && !o.random)
     throw_usage_error(named + ": for random inputs only; add --random");
   if (o.given.count("--output-format") && o.output_dir.empty()) throw_usage_error("--output-format: add --output-dir");
   if (const std::string named = given_list(o.given, {"--rtol", "--atol"}); !named.empty() && o.expect_dir.empty())
@@ -335,7 +337,32 @@ int run_model(const RunOptions& o) {
     auto [name, text] = parse_assignment(s, "--shape");
     feed.shapes[name] = parse_size_list("--shape", name, text);
   }
-  auto feeds = runner::load_feeds(session, feed);
+  for (const auto& r : o.input_ranges) runner::add_input_range(feed, r, "--input-range");
+  // Random inputs with free dims: sized as verification sizes them (1, then 64, then 512), each
+  // tried by a plain run until one runs.
+  std::map<std::string, runner::Value> feeds;
+  if (o.random && runner::has_free_dims(session, feed)) {
+    try {
+      feeds = runner::feeds_that_run(session, feed, [&session](std::map<std::string, runner::Value>& f) { session.run(f); });
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kUsage || e.kind() == ErrorKind::kInternal) throw;
+      throw Error(e.kind(), std::string(e.what()) + " (random inputs with free dims of 1, 64 and 512 all failed; give " +
+                                "the sizes with --shape NAME=D1,D2,...)");
+    }
+  } else {
+    feeds = runner::load_feeds(session, feed);
+  }
+  // float32 files for a float16/bfloat16 input: cast, as compare casts them, and said. Any other
+  // type mismatch stays the session's error.
+  for (const auto* in : session.inputs()) {
+    auto it = feeds.find(in->value->name());
+    const ir::DataType want = in->type ? in->type->data_type() : ir::DataType::kUndefined;
+    if (it == feeds.end() || !it->second.is_tensor() || it->second.tensor.dtype() != ir::DataType::kFloat ||
+        (want != ir::DataType::kFloat16 && want != ir::DataType::kBFloat16))
+      continue;
+    it->second = runner::Value::of(runner::cast_float(it->second.tensor, want));
+    info("run", "input '" + it->first + "' cast from float to the model's " + std::string(ir::data_type_name(want)));
+  }
 
   std::vector<std::string> names = o.outputs;
   // A value of an If/Loop/Scan subgraph lives in the frame of one run of its subgraph: the
@@ -544,6 +571,7 @@ void register_run(CLI::App& app, Action& action) {
   sub->add_flag("--random", o->random, "fill inputs not given with deterministic random data");
   sub->add_option("--seed", o->seed, "seed for --random (default 0)")->check(number_in(0, kMaxSeed));
   sub->add_option("--shape", o->shapes, "NAME=D1,D2,... sizes for symbolic dims of random inputs");
+  add_input_range_option(sub, o->input_ranges);
   sub->add_option("--output-dir", o->output_dir, "write each output to DIR/<name>.npy (or .pb: see --output-format)");
   sub->add_option("--output-format", o->output_format,
                   "npy (default: tensors as .npy; bfloat16, float8 and int4 refused) or pb (TensorProto); "

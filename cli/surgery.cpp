@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "cli/common.h"
+#include "cli/verify.h"
 #include "ir/error.h"
 
 namespace onnxtool::cli {
@@ -22,6 +23,8 @@ nlohmann::json surgery_json(const passes::SurgeryCheck& check, const runner::Tol
     outputs.push_back(o);
   }
   return {{"inputs", check.inputs},
+          {"random_inputs", check.random_inputs},
+          {"note", check.random_inputs ? nlohmann::json(random_inputs_note()) : nlohmann::json(nullptr)},
           {"tolerance", {{"policy", tolerance.name}, {"rtol", tolerance.rtol}, {"atol", tolerance.atol}}},
           {"outputs", outputs},
           {"ok", check.result.ok()}};
@@ -39,6 +42,7 @@ std::string surgery_summary(const passes::SurgeryCheck& check, const runner::Tol
     << " identical";
   if (identical < check.result.outputs.size()) s << ", max abs error " << max_abs;
   s << " (" << tolerance.name << " tolerance)";
+  if (check.random_inputs) s << "\nnote: " << random_inputs_note();
   return s.str();
 }
 

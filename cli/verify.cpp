@@ -28,6 +28,8 @@ void add_verify_flags(CLI::App* sub, VerifyFlags& flags, const std::vector<runne
   add_verify_option(sub, flags, "--input", flags.inputs, "NAME=FILE (.npy/.pb) verification input (repeatable)");
   flags.seed_option = add_verify_option(sub, flags, "--seed", flags.seed, "seed of the random verification inputs (default 0)")
                           ->check(number_in(0, kMaxSeed));
+  flags.names.push_back("--input-range");
+  add_input_range_option(sub, flags.input_ranges);
   add_verify_option(sub, flags, "--rtol", flags.rtol, "relative tolerance of verification " + defaults(&runner::Tolerance::rtol))
       ->check(number_in(0, 1e30));
   add_verify_option(sub, flags, "--atol", flags.atol,
@@ -37,6 +39,17 @@ void add_verify_flags(CLI::App* sub, VerifyFlags& flags, const std::vector<runne
   add_verify_option(sub, flags, "--device", flags.device, "run the verification on cpu (default), vulkan or vulkan:N");
 }
 
+CLI::Option* add_input_range_option(CLI::App* sub, std::vector<std::string>& ranges) {
+  return sub->add_option("--input-range", ranges,
+                         "NAME=LO,HI (or LO,HI for every input) values of random inputs: floats uniform in [LO, HI), "
+                         "integers in [LO, HI], LO=HI that value (default: floats in [-1, 1), integers in [0, 9]; repeatable)");
+}
+
+std::string random_inputs_note(const std::string& real) {
+  return "random inputs prove less than real data: they may not reach the values real inputs do (the range float16 "
+         "must hold, a branch, a detector's peaks); " + real + " gives real samples, --input-range shapes the random ones";
+}
+
 void refuse_verify_flags_unused(const VerifyFlags& flags, const std::set<std::string>& given) {
   if (!flags.no_verify) return;
   if (const std::string named = given_list(given, flags.names); !named.empty())
@@ -44,16 +57,19 @@ void refuse_verify_flags_unused(const VerifyFlags& flags, const std::set<std::st
 }
 
 runner::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std::string, std::vector<int64_t>>& shapes) {
-  if (flags.seed_option && flags.seed_option->count() && (!flags.inputs_dir.empty() || !flags.inputs.empty()))
-    throw_usage_error(std::string("--seed seeds random verification inputs; with ") +
-                      (flags.inputs_dir.empty() ? "--input" : flags.inputs.empty() ? "--inputs" : "--inputs and --input") +
-                      " there are none");
+  const bool files = !flags.inputs_dir.empty() || !flags.inputs.empty();
+  const std::string given = flags.inputs_dir.empty() ? "--input" : flags.inputs.empty() ? "--inputs" : "--inputs and --input";
+  if (flags.seed_option && flags.seed_option->count() && files)
+    throw_usage_error("--seed seeds random verification inputs; with " + given + " there are none");
+  if (!flags.input_ranges.empty() && files)
+    throw_usage_error("--input-range shapes random verification inputs; with " + given + " there are none");
   runner::VerifyInputs in;
   in.feeds.dir = flags.inputs_dir;
   for (const auto& s : flags.inputs) in.feeds.files.push_back(parse_assignment(s, "--input"));
   in.feeds.seed = flags.seed;
   in.feeds.flags = {"--input", "--inputs", "", "--input-shape"};  // verification inputs are random or all given
   in.feeds.shapes = shapes;
+  for (const auto& r : flags.input_ranges) runner::add_input_range(in.feeds, r, "--input-range");
   in.device = runner::DeviceSpec::parse(flags.device);
   return in;
 }
@@ -80,6 +96,8 @@ nlohmann::json verify_json(const runner::Reference& reference, const runner::Ver
     outputs.push_back(o);
   }
   return {{"inputs", reference.inputs_description()},
+          {"random_inputs", reference.random_inputs()},
+          {"note", reference.random_inputs() ? nlohmann::json(random_inputs_note()) : nlohmann::json(nullptr)},
           {"tolerance", {{"policy", tolerance.name}, {"rtol", tolerance.rtol}, {"atol", tolerance.atol}}},
           {"outputs", outputs},
           {"ok", result.ok()},
@@ -101,6 +119,7 @@ std::string verify_summary(const runner::Reference& reference, const runner::Ver
     << tolerance.atol << "), " << std::fixed;
   s.precision(2);
   s << seconds << " s";
+  if (reference.random_inputs()) s << "\nnote: " << random_inputs_note();
   return s.str();
 }
 

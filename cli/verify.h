@@ -19,6 +19,7 @@ struct VerifyFlags {
   std::string inputs_dir;
   std::vector<std::string> inputs;  ///< NAME=FILE
   uint64_t seed = 0;
+  std::vector<std::string> input_ranges;  ///< NAME=LO,HI or LO,HI of random inputs
   double rtol = -1;  ///< < 0: the policy's
   double atol = -1;
   std::string device = "cpu";  ///< where the original and the result run
@@ -29,7 +30,7 @@ struct VerifyFlags {
 };
 
 /// Adds --no-verify, --inputs (a folder of inputs; not with `inputs_folder` false, for extract
-/// whose --inputs names tensors), --input, --seed, --rtol, --atol and --device. Their help
+/// whose --inputs names tensors), --input, --seed, --input-range, --rtol, --atol and --device. Their help
 /// names the command's default tolerances, `policies` (convert: rewrite, and float16 for
 /// --to-fp16).
 void add_verify_flags(CLI::App* sub, VerifyFlags& flags, const std::vector<runner::Tolerance>& policies,
@@ -55,6 +56,14 @@ runner::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std:
 
 /// The policy with the user's --rtol/--atol in place of its own.
 runner::Tolerance tolerance(const VerifyFlags& flags, const runner::Tolerance& policy);
+
+/// What a verification on random inputs cannot prove, said wherever one is reported (text, and
+/// "note" in --json).
+/// `real` names the flag that gives real samples ("--inputs DIR", quantize's "--calib-data DIR").
+std::string random_inputs_note(const std::string& real = "--inputs DIR");
+
+/// Adds --input-range NAME=LO,HI (repeatable) to a command that makes random inputs.
+CLI::Option* add_input_range_option(CLI::App* sub, std::vector<std::string>& ranges);
 
 /// A verification's facts for --json.
 nlohmann::json verify_json(const runner::Reference& reference, const runner::VerifyResult& result,

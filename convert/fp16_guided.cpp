@@ -60,9 +60,14 @@ GuidedFp16 to_fp16_guided(ir::Model& base, const std::function<ir::Model()>& pre
                           const ir::Progress& progress) {
   GuidedFp16 g;
   g.model = prepare();
-  for (const auto& [name, magnitude] : runner::value_ranges(base, reference.feeds()))
-    if (magnitude >= kFloat16RangeLimit && options.keep_float32_values.insert(name).second)
-      g.range_values.push_back(name);
+  for (const auto& [name, magnitude] : runner::value_ranges(base, reference.feeds())) {
+    if (magnitude >= kFloat16RangeLimit) {
+      if (options.keep_float32_values.insert(name).second) g.range_values.push_back(name);
+    } else if (magnitude > g.largest_magnitude) {
+      g.largest_magnitude = magnitude;
+      g.largest_value = name;
+    }
+  }
   auto convert = [&](const Fp16Options& with, const std::string& detail) {
     ir::report_progress(progress, kGuidedFp16Phase, 0, 0, "round " + std::to_string(g.rounds + 1) + detail);
     ir::Model m = g.rounds ? prepare() : std::move(g.model);

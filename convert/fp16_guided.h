@@ -43,6 +43,11 @@ struct GuidedFp16 {
   size_t head_nodes = 0;
   std::string head_last;
   size_t graph_nodes = 0;  ///< the nodes of every graph, when the head was searched (else 0)
+  /// The float16 headroom the verification inputs showed: the largest finite magnitude of a float
+  /// value the conversion did not keep in float32 for its range, and that value's name ("" when
+  /// none). Far below 65504 on random inputs says nothing of real ones.
+  double largest_magnitude = 0;
+  std::string largest_value;
 };
 
 /// `base` is the float32 model as the caller prepared it (loaded, opset-converted,

@@ -11,9 +11,10 @@
 
 namespace onnxtool::convert {
 
+/// float16's largest finite value.
+constexpr double kFloat16Max = 65504;
 /// Values whose measured magnitude reaches this stay float32 under range-guided conversion: a
-/// quarter of float16's largest finite value (65504), headroom for inputs larger than the ones
-/// measured.
+/// quarter of float16's largest finite value, headroom for inputs larger than the ones measured.
 constexpr double kFloat16RangeLimit = 16384;
 
 struct Fp16Options {

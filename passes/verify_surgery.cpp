@@ -74,6 +74,7 @@ SurgeryCheck verify_extracted(ir::Model& original, ir::Model& extracted, const r
   }
   SurgeryCheck check;
   check.inputs = reference.inputs_description();
+  check.random_inputs = reference.random_inputs();
   for (size_t i = n_inputs; i < names.size(); ++i)
     check.result.outputs.push_back(compare_values(names[i], values[i], got[i - n_inputs], tolerance));
   return check;
@@ -101,6 +102,7 @@ SurgeryCheck verify_edited(ir::Model& original, ir::Model& edited, const std::ma
     if (got[i].is_tensor()) by_name.emplace(outputs[i].value->name(), got[i].tensor);
   SurgeryCheck check;
   check.inputs = reference.inputs_description();
+  check.random_inputs = reference.random_inputs();
   check.result = reference.compare(by_name, tolerance);
   return check;
 }

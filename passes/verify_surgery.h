@@ -18,6 +18,7 @@ constexpr runner::Tolerance kExactTolerance{"exact", 0, 0};
 struct SurgeryCheck {
   runner::VerifyResult result;
   std::string inputs;  ///< how the original's inputs were chosen, and their shapes
+  bool random_inputs = false;  ///< made up, not given (runner::Reference::random_inputs)
 };
 
 /// Runs `original` on `inputs`, keeps the values of its main graph that `extracted` takes as

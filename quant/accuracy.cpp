@@ -345,16 +345,17 @@ ir::Model copy_model(ir::Model& model) {
 }
 
 
-ir::Progress attempt_progress(const ir::Progress& progress, int number) {
-  if (!progress || number <= 1) return progress;
-  return [progress, number](const ir::ProgressStep& s) {
-    const std::string attempt = "attempt " + std::to_string(number - 1);
-    progress(ir::ProgressStep{"accuracy search", 0, 0,
-                              attempt + ", " + s.phase + " " + std::to_string(s.done) + "/" + std::to_string(s.total)});
-  };
+namespace {
+
+/// Binary searches for a prefix of n: at most ceil(log2 n) + 1 attempts (the last: the whole list).
+int prefix_attempts(size_t n) {
+  int bits = 0;
+  while ((size_t{1} << bits) < n) ++bits;
+  return bits + 1;
 }
 
-namespace {
+/// Up to this many tensors of the list found are tried quantized again.
+constexpr size_t kPruneAttempts = 8;
 
 using Result = std::pair<std::unique_ptr<ir::Model>, QuantizeReport>;
 
@@ -368,8 +369,8 @@ std::optional<std::pair<size_t, Result>> shortest_prefix(const std::vector<std::
   std::optional<Result> found;
   while (hi - lo > 1) {
     const size_t mid = lo + (hi - lo) / 2;
-    auto a = attempt(std::vector<std::string>(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(mid)));
-    if (a.second.output_score() >= target) {
+    auto a = attempt(std::vector<std::string>(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(mid)), {});
+    if (a.first && a.second.output_score() >= target) {
       hi = mid;
       found = std::move(a);
     } else {
@@ -377,26 +378,55 @@ std::optional<std::pair<size_t, Result>> shortest_prefix(const std::vector<std::
     }
   }
   if (!found) {
-    auto a = attempt(order);
-    whole = a.second.output_score();
+    auto a = attempt(order, {});
+    whole = a.first ? a.second.output_score() : -1;
     if (whole < target) return std::nullopt;
     found = std::move(a);
   }
   return std::make_pair(hi, std::move(*found));
 }
 
+/// An output's score as output_score() judges it: its cosine, or the cosine its relative error
+/// amounts to.
+double score_of(const OutputError& e) {
+  return e.cosine >= 0 ? e.cosine : 1 / std::sqrt(1 + e.rel_error * e.rel_error);
+}
+
 }  // namespace
+
+int max_attempts(size_t candidates) {
+  return 1 + 4 * prefix_attempts(candidates) + static_cast<int>(std::min(candidates, kPruneAttempts));
+}
 
 std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(const QuantizeOptions& options,
                                                                                const Attempt& quantize) {
   // The best score of an attempt that quantized something and missed the target: what a failure
   // reports.
   double missed = -1;
-  const Attempt attempt = [&](const std::vector<std::string>& excluded) {
-    auto a = quantize(excluded);
+  int made = 0, most = 1;
+  bool out_of_time = false;
+  // Each attempt after the first is a step of the one phase "accuracy search".
+  const auto attempt = [&](const std::vector<std::string>& excluded) {
+    ++made;
+    ir::Progress progress = options.progress;
+    if (progress && made > 1)
+      progress = [&options, made, most](const ir::ProgressStep& s) {
+        options.progress(ir::ProgressStep{"accuracy search", made - 1, most - 1,
+                                          "attempt " + std::to_string(made - 1) + " of at most " + std::to_string(most - 1) +
+                                              ", " + s.phase + " " + std::to_string(s.done) + "/" + std::to_string(s.total)});
+      };
+    auto a = quantize(excluded, progress);
     const double score = a.second.output_score();
     if (a.second.quantized_nodes > 0 && score < options.accuracy_target) missed = std::max(missed, score);
     return a;
+  };
+  // Past the deadline an attempt is not made: it reports a score no goal accepts.
+  const Attempt bounded = [&](const std::vector<std::string>& excluded, const ir::Progress&) {
+    if (std::chrono::steady_clock::now() >= options.deadline) {
+      out_of_time = true;
+      return Result{nullptr, QuantizeReport{}};
+    }
+    return attempt(excluded);
   };
   // The search aims beyond the target, at half its distance to 1 (0.995 for 0.99): the ranges were
   // measured on the very samples that judge them, and new inputs score lower (PaddleOCR ch v3 rec:
@@ -407,6 +437,12 @@ std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(c
   best.second.aimed_target = aim;
   const double first = best.second.output_score();
   if (!options.auto_exclude || first < 0 || first >= aim) return best;
+  // The judged outputs that miss the target with everything quantized, when others reach it:
+  // what a failure names.
+  std::vector<std::pair<std::string, double>> below;
+  for (const auto& e : best.second.outputs)
+    if (score_of(e) < options.accuracy_target) below.emplace_back(e.name, score_of(e));
+  if (below.size() == best.second.outputs.size()) below.clear();
   // Two orders to keep tensors in float by, each searched for its shortest prefix that reaches
   // the goal; the one whose float tensors' producers do fewer multiply-accumulates wins (what
   // it gives up in integer kernels; on a tie, the shorter list):
@@ -419,6 +455,7 @@ std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(c
   std::vector<const NodeReport*> graph_order;
   for (const auto& n : best.second.nodes)
     if (n.op_type != "input" && !n.dequantized.empty()) graph_order.push_back(&n);
+  most = max_attempts(graph_order.size());
   std::vector<const NodeReport*> ranked = graph_order;
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const NodeReport* a, const NodeReport* b) { return a->added_noise_db > b->added_noise_db; });
@@ -433,8 +470,8 @@ std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(c
       std::vector<std::string> order;
       for (const NodeReport* n : *candidates) order.push_back(tensor_of(n));
       double whole = 0;
-      auto r = shortest_prefix(order, goal, attempt, whole);
-      if (!r || r->second.second.quantized_nodes == 0) continue;
+      auto r = shortest_prefix(order, goal, bounded, whole);
+      if (!r || !r->second.first || r->second.second.quantized_nodes == 0) continue;
       double macs = 0;
       for (size_t i = 0; i < r->first; ++i) macs += (*candidates)[i]->producer_macs;
       // The faster model by the estimate (quant/speed.h); on a tie the fewer MACs in float, then
@@ -462,13 +499,14 @@ std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(c
     none.nodes.clear();
     none.quantized_nodes = none.float_weight_bytes = none.quantized_weight_bytes = 0;
     none.missed_target = missed;
+    none.blocking_outputs = below;
+    if (out_of_time) none.timed_out_after = made;
     return {nullptr, std::move(none)};
   }
   // A prefix keeps in float whatever comes before its last harmful tensor (Moonshine: the first
   // of its two front-end convolutions does no harm, the second all of it). Each kept tensor is
   // tried quantized again, the most multiply-accumulates first, and stays quantized where the
   // goal still holds: up to kPruneAttempts more attempts.
-  constexpr size_t kPruneAttempts = 8;
   std::vector<const NodeReport*> excluded((*winner).begin(), (*winner).begin() + static_cast<std::ptrdiff_t>(kept));
   std::vector<const NodeReport*> tries = excluded;
   std::stable_sort(tries.begin(), tries.end(),
@@ -479,12 +517,13 @@ std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(c
     std::vector<std::string> names;
     for (const NodeReport* n : excluded)
       if (n != t) names.push_back(tensor_of(n));
-    auto a = attempt(names);
-    if (a.second.quantized_nodes == 0 || a.second.output_score() < goal) continue;
+    auto a = bounded(names, {});
+    if (!a.first || a.second.quantized_nodes == 0 || a.second.output_score() < goal) continue;
     found = std::move(a);
     excluded.erase(std::find(excluded.begin(), excluded.end(), t));
   }
   found->second.aimed_target = aim;
+  if (out_of_time) found->second.timed_out_after = made;
   for (const NodeReport* n : excluded)
     found->second.auto_excluded.push_back(tensor_of(n) +
                                           (n->node.empty() ? "" : " (" + n->node + ", " + n->op_type + ")"));

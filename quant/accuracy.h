@@ -102,20 +102,26 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
                     const SampleSource& samples, QuantizeReport& report, const std::vector<std::string>& judged = {},
                     const ir::Progress& progress = {});
 
-/// What attempt `number` (from 1) reports its error measurement to: the first as the phase
-/// "error measurement", the later ones (the search for layers to keep float) as steps of one
-/// phase "accuracy search", so that many short attempts read as one long phase.
-ir::Progress attempt_progress(const ir::Progress& progress, int number);
+/// One quantization of a copy of the model, keeping these tensors in float, measured, its error
+/// measurement reported to `progress`.
+using Attempt = std::function<std::pair<std::unique_ptr<ir::Model>, QuantizeReport>(const std::vector<std::string>& excluded,
+                                                                                    const ir::Progress& progress)>;
 
-/// One quantization of a copy of the model, keeping these tensors in float, measured.
-using Attempt = std::function<std::pair<std::unique_ptr<ir::Model>, QuantizeReport>(const std::vector<std::string>& excluded)>;
+/// The most attempts quantize_with_exclusions makes when the first one quantizes `candidates`
+/// tensors: that one, the two orders' binary searches for the aim and then the target, and the
+/// pruning of the list found.
+int max_attempts(size_t candidates);
 
 /// Quantizes with nothing excluded; with options.auto_exclude and an output score below the
 /// target, binary-searches the fewest tensors to keep in float for the outputs to reach it, in
 /// two orders: the graph's (the first layers) and the most harmful first (by the noise each
 /// adds); the list whose producers do fewer multiply-accumulates wins. When no attempt with a
 /// node quantized reaches the target, returns no model (nullptr) and a report with no quantized
-/// node whose missed_target is the best score an attempt reached.
+/// node whose missed_target is the best score an attempt reached (and blocking_outputs the
+/// outputs that kept it from the target). The first attempt reports its error measurement to
+/// options.progress as it is; the later ones as steps of one phase, "accuracy search",
+/// "attempt N of at most M". Past options.deadline no further attempt is made: the best
+/// quantization that reached the target so far is returned, else none, report.timed_out set.
 std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(const QuantizeOptions& options,
                                                                                const Attempt& attempt);
 

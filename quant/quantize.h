@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -15,6 +16,7 @@
 #include "quant/calibration.h"
 #include "quant/quant_params.h"
 #include "quant/speed.h"
+#include "runner/feeds.h"
 #include "runner/tensor.h"
 
 namespace onnxtool::quant {
@@ -65,6 +67,19 @@ struct QuantizeOptions {
   ir::Progress progress;
   /// How many samples the source holds, when known (for progress only; 0: unknown).
   int64_t sample_count = 0;
+  /// quantize_model without sample folders (dynamic, weight-only): the accuracy is measured on
+  /// this many random samples instead (0: not measured, quantize --no-verify), drawn as these feed options say (seed
+  /// of the first sample, value ranges, sizes of free dims; the free dims otherwise sized as
+  /// verification sizes them).
+  int random_samples = 4;
+  runner::FeedOptions random_feeds;
+  /// Set by quantize_model when there are no sample folders (the accuracy measured on random
+  /// samples, or not at all): rewrites whose error depends on the input's dynamic range, which
+  /// random data does not have (a 1-D Conv as a MatMulInteger over its windows, its input
+  /// quantized per tensor at run time), are then not made by default.
+  bool samples_random = false;
+  /// No accuracy-search attempt starts after this (quantize --time-limit); the default never.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 /// What quantization did to one node.
@@ -173,6 +188,9 @@ struct QuantizeReport {
   /// What the errors are measured against: the model's own float32, or a float16/bfloat16 model's
   /// values widened to float32 (quantize_model).
   std::string reference = "float32";
+  /// The samples were random (quantize_model without sample folders), not real data: how they
+  /// were drawn ("random (seed 0; ...)"); empty for samples from folders.
+  std::string random_samples;
   /// With auto_exclude, when no quantization reaches the target (the model is left float): the
   /// best output score an attempt with some node quantized reached (-1: none was measured).
   double missed_target = -1;
@@ -180,6 +198,15 @@ struct QuantizeReport {
   /// beyond the target, halfway to 1 (output_score() below it: only the target was reachable);
   /// -1 when there was no search.
   double aimed_target = -1;
+  /// With missed_target: the judged outputs below the target with everything quantized, when
+  /// other judged outputs reached it (a model's side outputs, which --accuracy-outputs can leave
+  /// out), each with its score.
+  std::vector<std::pair<std::string, double>> blocking_outputs;
+  /// The accuracy search stopped at options.deadline after this many attempts (0: it did not).
+  int timed_out_after = 0;
+  /// Why the model is written unchanged (quantize_model: quantized_nodes is then 0 and the
+  /// caller writes the original), in words; empty when it was quantized.
+  std::string unchanged;
 };
 
 /// The op types a mode handles (quantized by default or when --op-types names them).
@@ -234,7 +261,10 @@ void ensure_opset(ir::Model& model, int64_t minimum, QuantizeReport& report);
 /// older than kStaticPreprocessOpset there (best effort: a model the converter cannot move keeps
 /// its opset), then the optimize pipeline runs. Then quantize_dynamic or quantize_static with
 /// the samples of `sample_dirs` (one folder per sample, read by runner::load_feeds, checked
-/// against the model's inputs); dynamic mode needs none. The report counts the opset change.
+/// against the model's inputs); dynamic and weight-only modes need none, and are then measured
+/// (and, with options.auto_exclude, kept float where needed) on options.random_samples random
+/// samples. The report counts the opset change. When nothing was quantized (report.unchanged says
+/// why), `model` is not the result: the caller writes the original.
 QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, bool preprocess,
                               const std::vector<std::string>& sample_dirs);
 

@@ -117,6 +117,44 @@ void restore_io_types(ir::Graph& g, const std::vector<std::optional<ir::TypeInfo
   }
 }
 
+std::string number(double v) {
+  std::ostringstream s;
+  s << std::setprecision(6) << v;
+  return s.str();
+}
+
+/// Why nothing was quantized, from what the quantizers and the checks after them found: one
+/// home for the reason the model is written unchanged.
+std::string unchanged_reason(const QuantizeReport& r, const QuantizeOptions& o) {
+  if (!r.not_worth.empty()) return r.not_worth;
+  if (r.missed_target >= 0 || r.timed_out_after) {
+    std::string why = r.timed_out_after ? "the time limit ran out after " + std::to_string(r.timed_out_after) +
+                                              " attempts of the accuracy search, before a quantization reached --accuracy-target " +
+                                              number(o.accuracy_target)
+                                        : "no quantization reaches --accuracy-target " + number(o.accuracy_target);
+    if (r.missed_target >= 0) why += " (the best with a node quantized: " + number(r.missed_target) + ")";
+    if (!r.blocking_outputs.empty()) {
+      std::string names, scores;
+      for (const auto& [name, score] : r.blocking_outputs) {
+        names += (names.empty() ? "" : ",") + name;
+        scores += (scores.empty() ? "" : ", ") + name + " " + number(score);
+      }
+      std::string others;
+      for (const auto& e : r.outputs)
+        if (std::none_of(r.blocking_outputs.begin(), r.blocking_outputs.end(), [&](const auto& b) { return b.first == e.name; }))
+          others += (others.empty() ? "" : ",") + e.name;
+      why += "; with every layer quantized, outputs " + scores + " miss it where " + others +
+             " reach it: if the model is used for " + others + " only, judge just those with --accuracy-outputs " + others;
+    }
+    return why;
+  }
+  if (!r.kept_float.empty())
+    return "every candidate stays float (" + std::to_string(r.kept_float.size()) + " nodes; --report lists why)";
+  return o.mode == Mode::kStatic       ? "no supported op with calibrated float inputs"
+         : o.mode == Mode::kWeightOnly ? "no MatMul with a constant 2-D float weight"
+                                       : "no MatMul or Gemm with a constant float weight (Conv only with --op-types Conv)";
+}
+
 }  // namespace
 
 QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, bool preprocess,
@@ -171,10 +209,48 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
         if (value.is_tensor() && is_half(value.tensor.dtype())) value = runner::Value::of(widened(value.tensor));
     return true;
   };
-  const SampleSource optional_source = sample_dirs.empty() ? SampleSource{} : source;
+  // Without folders, dynamic and weight-only quantization are measured on random samples, when
+  // there is something to measure: a trial on a copy (sizes from the static shapes) tells. The
+  // float model must run on them: their free dims sized as verification sizes them, the first
+  // size it runs on.
+  runner::FeedOptions random = options.random_feeds;
+  random.random = true;
+  checked.samples_random = sample_dirs.empty();  // measured on random samples, or not at all
+  bool use_random = sample_dirs.empty() && options.mode != Mode::kStatic && options.random_samples > 0;
+  if (use_random) {
+    ir::Model trial = copy_model(model);
+    QuantizeOptions unmeasured = checked;
+    unmeasured.auto_exclude = false;
+    unmeasured.progress = {};
+    const QuantizeReport tried =
+        options.mode == Mode::kDynamic ? quantize_dynamic(trial, unmeasured) : quantize_weight_only(trial, unmeasured);
+    use_random = tried.quantized_nodes > 0;
+  }
+  if (use_random) {
+    runner::Session session(model);
+    try {
+      runner::feeds_that_run(session, random, [&](std::map<std::string, runner::Value>& f) { session.run(f); }, &random.free_dim);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::kInternal || e.kind() == ErrorKind::kUsage) throw;
+      throw Error(ErrorKind::kFailed, std::string("cannot measure the accuracy: the model does not run on random inputs (") +
+                                          e.what() + "); give samples (--calib-data), value ranges (--input-range), or "
+                                          "pass --no-verify to quantize it unmeasured");
+    }
+    checked.sample_count = options.random_samples;
+  }
+  SampleSource random_source = [&](size_t index, std::map<std::string, runner::Value>& feeds) {
+    if (index >= static_cast<size_t>(options.random_samples)) return false;
+    runner::FeedOptions f = random;
+    f.seed = random.seed + index;
+    feeds = runner::load_feeds(probe, f);
+    return true;
+  };
+  const SampleSource optional_source = !sample_dirs.empty() ? source : use_random ? random_source : SampleSource{};
+  if (!optional_source && options.mode != Mode::kStatic) checked.auto_exclude = false;  // nothing to measure on
   QuantizeReport report = options.mode == Mode::kDynamic      ? quantize_dynamic(model, checked, optional_source)
                           : options.mode == Mode::kWeightOnly ? quantize_weight_only(model, checked, optional_source)
                                                               : quantize_static(model, checked, source);
+  if (use_random) report.random_samples = runner::random_inputs_description(random);
   if (half) {
     report.reference = "float16/bfloat16 weights computed in float32";
     const int64_t after = initializer_bytes(model);
@@ -200,6 +276,7 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
     report.opset_from = moved.opset_from;
     report.opset_to = std::max(report.opset_to, moved.opset_to);
   }
+  if (report.quantized_nodes == 0) report.unchanged = unchanged_reason(report, options);
   return report;
 }
 

@@ -695,8 +695,7 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
     base.float_reasons.emplace(tensor, std::move(why));
   }
   const std::map<std::string, Range>* chosen = &ranges;
-  int attempts = 0;
-  auto attempt = [&](const std::vector<std::string>& excluded) {
+  auto attempt = [&](const std::vector<std::string>& excluded, const ir::Progress& progress) {
     QuantizeOptions o = base;
     o.exclude_tensors.insert(o.exclude_tensors.end(), excluded.begin(), excluded.end());
     auto work = std::make_unique<ir::Model>(copy_model(model));
@@ -708,15 +707,15 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
     cleanup.only = {"sort_topologically", "eliminate_dead_code"};
     passes::optimize(*work, cleanup);
     if (references.samples())
-      measure_errors(model, *work, references, samples, r, o.accuracy_outputs, attempt_progress(options.progress, ++attempts));
+      measure_errors(model, *work, references, samples, r, o.accuracy_outputs, progress);
     return std::make_pair(std::move(work), std::move(r));
   };
   // Entropy and percentile ranges clip outliers; where that costs the outputs more than the
   // extremes' coarser steps do, the extremes win (said in the report).
   if (options.calibration.method != CalibrationMethod::kMinMax && references.samples()) {
-    const double clipped = attempt({}).second.output_score();
+    const double clipped = attempt({}, options.progress).second.output_score();
     chosen = &extremes;
-    const double full = attempt({}).second.output_score();
+    const double full = attempt({}, options.progress).second.output_score();
     report.calibration_scores = {clipped, full};
     if (clipped >= full) chosen = &ranges;
     report.calibration_fallback = chosen == &extremes;

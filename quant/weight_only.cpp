@@ -126,6 +126,8 @@ void rewrite_weight_only(ir::Model& model, const QuantizeOptions& options, Quant
       r.range_max = *std::max_element(w->values.begin(), w->values.end());
       r.scale = *std::max_element(q.scales.begin(), q.scales.end());
       r.sqnr_db = q.sqnr_db;
+      // The MatMul keeps its output: the quantized model's value stands for the float one.
+      r.output = r.dequantized = n->output(0)->name();
       report.nodes.push_back(r);
       ++report.quantized_nodes;
     }
@@ -146,19 +148,21 @@ QuantizeReport quantize_weight_only(ir::Model& model, const QuantizeOptions& opt
   ensure_opset(model, 21, report);  // blocked DequantizeLinear and int4 are opset 21
   const References references = optional_references(model, samples, options, report);
   const bool measured = references.samples() > 0;
-  auto attempt = [&](const std::vector<std::string>& excluded) {
+  auto attempt = [&](const std::vector<std::string>& excluded, const ir::Progress& progress) {
     QuantizeOptions o = options;
     o.exclude_tensors.insert(o.exclude_tensors.end(), excluded.begin(), excluded.end());
     auto work = std::make_unique<ir::Model>(!measured ? std::move(model) : copy_model(model));
     QuantizeReport r = report;
     rewrite_weight_only(*work, o, r);
-    if (measured) measure_errors(model, *work, references, samples, r, o.accuracy_outputs, options.progress);
+    if (measured) measure_errors(model, *work, references, samples, r, o.accuracy_outputs, progress);
     return std::make_pair(std::move(work), std::move(r));
   };
-  // No activation is quantized, so there is nothing to search: the outputs' errors are reported.
-  auto result = attempt({});
-  model = std::move(*result.first);
-  return result.second;
+  // Measured (on samples, or random ones), the MatMuls whose weights do the most harm stay float
+  // until the outputs reach the target, as dynamic mode's do.
+  auto best = quantize_with_exclusions(options, attempt);
+  if (!best.first) return best.second;  // nothing reached the target: the model stays as it was
+  model = std::move(*best.first);
+  return best.second;
 }
 
 }  // namespace onnxtool::quant

@@ -39,10 +39,13 @@ bool float_precision(ir::DataType t) {
 }
 
 /// The feeds of sample s: its folder's files when there are sample folders, else feeds.dir and
-/// the seed of sample s. Errors name the sample folder.
-std::map<std::string, Value> sample_feeds(const Session& session, const ModelComparisonOptions& options, int s) {
+/// the seed of sample s, free dims of random inputs sized `free_dim`. Errors name the sample
+/// folder.
+std::map<std::string, Value> sample_feeds(const Session& session, const ModelComparisonOptions& options, int s,
+                                          int64_t free_dim) {
   FeedOptions feed = options.feeds;
   feed.seed = options.feeds.seed + static_cast<uint64_t>(s);
+  feed.free_dim = free_dim;
   if (options.sample_dirs.empty()) return load_feeds(session, feed);
   feed.dir = options.sample_dirs[static_cast<size_t>(s)];
   feed.flags = {};  // the hint then names the file the folder lacks
@@ -53,12 +56,22 @@ std::map<std::string, Value> sample_feeds(const Session& session, const ModelCom
   }
 }
 
-/// A float tensor in another float precision (through double: float16 -> float32 is exact).
-Tensor cast_float(const Tensor& t, ir::DataType to) {
-  Tensor out(to, t.shape());
-  for (int64_t i = 0; i < t.size(); ++i) set_element_from_double(out, i, element_as_double(t, i));
-  return out;
+/// The indices into `session`'s outputs of the ones `wanted` names (all when empty), in the
+/// session's order. Error(kUsage) for a name that is not an output.
+std::vector<size_t> selected_outputs(const Session& session, const std::vector<std::string>& wanted) {
+  std::vector<size_t> picked;
+  std::string all;
+  for (size_t i = 0; i < session.outputs().size(); ++i) {
+    const std::string& name = session.outputs()[i]->value->name();
+    all += (all.empty() ? "" : ", ") + name;
+    if (wanted.empty() || std::count(wanted.begin(), wanted.end(), name)) picked.push_back(i);
+  }
+  for (const auto& w : wanted)
+    if (std::none_of(picked.begin(), picked.end(), [&](size_t i) { return session.outputs()[i]->value->name() == w; }))
+      throw_usage_error("no output '" + w + "' to compare (outputs: " + all + ")");
+  return picked;
 }
+
 
 /// B must take the inputs A takes (names, element types), and no others. Float inputs may differ
 /// in precision: returns B's type for each such input, to cast A's feeds to.
@@ -113,7 +126,8 @@ ModelComparison compare_models(ir::Model& a, ir::Model& b, const ModelComparison
   const auto casts = check_inputs(sa, sb, label_a, label_b);
   ModelComparison result;
   result.notes = cast_notes(casts);
-  for (const auto* v : sa.outputs()) {
+  for (size_t k : selected_outputs(sa, options.outputs)) {
+    const auto* v = sa.outputs()[k];
     bool found = false;
     for (const auto* w : sb.outputs()) found = found || w->value->name() == v->value->name();
     if (!found) throw_usage_error(label_b + " has no output '" + v->value->name() + "' (which " + label_a + " has)");
@@ -138,6 +152,11 @@ ModelComparison compare_models(ir::Model& a, ir::Model& b, const ModelComparison
     if (options.progress && step + 1 < steps) ir::report_progress(options.progress, phase, ++step, steps, detail);
   };
   ir::report_progress(options.progress, phase, 0, steps);
+  // Random inputs with free dims: sized as verification sizes them (1, then 64, then 512), the
+  // first size A runs on.
+  int64_t free_dim = options.feeds.free_dim;
+  if (options.sample_dirs.empty() && options.feeds.random && has_free_dims(sa, options.feeds))
+    feeds_that_run(sa, options.feeds, [&sa](std::map<std::string, Value>& f) { sa.run(f); }, &free_dim);
   std::unique_ptr<LayerComparer> layers;
   if (options.per_layer) {
     layers = std::make_unique<LayerComparer>(*b.graph, options.rtol, options.atol);
@@ -151,7 +170,7 @@ ModelComparison compare_models(ir::Model& a, ir::Model& b, const ModelComparison
     });
   }
   for (int s = 0; s < options.samples; ++s) {
-    const auto feeds = sample_feeds(sa, options, s);
+    const auto feeds = sample_feeds(sa, options, s, free_dim);
     auto feeds_b = feeds;
     for (auto& [name, value] : feeds_b)
       if (auto c = casts.find(name); c != casts.end() && value.is_tensor() && value.tensor.dtype() != c->second)
@@ -159,7 +178,7 @@ ModelComparison compare_models(ir::Model& a, ir::Model& b, const ModelComparison
     const std::string sample = options.samples > 1 ? "sample " + std::to_string(s + 1) + "/" + std::to_string(options.samples) + ", " : "";
     detail = sample + "running A";
     ir::report_progress(options.progress, phase, step, steps, detail);
-    const auto ra = sa.run(feeds);
+    const auto ra = sa.run(feeds, result.outputs);
     detail = sample + (layers ? "running B and comparing" : "running B");
     ir::report_progress(options.progress, phase, step, steps, detail);
     const auto rb = sb.run(feeds_b, result.outputs);
@@ -199,28 +218,31 @@ ModelComparison compare_with_expected(ir::Model& model, const ModelComparisonOpt
   so.device = options.device_a;
   Session session(model, so);
   ModelComparison result;
-  for (const auto* v : session.outputs()) result.outputs.push_back(v->value->name());
+  const std::vector<size_t> picked = selected_outputs(session, options.outputs);
+  for (size_t k : picked) result.outputs.push_back(session.outputs()[k]->value->name());
   result.output_diffs.resize(result.outputs.size());
   // Every expected file is found before anything runs: a missing one is the folder's fault.
+  // The stems are claimed over every output, as run --output-dir claimed them.
   std::vector<std::string> stems;
   FileStems taken;
-  for (const auto& name : result.outputs) stems.push_back(taken.claim(name));
+  for (const auto* v : session.outputs()) stems.push_back(taken.claim(v->value->name()));
   std::vector<std::vector<std::string>> files(expect_dirs.size());
   for (size_t s = 0; s < expect_dirs.size(); ++s) {
     const std::string& dir = expect_dirs[s];
     if (!std::filesystem::is_directory(dir)) throw Error(ErrorKind::kInput, "--expect " + dir + ": not a directory");
-    for (size_t k = 0; k < result.outputs.size(); ++k) {
+    for (size_t j = 0; j < picked.size(); ++j) {
+      const size_t k = picked[j];
       const ReferenceFile ref = find_reference_file(dir, stems[k], k);
       if (ref.path.empty())
-        throw Error(ErrorKind::kInput, "--expect " + dir + " has no " + ref.looked_for + " (output '" + result.outputs[k] + "')");
+        throw Error(ErrorKind::kInput, "--expect " + dir + " has no " + ref.looked_for + " (output '" + result.outputs[j] + "')");
       files[s].push_back(ref.path);
     }
   }
   for (int s = 0; s < options.samples; ++s) {
-    const auto out = session.run(sample_feeds(session, options, s));
+    const auto out = session.run(sample_feeds(session, options, s, options.feeds.free_dim), result.outputs);
     for (size_t i = 0; i < result.outputs.size(); ++i) {
       TensorDiff d;
-      const Value want = read_value_file(files[static_cast<size_t>(s)][i], session.outputs()[i]->value->type);
+      const Value want = read_value_file(files[static_cast<size_t>(s)][i], session.outputs()[picked[i]]->value->type);
       if (!out[i].is_tensor() || !want.is_tensor()) d.problem = "not a tensor";
       else d = compare_tensors(want.tensor, out[i].tensor, options.rtol, options.atol);
       result.output_diffs[i].add(d, s);

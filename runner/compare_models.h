@@ -40,6 +40,8 @@ struct ModelComparisonOptions {
   double rtol = 1e-3;
   double atol = 1e-5;
   bool per_layer = false;
+  /// Compare and judge only these outputs of A (empty: every output), in A's order.
+  std::vector<std::string> outputs;
   size_t worst_layers = 10;  ///< how many layers the ranking keeps
   DeviceSpec device_a, device_b;  ///< where each model runs
   /// Receives the comparison's progress (per sample; with per_layer, per value observed).
@@ -53,7 +55,7 @@ struct SidePlacement {
 };
 
 struct ModelComparison {
-  std::vector<std::string> outputs;  ///< A's outputs, in order
+  std::vector<std::string> outputs;  ///< A's outputs compared, in A's order
   std::vector<WorstDiff> output_diffs;
   bool within = true;  ///< every output within tolerance
   /// Per layer, in the order A computes them: A's values matched in B by name, or else by the

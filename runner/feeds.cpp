@@ -3,7 +3,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -187,6 +189,65 @@ Tensor random_tensor(const ir::TypeInfo& type, const std::vector<int64_t>& shape
   return t;
 }
 
+Tensor cast_float(const Tensor& t, DataType to) {
+  Tensor out(to, t.shape());
+  for (int64_t i = 0; i < t.size(); ++i) set_element_from_double(out, i, element_as_double(t, i));
+  return out;
+}
+
+std::map<std::string, Value> conform_float_feeds(const Session& session, const std::map<std::string, Value>& feeds,
+                                                 std::vector<std::string>* cast) {
+  const auto is_float = [](DataType t) {
+    return t == DataType::kFloat || t == DataType::kDouble || t == DataType::kFloat16 || t == DataType::kBFloat16;
+  };
+  std::map<std::string, Value> out;
+  for (const auto* in : session.inputs()) {
+    const auto it = feeds.find(in->value->name());
+    if (it == feeds.end()) continue;  // an optional override not fed
+    Value v = it->second;
+    const DataType want = in->type ? in->type->data_type() : DataType::kUndefined;
+    if (v.is_tensor() && v.tensor.dtype() != want && is_float(v.tensor.dtype()) && is_float(want)) {
+      v = Value::of(cast_float(v.tensor, want));
+      if (cast) cast->push_back(in->value->name());
+    }
+    out.emplace(in->value->name(), std::move(v));
+  }
+  return out;
+}
+
+bool has_free_dims(const Session& session, const FeedOptions& options) {
+  for (const auto* vi : session.inputs()) {
+    const std::string& name = vi->value->name();
+    if (vi->value->is_initializer() || options.shapes.count(name)) continue;
+    if (std::any_of(options.files.begin(), options.files.end(), [&](const auto& f) { return f.first == name; })) continue;
+    const ir::TypeInfo& t = vi->type ? *vi->type : vi->value->type;
+    if (!t.shape) continue;
+    for (size_t i = 1; i < t.shape->rank(); ++i)
+      if (!t.shape->dims[i].is_static()) return true;
+  }
+  return false;
+}
+
+std::map<std::string, Value> feeds_that_run(const Session& session, FeedOptions options,
+                                            const std::function<void(std::map<std::string, Value>&)>& run,
+                                            int64_t* free_dim) {
+  const bool ladder = options.random && has_free_dims(session, options);
+  const size_t attempts = ladder ? std::size(kFreeDimLadder) : 1;
+  for (size_t attempt = 0;; ++attempt) {
+    if (ladder) options.free_dim = kFreeDimLadder[attempt];
+    // The user's files: their errors are theirs, reported as they are.
+    std::map<std::string, Value> feeds = load_feeds(session, options);
+    try {
+      run(feeds);
+      if (free_dim) *free_dim = options.free_dim;
+      return feeds;
+    } catch (const Error& e) {
+      const bool tool = e.kind() == ErrorKind::kInternal || e.kind() == ErrorKind::kUsage;
+      if (attempt + 1 == attempts || tool) throw;
+    }
+  }
+}
+
 std::string random_inputs_description(const FeedOptions& options) {
   std::ostringstream s;
   s << "random (seed " << options.seed << "; ";
@@ -220,7 +281,7 @@ void add_input_range(FeedOptions& options, const std::string& text, const std::s
     }
     if (part.empty() || used != part.size() || !std::isfinite(*out)) bad("'" + part + "' is not a finite number");
   }
-  if (!(r.lo < r.hi)) bad("LO must be below HI");
+  if (!(r.lo <= r.hi)) bad("LO must not exceed HI");  // equal: that one value
   if (options.ranges.count(name)) bad(name.empty() ? "every input's range is given twice" : "input '" + name + "' is given twice");
   options.ranges[name] = r;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -54,6 +55,33 @@ struct FeedOptions {
 /// Builds the feeds of a session's required inputs. Throws Error(kUsage/kInput) naming the input
 /// or file on any problem (unknown name, unreadable file, missing input).
 std::map<std::string, Value> load_feeds(const Session& session, const FeedOptions& options);
+
+/// A float tensor in another float type (float32, float16, bfloat16, double), through double:
+/// float16 -> float32 is exact.
+Tensor cast_float(const Tensor& t, ir::DataType to);
+
+/// The feeds `session` takes: each of its inputs that `feeds` holds, float tensors converted to
+/// the input's float type (float32 files for a float16 model, or the other way round); `cast`,
+/// when given, receives the names of the inputs converted.
+std::map<std::string, Value> conform_float_feeds(const Session& session, const std::map<std::string, Value>& feeds,
+                                                 std::vector<std::string>* cast = nullptr);
+
+/// The sizes the free dims of random inputs take in turn (feeds_that_run): 1, then 64 and 512 for
+/// a model that cannot take 1 (an STFT frame longer than one sample, a pooling window).
+inline constexpr int64_t kFreeDimLadder[] = {1, 64, 512};
+
+/// Whether some random input of `session` (not given by a file or options.shapes) has a symbolic
+/// dim past its first, which options.free_dim sizes.
+bool has_free_dims(const Session& session, const FeedOptions& options);
+
+/// Loads the feeds (load_feeds, with options.free_dim) and calls `run` on them (it may convert
+/// them in place). When options.random, the random inputs have free dims and `run` throws a
+/// model's error (not kInternal or kUsage), tries again with the next size of kFreeDimLadder.
+/// Returns the feeds `run` took; rethrows the last attempt's error. `free_dim`, when given,
+/// receives the size that ran.
+std::map<std::string, Value> feeds_that_run(const Session& session, FeedOptions options,
+                                            const std::function<void(std::map<std::string, Value>&)>& run,
+                                            int64_t* free_dim = nullptr);
 
 /// A deterministic random tensor for a declared input type, its values in `range` (null: the
 /// defaults of ValueRange); symbolic dims take `shape` when given, else `free_dim`, except a

@@ -27,14 +27,6 @@ Value owned(const Value& v) {
   return Value::of(v.tensor.clone());
 }
 
-/// `t` as element type `to` (float32 <-> float16/bfloat16/double), for a candidate whose float
-/// inputs changed precision.
-Tensor cast_float(const Tensor& t, DataType to) {
-  Tensor out(to, t.shape());
-  for (int64_t i = 0; i < t.size(); ++i) set_element_from_double(out, i, element_as_double(t, i));
-  return out;
-}
-
 double max_finite_magnitude(const Tensor& t) {
   double m = 0;
   for (int64_t i = 0; i < t.size(); ++i) {
@@ -78,33 +70,6 @@ OutputCheck compare_output(const std::string& name, const Value& a, const Value&
   return c;
 }
 
-/// The feeds `session` takes: each of its inputs that `feeds` holds, float tensors converted to
-/// the input's float type (a float16 model verified on float32 inputs, or the other way round).
-std::map<std::string, Value> conform_feeds(const Session& session, const std::map<std::string, Value>& feeds) {
-  std::map<std::string, Value> out;
-  for (const auto* in : session.inputs()) {
-    const auto it = feeds.find(in->value->name());
-    if (it == feeds.end()) continue;  // an optional override not fed
-    Value v = it->second;
-    const DataType want = in->type ? in->type->data_type() : DataType::kUndefined;
-    if (v.is_tensor() && v.tensor.dtype() != want && is_float(v.tensor.dtype()) && is_float(want))
-      v = Value::of(cast_float(v.tensor, want));
-    out.emplace(in->value->name(), std::move(v));
-  }
-  return out;
-}
-
-/// Whether some random input has a symbolic dim past its first that `free_dim` sizes.
-bool has_free_dims(const Session& session, const FeedOptions& feed) {
-  for (const auto* vi : session.inputs()) {
-    if (vi->value->is_initializer() || feed.shapes.count(vi->value->name())) continue;
-    const ir::TypeInfo& t = vi->type ? *vi->type : vi->value->type;
-    if (!t.shape) continue;
-    for (size_t i = 1; i < t.shape->rank(); ++i)
-      if (!t.shape->dims[i].is_static()) return true;
-  }
-  return false;
-}
 
 /// A failure of the tool or the machine (a lost device, a pipeline the driver cannot build, bad
 /// usage), not of the model: reported as it is, never as "the model does not run".
@@ -133,7 +98,7 @@ Reference::Reference(ir::Model& original, const VerifyInputs& inputs) {
     return Error(ErrorKind::kFailed,
                  std::string("cannot verify: the original model does not run on ") +
                      (random ? "random inputs (symbolic dims of 1, 64 and 512 unless --input-shape sets them)" : "the given inputs") +
-                     ": " + e.what() + "; give inputs (--inputs, --input-shape) or pass --no-verify");
+                     ": " + e.what() + "; give inputs (--inputs), their sizes (--input-shape) or value ranges (--input-range), or pass --no-verify");
   };
   std::unique_ptr<Session> session;
   try {
@@ -144,21 +109,23 @@ Reference::Reference(ir::Model& original, const VerifyInputs& inputs) {
   for (const auto* o : session->outputs()) output_names_.push_back(o->value->name());
   // Random inputs: symbolic dims of 1 first; a model that cannot take them (an STFT frame longer
   // than one sample, a pooling window) gets larger ones before verification gives up.
-  const std::vector<int64_t> ladder = random ? std::vector<int64_t>{1, 64, 512} : std::vector<int64_t>{1};
-  for (size_t attempt = 0; attempt < ladder.size(); ++attempt) {
-    feed.free_dim = ladder[attempt];
-    // The user's files: their errors are theirs, reported as they are.
-    feeds_ = conform_feeds(*session, load_feeds(*session, feed));
-    try {
-      for (const auto& v : session->run(feeds_)) outputs_.push_back(owned(v));
-      break;
-    } catch (const Error& e) {
-      if (attempt + 1 == ladder.size() || !has_free_dims(*session, feed) || is_tool_failure(e)) throw cannot(e);
-    }
+  bool running = false;  // the user's files: their errors are theirs, reported as they are
+  try {
+    feeds_ = feeds_that_run(*session, feed, [&](std::map<std::string, Value>& feeds) {
+      feeds = conform_float_feeds(*session, feeds);
+      outputs_.clear();
+      running = true;
+      for (const auto& v : session->run(feeds)) outputs_.push_back(owned(v));
+      running = false;
+    });
+  } catch (const Error& e) {
+    if (!running) throw;
+    throw cannot(e);
   }
   for (auto& [name, v] : feeds_) v = owned(v);
+  random_ = random;
   std::ostringstream d;
-  d << (random ? "random (seed " + std::to_string(feed.seed) + ")" : feed.dir.empty() ? "files" : feed.dir) << ":";
+  d << (random ? random_inputs_description(feed) : feed.dir.empty() ? "files" : feed.dir) << ":";
   for (const auto& [name, v] : feeds_) d << " " << name << "=" << v.describe();
   description_ = d.str();
 }
@@ -167,7 +134,7 @@ VerifyResult Reference::check(ir::Model& candidate, const Tolerance& tolerance) 
   std::vector<Value> got;
   try {
     Session session(candidate, options_);
-    const auto feeds = conform_feeds(session, feeds_);
+    const auto feeds = conform_float_feeds(session, feeds_);
     got = session.run(feeds, output_names_);
   } catch (const Error& e) {
     if (is_tool_failure(e)) throw;
@@ -202,7 +169,7 @@ std::string Reference::first_divergence(ir::Model& original, ir::Model& candidat
     session.set_observer([&held](const ir::Value& value, const Value& produced) {
       if (produced.is_tensor() && is_float(produced.tensor.dtype())) held[value.name()] = owned(produced);
     });
-    session.run(conform_feeds(session, feeds_));
+    session.run(conform_float_feeds(session, feeds_));
   }
   std::string first;
   Session session(original, options_);
@@ -211,13 +178,13 @@ std::string Reference::first_divergence(ir::Model& original, ir::Model& candidat
     const auto it = held.find(value.name());
     if (it != held.end() && !compare_output(value.name(), produced, it->second, tolerance).within) first = value.name();
   });
-  session.run(conform_feeds(session, feeds_));
+  session.run(conform_float_feeds(session, feeds_));
   return first;
 }
 
 std::map<std::string, Value> Reference::feeds_for(ir::Model& candidate) const {
   Session session(candidate, options_);
-  return conform_feeds(session, feeds_);
+  return conform_float_feeds(session, feeds_);
 }
 
 std::map<std::string, double> value_ranges(ir::Model& model, const std::map<std::string, Value>& feeds) {

@@ -90,14 +90,18 @@ class Reference {
   std::map<std::string, Value> feeds_for(ir::Model& candidate) const;
 
   const std::map<std::string, Value>& feeds() const { return feeds_; }
-  /// How the inputs were chosen, in words, and the shapes fed.
+  /// How the inputs were chosen, in words, and the shapes fed: "random (seed 0; floats uniform in
+  /// [-1, 1), integers in [0, 9]): x=float32[1,3]", or the folder or "files" and the shapes.
   const std::string& inputs_description() const { return description_; }
+  /// The inputs were made up (random), not given: the verification proves less than real data.
+  bool random_inputs() const { return random_; }
 
  private:
   std::map<std::string, Value> feeds_;
   std::vector<std::string> output_names_;
   std::vector<Value> outputs_;
   std::string description_;
+  bool random_ = false;
   SessionOptions options_;
 };
 

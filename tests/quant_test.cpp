@@ -4,6 +4,7 @@
 // run through the runner against float (tolerance policy "quantized": a few quantization steps).
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -122,7 +123,10 @@ struct FakeSearch {
   std::map<std::string, double> macs, gain;
   std::vector<std::vector<std::string>> attempts;
 
-  std::pair<std::unique_ptr<ir::Model>, quant::QuantizeReport> operator()(const std::vector<std::string>& excluded) {
+  bool side_output = false;  ///< two judged outputs: "main" scoring 2 (beyond any target), "side" the score
+
+  std::pair<std::unique_ptr<ir::Model>, quant::QuantizeReport> operator()(const std::vector<std::string>& excluded,
+                                                                          const ir::Progress&) {
     attempts.push_back(excluded);
     quant::QuantizeReport r;
     double noise = 0;
@@ -139,6 +143,7 @@ struct FakeSearch {
     r.output_cosine = 0.95;
     r.quantized_nodes = 5 - static_cast<int64_t>(excluded.size());
     for (const auto& t : excluded) r.output_cosine += gain[t];
+    if (side_output) r.outputs = {{"main", 2.0, -1}, {"side", r.output_cosine, -1}};
     return {std::make_unique<ir::Model>(), r};
   }
 };
@@ -216,6 +221,32 @@ TEST_SUITE("quant") {
       const auto r = quant::quantize_with_exclusions(o, std::ref(f));
       CHECK(r.first == nullptr);
       CHECK(r.second.missed_target == doctest::Approx(1.02));
+      CHECK(r.second.blocking_outputs.empty());  // one judged output: nothing to single out
+    }
+    SUBCASE("a side output that blocks the target is named with its score") {
+      f.side_output = true;
+      o.accuracy_target = 1.03;
+      const auto r = quant::quantize_with_exclusions(o, std::ref(f));
+      CHECK(r.first == nullptr);
+      REQUIRE(r.second.blocking_outputs.size() == 1);
+      CHECK(r.second.blocking_outputs[0].first == "side");
+      CHECK(r.second.blocking_outputs[0].second == doctest::Approx(0.95));
+    }
+    SUBCASE("never more attempts than max_attempts says") {
+      for (double target : {0.96, 0.98, 1.0, 1.03, 1.5}) {
+        FakeSearch g = f;
+        o.accuracy_target = target;
+        quant::quantize_with_exclusions(o, std::ref(g));
+        CHECK(static_cast<int>(g.attempts.size()) <= quant::max_attempts(5));
+      }
+    }
+    SUBCASE("past the deadline no attempt after the first: unchanged, and how many were made") {
+      o.deadline = std::chrono::steady_clock::now();
+      o.accuracy_target = 0.98;
+      const auto r = quant::quantize_with_exclusions(o, std::ref(f));
+      CHECK(f.attempts.size() == 1);
+      CHECK(r.first == nullptr);
+      CHECK(r.second.timed_out_after == 1);
     }
   }
 

@@ -102,10 +102,12 @@ expect "weight-only --calib-method" 2 "--calib-method is for --mode static; --mo
   "${Q[@]}" --mode weight-only --calib-method entropy
 expect "weight-only --per-tensor" 2 "--per-tensor is for --mode dynamic or static" -- "${Q[@]}" --mode weight-only --per-tensor
 expect "--bits outside weight-only, at its default" 2 "--bits is for --mode weight-only" -- "${Q[@]}" --mode dynamic --bits 4
-expect "--calib-samples without --calib-data" 2 "--calib-samples: without --calib-data there are no samples" -- \
+expect "--calib-samples without --calib-data" 2 "--calib-samples: without --calib-data the accuracy is measured on 4 random samples" -- \
   "${Q[@]}" --mode dynamic --calib-samples 2
-expect "--error-samples and --accuracy-target without --calib-data" 2 "--error-samples and --accuracy-target: without --calib-data" -- \
+expect "--error-samples without --calib-data" 2 "--error-samples: without --calib-data" -- \
   "${Q[@]}" --mode dynamic --error-samples 2 --accuracy-target 0.9
+expect "--seed with --calib-data" 2 "--seed: for the random samples" -- "${Q[@]}" --mode dynamic --calib-data "$WORK/calib" --seed 3
+expect "--no-verify with --accuracy-target" 2 "--no-verify measures nothing" -- "${Q[@]}" --mode dynamic --no-verify --accuracy-target 0.9
 expect "--moving-average 0" 2 "--moving-average: '0' is outside (0, 1]" -- "${Q[@]}" --mode static --calib-data "$WORK/calib" --moving-average 0
 expect "--calib-samples 0" 2 "--calib-samples: '0' is outside" -- "${Q[@]}" --mode static --calib-data "$WORK/calib" --calib-samples 0
 # What stays accepted: samples to measure dynamic mode's errors on, and the percentile with its method.

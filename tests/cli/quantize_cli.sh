@@ -93,7 +93,8 @@ expect "op type the preprocessing fuses away" 0 "nothing quantized" -- "$ONNXTOO
   --mode dynamic --op-types MatMul
 expect "op type not in the model" 2 "the model has no LSTM node" -- "$ONNXTOOL" quantize "$MODEL" -o "$OUT/m.onnx" --mode dynamic --op-types LSTM
 expect "unknown node name" 2 "" -- "${Q[@]}" --mode dynamic --exclude-nodes no_such_node
-expect "--auto-exclude without samples" 2 "" -- "${Q[@]}" --mode dynamic --auto-exclude
+expect "--auto-exclude without samples: random ones" 0 "measured on 4 samples, random (seed 0;" -- \
+  "${Q[@]}" --mode dynamic --auto-exclude
 expect "bad --mode" 2 "" -- "${Q[@]}" --mode fast
 expect "bad --calib-method" 2 "" -- "${Q[@]}" --mode static --calib-data "$WORK/good" --calib-method median
 expect "output is the input" 2 "" -- "$ONNXTOOL" quantize "$MODEL" -o "$MODEL" --mode dynamic
@@ -128,7 +129,7 @@ grep -q "from opset 9 to 11" "$WORK/stdout" && ok || fail "no note about the ops
 expect "--bits 3" 2 "--bits must be 4 or 8" -- "${PLAIN[@]}" --mode weight-only --bits 3
 expect "--block-size 10" 2 "--block-size must be a power of two" -- "${PLAIN[@]}" --mode weight-only --block-size 10
 expect "--bits outside weight-only" 2 "for --mode weight-only" -- "${PLAIN[@]}" --mode dynamic --bits 8
-expect "--auto-exclude with weight-only" 2 "weight-only" -- "${PLAIN[@]}" --mode weight-only --calib-data "$WORK/good" --auto-exclude
+expect "--auto-exclude with weight-only, nothing to quantize" 1 "no MatMul" -- "${PLAIN[@]}" --mode weight-only --calib-data "$WORK/good" --auto-exclude
 expect "weight-only on a model without MatMul" 0 "nothing quantized" -- "$ONNXTOOL" quantize "$MODEL" -o "$OUT/m.onnx" \
   --mode weight-only
 expect "--per-channel with --per-tensor" 2 "exclude each other" -- "${Q[@]}" --mode dynamic --per-channel --per-tensor
