@@ -107,7 +107,10 @@ int run_optimize(const OptimizeCliOptions& o) {
       passes.push_back({{"name", p.name}, {"removed", p.stats.removed}, {"fused", p.stats.fused},
                         {"folded", p.stats.folded}, {"initializers_removed", p.stats.initializers_removed},
                         {"reordered", p.stats.reordered}});
+    const bool changed = report.reordered ||
+                         std::any_of(report.passes.begin(), report.passes.end(), [](const passes::PassReport& p) { return p.stats.changed(); });
     print_json({{"output", o.output},
+                {"changed", changed},
                 {"passes", passes},
                 {"rounds", report.rounds},
                 {"reordered", report.reordered},

@@ -120,8 +120,9 @@ int max_attempts(size_t candidates);
 /// node whose missed_target is the best score an attempt reached (and blocking_outputs the
 /// outputs that kept it from the target). The first attempt reports its error measurement to
 /// options.progress as it is; the later ones as steps of one phase, "accuracy search",
-/// "attempt N of at most M". Past options.deadline no further attempt is made: the best
-/// quantization that reached the target so far is returned, else none, report.timed_out set.
+/// "attempt N of at most M". No attempt starts that would end past options.deadline, as long as
+/// the longest attempt so far took: the best quantization that reached the target so far is
+/// returned, else none, report.timed_out_after set.
 std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(const QuantizeOptions& options,
                                                                                const Attempt& attempt);
 

@@ -440,8 +440,16 @@ class StaticQuantizer {
     for (size_t i : any ? constants : std::vector<size_t>{})
       if (ir::Value* d = qdq(n->input(i), n)) n->set_input(i, d);
     if (has_weight(*n)) {
-      if (!n->input(0) || !source_.count(n->input(0)))
+      if (!n->input(0) || !source_.count(n->input(0))) {
+        // Its input stays float because that tensor is kept float: say why.
+        const ir::Value* x = n->input(0);
+        if (x && std::count(o_.exclude_tensors.begin(), o_.exclude_tensors.end(), x->name())) {
+          const auto why = o_.float_reasons.find(x->name());
+          return "its input '" + x->name() + "' is kept float (" +
+                 (why != o_.float_reasons.end() ? why->second : std::string("--auto-exclude: to reach --accuracy-target")) + ")";
+        }
         return "its input has no calibrated float range (kept float, or not a float tensor)";
+      }
       QuantizedWeight w;
       ir::Value* wd = dq_weight(n, 1, weight_axis(*n), &w);
       if (!wd) return "its weight is not a constant float tensor";
