@@ -26,6 +26,11 @@ std::string base(const ir::Node& n);
 /// The node after `n` in its graph (nullptr when last): where a node added after `n` goes.
 const ir::Node* next_node(const ir::Graph& g, const ir::Node& n);
 
+/// Moves output `index` of `n` to a new name and adds `op` after `n`, reading it and writing the
+/// old name: the consumers and graph outputs of the old value now read the added node. Its input
+/// is the moved value, whose type is left unset for inference.
+ir::Node* add_after(ir::Graph& g, ir::Node& n, size_t index, const std::string& op);
+
 /// Sets input `index` (appending empty inputs before it as needed).
 void put_input(ir::Node& n, size_t index, ir::Value* v);
 /// Drops trailing omitted inputs.
@@ -55,6 +60,10 @@ class AdapterContext {
                       bool scalar = false);
   ir::Value* add_scalar(ir::Graph& g, const ir::Node& n, const std::string& what, ir::DataType type, double v);
   ir::Value* add_floats(ir::Graph& g, const ir::Node& n, const std::string& what, const std::vector<double>& v);
+
+  /// Adds Cast(x) to `to` before `n`; the result is typed `to` with x's shape, so that the
+  /// adapters of the boundaries the node crosses next can read it.
+  ir::Value* add_cast(ir::Graph& g, const ir::Node& n, ir::Value* x, ir::DataType to);
 
   /// Normalizes negative axes for opsets below 11, which do not accept them.
   int64_t non_negative_axis(const ir::Node& n, int64_t axis, std::optional<size_t> rank) const;

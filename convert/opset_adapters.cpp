@@ -505,25 +505,217 @@ void optional_has_element_down_18(AdapterContext&, Graph&, Node& n, int b) {
   if (!n.input(0)) no_equivalent(n, b - 1, "an omitted input needs opset 18");
 }
 
+// ---- broadcasting before opset 8
+
+/// Two dims known to be equal: the same number or the same symbol.
+bool same_dim(const ir::Dim& a, const ir::Dim& b) {
+  if (a.is_static() && b.is_static()) return a.value == b.value;
+  return a.kind == ir::Dim::Kind::kParam && b.kind == ir::Dim::Kind::kParam && a.param == b.param;
+}
+
+/// Whether `v` has exactly the dims `dims` (same rank, each dim known equal).
+bool has_dims(const Value* v, const std::vector<ir::Dim>& dims) {
+  if (!rank_of(v) || *rank_of(v) != dims.size()) return false;
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (!same_dim(v->type.shape->dims[i], dims[i])) return false;
+  return true;
+}
+
+/// Input `index` of `n` broadcast to the dims `out` without Expand (opset 8): Unsqueeze to the
+/// output's rank, then Tile. The repeats are a constant when every dim they stretch is static;
+/// otherwise `full`, an input of the output's shape, gives them at run time as Shape(full)
+/// divided by the input's dims, which must then be static.
+Value* broadcast_by_tile(AdapterContext& cx, Graph& g, Node& n, size_t index, const std::vector<ir::Dim>& out,
+                         Value* full, int b) {
+  Value* x = n.input(index);
+  const std::string which = "input " + std::to_string(index);
+  const auto rank = rank_of(x);
+  if (!rank) no_equivalent(n, b - 1, which + " has an unknown rank, so its broadcast cannot be written out");
+  const size_t lead = out.size() - *rank;
+  std::vector<ir::Dim> dims(lead, ir::Dim::of(1));
+  dims.insert(dims.end(), x->type.shape->dims.begin(), x->type.shape->dims.end());
+  std::vector<int64_t> repeats;
+  bool at_run_time = false;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (same_dim(dims[i], out[i])) {
+      repeats.push_back(1);
+    } else if (dims[i].is_static() && dims[i].value == 1 && out[i].is_static()) {
+      repeats.push_back(out[i].value);
+    } else if (dims[i].is_static() && dims[i].value == 1) {
+      repeats.push_back(0);  // set at run time
+      at_run_time = true;
+    } else {
+      no_equivalent(n, b - 1, which + " dim " + std::to_string(i) + " (" + dims[i].to_string() +
+                                  ") is not known to match the output's (" + out[i].to_string() + ")");
+    }
+  }
+  const std::string stem = base(n) + "_" + which.substr(6);
+  if (lead > 0) {
+    std::vector<int64_t> axes(lead);
+    for (size_t i = 0; i < lead; ++i) axes[i] = static_cast<int64_t>(i);
+    Node* u = g.add_node("Unsqueeze", {x}, {passes::unique_name(g, stem + "_unsqueezed")}, "",
+                         passes::unique_name(g, stem + "_Unsqueeze"), &n);
+    u->set_attr(Attribute::make_ints("axes", axes));
+    u->output(0)->type = ir::TypeInfo::tensor(elem_type(x), ir::Shape{dims});
+    x = u->output(0);
+    ++cx.report().added_nodes;
+  }
+  Value* times = nullptr;
+  if (!at_run_time) {
+    times = cx.add_ints(g, n, "repeats", repeats);
+  } else {
+    if (!full)
+      no_equivalent(n, b - 1, "no input has the output's shape " + ir::Shape{out}.to_string() +
+                                  ", which is not static: the broadcast of " + which + " cannot be written out");
+    std::vector<int64_t> divisors;
+    for (const ir::Dim& d : dims) {
+      if (!d.is_static())
+        no_equivalent(n, b - 1, which + " " + ir::Shape{dims}.to_string() +
+                                    " is broadcast to a shape that is not static and is not static itself");
+      divisors.push_back(std::max<int64_t>(d.value, 1));  // a 0 dim meets a 0 dim: 0 / 1 copies
+    }
+    Node* shape = g.add_node("Shape", {full}, {passes::unique_name(g, stem + "_full_shape")}, "",
+                             passes::unique_name(g, stem + "_Shape"), &n);
+    Node* div = g.add_node("Div", {shape->output(0), cx.add_ints(g, n, "dims", divisors)},
+                           {passes::unique_name(g, stem + "_repeats")}, "", passes::unique_name(g, stem + "_Div"), &n);
+    times = div->output(0);
+    cx.report().added_nodes += 2;
+  }
+  Node* tile = g.add_node("Tile", {x, times}, {passes::unique_name(g, stem + "_broadcast")}, "",
+                          passes::unique_name(g, stem + "_Tile"), &n);
+  tile->output(0)->type = ir::TypeInfo::tensor(elem_type(x), ir::Shape{out});
+  ++cx.report().added_nodes;
+  return tile->output(0);
+}
+
+/// Max, Min, Sum and Mean take inputs of one shape before opset 8: every input that is not of the
+/// output's shape is broadcast explicitly.
+void variadic_down_8(AdapterContext& cx, Graph& g, Node& n, int b) {
+  const Value* y = n.output(0);
+  if (!rank_of(y)) no_equivalent(n, b - 1, "its output rank is unknown, so its inputs' broadcast cannot be written out");
+  const std::vector<ir::Dim> out = y->type.shape->dims;
+  Value* full = nullptr;
+  for (Value* x : n.inputs())
+    if (x && has_dims(x, out)) full = x;
+  for (size_t i = 0; i < n.inputs().size(); ++i)
+    if (n.input(i) && !has_dims(n.input(i), out)) n.set_input(i, broadcast_by_tile(cx, g, n, i, out, full, b));
+}
+
+// ---- types added to an op: the older version computes in a type that holds the values exactly
+
+/// The type that holds every value of `t` exactly among the floating-point types the older
+/// versions of the comparisons, Max, Min, Clip and Relu accept: double for integers of up to 32
+/// bits; none for 64-bit integers.
+std::optional<DataType> exact_in_double(DataType t) {
+  switch (t) {
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kInt32:
+    case DataType::kUInt8:
+    case DataType::kUInt16:
+    case DataType::kUInt32: return DataType::kDouble;
+    default: return std::nullopt;
+  }
+}
+
+/// Runs `n` on its inputs cast to `wide`; output 0 is cast back to the inputs' type unless the op
+/// gives bool. Constant scalars are written in `wide` instead of cast (Clip below 11 needs its
+/// bounds as constants).
+void compute_in(AdapterContext& cx, Graph& g, Node& n, DataType type, DataType wide) {
+  for (size_t i = 0; i < n.inputs().size(); ++i) {
+    Value* x = n.input(i);
+    if (!x) continue;
+    const auto values = cx.const_values(x);
+    if (values && values->ints && values->ints->size() == 1 && rank_of(x) == size_t{0})
+      n.set_input(i, cx.add_scalar(g, n, "input" + std::to_string(i), wide, static_cast<double>(values->ints->front())));
+    else
+      n.set_input(i, cx.add_cast(g, n, x, wide));
+  }
+  Value* y = n.output(0);
+  if (elem_type(y) == DataType::kBool) return;
+  const ir::TypeInfo narrow = y->type;
+  Node* back = add_after(g, n, 0, "Cast");
+  back->set_attr(Attribute::make_int("to", static_cast<int64_t>(type)));
+  back->output(0)->type = narrow;
+  y->type = ir::TypeInfo::tensor(wide, narrow.is_tensor() ? narrow.shape : std::nullopt);
+  ++cx.report().added_nodes;
+}
+
+/// An op that gained the integer types at `b`: integers of up to 32 bits go through double
+/// (exact: double holds them all, and Max, Min, Clip, Relu and the comparisons of exact values
+/// are exact); 64-bit integers have no such type below `b`.
+void integers_through_double(AdapterContext& cx, Graph& g, Node& n, int b) {
+  const DataType t = elem_type(n.input(0));
+  if (!ir::is_integer_type(t)) return;  // allowed below b, or unknown (the checker judges the result)
+  const auto wide = exact_in_double(t);
+  if (!wide)
+    no_equivalent(n, b - 1, std::string(ir::data_type_name(t)) + " inputs need opset " + std::to_string(b) +
+                                ": no type it accepts before holds every " + std::string(ir::data_type_name(t)) +
+                                " value exactly");
+  compute_in(cx, g, n, t, *wide);
+}
+
+/// Equal before 11 compares bool, int32 and int64 only: smaller integers go through int32,
+/// uint32 through int64 (exact); floating-point inputs have no exact form (a comparison through
+/// Less and Greater treats NaN as equal).
+void equal_down_11(AdapterContext& cx, Graph& g, Node& n, int b) {
+  const DataType t = elem_type(n.input(0));
+  switch (t) {
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kUInt8:
+    case DataType::kUInt16: compute_in(cx, g, n, t, DataType::kInt32); return;
+    case DataType::kUInt32: compute_in(cx, g, n, t, DataType::kInt64); return;
+    case DataType::kUndefined:
+    case DataType::kBool:
+    case DataType::kInt32:
+    case DataType::kInt64: return;
+    default:
+      no_equivalent(n, b - 1, "Equal on " + std::string(ir::data_type_name(t)) + " inputs needs opset " +
+                                  std::to_string(b) + ": before it Equal compares bool and integers only");
+  }
+}
+
+/// Constant before 9 holds floating-point tensors only: another tensor becomes an initializer
+/// that the node passes on as an Identity (exact, and keeps the output's name).
+void constant_down_9(AdapterContext& cx, Graph& g, Node& n, int) {
+  Attribute* a = n.attr("value");
+  if (!a || !a->t) return;
+  const DataType t = a->t->type();
+  if (t == DataType::kFloat || t == DataType::kFloat16 || t == DataType::kDouble) return;
+  ir::Tensor value = *a->t;
+  value.name = passes::unique_name(g, base(n) + "_value");
+  n.op_type = "Identity";
+  n.attributes.clear();  // `a` dangles from here on
+  n.append_input(g.add_initializer(std::move(value)));
+  ++cx.report().added_nodes;
+}
+
 std::vector<OpsetAdapter> make_table() {
   std::vector<OpsetAdapter> rows = {
       {"BatchNormalization", 9, batch_norm_up_9, nullptr, "attribute spatial removed (spatial=1 kept its meaning)"},
       {"BatchNormalization", 14, batch_norm_up_14, batch_norm_down_14,
        "training_mode added; outputs other than Y are training-only (saved_mean/saved_var removed)"},
       {"Clip", 11, clip_up_11, clip_down_11, "min/max moved from float attributes to optional inputs"},
+      {"Clip", 12, nullptr, integers_through_double, "integer types added"},
+      {"Constant", 9, nullptr, constant_down_9, "integer and bool tensors added (before: floating-point only)"},
       {"Constant", 12, nullptr, constant_down_12, "value_float(s)/value_int(s)/value_string(s) attributes added"},
       {"DFT", 20, dft_up_20, dft_down_20, "axis moved from an attribute to an optional input"},
       {"DequantizeLinear", 13, nullptr, quantize_linear_down_13, "per-axis scales (and attribute axis) added"},
       {"Dropout", 10, dropout_up_10, dropout_down_10, "the mask output became bool"},
       {"Dropout", 12, dropout_up_12, dropout_down_12, "ratio moved to an input; training_mode input and seed added"},
+      {"Equal", 11, nullptr, equal_down_11, "floating-point and the smaller integer types added"},
       {"Gemm", 11, nullptr, gemm_down_11, "C became optional"},
+      {"Greater", 9, nullptr, integers_through_double, "integer types added (before: floating-point only)"},
       {"GridSample", 20, grid_sample_up_20, grid_sample_down_20,
        "N-D inputs; modes bilinear/bicubic renamed linear/cubic"},
+      {"Less", 9, nullptr, integers_through_double, "integer types added (before: floating-point only)"},
       {"OptionalHasElement", 18, nullptr, optional_has_element_down_18, "the input became optional"},
       {"Pad", 11, pad_up_11, pad_down_11, "pads and value moved from attributes to inputs"},
       {"Pad", 18, nullptr, pad_down_18, "optional axes input added"},
       {"Pad", 19, nullptr, pad_down_19, "mode 'wrap' added"},
       {"QuantizeLinear", 13, nullptr, quantize_linear_down_13, "per-axis scales (and attribute axis) added"},
+      {"Relu", 14, nullptr, integers_through_double, "signed integer types added"},
       {"Resize", 10, nullptr, resize_down_10, "Resize-10 is Upsample-9 under a new name"},
       {"Resize", 11, resize_up_11, resize_down_11,
        "roi input and coordinate_transformation_mode, nearest_mode, cubic mode added"},
@@ -551,6 +743,9 @@ std::vector<OpsetAdapter> make_table() {
                     "axes moved from an attribute to an optional input; noop_with_empty_axes added"});
   for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"})
     rows.push_back({op, 13, softmax_up, softmax_down, "works along one axis instead of on the input flattened to 2-D"});
+  for (const char* op : {"Max", "Min", "Sum", "Mean"})
+    rows.push_back({op, 8, nullptr, variadic_down_8, "multidirectional broadcasting (before: inputs of one shape)"});
+  for (const char* op : {"Max", "Min"}) rows.push_back({op, 12, nullptr, integers_through_double, "integer types added"});
   // The ops whose axis attributes may be negative only from opset 11 on.
   for (const char* op : {"ArgMax", "ArgMin", "Concat", "Flatten", "Gather", "Softmax", "LogSoftmax", "Hardmax",
                          "Split", "Squeeze", "Unsqueeze", "Compress", "OneHot", "ReduceL1", "ReduceL2",
