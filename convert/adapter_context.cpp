@@ -127,6 +127,11 @@ Value* AdapterContext::add_cast(Graph& g, const Node& n, Value* x, DataType to) 
   return cast->output(0);
 }
 
+void AdapterContext::remove_marked_nodes() {
+  for (auto& [g, n] : removed_) g->remove_node(n);
+  removed_.clear();
+}
+
 int64_t AdapterContext::non_negative_axis(const Node& n, int64_t axis, std::optional<size_t> rank) const {
   if (axis >= 0) return axis;
   if (!rank)

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "convert/version_converter.h"
@@ -65,6 +66,12 @@ class AdapterContext {
   /// adapters of the boundaries the node crosses next can read it.
   ir::Value* add_cast(ir::Graph& g, const ir::Node& n, ir::Value* x, ir::DataType to);
 
+  /// Marks node `n` of `g` for removal once the walk over the graphs is done (the walk still
+  /// reads the node after its adapter); nothing may read its outputs by then.
+  void remove_after_walk(ir::Graph& g, ir::Node& n) { removed_.push_back({&g, &n}); }
+  /// Removes the marked nodes.
+  void remove_marked_nodes();
+
   /// Normalizes negative axes for opsets below 11, which do not accept them.
   int64_t non_negative_axis(const ir::Node& n, int64_t axis, std::optional<size_t> rank) const;
 
@@ -72,6 +79,7 @@ class AdapterContext {
   ir::Model& model_;
   int64_t from_, to_;
   VersionReport& report_;
+  std::vector<std::pair<ir::Graph*, ir::Node*>> removed_;
 };
 
 }  // namespace onnxtool::convert

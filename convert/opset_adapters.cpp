@@ -250,14 +250,17 @@ void split_down_18(AdapterContext& cx, Graph& g, Node& n, int) {
   put_input(n, 1, cx.add_ints(g, n, "split", split));
 }
 
-void dropout_up_10(AdapterContext&, Graph&, Node& n, int b) {
-  if (n.outputs().size() > 1 && n.output(1) && !n.output(1)->uses().empty())
-    no_equivalent(n, b, "its mask output changes type from T to bool at opset 10 and is used");
+/// The mask output is T before 10 and bool from 10 on: refused when read (or a graph output);
+/// otherwise it loses its inferred type, which inference gives it again at the target.
+void retype_unread_mask(Node& n, int64_t target) {
+  Value* mask = n.outputs().size() > 1 ? n.output(1) : nullptr;
+  if (!mask) return;
+  if (!mask->uses().empty() || mask->is_graph_output())
+    no_equivalent(n, target, "its mask output changes type between T and bool at opset 10 and is used");
+  mask->type = ir::TypeInfo{};
 }
-void dropout_down_10(AdapterContext&, Graph&, Node& n, int b) {
-  if (n.outputs().size() > 1 && n.output(1) && !n.output(1)->uses().empty())
-    no_equivalent(n, b - 1, "its mask output is bool from opset 10 on and is used");
-}
+void dropout_up_10(AdapterContext&, Graph&, Node& n, int b) { retype_unread_mask(n, b); }
+void dropout_down_10(AdapterContext&, Graph&, Node& n, int b) { retype_unread_mask(n, b - 1); }
 
 /// Inference: ratio does not matter; without training_mode Dropout-12 is the identity too.
 void dropout_up_12(AdapterContext&, Graph&, Node& n, int) { n.remove_attr("ratio"); }
@@ -676,18 +679,22 @@ void equal_down_11(AdapterContext& cx, Graph& g, Node& n, int b) {
   }
 }
 
-/// Constant before 9 holds floating-point tensors only: another tensor becomes an initializer
-/// that the node passes on as an Identity (exact, and keeps the output's name).
+/// Constant before 9 holds floating-point tensors only: another tensor becomes an initializer of
+/// the output's name (which the adapters of its readers then see as a constant), the node goes.
 void constant_down_9(AdapterContext& cx, Graph& g, Node& n, int) {
-  Attribute* a = n.attr("value");
+  const Attribute* a = n.attr("value");
   if (!a || !a->t) return;
   const DataType t = a->t->type();
   if (t == DataType::kFloat || t == DataType::kFloat16 || t == DataType::kDouble) return;
+  Value* out = n.output(0);
   ir::Tensor value = *a->t;
-  value.name = passes::unique_name(g, base(n) + "_value");
-  n.op_type = "Identity";
-  n.attributes.clear();  // `a` dangles from here on
-  n.append_input(g.add_initializer(std::move(value)));
+  value.name = out->name();
+  g.rename(out, passes::unique_name(g, value.name + "_replaced"));
+  Value* init = g.add_initializer(std::move(value));
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    if (g.outputs[i].value == out) g.set_output_value(i, init);
+  g.replace_all_uses(out, init);
+  cx.remove_after_walk(g, n);
   ++cx.report().added_nodes;
 }
 

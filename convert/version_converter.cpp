@@ -60,6 +60,9 @@ class Converter {
     }
   }
 
+  /// Removes the nodes adapters replaced, once every graph has been walked.
+  void remove_replaced_nodes() { cx_.remove_marked_nodes(); }
+
  private:
   // ---- the walk over version boundaries
 
@@ -168,33 +171,16 @@ class Converter {
   const ir::SchemaRegistry& registry_;
 };
 
-/// Before IR 4 every initializer is also a graph input (a constant one), from IR 4 on an
-/// initializer listed as an input is a default the caller may override. Below IR 4 the
-/// initializers the adapters added to the main graph are listed too; a subgraph cannot take new
-/// inputs (a branch's or a body's inputs are fixed), so one added there makes the model IR 4.
-/// Raised from below IR 4, the main graph's initializers stay constants: no longer listed.
+/// From IR 4 on an initializer listed as a graph input is a default the caller may override;
+/// before, every initializer is listed, as a constant. Raised from below IR 4, the main graph's
+/// initializers stay constants: no longer listed. Below IR 4, the ones adapters added are listed.
 void fit_initializers_to_ir(ir::Model& model, int64_t ir_before) {
-  if (ir_before <= 0 || (model.ir_version >= 4 && ir_before >= 4)) return;  // no IR version: the checker says so
-  Graph& main = *model.graph;
-  if (model.ir_version >= 4) {
+  if (ir_before > 0 && ir_before < 4 && model.ir_version >= 4) {
+    Graph& main = *model.graph;
     for (size_t i = main.inputs.size(); i-- > 0;)
       if (main.inputs[i].value->is_initializer()) main.remove_input(i);
-    return;
   }
-  bool added_in_subgraph = false;
-  ir::for_each_graph(main, [&](Graph& g) {
-    for (const auto& t : g.initializers()) {
-      if (g.find(t->name)->is_graph_input()) continue;
-      if (&g != &main) {
-        added_in_subgraph = true;
-        continue;
-      }
-      ir::Shape shape;
-      for (int64_t d : t->dims) shape.dims.push_back(ir::Dim::of(d));
-      g.add_input(t->name, ir::TypeInfo::tensor(t->type(), shape));
-    }
-  });
-  if (added_in_subgraph) model.ir_version = 4;
+  ir::list_initializers_before_ir4(model);
 }
 
 /// Error diagnostics as (rule, graph, node, message) keys, to tell new errors from old ones.
@@ -239,6 +225,7 @@ VersionReport convert_opset(ir::Model& model, int64_t target) {
       }
     if (imports_default) c.convert_graph(*f.body);
   }
+  c.remove_replaced_nodes();
   model.set_opset_version("", target);
   // Going up may need a newer IR version; going down keeps it (the IR version says which file
   // features the model uses, which a lower opset does not change), so a round trip is lossless.

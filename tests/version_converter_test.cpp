@@ -140,6 +140,16 @@ TEST_SUITE("version_converter") {
       CHECK(find_op(*sub, "Unsqueeze")->inputs().size() == 2);  // axes is an input from 13 on
   }
 
+  TEST_CASE("Dropout's unread mask output changes type at 10 (T to bool) in both directions") {
+    const Tensor x = random_float({2, 3});
+    ir::Model m = one_node("Dropout", 9, {x}, {}, 2);
+    m.graph->remove_output(1);
+    auto up = converts_equal(std::move(m), {x}, 10);
+    CHECK(find_op(*up.graph, "Dropout")->output(1)->type.data_type() == DataType::kBool);
+    auto down = converts_equal(std::move(up), {x}, 9);
+    CHECK(find_op(*down.graph, "Dropout")->output(1)->type.data_type() == DataType::kFloat);
+  }
+
   TEST_CASE("Max, Min, Sum and Mean down to 7 broadcast their inputs explicitly (Unsqueeze, Tile)") {
     const Tensor x = random_float({2, 3, 4}), row = random_float({3, 1}), col = random_float({2, 1, 1});
     auto max = converts_equal(one_node("Max", 13, {x, row}, {}), {x, row}, 7);
