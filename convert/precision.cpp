@@ -580,7 +580,7 @@ int64_t remove_redundant_casts(ir::Graph& g) {
 
 PrecisionReport to_fp16(ir::Model& model, const Fp16Options& options) {
   PrecisionReport report = HalfConverter(model, options).run();
-  ir::list_initializers_before_ir4(model);  // the float16 weights
+  ir::fit_initializer_inputs(model, model.ir_version);  // the float16 weights
   return report;
 }
 
@@ -606,7 +606,7 @@ PrecisionReport to_fp32(ir::Model& model) {
     report.casts_removed += remove_redundant_casts(*g);
     g->topological_sort();
   }
-  ir::list_initializers_before_ir4(model);
+  ir::fit_initializer_inputs(model, model.ir_version);
   return report;
 }
 

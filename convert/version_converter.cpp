@@ -171,18 +171,6 @@ class Converter {
   const ir::SchemaRegistry& registry_;
 };
 
-/// From IR 4 on an initializer listed as a graph input is a default the caller may override;
-/// before, every initializer is listed, as a constant. Raised from below IR 4, the main graph's
-/// initializers stay constants: no longer listed. Below IR 4, the ones adapters added are listed.
-void fit_initializers_to_ir(ir::Model& model, int64_t ir_before) {
-  if (ir_before > 0 && ir_before < 4 && model.ir_version >= 4) {
-    Graph& main = *model.graph;
-    for (size_t i = main.inputs.size(); i-- > 0;)
-      if (main.inputs[i].value->is_initializer()) main.remove_input(i);
-  }
-  ir::list_initializers_before_ir4(model);
-}
-
 /// Error diagnostics as (rule, graph, node, message) keys, to tell new errors from old ones.
 std::set<std::string> error_keys(ir::Model& model) {
   ir::DiagnosticSink sink;
@@ -231,7 +219,7 @@ VersionReport convert_opset(ir::Model& model, int64_t target) {
   // features the model uses, which a lower opset does not change), so a round trip is lossless.
   const int64_t ir_before = model.ir_version;
   model.ir_version = std::max(model.ir_version, ir_version_for(target));
-  fit_initializers_to_ir(model, ir_before);
+  ir::fit_initializer_inputs(model, ir_before);
 
   // Whatever the adapters missed shows up as a new checker error: the conversion fails on it.
   ir::DiagnosticSink after;

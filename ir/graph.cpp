@@ -636,23 +636,28 @@ void for_each_tensor(const Model& model, const std::function<void(const Tensor&,
   for_each_tensor(const_cast<Model&>(model), [&fn](Tensor& t, const std::string& where) { fn(t, where); });
 }
 
-void list_initializers_before_ir4(Model& model) {
-  if (model.ir_version <= 0 || model.ir_version >= 4 || !model.graph) return;  // none: the checker says so
+void fit_initializer_inputs(Model& model, int64_t ir_before) {
+  if (ir_before <= 0 || !model.graph) return;  // no IR version: the checker says so
   Graph& main = *model.graph;
-  bool unlisted_in_subgraph = false;
-  for_each_graph(main, [&](Graph& g) {
-    for (const auto& t : g.initializers()) {
-      if (g.find(t->name)->is_graph_input()) continue;
-      if (&g != &main) {
-        unlisted_in_subgraph = true;
-        continue;
+  if (model.ir_version < 4) {
+    bool unlisted_in_subgraph = false;
+    for_each_graph(main, [&](Graph& g) {
+      for (const auto& t : g.initializers()) {
+        if (g.find(t->name)->is_graph_input()) continue;
+        if (&g != &main) {
+          unlisted_in_subgraph = true;
+          continue;
+        }
+        Shape shape;
+        for (int64_t d : t->dims) shape.dims.push_back(Dim::of(d));
+        g.add_input(t->name, TypeInfo::tensor(t->type(), shape));
       }
-      Shape shape;
-      for (int64_t d : t->dims) shape.dims.push_back(Dim::of(d));
-      g.add_input(t->name, TypeInfo::tensor(t->type(), shape));
-    }
-  });
-  if (unlisted_in_subgraph) model.ir_version = 4;
+    });
+    if (unlisted_in_subgraph) model.ir_version = 4;
+  }
+  if (ir_before < 4 && model.ir_version >= 4)
+    for (size_t i = main.inputs.size(); i-- > 0;)
+      if (main.inputs[i].value->is_initializer()) main.remove_input(i);
 }
 
 // ---------------------------------------------------------------- NameGenerator

@@ -455,11 +455,14 @@ void for_each_graph(Model& model, Fn fn) {
 void for_each_tensor(Model& model, const std::function<void(Tensor&, const std::string&)>& fn);
 void for_each_tensor(const Model& model, const std::function<void(const Tensor&, const std::string&)>& fn);
 
-/// Before IR 4 every initializer is also a graph input (a constant one). Lists the main graph's
-/// initializers that are not, typed like their tensors; a subgraph cannot take new inputs (a
+/// Keeps the listing of initializers as graph inputs right for the IR version after a rewrite
+/// that may have added initializers: before IR 4 every initializer is also a graph input (a
+/// constant one), from IR 4 on a listed initializer is an input the caller may override.
+/// `ir_before` is the model's IR version before the rewrite. Below IR 4 the main graph's unlisted
+/// initializers are listed, typed like their tensors; a subgraph cannot take new inputs (a
 /// branch's or a loop body's inputs are fixed), so an unlisted initializer there raises the model
-/// to IR 4. A rewrite that adds initializers calls it last; from IR 4 on it does nothing.
-void list_initializers_before_ir4(Model& model);
+/// to IR 4. Raised from below IR 4, the main graph's initializers stay constants: no longer listed.
+void fit_initializer_inputs(Model& model, int64_t ir_before);
 
 /// Makes fresh value and node names that collide with no name anywhere in a model (all graphs,
 /// subgraphs and function bodies). Deterministic: the same model and requests give the same names.

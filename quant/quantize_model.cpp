@@ -200,7 +200,7 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
     report.opset_from = moved.opset_from;
     report.opset_to = std::max(report.opset_to, moved.opset_to);
   }
-  ir::list_initializers_before_ir4(model);  // scales, zero points, quantized weights
+  ir::fit_initializer_inputs(model, model.ir_version);  // scales, zero points, quantized weights
   return report;
 }
 

@@ -559,7 +559,7 @@ TEST_SUITE("passes") {
     // Before IR 4 the merged constant was also a graph input: the entry goes with it.
     ir::Model ir3 = make();
     ir3.ir_version = 3;
-    ir::list_initializers_before_ir4(ir3);
+    ir::fit_initializer_inputs(ir3, 3);
     REQUIRE(ir3.graph->inputs.size() == 3);
     passes::OptimizeOptions o;
     o.only = {"eliminate_common_subexpressions"};
