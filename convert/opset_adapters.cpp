@@ -564,7 +564,9 @@ Value* broadcast_by_tile(AdapterContext& cx, Graph& g, Node& n, size_t index, co
     ++cx.report().added_nodes;
   }
   Value* times = nullptr;
-  if (!at_run_time) {
+  if (!at_run_time && std::all_of(repeats.begin(), repeats.end(), [](int64_t r) { return r == 1; })) {
+    return x;  // only a rank to add
+  } else if (!at_run_time) {
     times = cx.add_ints(g, n, "repeats", repeats);
   } else {
     if (!full)
@@ -591,12 +593,29 @@ Value* broadcast_by_tile(AdapterContext& cx, Graph& g, Node& n, size_t index, co
   return tile->output(0);
 }
 
+/// Whether input `x` reaches the dims `out` by repeats known now: each of its dims (with leading
+/// 1s to `out`'s rank) is known equal to out's, or a static 1 where out's is static.
+bool static_repeats(const Value* x, const std::vector<ir::Dim>& out) {
+  const auto rank = rank_of(x);
+  if (!rank || *rank > out.size()) return false;
+  const size_t lead = out.size() - *rank;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const ir::Dim d = i < lead ? ir::Dim::of(1) : x->type.shape->dims[i - lead];
+    if (!same_dim(d, out[i]) && !(d.is_static() && d.value == 1 && out[i].is_static())) return false;
+  }
+  return true;
+}
+
 /// Max, Min, Sum and Mean take inputs of one shape before opset 8: every input that is not of the
-/// output's shape is broadcast explicitly.
+/// output's shape is broadcast explicitly. Those whose repeats are known go first, so that one of
+/// them (an input that only lacked leading 1s) can give the others their repeats at run time.
 void variadic_down_8(AdapterContext& cx, Graph& g, Node& n, int b) {
   const Value* y = n.output(0);
   if (!rank_of(y)) no_equivalent(n, b - 1, "its output rank is unknown, so its inputs' broadcast cannot be written out");
   const std::vector<ir::Dim> out = y->type.shape->dims;
+  for (size_t i = 0; i < n.inputs().size(); ++i)
+    if (n.input(i) && !has_dims(n.input(i), out) && static_repeats(n.input(i), out))
+      n.set_input(i, broadcast_by_tile(cx, g, n, i, out, nullptr, b));
   Value* full = nullptr;
   for (Value* x : n.inputs())
     if (x && has_dims(x, out)) full = x;

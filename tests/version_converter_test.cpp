@@ -168,6 +168,12 @@ TEST_SUITE("version_converter") {
     auto tiled = converts_equal(std::move(dynamic), {batch, per_column}, 7);
     CHECK(find_op(*tiled.graph, "Shape"));
     CHECK(find_op(*tiled.graph, "Div"));
+    // The constant has the higher rank: the batch input, given its leading 1, has the output's shape.
+    const Tensor higher = random_float({1, 1, 3});
+    ir::Model ranks = one_node("Min", 13, {batch, higher}, {});
+    ranks.graph->inputs[0].type->shape->dims[0] = ir::Dim::symbol("N");
+    ranks.graph->inputs[0].value->type = *ranks.graph->inputs[0].type;
+    converts_equal(std::move(ranks), {batch, higher}, 7);
 
     // Neither input has the output's shape [N, M]: refused, naming the node.
     ir::Model both = one_node("Min", 13, {random_float({2, 1}), random_float({1, 3})}, {});
