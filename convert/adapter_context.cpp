@@ -43,12 +43,12 @@ const Node* next_node(const Graph& g, const Node& n) {
   return i + 1 < g.nodes().size() ? g.nodes()[i + 1].get() : nullptr;
 }
 
-Node* add_after(Graph& g, Node& n, size_t index, const std::string& op) {
+Node* AdapterContext::add_after(Graph& g, Node& n, size_t index, const std::string& op) {
   Value* y = n.output(index);
   const std::string name = y->name();
   g.rename(y, passes::unique_name(g, name + "_before_" + op));
   y->type = ir::TypeInfo{};
-  Node* after = g.add_node(op, {y}, {name}, "", passes::unique_name(g, base(n) + "_" + op), next_node(g, n));
+  Node* after = g.add_node(op, {y}, {name}, "", node_name(base(n) + "_" + op), next_node(g, n));
   for (size_t i = 0; i < g.outputs.size(); ++i)
     if (g.outputs[i].value == y) g.set_output_value(i, after->output(0));
   g.replace_all_uses(y, after->output(0));
@@ -121,7 +121,7 @@ Value* AdapterContext::add_floats(Graph& g, const Node& n, const std::string& wh
 Value* AdapterContext::add_cast(Graph& g, const Node& n, Value* x, DataType to) {
   ++report_.added_nodes;
   Node* cast = g.add_node("Cast", {x}, {passes::unique_name(g, x->name() + "_as_" + std::string(ir::data_type_name(to)))},
-                          "", passes::unique_name(g, base(n) + "_Cast"), &n);
+                          "", node_name(base(n) + "_Cast"), &n);
   cast->set_attr(Attribute::make_int("to", static_cast<int64_t>(to)));
   cast->output(0)->type = ir::TypeInfo::tensor(to, x->type.is_tensor() ? x->type.shape : std::nullopt);
   return cast->output(0);

@@ -27,11 +27,6 @@ std::string base(const ir::Node& n);
 /// The node after `n` in its graph (nullptr when last): where a node added after `n` goes.
 const ir::Node* next_node(const ir::Graph& g, const ir::Node& n);
 
-/// Moves output `index` of `n` to a new name and adds `op` after `n`, reading it and writing the
-/// old name: the consumers and graph outputs of the old value now read the added node. Its input
-/// is the moved value, whose type is left unset for inference.
-ir::Node* add_after(ir::Graph& g, ir::Node& n, size_t index, const std::string& op);
-
 /// Sets input `index` (appending empty inputs before it as needed).
 void put_input(ir::Node& n, size_t index, ir::Value* v);
 /// Drops trailing omitted inputs.
@@ -41,7 +36,7 @@ void trim_inputs(ir::Node& n);
 class AdapterContext {
  public:
   AdapterContext(ir::Model& model, int64_t from, int64_t to, VersionReport& report)
-      : model_(model), from_(from), to_(to), report_(report) {}
+      : model_(model), from_(from), to_(to), report_(report), node_names_(model) {}
 
   int64_t from() const { return from_; }
   int64_t to() const { return to_; }
@@ -62,6 +57,15 @@ class AdapterContext {
   ir::Value* add_scalar(ir::Graph& g, const ir::Node& n, const std::string& what, ir::DataType type, double v);
   ir::Value* add_floats(ir::Graph& g, const ir::Node& n, const std::string& what, const std::vector<double>& v);
 
+  /// A node name used nowhere in the model (value names are made unique per graph by
+  /// passes::unique_name; node names must be unique across it).
+  std::string node_name(const std::string& base) { return node_names_.fresh(base); }
+
+  /// Moves output `index` of `n` to a new name and adds `op` after `n`, reading it and writing
+  /// the old name: the consumers and graph outputs of the old value now read the added node. Its
+  /// input is the moved value, whose type is left unset for inference.
+  ir::Node* add_after(ir::Graph& g, ir::Node& n, size_t index, const std::string& op);
+
   /// Adds Cast(x) to `to` before `n`; the result is typed `to` with x's shape, so that the
   /// adapters of the boundaries the node crosses next can read it.
   ir::Value* add_cast(ir::Graph& g, const ir::Node& n, ir::Value* x, ir::DataType to);
@@ -79,6 +83,7 @@ class AdapterContext {
   ir::Model& model_;
   int64_t from_, to_;
   VersionReport& report_;
+  ir::NameGenerator node_names_;
   std::vector<std::pair<ir::Graph*, ir::Node*>> removed_;
 };
 

@@ -138,7 +138,7 @@ class Converter {
     if (!s) return;  // deprecated here: the caller reports it unless an adapter renamed the op
     for (const Attribute& a : n.attributes)
       if (!has_attr(s, a.name) && has_attr(old_schema, a.name))
-        no_equivalent(n, b, "attribute '" + a.name + "' was removed in opset " + std::to_string(b));
+        no_equivalent(n, cx_.to(), "attribute '" + a.name + "' was removed in opset " + std::to_string(b));
   }
 
   void cross_down(Graph& g, Node& n, int b) {
@@ -154,13 +154,13 @@ class Converter {
         drop.push_back(a.name);
         continue;
       }
-      no_equivalent(n, b - 1, "attribute '" + a.name + "' was added in opset " + std::to_string(b) +
+      no_equivalent(n, cx_.to(), "attribute '" + a.name + "' was added in opset " + std::to_string(b) +
                                   " and is not at its default");
     }
     for (const auto& name : drop) n.remove_attr(name);
     trim_inputs(n);
     if (static_cast<int>(n.inputs().size()) > older->max_inputs)
-      no_equivalent(n, b - 1, "input " + std::to_string(older->max_inputs) + " (" +
+      no_equivalent(n, cx_.to(), "input " + std::to_string(older->max_inputs) + " (" +
                                   (newer && static_cast<size_t>(older->max_inputs) < newer->inputs.size()
                                        ? newer->inputs[static_cast<size_t>(older->max_inputs)].name
                                        : std::string("extra")) +
