@@ -331,8 +331,14 @@ void shape_slice_output(State& s, Rng& rng) {
   // of 3 elements: [x2, x1, x0]); the spec clamps it to dim - 1, which leaves nothing, and so does
   // onnxtool. Exporters write INT64_MIN for that end, so the generator does too.
   if (step < 0 && end == kMax) end = kMin;
-  ir::Value* y = b.slice(shape, {rng.pick(starts)}, {end}, rng.chance(0.5) ? std::vector<int64_t>{0} : std::vector<int64_t>{},
-                         step == 1 && rng.chance(0.5) ? std::vector<int64_t>{} : std::vector<int64_t>{step});
+  const int64_t start = rng.pick(starts);
+  std::vector<int64_t> axes = rng.chance(0.5) ? std::vector<int64_t>{0} : std::vector<int64_t>{};
+  const std::vector<int64_t> steps = step == 1 && rng.chance(0.5) ? std::vector<int64_t>{} : std::vector<int64_t>{step};
+  // onnxruntime 1.30 removes a Slice from 0 to INT64_MAX without axes as a no-op, whatever its
+  // step (x[0::2] of 4 elements gives all 4); with the axes given it takes every step-th, as
+  // the spec and onnxtool do. The generator gives the axes there.
+  if (start == 0 && end == kMax && step != 1) axes = {0};
+  ir::Value* y = b.slice(shape, {start}, {end}, axes, steps);
   if (rng.chance(0.4)) {  // shape arithmetic on the result: concatenated with a constant, or Gathered
     // Gather's negative indices came with opset 11: before, the constant goes first.
     const bool last = b.opset() >= 11;
