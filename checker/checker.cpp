@@ -916,7 +916,6 @@ WriteCheck check_for_writing(ir::Model& model) {
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kFailed) throw;  // a cycle: the rule graph.cycle names it below
   }
-  w.listed_inputs = ir::list_initializers_as_inputs(model);
   ir::DiagnosticSink sink;
   check_model(model, sink);
   w.result.diagnostics = sink.items();

@@ -45,13 +45,11 @@ std::optional<ir::Diagnostic> runner_error(const ir::Model& model);
 /// What the check of a model about to be written found (check_for_writing).
 struct WriteCheck {
   int64_t sorted_nodes = 0;  ///< nodes moved into topological order before the check
-  int64_t listed_inputs = 0;  ///< initializers listed as graph inputs (IR version below 4)
   CheckResult result;        ///< the checker's findings on the sorted model
 };
 
 /// The gate of every model onnxtool writes: sorts every graph topologically (a model is never
-/// written out of order, whatever order its input was stored in), lists initializers as inputs
-/// where the model's IR version requires it (ir::list_initializers_as_inputs), then checks it as
+/// written out of order, whatever order its input was stored in), then checks it as
 /// `onnxtool check` does, shape inference included. The caller writes the model only when
 /// result.errors is 0. A graph with a cycle is left as it was; the check reports the cycle.
 WriteCheck check_for_writing(ir::Model& model);

@@ -43,6 +43,19 @@ const Node* next_node(const Graph& g, const Node& n) {
   return i + 1 < g.nodes().size() ? g.nodes()[i + 1].get() : nullptr;
 }
 
+Node* AdapterContext::add_after(Graph& g, Node& n, size_t index, const std::string& op) {
+  Value* y = n.output(index);
+  const std::string name = y->name();
+  g.rename(y, passes::unique_name(g, name + "_before_" + op));
+  y->type = ir::TypeInfo{};
+  Node* after = g.add_node(op, {y}, {name}, "", node_name(base(n) + "_" + op), next_node(g, n));
+  for (size_t i = 0; i < g.outputs.size(); ++i)
+    if (g.outputs[i].value == y) g.set_output_value(i, after->output(0));
+  g.replace_all_uses(y, after->output(0));
+  after->set_input(0, y);
+  return after;
+}
+
 void put_input(Node& n, size_t index, Value* v) {
   while (n.inputs().size() < index) n.append_input(nullptr);
   if (index < n.inputs().size())
@@ -103,6 +116,20 @@ Value* AdapterContext::add_scalar(Graph& g, const Node& n, const std::string& wh
 Value* AdapterContext::add_floats(Graph& g, const Node& n, const std::string& what, const std::vector<double>& v) {
   ++report_.added_nodes;
   return passes::add_constant(g, base(n) + "_" + what, DataType::kFloat, {static_cast<int64_t>(v.size())}, v);
+}
+
+Value* AdapterContext::add_cast(Graph& g, const Node& n, Value* x, DataType to) {
+  ++report_.added_nodes;
+  Node* cast = g.add_node("Cast", {x}, {passes::unique_name(g, x->name() + "_as_" + std::string(ir::data_type_name(to)))},
+                          "", node_name(base(n) + "_Cast"), &n);
+  cast->set_attr(Attribute::make_int("to", static_cast<int64_t>(to)));
+  cast->output(0)->type = ir::TypeInfo::tensor(to, x->type.is_tensor() ? x->type.shape : std::nullopt);
+  return cast->output(0);
+}
+
+void AdapterContext::remove_marked_nodes() {
+  for (auto& [g, n] : removed_) g->remove_node(n);
+  removed_.clear();
 }
 
 int64_t AdapterContext::non_negative_axis(const Node& n, int64_t axis, std::optional<size_t> rank) const {

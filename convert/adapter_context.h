@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "convert/version_converter.h"
@@ -35,7 +36,7 @@ void trim_inputs(ir::Node& n);
 class AdapterContext {
  public:
   AdapterContext(ir::Model& model, int64_t from, int64_t to, VersionReport& report)
-      : model_(model), from_(from), to_(to), report_(report) {}
+      : model_(model), from_(from), to_(to), report_(report), node_names_(model) {}
 
   int64_t from() const { return from_; }
   int64_t to() const { return to_; }
@@ -56,6 +57,25 @@ class AdapterContext {
   ir::Value* add_scalar(ir::Graph& g, const ir::Node& n, const std::string& what, ir::DataType type, double v);
   ir::Value* add_floats(ir::Graph& g, const ir::Node& n, const std::string& what, const std::vector<double>& v);
 
+  /// A node name used nowhere in the model (value names are made unique per graph by
+  /// passes::unique_name; node names must be unique across it).
+  std::string node_name(const std::string& base) { return node_names_.fresh(base); }
+
+  /// Moves output `index` of `n` to a new name and adds `op` after `n`, reading it and writing
+  /// the old name: the consumers and graph outputs of the old value now read the added node. Its
+  /// input is the moved value, whose type is left unset for inference.
+  ir::Node* add_after(ir::Graph& g, ir::Node& n, size_t index, const std::string& op);
+
+  /// Adds Cast(x) to `to` before `n`; the result is typed `to` with x's shape, so that the
+  /// adapters of the boundaries the node crosses next can read it.
+  ir::Value* add_cast(ir::Graph& g, const ir::Node& n, ir::Value* x, ir::DataType to);
+
+  /// Marks node `n` of `g` for removal once the walk over the graphs is done (the walk still
+  /// reads the node after its adapter); nothing may read its outputs by then.
+  void remove_after_walk(ir::Graph& g, ir::Node& n) { removed_.push_back({&g, &n}); }
+  /// Removes the marked nodes.
+  void remove_marked_nodes();
+
   /// Normalizes negative axes for opsets below 11, which do not accept them.
   int64_t non_negative_axis(const ir::Node& n, int64_t axis, std::optional<size_t> rank) const;
 
@@ -63,6 +83,8 @@ class AdapterContext {
   ir::Model& model_;
   int64_t from_, to_;
   VersionReport& report_;
+  ir::NameGenerator node_names_;
+  std::vector<std::pair<ir::Graph*, ir::Node*>> removed_;
 };
 
 }  // namespace onnxtool::convert

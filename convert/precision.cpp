@@ -579,7 +579,9 @@ int64_t remove_redundant_casts(ir::Graph& g) {
 }  // namespace
 
 PrecisionReport to_fp16(ir::Model& model, const Fp16Options& options) {
-  return HalfConverter(model, options).run();
+  PrecisionReport report = HalfConverter(model, options).run();
+  ir::fit_initializer_inputs(model, model.ir_version);  // the float16 weights
+  return report;
 }
 
 PrecisionReport to_fp32(ir::Model& model) {
@@ -604,6 +606,7 @@ PrecisionReport to_fp32(ir::Model& model) {
     report.casts_removed += remove_redundant_casts(*g);
     g->topological_sort();
   }
+  ir::fit_initializer_inputs(model, model.ir_version);
   return report;
 }
 

@@ -60,6 +60,9 @@ class Converter {
     }
   }
 
+  /// Removes the nodes adapters replaced, once every graph has been walked.
+  void remove_replaced_nodes() { cx_.remove_marked_nodes(); }
+
  private:
   // ---- the walk over version boundaries
 
@@ -135,7 +138,7 @@ class Converter {
     if (!s) return;  // deprecated here: the caller reports it unless an adapter renamed the op
     for (const Attribute& a : n.attributes)
       if (!has_attr(s, a.name) && has_attr(old_schema, a.name))
-        no_equivalent(n, b, "attribute '" + a.name + "' was removed in opset " + std::to_string(b));
+        no_equivalent(n, cx_.to(), "attribute '" + a.name + "' was removed in opset " + std::to_string(b));
   }
 
   void cross_down(Graph& g, Node& n, int b) {
@@ -151,13 +154,13 @@ class Converter {
         drop.push_back(a.name);
         continue;
       }
-      no_equivalent(n, b - 1, "attribute '" + a.name + "' was added in opset " + std::to_string(b) +
+      no_equivalent(n, cx_.to(), "attribute '" + a.name + "' was added in opset " + std::to_string(b) +
                                   " and is not at its default");
     }
     for (const auto& name : drop) n.remove_attr(name);
     trim_inputs(n);
     if (static_cast<int>(n.inputs().size()) > older->max_inputs)
-      no_equivalent(n, b - 1, "input " + std::to_string(older->max_inputs) + " (" +
+      no_equivalent(n, cx_.to(), "input " + std::to_string(older->max_inputs) + " (" +
                                   (newer && static_cast<size_t>(older->max_inputs) < newer->inputs.size()
                                        ? newer->inputs[static_cast<size_t>(older->max_inputs)].name
                                        : std::string("extra")) +
@@ -210,10 +213,13 @@ VersionReport convert_opset(ir::Model& model, int64_t target) {
       }
     if (imports_default) c.convert_graph(*f.body);
   }
+  c.remove_replaced_nodes();
   model.set_opset_version("", target);
   // Going up may need a newer IR version; going down keeps it (the IR version says which file
   // features the model uses, which a lower opset does not change), so a round trip is lossless.
+  const int64_t ir_before = model.ir_version;
   model.ir_version = std::max(model.ir_version, ir_version_for(target));
+  ir::fit_initializer_inputs(model, ir_before);
 
   // Whatever the adapters missed shows up as a new checker error: the conversion fails on it.
   ir::DiagnosticSink after;

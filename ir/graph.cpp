@@ -636,6 +636,30 @@ void for_each_tensor(const Model& model, const std::function<void(const Tensor&,
   for_each_tensor(const_cast<Model&>(model), [&fn](Tensor& t, const std::string& where) { fn(t, where); });
 }
 
+void fit_initializer_inputs(Model& model, int64_t ir_before) {
+  if (ir_before <= 0 || !model.graph) return;  // no IR version: the checker says so
+  Graph& main = *model.graph;
+  if (model.ir_version < 4) {
+    bool unlisted_in_subgraph = false;
+    for_each_graph(main, [&](Graph& g) {
+      for (const auto& t : g.initializers()) {
+        if (g.find(t->name)->is_graph_input()) continue;
+        if (&g != &main) {
+          unlisted_in_subgraph = true;
+          continue;
+        }
+        Shape shape;
+        for (int64_t d : t->dims) shape.dims.push_back(Dim::of(d));
+        g.add_input(t->name, TypeInfo::tensor(t->type(), shape));
+      }
+    });
+    if (unlisted_in_subgraph) model.ir_version = 4;
+  }
+  if (ir_before < 4 && model.ir_version >= 4)
+    for (size_t i = main.inputs.size(); i-- > 0;)
+      if (main.inputs[i].value->is_initializer()) main.remove_input(i);
+}
+
 // ---------------------------------------------------------------- NameGenerator
 
 NameGenerator::NameGenerator(Model& model) {
@@ -669,25 +693,6 @@ std::string NameGenerator::fresh(std::string_view base) {
     candidate = std::string(base) + "_" + std::to_string(k);
   used_.insert(candidate);
   return candidate;
-}
-
-int64_t list_initializers_as_inputs(Model& model) {
-  if (model.ir_version < 1 || model.ir_version >= 4 || !model.graph) return 0;
-  int64_t listed = 0;
-  for_each_graph(*model.graph, [&listed](Graph& g) {
-    std::vector<const Tensor*> missing;
-    for (const auto& t : g.initializers()) {
-      const Value* v = g.find(t->name);
-      if (v && !v->is_graph_input()) missing.push_back(t.get());
-    }
-    for (const Tensor* t : missing) {
-      Shape shape;
-      for (int64_t d : t->dims) shape.dims.push_back(Dim::of(d));
-      g.add_input(t->name, TypeInfo::tensor(t->type(), shape));
-      ++listed;
-    }
-  });
-  return listed;
 }
 
 int64_t sort_graphs(Model& model) {

@@ -454,17 +454,20 @@ void for_each_graph(Model& model, Fn fn) {
 /// Throws Error(kFailed) naming the nodes of a cycle; graphs sorted before it stay sorted.
 int64_t sort_graphs(Model& model);
 
-/// Before IR version 4 every initializer had to be a graph input too (IR 4 made them apart):
-/// for a model of IR version 1-3, lists each initializer of each graph (function bodies aside)
-/// that is not an input as one, typed by its tensor. Rewrites that add initializers (folded
-/// constants, converted weights) leave that to this. Returns how many were listed.
-int64_t list_initializers_as_inputs(Model& model);
-
 /// Calls fn(tensor, where) for every dense tensor stored in a model: initializers, sparse
 /// tensors' values and indices, tensor attributes, in every graph, subgraph and function.
 /// `where` describes the place ("graph 'main'", "node 'c1' attribute 'value'").
 void for_each_tensor(Model& model, const std::function<void(Tensor&, const std::string&)>& fn);
 void for_each_tensor(const Model& model, const std::function<void(const Tensor&, const std::string&)>& fn);
+
+/// Keeps the listing of initializers as graph inputs right for the IR version after a rewrite
+/// that may have added initializers: before IR 4 every initializer is also a graph input (a
+/// constant one), from IR 4 on a listed initializer is an input the caller may override.
+/// `ir_before` is the model's IR version before the rewrite. Below IR 4 the main graph's unlisted
+/// initializers are listed, typed like their tensors; a subgraph cannot take new inputs (a
+/// branch's or a loop body's inputs are fixed), so an unlisted initializer there raises the model
+/// to IR 4. Raised from below IR 4, the main graph's initializers stay constants: no longer listed.
+void fit_initializer_inputs(Model& model, int64_t ir_before);
 
 /// Makes fresh value and node names that collide with no name anywhere in a model (all graphs,
 /// subgraphs and function bodies). Deterministic: the same model and requests give the same names.

@@ -128,6 +128,9 @@ PassStats eliminate_common_subexpressions(ir::Model& model, const PassContext&) 
       }
     }
     for (ir::Value* v : duplicates) {
+      // Before IR 4 a constant is also listed as a graph input: the entry goes with it.
+      for (size_t i = g.inputs.size(); i-- > 0;)
+        if (g.inputs[i].value == v) g.remove_input(i);
       g.remove_initializer(v);
       ++stats.initializers_removed;
     }

@@ -144,6 +144,7 @@ OptimizeReport optimize(ir::Model& model, const OptimizeOptions& options) {
     ir::infer_shapes(model, after);
     ir::store_inferred_value_info(model);
   }
+  ir::fit_initializer_inputs(model, model.ir_version);  // the folded and fused weights
   report.after = count_model(model);
   return report;
 }

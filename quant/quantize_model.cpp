@@ -276,6 +276,7 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
     report.opset_from = moved.opset_from;
     report.opset_to = std::max(report.opset_to, moved.opset_to);
   }
+  ir::fit_initializer_inputs(model, model.ir_version);  // scales, zero points, quantized weights
   if (report.quantized_nodes == 0) report.unchanged = unchanged_reason(report, options);
   return report;
 }

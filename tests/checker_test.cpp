@@ -202,6 +202,31 @@ Base binary_model(const std::string& op, int64_t opset, const std::vector<int64_
   return from_model(op + " of two inputs at opset " + std::to_string(opset), m);
 }
 
+/// y = op(a, b), a and b of `type` and shape [2,3], y of `out` (bool for a comparison); the node
+/// is named "n0".
+Base typed_binary_model(const std::string& op, DataType type, DataType out, int64_t opset) {
+  Model m = new_model(opset);
+  Graph& g = *m.graph;
+  Value* a = g.add_input("a", tensor_type(type, {2, 3})).value;
+  Value* b = g.add_input("b", tensor_type(type, {2, 3})).value;
+  Node* n = g.add_node(op, {a, b}, {"y"}, "", "n0");
+  g.add_output(n->output(0), tensor_type(out, {2, 3}));
+  return from_model(op + " of two " + std::string(ir::data_type_name(type)) + " inputs at opset " +
+                        std::to_string(opset), m);
+}
+
+/// y = Gemm(a[2,3], b[3,4], c[4]) at opset 7 (C broadcast onto [2,4]); the node is named "n0".
+Base gemm_model() {
+  Model m = new_model(7);
+  Graph& g = *m.graph;
+  Value* a = g.add_input("a", tensor_type(DataType::kFloat, {2, 3})).value;
+  Value* b = g.add_input("b", tensor_type(DataType::kFloat, {3, 4})).value;
+  Value* c = g.add_input("c", tensor_type(DataType::kFloat, {4})).value;
+  Node* n = g.add_node("Gemm", {a, b, c}, {"y"}, "", "n0");
+  g.add_output(n->output(0), tensor_type(DataType::kFloat, {2, 4}));
+  return from_model("Gemm with C [4] at opset 7", m);
+}
+
 /// y = Concat(a[2,3], b[2,3], axis 0).
 Base concat_model() {
   Model m = new_model(17);
@@ -1414,6 +1439,104 @@ TEST_SUITE("checker") {
     c.from(binary_model("MatMul", 17, {2, 3}, {3, 4}, {2, 4}));
     c.ir([](Model& m) { declare_input(*m.graph, "b", tensor_type(DataType::kFloat, {5, 4})); });
     c.expect("shape.matmul", {"n0"});
+  }
+
+  // ---- the broadcasting and types of the op version the model imports: each base is valid at
+  // its opset, the mutation lowers the opset below the version that allowed it.
+
+  MUTATION(max_broadcast_before_opset_8) {
+    c.from(binary_model("Max", 8, {2, 3}, {1, 3}, {2, 3}));
+    c.ir([](Model& m) { m.set_opset_version("", 7); });
+    c.expect("shape.broadcast", {"n0"});
+    c.onnx_note("onnx 1.12 infers Max-6 from the first input and never compares the others");
+  }
+
+  MUTATION(min_broadcast_before_opset_8) {
+    c.from(binary_model("Min", 8, {2, 3}, {3}, {2, 3}));
+    c.ir([](Model& m) { m.set_opset_version("", 7); });
+    c.expect("shape.broadcast", {"n0"});
+    c.onnx_note("onnx 1.12 infers Min-6 from the first input and never compares the others");
+  }
+
+  MUTATION(sum_broadcast_before_opset_8) {
+    c.from(binary_model("Sum", 8, {2, 1}, {2, 3}, {2, 3}));
+    c.ir([](Model& m) { m.set_opset_version("", 7); });
+    c.expect("shape.broadcast", {"n0"});
+    c.onnx_note("onnx 1.12 infers Sum-6 from the first input and never compares the others");
+  }
+
+  MUTATION(mean_broadcast_before_opset_8) {
+    c.from(binary_model("Mean", 8, {2, 3}, {}, {2, 3}));
+    c.ir([](Model& m) { m.set_opset_version("", 7); });
+    c.expect("shape.broadcast", {"n0"});
+    c.onnx_note("onnx 1.12 infers Mean-6 from the first input and never compares the others");
+  }
+
+  MUTATION(legacy_add_expands_an_inner_dim_of_b) {
+    c.from(binary_model("Add", 6, {2, 3, 4, 5}, {2, 3, 4, 5}, {2, 3, 4, 5}));
+    c.ir([](Model& m) {
+      m.graph->nodes().front()->set_attr(Attribute::make_int("broadcast", 1));
+      declare_input(*m.graph, "b", tensor_type(DataType::kFloat, {3, 1, 5}));
+    });
+    c.expect("shape.broadcast", {"n0"});
+    c.onnx_note("onnx 1.12 gives Add-6 the first input's shape without looking at B");
+  }
+
+  MUTATION(legacy_add_broadcast_without_attribute) {
+    c.from(binary_model("Add", 6, {2, 3}, {2, 3}, {2, 3}));
+    c.ir([](Model& m) { declare_input(*m.graph, "b", tensor_type(DataType::kFloat, {3})); });
+    c.expect("shape.broadcast", {"n0"});
+    c.onnx_note("onnx 1.12 gives Add-6 the first input's shape without looking at B");
+  }
+
+  MUTATION(gemm_c_broadcast_before_opset_7) {
+    c.from(gemm_model());
+    c.ir([](Model& m) { m.set_opset_version("", 6); });
+    c.expect("shape.broadcast", {"n0"});
+    c.onnx_note("onnx 1.12 does not compare Gemm-6's C with (M, N)");
+  }
+
+  MUTATION(prelu_slope_broadcast_before_opset_7) {
+    c.from(binary_model("PRelu", 7, {2, 3, 4, 4}, {3, 1, 1}, {2, 3, 4, 4}));
+    c.ir([](Model& m) { m.set_opset_version("", 6); });
+    c.expect("shape.broadcast", {"n0"});
+    c.onnx_note("onnx 1.12 gives PRelu-6 X's shape without looking at the slope");
+  }
+
+  MUTATION(equal_on_float_before_opset_11) {
+    c.from(typed_binary_model("Equal", DataType::kFloat, DataType::kBool, 11));
+    c.ir([](Model& m) { m.set_opset_version("", 10); });
+    c.expect("node.type-constraint", {"n0", "a"});
+  }
+
+  MUTATION(greater_on_int32_before_opset_9) {
+    c.from(typed_binary_model("Greater", DataType::kInt32, DataType::kBool, 9));
+    c.ir([](Model& m) { m.set_opset_version("", 8); });
+    c.expect("node.type-constraint", {"n0", "a"});
+  }
+
+  MUTATION(less_on_int64_before_opset_9) {
+    c.from(typed_binary_model("Less", DataType::kInt64, DataType::kBool, 9));
+    c.ir([](Model& m) { m.set_opset_version("", 7); });
+    c.expect("node.type-constraint", {"n0", "a"});
+  }
+
+  MUTATION(max_on_int32_before_opset_12) {
+    c.from(typed_binary_model("Max", DataType::kInt32, DataType::kInt32, 12));
+    c.ir([](Model& m) { m.set_opset_version("", 11); });
+    c.expect("node.type-constraint", {"n0", "a"});
+  }
+
+  MUTATION(min_on_uint8_before_opset_12) {
+    c.from(typed_binary_model("Min", DataType::kUInt8, DataType::kUInt8, 12));
+    c.ir([](Model& m) { m.set_opset_version("", 8); });
+    c.expect("node.type-constraint", {"n0", "a"});
+  }
+
+  MUTATION(clip_on_int32_before_opset_12) {
+    c.from(unary_model("Clip", DataType::kInt32, 12));
+    c.ir([](Model& m) { m.set_opset_version("", 11); });
+    c.expect("node.type-constraint", {"n0", "x"});
   }
 
   MUTATION(conv_channel_mismatch) {

@@ -78,6 +78,62 @@ TEST_SUITE("elementwise_shapes") {
     CHECK(n.rules() == "shape.broadcast");
   }
 
+  TEST_CASE("opset 6 broadcast attribute: B of one element, or A's dims from axis; only B's outer 1s expand") {
+    Net n(6);
+    auto* a = n.in("a", DataType::kFloat, "2,3,4,5");
+    n.node("Add", {a, n.in("one", DataType::kFloat, "1,1")}, {"y_one"}, {attr_int("broadcast", 1)});
+    n.node("Add", {a, n.in("outer_ones", DataType::kFloat, "1,4,1")}, {"y_outer"}, {attr_int("broadcast", 1)});
+    n.node("Mul", {a, n.in("sym", DataType::kFloat, "K")}, {"y_sym"}, {attr_int("broadcast", 1)});
+    n.node("Div", {a, n.in("maybe_one", DataType::kFloat, "M,1")}, {"y_maybe"}, {attr_int("broadcast", 1)});
+    n.node("Sub", {a, n.in("same", DataType::kFloat, "2,3,4,5")}, {"y_same"});
+    n.infer();
+    CHECK(n.rules() == "");
+    CHECK(n.type("y_one") == "float[2,3,4,5]");
+    CHECK(n.type("y_sym") == "float[2,3,4,5]");
+    CHECK(n.type("y_maybe") == "float[2,3,4,5]");
+
+    Net bad(6);
+    auto* ba = bad.in("a", DataType::kFloat, "2,3,4,5");
+    bad.node("Add", {ba, bad.in("inner_one", DataType::kFloat, "3,1,5")}, {"y1"}, {attr_int("broadcast", 1), attr_int("axis", 1)});
+    bad.node("Mul", {ba, bad.in("higher", DataType::kFloat, "1,1,1,1,1")}, {"y2"}, {attr_int("broadcast", 1)});
+    bad.node("Sub", {ba, bad.in("no_attr", DataType::kFloat, "5")}, {"y3"});
+    bad.node("Pow", {ba, bad.in("axis_1", DataType::kFloat, "3,5")}, {"y4"}, {attr_int("broadcast", 1), attr_int("axis", 1)});
+    bad.infer();
+    CHECK(bad.rules() == "shape.broadcast shape.broadcast shape.broadcast shape.broadcast");
+  }
+
+  TEST_CASE("Max, Min, Sum, Mean before opset 8: inputs of one shape; from 8 on they broadcast") {
+    Net n(7);
+    auto* a = n.in("a", DataType::kFloat, "2,3");
+    auto* s = n.in("s", DataType::kFloat, "N,3");
+    n.node("Max", {a, s}, {"max"});
+    n.node("Sum", {a, a, s}, {"sum"});
+    n.node("Mean", {s, n.in_unranked("u", DataType::kFloat)}, {"mean"});
+    n.infer();
+    CHECK(n.rules() == "");
+    CHECK(n.type("max") == "float[2,3]");
+    CHECK(n.type("sum") == "float[2,3]");
+    CHECK(n.type("mean") == "float[N,3]");
+
+    Net bad(7);
+    auto* ba = bad.in("a", DataType::kFloat, "2,3");
+    bad.node("Max", {ba, bad.in("row", DataType::kFloat, "1,3")}, {"y1"});
+    bad.node("Min", {ba, bad.in("vec", DataType::kFloat, "3")}, {"y2"});
+    bad.node("Sum", {ba, ba, bad.in("scalar", DataType::kFloat, "")}, {"y3"});
+    bad.node("Mean", {ba, bad.in("other", DataType::kFloat, "2,4")}, {"y4"});
+    bad.infer();
+    CHECK(bad.rules() == "shape.broadcast shape.broadcast shape.broadcast shape.broadcast");
+
+    Net eight(8);
+    auto* ea = eight.in("a", DataType::kFloat, "2,3");
+    eight.node("Max", {ea, eight.in("row", DataType::kFloat, "1,3")}, {"y1"});
+    eight.node("Sum", {ea, eight.in("scalar", DataType::kFloat, ""), eight.in("col", DataType::kFloat, "2,1")}, {"y2"});
+    eight.infer();
+    CHECK(eight.rules() == "");
+    CHECK(eight.type("y1") == "float[2,3]");
+    CHECK(eight.type("y2") == "float[2,3]");
+  }
+
   TEST_CASE("PRelu slope broadcasts onto X only") {
     Net n(16);
     auto* x = n.in("x", DataType::kFloat, "N,3,H,W");
@@ -86,6 +142,17 @@ TEST_SUITE("elementwise_shapes") {
     n.infer();
     CHECK(n.type("y") == "float[N,3,H,W]");
     CHECK(n.rules() == "shape.broadcast");
+
+    // Before opset 7: one value, one per element or one per channel (X's dim 1).
+    Net old(6);
+    auto* ox = old.in("x", DataType::kFloat, "N,3,4,4");
+    old.node("PRelu", {ox, old.in("one", DataType::kFloat, "1")}, {"y_one"});
+    old.node("PRelu", {ox, old.in("channel", DataType::kFloat, "3")}, {"y_channel"});
+    old.node("PRelu", {ox, old.in("each", DataType::kFloat, "2,3,4,4")}, {"y_each"});
+    old.node("PRelu", {ox, old.in("unsqueezed", DataType::kFloat, "3,1,1")}, {"bad"});
+    old.infer();
+    CHECK(old.type("y_channel") == "float[N,3,4,4]");
+    CHECK(old.rules() == "shape.broadcast");
   }
 
   TEST_CASE("Softmax axis out of range is reported") {

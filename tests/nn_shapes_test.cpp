@@ -104,6 +104,32 @@ TEST_SUITE("nn_shapes") {
     CHECK(inner.rules() == "shape.matmul");
   }
 
+  TEST_CASE("Gemm before opset 7: C broadcasts only with broadcast=1") {
+    NnNet n(6);
+    auto* a = n.in("a", DataType::kFloat, "M,3");
+    auto* b = n.in("b", DataType::kFloat, "3,4");
+    n.node("Gemm", {a, b, n.in("c", DataType::kFloat, "4")}, {"y"}, {attr_int("broadcast", 1)});
+    n.node("Gemm", {a, b, n.in("full", DataType::kFloat, "2,4")}, {"y_full"});
+    n.infer();
+    CHECK(n.rules() == "");
+    CHECK(n.type("y") == "float[M,4]");
+    CHECK(n.type("y_full") == "float[2,4]");
+
+    NnNet bad(6);
+    auto* ba = bad.in("a", DataType::kFloat, "2,3");
+    auto* bb = bad.in("b", DataType::kFloat, "3,4");
+    bad.node("Gemm", {ba, bb, bad.in("c", DataType::kFloat, "4")}, {"row"});
+    bad.node("Gemm", {ba, bb, bad.in("c1", DataType::kFloat, "1,4")}, {"one_row"});
+    bad.infer();
+    CHECK(bad.rules() == "shape.broadcast shape.broadcast");
+
+    NnNet seven(7);
+    seven.node("Gemm", {seven.in("a", DataType::kFloat, "2,3"), seven.in("b", DataType::kFloat, "3,4"),
+                        seven.in("c", DataType::kFloat, "4")}, {"y"});
+    seven.infer();
+    CHECK(seven.rules() == "");
+  }
+
   TEST_CASE("Conv keeps symbols where the size is unchanged and derives them for strides") {
     NnNet n(11);
     auto* x = n.in("x", DataType::kFloat, "N,3,H,W");

@@ -555,6 +555,18 @@ TEST_SUITE("passes") {
     ir::Model m = optimize_checked(make, {"eliminate_common_subexpressions"});
     CHECK(count_op(m, "Add") == 1);
     CHECK(m.graph->initializers().size() == 1);
+
+    // Before IR 4 the merged constant was also a graph input: the entry goes with it.
+    ir::Model ir3 = make();
+    ir3.ir_version = 3;
+    ir::fit_initializer_inputs(ir3, 3);
+    REQUIRE(ir3.graph->inputs.size() == 3);
+    passes::OptimizeOptions o;
+    o.only = {"eliminate_common_subexpressions"};
+    passes::optimize(ir3, o);
+    CHECK(ir3.graph->initializers().size() == 1);
+    REQUIRE(ir3.graph->inputs.size() == 2);
+    CHECK(ir3.graph->inputs[1].value->is_initializer());
   }
 
   TEST_CASE("eliminate_dead_code removes unused nodes and initializers, never outputs") {

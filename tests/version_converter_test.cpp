@@ -140,6 +140,111 @@ TEST_SUITE("version_converter") {
       CHECK(find_op(*sub, "Unsqueeze")->inputs().size() == 2);  // axes is an input from 13 on
   }
 
+  TEST_CASE("Dropout's unread mask output changes type at 10 (T to bool) in both directions") {
+    const Tensor x = random_float({2, 3});
+    ir::Model m = one_node("Dropout", 9, {x}, {}, 2);
+    m.graph->remove_output(1);
+    auto up = converts_equal(std::move(m), {x}, 10);
+    CHECK(find_op(*up.graph, "Dropout")->output(1)->type.data_type() == DataType::kBool);
+    auto down = converts_equal(std::move(up), {x}, 9);
+    CHECK(find_op(*down.graph, "Dropout")->output(1)->type.data_type() == DataType::kFloat);
+  }
+
+  TEST_CASE("Max, Min, Sum and Mean down to 7 broadcast their inputs explicitly (Unsqueeze, Tile)") {
+    const Tensor x = random_float({2, 3, 4}), row = random_float({3, 1}), col = random_float({2, 1, 1});
+    auto max = converts_equal(one_node("Max", 13, {x, row}, {}), {x, row}, 7);
+    CHECK(find_op(*max.graph, "Unsqueeze"));
+    CHECK(find_op(*max.graph, "Tile"));
+    converts_equal(one_node("Sum", 13, {row, col, x}, {}), {row, col, x}, 7);
+    converts_equal(one_node("Mean", 8, {col, row}, {}), {col, row}, 7);
+    auto same = converts_equal(one_node("Min", 13, {x, x}, {}), {x, x}, 7);
+    CHECK(!find_op(*same.graph, "Tile"));
+
+    // A symbolic batch: the repeats come from the shape of the input that has the output's shape.
+    const Tensor batch = random_float({5, 3}), per_column = random_float({3});
+    ir::Model dynamic = one_node("Max", 13, {batch, per_column}, {});
+    dynamic.graph->inputs[0].type->shape->dims[0] = ir::Dim::symbol("N");
+    dynamic.graph->inputs[0].value->type = *dynamic.graph->inputs[0].type;
+    auto tiled = converts_equal(std::move(dynamic), {batch, per_column}, 7);
+    CHECK(find_op(*tiled.graph, "Shape"));
+    CHECK(find_op(*tiled.graph, "Div"));
+    // The constant has the higher rank: the batch input, given its leading 1, has the output's shape.
+    const Tensor higher = random_float({1, 1, 3});
+    ir::Model ranks = one_node("Min", 13, {batch, higher}, {});
+    ranks.graph->inputs[0].type->shape->dims[0] = ir::Dim::symbol("N");
+    ranks.graph->inputs[0].value->type = *ranks.graph->inputs[0].type;
+    converts_equal(std::move(ranks), {batch, higher}, 7);
+
+    // Neither input has the output's shape [N, M]: refused, naming the node.
+    ir::Model both = one_node("Min", 13, {random_float({2, 1}), random_float({1, 3})}, {});
+    both.graph->inputs[0].type->shape->dims[0] = ir::Dim::symbol("N");
+    both.graph->inputs[0].value->type = *both.graph->inputs[0].type;
+    both.graph->inputs[1].type->shape->dims[1] = ir::Dim::symbol("M");
+    both.graph->inputs[1].value->type = *both.graph->inputs[1].type;
+    try {
+      convert::convert_opset(both, 7);
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("node 'node' (Min): no equivalent at opset 7") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("integers below the versions that added them: through double when exact, else refused") {
+    const Tensor a = random_ints<int32_t>(DataType::kInt32, {2, 3}, -1000000, 1000000);
+    const Tensor b = random_ints<int32_t>(DataType::kInt32, {3}, -1000000, 1000000);
+    auto max = converts_equal(one_node("Max", 13, {a, b}, {}), {a, b}, 7);  // through double, then broadcast
+    CHECK(find_op(*max.graph, "Cast"));
+    converts_equal(one_node("Min", 12, {a, a}, {}), {a, a}, 11);
+    converts_equal(one_node("Greater", 13, {a, b}, {}), {a, b}, 8);
+    converts_equal(one_node("Relu", 14, {a}, {}), {a}, 13);
+    const Tensor small = random_ints<uint8_t>(DataType::kUInt8, {4}, 0, 255);
+    converts_equal(one_node("Equal", 13, {small, small}, {}), {small, small}, 7);
+
+    // Clip's bounds are constants of the input's type: written in double for Clip-11, then as
+    // Clip-6's float attributes.
+    ir::Model clip = one_node("Clip", 13, {a}, {});
+    const int32_t lo = -300000, hi = 500000;
+    clip.graph->nodes().front()->append_input(clip.graph->add_initializer(ir::make_tensor("lo", DataType::kInt32, {}, &lo, 4)));
+    clip.graph->nodes().front()->append_input(clip.graph->add_initializer(ir::make_tensor("hi", DataType::kInt32, {}, &hi, 4)));
+    auto clipped = converts_equal(std::move(clip), {a}, 9);
+    CHECK(find_op(*clipped.graph, "Clip")->attr("min"));
+
+    const Tensor wide = random_ints<int64_t>(DataType::kInt64, {3}, -5, 5);
+    auto less = one_node("Less", 9, {wide, wide}, {});
+    try {
+      convert::convert_opset(less, 8);
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("node 'node' (Less): no equivalent at opset 8: int64 inputs need opset 9") !=
+            std::string::npos);
+    }
+    const Tensor f = floats({1, 2, 3});
+    auto equal = one_node("Equal", 11, {f, f}, {});
+    try {
+      convert::convert_opset(equal, 10);
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(std::string(e.what()).find("node 'node' (Equal): no equivalent at opset 10") != std::string::npos);
+    }
+  }
+
+  TEST_CASE("a non-float Constant below opset 9 becomes an initializer; IR 3 lists it as a graph input") {
+    const Tensor x = random_float({2, 3});
+    ir::Model m = one_node("Reshape", 13, {x}, {});
+    m.ir_version = 3;
+    ir::Graph& g = *m.graph;
+    ir::Node* shape = g.add_node("Constant", {}, {"shape"}, "", "shape_constant", g.nodes().front().get());
+    const std::vector<int64_t> dims{3, 2};
+    shape->set_attr(ir::Attribute::make_tensor("value", ir::make_tensor("", DataType::kInt64, {2}, dims.data(), 16)));
+    g.nodes().back()->append_input(shape->output(0));
+    auto down = converts_equal(std::move(m), {x}, 8);
+    CHECK(!find_op(*down.graph, "Constant"));
+    CHECK(down.graph->inputs.size() == 2);  // x, and the initializer that holds the shape
+    auto up = converts_equal(std::move(down), {x}, 13);
+    CHECK(up.ir_version == 7);
+    CHECK(up.graph->inputs.size() == 1);  // from IR 4 on a listed initializer could be overridden
+  }
+
   TEST_CASE("conversions without an equivalent fail naming the node; bad targets are usage errors") {
     const Tensor x = random_float({2, 3});
     auto wrap = one_node("Pad", 19, {x, ints({0, 1, 0, 1}, {4})}, {attr_string("mode", "wrap")});

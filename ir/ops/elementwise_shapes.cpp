@@ -332,21 +332,32 @@ void infer_legacy_binary(InferenceContext& ctx, Result result) {
         out.dims[i] = shape::merge(ctx, a->dims[i], b->dims[i], "shape.broadcast",
                                    "without broadcast=1 both inputs need the same shape, dim " + std::to_string(i));
     } else if (b->rank() > a->rank()) {
-      auto count = shape::static_product(ctx, b->dims);
-      if (count && *count != 1)
-        ctx.fail("shape.broadcast", "B " + b->to_string() + " has a higher rank than A " + a->to_string());
-    } else {
+      // "element size 1 (including ... any tensor with rank equal to or smaller than" A).
+      ctx.fail("shape.broadcast", "B " + b->to_string() + " has a higher rank than A " + a->to_string());
+    } else if (const auto count = shape::static_product(ctx, b->dims); !count || *count != 1) {
+      // Otherwise B's dims are a contiguous run of A's, from `axis` or at the end. The spec adds
+      // "1-dim expansion doesn't work yet"; its reference backend (Caffe2) expanded B's leading
+      // and trailing 1s, and the PyTorch exports of the ONNX backend suite rely on that: only
+      // the 1s between B's other dims must match A. While B's size is unknown it may still be
+      // one element, so its 1s are not held against A at all.
       const int64_t ra = static_cast<int64_t>(a->rank()), rb = static_cast<int64_t>(b->rank());
       const int64_t start = ctx.has_attr("axis") ? shape::normalize_axis(ctx, ctx.attr_int("axis", 0), ra)
                                                  : ra - rb;
       if (start + rb > ra)
         ctx.fail("shape.broadcast", "B " + b->to_string() + " does not fit A " + a->to_string() +
                                         " from axis " + std::to_string(start));
-      for (int64_t i = 0; i < rb; ++i) {
+      const auto is_one = [](const Dim& d) { return d.is_static() && d.value == 1; };
+      int64_t first = 0, last = rb - 1;
+      while (first < rb && is_one(b->dims[static_cast<size_t>(first)])) ++first;
+      while (last >= first && is_one(b->dims[static_cast<size_t>(last)])) --last;
+      for (int64_t i = first; i <= last; ++i) {
         const Dim& db = b->dims[static_cast<size_t>(i)];
         Dim& da = out.dims[static_cast<size_t>(start + i)];
-        if (db.is_static() && db.value == 1) continue;
-        da = shape::merge(ctx, da, db, "shape.broadcast", "B dim " + std::to_string(i));
+        if (!count && is_one(db)) continue;
+        da = shape::merge(ctx, da, db, "shape.broadcast",
+                          "B " + b->to_string() + " must match A " + a->to_string() + " from axis " +
+                              std::to_string(start) + " (before opset 7 only B's leading and trailing 1s expand), B dim " +
+                              std::to_string(i));
       }
     }
   }
@@ -402,8 +413,8 @@ void infer_pow(InferenceContext& ctx) {
   ctx.set_output_tensor(0, type, broadcast_inputs(ctx, {0, 1}));
 }
 
-// Sum, Mean, Max, Min: every input broadcast together (opset 8 on; before that all inputs have
-// one shape, which broadcasting reproduces).
+// Sum, Mean, Max, Min: every input broadcast together from opset 8 on; before 8 every input has
+// the output's shape (no broadcasting at all), so static dims that differ are an error.
 void infer_variadic(InferenceContext& ctx) {
   if (ctx.input_count() == 0) ctx.fail("shape.input-count", ctx.node().op_type + " needs at least one input");
   std::optional<DataType> type;
@@ -419,8 +430,26 @@ void infer_variadic(InferenceContext& ctx) {
     if (s) shapes.push_back(s);
     else ranks_known = false;
   }
-  ctx.set_output_tensor(0, or_undefined(type),
-                        ranks_known ? std::optional<Shape>(shape::broadcast(ctx, shapes)) : std::nullopt);
+  if (ctx.opset() >= 8) {
+    ctx.set_output_tensor(0, or_undefined(type),
+                          ranks_known ? std::optional<Shape>(shape::broadcast(ctx, shapes)) : std::nullopt);
+    return;
+  }
+  std::optional<Shape> out;
+  for (const Shape* s : shapes) {
+    if (!out) {
+      out = *s;
+      continue;
+    }
+    const std::string why = ctx.node().op_type + " before opset 8 needs inputs of one shape (no broadcasting)";
+    if (s->rank() != out->rank())
+      ctx.fail("shape.broadcast", why + ": " + out->to_string() + " vs " + s->to_string());
+    for (size_t i = 0; i < s->rank(); ++i)
+      out->dims[i] = shape::merge(ctx, out->dims[i], s->dims[i], "shape.broadcast",
+                                  why + ", dim " + std::to_string(i) + " of " + out->to_string() + " vs " + s->to_string());
+  }
+  // With some ranks unknown the known inputs still give the shape: every input has it.
+  ctx.set_output_tensor(0, or_undefined(type), out);
 }
 
 template <ValueOp Op>
@@ -460,6 +489,21 @@ void infer_where(InferenceContext& ctx) {
   set_values_checked(ctx, std::move(out));
 }
 
+// Before opset 7 PRelu's slope does not broadcast: it is one value ("shared across channels"),
+// one per element (X's shape) or one per channel ([C], C being X's dim 1, as the exporters of
+// that time wrote it). Fails only on static dims that rule out all three.
+void check_legacy_slope(const InferenceContext& ctx, const Shape& x, const Shape& slope) {
+  const auto count = shape::static_product(ctx, slope.dims);
+  if (!count || *count == 1) return;
+  const auto contradicts = [](const Dim& a, const Dim& b) { return a.is_static() && b.is_static() && a.value != b.value; };
+  bool elementwise = slope.rank() == x.rank();
+  for (size_t i = 0; elementwise && i < x.rank(); ++i) elementwise = !contradicts(x.dims[i], slope.dims[i]);
+  const bool per_channel = slope.rank() == 1 && x.rank() >= 2 && !contradicts(x.dims[1], slope.dims[0]);
+  if (!elementwise && !per_channel)
+    ctx.fail("shape.broadcast", "slope " + slope.to_string() + " does not fit X " + x.to_string() +
+                                    ": before opset 7 it is one value, one per element or one per channel");
+}
+
 // PRelu: slope broadcasts onto X (unidirectionally from opset 7); the output has X's shape.
 void infer_prelu(InferenceContext& ctx) {
   require_same_type(ctx, 0, 1);
@@ -471,6 +515,7 @@ void infer_prelu(InferenceContext& ctx) {
     return;
   }
   if (!slope || ctx.opset() < 7) {
+    if (slope) check_legacy_slope(ctx, *x, *slope);
     ctx.set_output_tensor(0, type, *x);
     return;
   }

@@ -76,7 +76,8 @@ void infer_matmul_integer(InferenceContext& ctx) {
 // QLinearMatMul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point).
 void infer_qlinear_matmul(InferenceContext& ctx) { propagate_type(ctx, 7, 0, matmul_shape(ctx, 0, 3)); }
 
-// Gemm: Y(M, N) = alpha * op(A)(M, K) * op(B)(K, N) + beta * C, C unidirectionally broadcast.
+// Gemm: Y(M, N) = alpha * op(A)(M, K) * op(B)(K, N) + beta * C, C unidirectionally broadcast
+// (before opset 7 only with broadcast=1; without it C is (M, N) itself).
 void infer_gemm(InferenceContext& ctx) {
   const Shape* a = shape_of_rank(ctx, 0, 2, "Gemm input A");
   const Shape* b = shape_of_rank(ctx, 1, 2, "Gemm input B");
@@ -89,6 +90,13 @@ void infer_gemm(InferenceContext& ctx) {
                                  " columns, op(B) has " + str(kb.value) + " rows");
   if (const Shape* c = ctx.has_input(2) ? ctx.input_shape(2) : nullptr) {
     if (c->rank() > 2) ctx.fail("shape.rank", "Gemm input C has rank " + str(static_cast<int64_t>(c->rank())) + " > 2");
+    if (ctx.opset() < 7 && ctx.attr_int("broadcast", 0) == 0) {
+      if (c->rank() != 2)
+        ctx.fail("shape.broadcast", "Gemm input C " + c->to_string() +
+                                        " must be (M, N): before opset 7 it broadcasts only with broadcast=1");
+      m = merge(ctx, m, c->dims[0], "shape.broadcast", "Gemm input C without broadcast=1, dim 0 (M)");
+      n = merge(ctx, n, c->dims[1], "shape.broadcast", "Gemm input C without broadcast=1, dim 1 (N)");
+    }
     Dim* target[2] = {&m, &n};
     for (size_t i = 0; i < c->rank(); ++i) {
       const Dim& cd = c->dims[i];

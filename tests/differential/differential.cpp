@@ -2,7 +2,7 @@
 // generator.h), or every given model, goes through each command path that changes a model:
 //
 //   optimize    the default pipeline (what `onnxtool optimize` runs)
-//   opset_down  convert to a lower opset (drawn by the seed, 9 and up)
+//   opset_down  convert to a lower opset (drawn by the seed, 7 and up)
 //   opset_up    convert to a higher opset (up to 21)
 //   fp16        float16 with range guard and preprocessing, as `onnxtool convert --to-fp16` does
 //   fp16_fp32   that float16 model converted back to float32 (judged against the float16
@@ -75,7 +75,10 @@ using namespace onnxtool;
 namespace {
 
 constexpr const char* kShapeKey = "onnxtool.differential.input_shape.";  // metadata: NAME -> "2,3,4"
-constexpr int64_t kLowestDown = 9;
+// metadata: the seed a generated model came from; a kept model is run with that seed's inputs and
+// opset targets.
+constexpr const char* kSeedKey = "onnxtool.differential.seed";
+constexpr int64_t kLowestDown = 7;
 constexpr int64_t kHighestUp = 21;
 
 const std::vector<std::string>& path_names() {
@@ -117,6 +120,7 @@ struct OrtJob {
   std::map<std::string, std::string> inputs;
   double min_cosine = -1;  ///< judged by cosine (outputs of 2 or more elements) instead of tolerance
   std::string level;       ///< onnxruntime's optimization level for this job ("": the run's)
+  int64_t target = 0;      ///< the opset an opset path converted to
 };
 
 constexpr double kQuantizedCosine = 0.9;    // quantized against the original, onnxtool's runner
@@ -138,8 +142,15 @@ std::string cosine_failure(const runner::VerifyResult& r, double min_cosine) {
   return "";
 }
 
+/// The conversions of one opset path to one target opset.
+struct TargetTally {
+  int64_t agreed = 0, ort_agreed = 0;
+  std::map<std::string, int64_t> refused;  ///< by reason: the op and why, names left out
+};
+
 struct Tally {
   std::map<std::string, int64_t> agreed, refused, ort_unsupported, ort_agreed;
+  std::map<std::pair<std::string, int64_t>, TargetTally> targets;  ///< by (path, target opset)
   int64_t cases = 0;
   int64_t accuracy_kept = 0;  ///< float16 conversions that kept values in float32 for accuracy
   std::vector<std::string> failures;
@@ -151,6 +162,42 @@ int64_t down_target(const Case& c, int64_t opset) {
 }
 int64_t up_target(const Case& c, int64_t opset) {
   return opset >= kHighestUp ? 0 : opset + 1 + static_cast<int64_t>((c.seed * 13 + 5) % static_cast<uint64_t>(kHighestUp - opset));
+}
+/// The target of an opset path for the case (0 for the other paths, or when there is none).
+int64_t target_of(const Case& c, const std::string& path) {
+  const int64_t opset = c.original.opset_version("").value_or(0);
+  if (path == "opset_down") return down_target(c, opset);
+  if (path == "opset_up") return up_target(c, opset);
+  return 0;
+}
+
+/// A refusal as a reason to count: "Op: why", the node's and values' names and the shapes left
+/// out ("node 'add_3' (Max): no equivalent at opset 7: input 1 [N,1] ..." -> "Max: input 1 [] ...").
+std::string refusal_reason(const std::string& message) {
+  std::string op = "?";
+  const size_t open = message.find(" ("), close = message.find("): ");
+  if (open != std::string::npos && close != std::string::npos && close > open) op = message.substr(open + 2, close - open - 2);
+  const std::string marker = "no equivalent at opset ";
+  size_t why = message.find(marker);
+  why = why == std::string::npos ? 0 : message.find(": ", why) + 2;
+  std::string out;
+  char skip_to = 0;
+  for (size_t i = why; i < message.size(); ++i) {
+    const char ch = message[i];
+    if (skip_to) {
+      if (ch == skip_to) skip_to = 0;
+      continue;
+    }
+    // A name is quoted after a space or a parenthesis ("output's" is not a quote).
+    const bool name_quote = ch == '\'' && (i == why || message[i - 1] == ' ' || message[i - 1] == '(');
+    if (name_quote || ch == '[') {
+      out += ch == '[' ? "[]" : "''";
+      skip_to = ch == '[' ? ']' : '\'';
+      continue;
+    }
+    out += ch;
+  }
+  return op + ": " + out;
 }
 
 std::map<std::string, std::string> write_feeds(const std::map<std::string, runner::Value>& feeds, const std::string& dir);
@@ -291,8 +338,10 @@ std::vector<std::string> run_case(Case& c, Tally& tally, std::vector<OrtJob>* jo
       failures.push_back(c.label + " " + path + ": onnxtool failed: " + e.what());
       continue;
     }
+    const int64_t target = target_of(c, path);
     if (!m) {
       tally.refused[path]++;
+      if (target) tally.targets[{path, target}].refused[refusal_reason(refused)]++;
       continue;
     }
     const std::string file = c.dir + "/" + path + ".onnx";
@@ -351,7 +400,9 @@ std::vector<std::string> run_case(Case& c, Tally& tally, std::vector<OrtJob>* jo
       continue;
     }
     tally.agreed[path]++;
+    if (target) tally.targets[{path, target}].agreed++;
     queue(path, *m, tol, judge);
+    if (jobs && target) jobs->back().target = target;
     if (path == "fp16") {
       // Its inputs as queue wrote them for onnxruntime (written here when onnxruntime is not run).
       runner::VerifyInputs in;
@@ -405,6 +456,7 @@ std::vector<std::string> run_ort(const std::string& ort_run, const std::string& 
         failures.push_back(label + ": onnxruntime: " + why);
       else
         tally.ort_agreed[job.path]++;
+      if (why.empty() && job.target) tally.targets[{job.path, job.target}].ort_agreed++;
     }
     if (next < jobs.size()) {
       std::ifstream err(errors);
@@ -433,6 +485,7 @@ Case make_case(uint64_t seed, const std::vector<bool>& keep, const std::string& 
     for (size_t i = 0; i < dims.size(); ++i) text += (i ? "," : "") + std::to_string(dims[i]);
     c.original.metadata_props.push_back({kShapeKey + name, text, 0, ""});
   }
+  c.original.metadata_props.push_back({kSeedKey, std::to_string(seed), 0, ""});
   return c;
 }
 
@@ -443,6 +496,7 @@ Case load_case(const std::string& file, uint64_t index, const std::string& work)
   c.seed = index;
   c.original = ir::load_model(file).model;
   for (const auto& p : c.original.metadata_props) {
+    if (p.key == kSeedKey) c.seed = std::stoull(p.value);
     if (p.key.rfind(kShapeKey, 0) != 0) continue;
     std::vector<int64_t> dims;
     std::stringstream in(p.value);
@@ -596,6 +650,13 @@ int main(int argc, char** argv) {
                              : p == "fp16_fp32" ? ""
                              : p == "quantize"  ? " (nothing quantized, or no quantization reaches the accuracy target)"
                                                 : " (a node with no equivalent at the target)") << "\n";
+  for (const auto& [key, t] : tally.targets) {
+    int64_t refused = 0;
+    for (const auto& r : t.refused) refused += r.second;
+    std::cout << "  " << key.first << " to opset " << key.second << ": " << t.agreed << " converted and agree in onnxtool's runner"
+              << (ort_run.empty() ? "" : ", " + std::to_string(t.ort_agreed) + " in onnxruntime") << ", " << refused << " refused\n";
+    for (const auto& [why, n] : t.refused) std::cout << "      " << n << " x " << why << "\n";
+  }
   if (!ort_run.empty())
     std::cout << "  original: " << tally.ort_agreed["original"] << " agree between onnxtool's runner and onnxruntime ("
               << tally.ort_unsupported["original"] << " without an onnxruntime kernel)\n";

@@ -46,9 +46,17 @@ struct T {
   int64_t last() const { return dims.back(); }
 };
 
+/// How the seed's exporter writes constants: as initializers, or as Constant nodes; and whether
+/// its model is of IR 3, where every initializer is also a graph input.
+struct ExporterStyle {
+  bool constant_nodes = false;
+  bool ir3 = false;
+};
+
 class Builder {
  public:
-  Builder(ir::Model& model, int64_t opset) : opset_(opset), g_(model.graph.get()) {}
+  Builder(ir::Model& model, int64_t opset, ExporterStyle style)
+      : opset_(opset), style_(style), root_(model.graph.get()), g_(model.graph.get()) {}
 
   int64_t opset() const { return opset_; }
   ir::Graph* graph() const { return g_; }
@@ -58,26 +66,34 @@ class Builder {
 
   std::string fresh(const std::string& base) { return base + "_" + std::to_string(++counter_); }
 
+  /// A constant as the seed's exporter writes it. Before opset 9 a Constant node holds
+  /// floating-point tensors only; before IR 4 a subgraph's initializers would have to be its
+  /// inputs, so there its constants are nodes.
+  ir::Value* constant(ir::Tensor t) {
+    const bool floating = t.type() == ir::DataType::kFloat;
+    const bool as_node = (style_.constant_nodes || (style_.ir3 && g_ != root_)) && (floating || opset_ >= 9);
+    if (!as_node) return g_->add_initializer(std::move(t));
+    const std::string name = t.name;
+    ir::Node* n = g_->add_node("Constant", {}, {name}, "", name + "_node");
+    n->set_attr(ir::Attribute::make_tensor("value", std::move(t)));
+    return n->output(0);
+  }
   ir::Value* floats(const std::vector<int64_t>& dims, Rng& rng, float lo, float hi) {
     int64_t n = 1;
     for (int64_t d : dims) n *= d;
     std::vector<float> v(static_cast<size_t>(n));
     for (float& x : v) x = rng.real(lo, hi);
-    return g_->add_initializer(ir::make_tensor(fresh("w"), ir::DataType::kFloat, dims, v.data(), v.size() * sizeof(float)));
+    return constant(ir::make_tensor(fresh("w"), ir::DataType::kFloat, dims, v.data(), v.size() * sizeof(float)));
   }
-  ir::Value* scalar(float v) {
-    return g_->add_initializer(ir::make_tensor(fresh("c"), ir::DataType::kFloat, {}, &v, sizeof v));
-  }
+  ir::Value* scalar(float v) { return constant(ir::make_tensor(fresh("c"), ir::DataType::kFloat, {}, &v, sizeof v)); }
   ir::Value* ints(const std::vector<int64_t>& v) {
-    return g_->add_initializer(ir::make_tensor(fresh("i"), ir::DataType::kInt64, {static_cast<int64_t>(v.size())},
-                                               v.data(), v.size() * sizeof(int64_t)));
+    return constant(ir::make_tensor(fresh("i"), ir::DataType::kInt64, {static_cast<int64_t>(v.size())}, v.data(),
+                                    v.size() * sizeof(int64_t)));
   }
-  ir::Value* int_scalar(int64_t v) {
-    return g_->add_initializer(ir::make_tensor(fresh("i"), ir::DataType::kInt64, {}, &v, sizeof v));
-  }
+  ir::Value* int_scalar(int64_t v) { return constant(ir::make_tensor(fresh("i"), ir::DataType::kInt64, {}, &v, sizeof v)); }
   ir::Value* bool_scalar(bool b) {
     const uint8_t v = b ? 1 : 0;
-    return g_->add_initializer(ir::make_tensor(fresh("b"), ir::DataType::kBool, {}, &v, 1));
+    return constant(ir::make_tensor(fresh("b"), ir::DataType::kBool, {}, &v, 1));
   }
 
   ir::Node* node(const std::string& op, std::vector<ir::Value*> inputs, size_t outputs = 1) {
@@ -108,14 +124,35 @@ class Builder {
     n->set_attr(ir::Attribute::make_int("keepdims", keepdims ? 1 : 0));
     return n->output(0);
   }
+  /// Slice; before opset 10 its attributes, where `steps` must be empty or all 1.
   ir::Value* slice(ir::Value* x, const std::vector<int64_t>& starts, const std::vector<int64_t>& ends,
                    const std::vector<int64_t>& axes, const std::vector<int64_t>& steps) {
+    if (opset_ < 10) {
+      ir::Node* n = node("Slice", {x});
+      n->set_attr(ir::Attribute::make_ints("starts", starts));
+      n->set_attr(ir::Attribute::make_ints("ends", ends));
+      if (!axes.empty()) n->set_attr(ir::Attribute::make_ints("axes", axes));
+      return n->output(0);
+    }
     std::vector<ir::Value*> in{x, ints(starts), ints(ends)};
     if (!axes.empty() || !steps.empty()) in.push_back(axes.empty() ? nullptr : ints(axes));
     if (!steps.empty()) in.push_back(ints(steps));
     return op("Slice", in);
   }
-  ir::Value* clip(ir::Value* x, float lo, float hi) { return op("Clip", {x, scalar(lo), scalar(hi)}); }
+  ir::Value* clip(ir::Value* x, float lo, float hi) {
+    if (opset_ >= 11) return op("Clip", {x, scalar(lo), scalar(hi)});
+    ir::Node* n = node("Clip", {x});
+    n->set_attr(ir::Attribute::make_float("min", lo));
+    n->set_attr(ir::Attribute::make_float("max", hi));
+    return n->output(0);
+  }
+  /// Constant-mode Pad; before opset 11 the pads are an attribute.
+  ir::Value* pad(ir::Value* x, const std::vector<int64_t>& pads) {
+    if (opset_ >= 11) return op("Pad", {x, ints(pads)});
+    return op("Pad", {x}, ir::Attribute::make_ints("pads", pads));
+  }
+  /// An axis to write for dim `axis` of a rank-`rank` value: negative ones only from opset 11.
+  int64_t axis(int64_t axis, int64_t rank) const { return opset_ < 11 && axis < 0 ? axis + rank : axis; }
 
  private:
   static std::string lower(std::string s) {
@@ -124,6 +161,8 @@ class Builder {
   }
 
   int64_t opset_;
+  ExporterStyle style_;
+  ir::Graph* root_;
   ir::Graph* g_;
   int counter_ = 0;
 };
@@ -187,7 +226,7 @@ ir::Value* unary(Builder& b, ir::Value* x, Rng& rng) {
     case 3: return b.op("Abs", {x});
     case 4: return b.op("Neg", {x});
     case 5: return b.op("LeakyRelu", {x}, ir::Attribute::make_float("alpha", rng.real(0.01f, 0.3f)));
-    case 6: return b.op("Erf", {x});
+    case 6: return b.opset() >= 9 ? b.op("Erf", {x}) : b.op("Softsign", {x});
     default: return b.op("Softplus", {x});
   }
 }
@@ -211,7 +250,17 @@ void elementwise(State& s, Rng& rng) {
       case 3: op = "Sub"; c = b.floats(cd, rng, -1, 1); break;
       case 4: op = "Mul"; c = b.floats(cd, rng, -1.5f, 1.5f); break;
       case 5: op = "Div"; c = b.floats(cd, rng, 0.5f, 2); break;
-      case 6: op = rng.chance(0.5) ? "Max" : "Min"; c = b.floats(cd, rng, -0.5f, 0.5f); break;
+      case 6: {
+        op = rng.chance(0.5) ? "Max" : "Min";
+        // Before opset 8 they take inputs of one shape: a constant of x's own shape, as the
+        // exporters of the time wrote it (an Add where a dim is symbolic).
+        if (b.opset() < 8) {
+          if (std::find(s.cur.dims.begin(), s.cur.dims.end(), kSymbolic) != s.cur.dims.end()) op = "Add";
+          else cd = s.cur.dims;
+        }
+        c = b.floats(cd, rng, -0.5f, 0.5f);
+        break;
+      }
       case 7: {  // a no-op constant (x + 0, x * 1) that may still broadcast the shape
         op = rng.chance(0.5) ? "Add" : "Mul";
         c = b.floats(cd, rng, op == "Add" ? 0.0f : 1.0f, op == "Add" ? 0.0f : 1.0f);
@@ -236,8 +285,16 @@ void shape_reshape(State& s, Rng& rng) {
   ir::Value* x = s.cur.v;
   ir::Value* shape = b.op("Shape", {x});
   ir::Value* target = nullptr;
-  switch (rng.range(0, 3)) {
+  switch (rng.range(0, 4)) {
     case 0: target = b.op("Concat", {b.slice(shape, {0}, {1}, {}, {}), b.ints({-1})}, ir::Attribute::make_int("axis", 0)); break;
+    case 4: {  // tf2onnx: each kept dim gathered and unsqueezed, then concatenated with -1
+      std::vector<ir::Value*> parts;
+      for (int64_t i = 0; i + 1 < s.cur.rank(); ++i)
+        parts.push_back(b.unsqueeze(b.op("Gather", {shape, b.int_scalar(i)}, ir::Attribute::make_int("axis", 0)), {0}));
+      parts.push_back(b.ints({-1}));
+      target = b.op("Concat", parts, ir::Attribute::make_int("axis", 0));
+      break;
+    }
     case 1: {
       ir::Value* n = b.op("Gather", {shape, b.int_scalar(0)}, ir::Attribute::make_int("axis", 0));
       target = b.op("Concat", {b.unsqueeze(n, {0}), b.ints({-1})}, ir::Attribute::make_int("axis", 0));
@@ -268,17 +325,27 @@ void shape_slice_output(State& s, Rng& rng) {
   }
   const std::vector<int64_t> starts{0, 1, -1, -r, r, kMin, kMax, -r - 5, 2};
   const std::vector<int64_t> ends{kMax, kMin, -1, r, 1, 0, kMax - 1, kMin + 1, r + 7};
-  const int64_t step = rng.pick(std::vector<int64_t>{1, 1, -1, 2, -2, kMax, kMin + 1});
+  const int64_t step = b.opset() < 10 ? 1 : rng.pick(std::vector<int64_t>{1, 1, -1, 2, -2, kMax, kMin + 1});
   int64_t end = rng.pick(ends);
   // onnxruntime 1.30 reads an end of INT64_MAX with a negative step as "to the front" (x[2::-1]
   // of 3 elements: [x2, x1, x0]); the spec clamps it to dim - 1, which leaves nothing, and so does
   // onnxtool. Exporters write INT64_MIN for that end, so the generator does too.
   if (step < 0 && end == kMax) end = kMin;
-  ir::Value* y = b.slice(shape, {rng.pick(starts)}, {end}, rng.chance(0.5) ? std::vector<int64_t>{0} : std::vector<int64_t>{},
-                         step == 1 && rng.chance(0.5) ? std::vector<int64_t>{} : std::vector<int64_t>{step});
+  const int64_t start = rng.pick(starts);
+  std::vector<int64_t> axes = rng.chance(0.5) ? std::vector<int64_t>{0} : std::vector<int64_t>{};
+  const std::vector<int64_t> steps = step == 1 && rng.chance(0.5) ? std::vector<int64_t>{} : std::vector<int64_t>{step};
+  // onnxruntime 1.30 removes a Slice from 0 to INT64_MAX without axes as a no-op, whatever its
+  // step (x[0::2] of 4 elements gives all 4); with the axes given it takes every step-th, as
+  // the spec and onnxtool do. The generator gives the axes there.
+  if (start == 0 && end == kMax && step != 1) axes = {0};
+  ir::Value* y = b.slice(shape, {start}, {end}, axes, steps);
   if (rng.chance(0.4)) {  // shape arithmetic on the result: concatenated with a constant, or Gathered
+    // Gather's negative indices came with opset 11: before, the constant goes first.
+    const bool last = b.opset() >= 11;
     y = rng.chance(0.5) ? b.op("Concat", {y, b.ints({7, -3})}, ir::Attribute::make_int("axis", 0))
-                        : b.op("Gather", {b.op("Concat", {y, b.ints({5})}, ir::Attribute::make_int("axis", 0)), b.ints({-1})});
+                        : b.op("Gather", {b.op("Concat", last ? std::vector<ir::Value*>{y, b.ints({5})} : std::vector<ir::Value*>{b.ints({5}), y},
+                                                ir::Attribute::make_int("axis", 0)),
+                                          b.ints({last ? -1 : 0})});
   }
   s.int_outputs.push_back(y);
 }
@@ -323,7 +390,7 @@ void where(State& s, Rng& rng) {
 void squeeze_unsqueeze(State& s, Rng& rng) {
   Builder& b = s.b;
   const int64_t r = s.cur.rank();
-  const int64_t axis = rng.range(-r - 1, r);
+  const int64_t axis = b.axis(rng.range(-r - 1, r), r + 1);
   ir::Value* u = b.unsqueeze(s.cur.v, {axis});
   if (rng.chance(0.5)) u = unary(b, u, rng);
   s.intermediates.push_back(u);
@@ -337,7 +404,7 @@ void conv_stack(State& s, Rng& rng) {
   int64_t c = x.dims[1], h = x.dims[2], w = x.dims[3];
   if (rng.chance(0.3)) {  // explicit zero padding before the convolution (fuse_pad_conv)
     const int64_t ph = rng.range(0, 2), pw = rng.range(0, 2);
-    x.v = b.op("Pad", {x.v, b.ints({0, 0, ph, pw, 0, 0, ph, pw})});
+    x.v = b.pad(x.v, {0, 0, ph, pw, 0, 0, ph, pw});
     h += 2 * ph;
     w += 2 * pw;
   }
@@ -441,14 +508,14 @@ void layernorm(State& s, Rng& rng) {
   // features comes first.
   {
     const int64_t d = x.static_at(x.rank() - 1) ? x.last() : 1, d2 = rng.range(8, 16);
-    if (!x.static_at(x.rank() - 1)) x.v = b.op("ReduceMean", {x.v}, ir::Attribute::make_ints("axes", {-1}));
+    if (!x.static_at(x.rank() - 1)) x.v = b.op("ReduceMean", {x.v}, ir::Attribute::make_ints("axes", {b.axis(-1, x.rank())}));
     x.v = b.op("MatMul", {x.v, b.floats({d, d2}, rng, -1, 1)});
     x.dims.back() = d2;
   }
-  ir::Value* mean = b.reduce_mean(x.v, {-1}, true);
+  ir::Value* mean = b.reduce_mean(x.v, {b.axis(-1, x.rank())}, true);
   ir::Value* d = b.op("Sub", {x.v, mean});
   ir::Value* sq = rng.chance(0.5) ? b.op("Pow", {d, b.scalar(2)}) : b.op("Mul", {d, d});
-  ir::Value* var = b.reduce_mean(sq, {-1}, true);
+  ir::Value* var = b.reduce_mean(sq, {b.axis(-1, x.rank())}, true);
   ir::Value* den = b.op("Sqrt", {b.op("Add", {var, b.scalar(rng.pick(std::vector<float>{1e-5f, 1e-6f, 1e-12f}))})});
   ir::Value* n = b.op("Div", {d, den});
   const std::vector<int64_t> pd = x.static_at(x.rank() - 1) ? std::vector<int64_t>{x.last()} : std::vector<int64_t>{};
@@ -460,7 +527,7 @@ void layernorm(State& s, Rng& rng) {
 void gelu(State& s, Rng& rng) {
   Builder& b = s.b;
   ir::Value* x = s.cur.v;
-  if (rng.chance(0.6)) {  // 0.5 * x * (1 + erf(x / sqrt(2)))
+  if (rng.chance(0.6) && b.opset() >= 9) {  // 0.5 * x * (1 + erf(x / sqrt(2)))
     ir::Value* e = b.op("Erf", {rng.chance(0.5) ? b.op("Div", {x, b.scalar(1.4142135f)}) : b.op("Mul", {x, b.scalar(0.70710678f)})});
     ir::Value* one = b.op("Add", {e, b.scalar(1)});
     s.cur.v = rng.chance(0.5) ? b.op("Mul", {b.op("Mul", {x, one}), b.scalar(0.5f)}) : b.op("Mul", {b.op("Mul", {x, b.scalar(0.5f)}), one});
@@ -469,6 +536,82 @@ void gelu(State& s, Rng& rng) {
     ir::Value* inner = b.op("Mul", {b.op("Add", {x, b.op("Mul", {cube, b.scalar(0.044715f)})}), b.scalar(0.7978846f)});
     s.cur.v = b.op("Mul", {b.op("Mul", {x, b.scalar(0.5f)}), b.op("Add", {b.op("Tanh", {inner}), b.scalar(1)})});
   }
+}
+
+/// Nearest upsampling by 2 of the spatial dims as each opset writes it: Upsample with a scales
+/// attribute (7-8) or input (9), Resize-10, and Resize-11 on with the sampling of Resize-10.
+void upsample(State& s, Rng& rng) {
+  Builder& b = s.b;
+  T& x = s.cur;
+  if (x.rank() != 4) return;
+  const float sh = rng.chance(0.7) ? 2 : 1, sw = 2;
+  const std::vector<float> scales{1, 1, sh, sw};
+  const auto scales_input = [&] {
+    return b.constant(ir::make_tensor(b.fresh("scales"), ir::DataType::kFloat, {4}, scales.data(), scales.size() * sizeof(float)));
+  };
+  if (b.opset() < 9) {
+    x.v = b.op("Upsample", {x.v}, ir::Attribute::make_floats("scales", scales));
+  } else if (b.opset() == 9) {
+    x.v = b.op("Upsample", {x.v, scales_input()});
+  } else if (b.opset() == 10) {
+    x.v = b.op("Resize", {x.v, scales_input()});
+  } else {
+    const std::vector<float> none;
+    ir::Node* n = b.node("Resize", {x.v, b.constant(ir::make_tensor(b.fresh("roi"), ir::DataType::kFloat, {0}, none.data(), 0)), scales_input()});
+    n->set_attr(ir::Attribute::make_string("coordinate_transformation_mode", "asymmetric"));
+    n->set_attr(ir::Attribute::make_string("nearest_mode", "floor"));
+    x.v = n->output(0);
+  }
+  for (size_t i = 2; i < 4; ++i)
+    if (x.dims[i] != kSymbolic) x.dims[i] *= static_cast<int64_t>(scales[i]);
+  if (x.dims[2] == kSymbolic || x.dims[3] == kSymbolic) x.dims[2] = x.dims[3] = kSymbolic;
+}
+
+/// A Pad of zeros on every side: exporters write one for a padding that works out to nothing.
+void zero_pad(State& s, Rng&) { s.cur.v = s.b.pad(s.cur.v, std::vector<int64_t>(2 * static_cast<size_t>(s.cur.rank()), 0)); }
+
+/// Dropout left in an inference graph, sometimes with its (unused) mask output.
+void dropout(State& s, Rng& rng) {
+  Builder& b = s.b;
+  const float ratio = rng.real(0.1f, 0.5f);
+  std::vector<ir::Value*> in{s.cur.v};
+  if (b.opset() >= 12 && rng.chance(0.5)) in.push_back(b.scalar(ratio));
+  ir::Node* n = b.node("Dropout", in, rng.chance(0.3) ? 2 : 1);
+  if (b.opset() < 12) n->set_attr(ir::Attribute::make_float("ratio", ratio));
+  s.cur.v = n->output(0);
+}
+
+/// A classifier head: Flatten, Gemm with a transposed weight, sometimes Softmax.
+void classifier_head(State& s, Rng& rng) {
+  Builder& b = s.b;
+  T& x = s.cur;
+  int64_t features = 1;
+  for (int64_t i = 1; i < x.rank(); ++i) {
+    if (!x.static_at(i)) return;
+    features *= x.dims[static_cast<size_t>(i)];
+  }
+  if (x.rank() < 2 || features > 512) return;
+  const int64_t classes = rng.range(2, 10);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(features));
+  ir::Value* flat = b.op("Flatten", {x.v}, ir::Attribute::make_int("axis", 1));
+  ir::Node* gemm = b.node("Gemm", {flat, b.floats({classes, features}, rng, -scale, scale), b.floats({classes}, rng, -0.5f, 0.5f)});
+  gemm->set_attr(ir::Attribute::make_int("transB", 1));
+  x.v = gemm->output(0);
+  x.dims = {x.dims[0], classes};
+  s.intermediates.push_back(x.v);
+  if (rng.chance(0.5)) x.v = b.op("Softmax", {x.v}, ir::Attribute::make_int("axis", 1));
+}
+
+/// tf2onnx's layout sandwich: to NHWC, per-channel elementwise work on the last axis, back to NCHW.
+void nhwc_sandwich(State& s, Rng& rng) {
+  Builder& b = s.b;
+  T& x = s.cur;
+  if (x.rank() != 4 || !x.static_at(1)) return;
+  ir::Value* y = b.op("Transpose", {x.v}, ir::Attribute::make_ints("perm", {0, 2, 3, 1}));
+  y = b.op("Mul", {y, b.floats({x.dims[1]}, rng, 0.5f, 1.5f)});
+  y = b.op("Add", {y, b.floats({x.dims[1]}, rng, -0.5f, 0.5f)});
+  if (rng.chance(0.5)) y = unary(b, y, rng);
+  x.v = b.op("Transpose", {y}, ir::Attribute::make_ints("perm", {0, 3, 1, 2}));
 }
 
 ir::Graph* add_body(ir::Node* owner, const std::string& attr, const std::string& name) {
@@ -526,18 +669,21 @@ struct Block {
   const char* name;
   BlockFn fn;
   bool image_only;
+  int64_t min_opset;  ///< the opset its ops need (Expand 8, ConstantOfShape and Where 9, Range 11)
 };
 
 const std::vector<Block>& blocks() {
   static const std::vector<Block> all = {
-      {"elementwise", elementwise, false},       {"shape_reshape", shape_reshape, false},
-      {"shape_slice_output", shape_slice_output, false}, {"constant_of_shape", constant_of_shape, false},
-      {"expand", expand, false},                 {"range", range, false},
-      {"where", where, false},                   {"squeeze_unsqueeze", squeeze_unsqueeze, false},
-      {"conv_stack", conv_stack, true},          {"matmul_add", matmul_add, false},
-      {"transpose_chain", transpose_chain, false}, {"layernorm", layernorm, false},
-      {"gelu", gelu, false},                     {"if_outer", if_outer, false},
-      {"loop_outer", loop_outer, false},
+      {"elementwise", elementwise, false, 7},         {"shape_reshape", shape_reshape, false, 7},
+      {"shape_slice_output", shape_slice_output, false, 7}, {"constant_of_shape", constant_of_shape, false, 9},
+      {"expand", expand, false, 8},                   {"range", range, false, 11},
+      {"where", where, false, 9},                     {"squeeze_unsqueeze", squeeze_unsqueeze, false, 7},
+      {"conv_stack", conv_stack, true, 7},            {"matmul_add", matmul_add, false, 7},
+      {"transpose_chain", transpose_chain, false, 7}, {"layernorm", layernorm, false, 7},
+      {"gelu", gelu, false, 7},                       {"if_outer", if_outer, false, 7},
+      {"loop_outer", loop_outer, false, 7},           {"upsample", upsample, true, 7},
+      {"zero_pad", zero_pad, false, 7},               {"dropout", dropout, false, 7},
+      {"classifier_head", classifier_head, false, 7}, {"nhwc_sandwich", nhwc_sandwich, true, 7},
   };
   return all;
 }
@@ -562,13 +708,18 @@ const std::vector<std::string>& block_kinds() {
 Generated generate(uint64_t seed, const std::vector<bool>& keep) {
   Rng rng(seed * 0x2545F4914F6CDD1DULL + 1);
   Generated out;
-  out.opset = rng.range(11, 17);
-  out.model.ir_version = 8;
+  out.opset = rng.range(7, 17);
+  // Older exporters: Constant nodes for constants, and before opset 9 often IR 3, where every
+  // initializer is also listed as a graph input.
+  ExporterStyle style;
+  style.constant_nodes = rng.chance(0.3);
+  style.ir3 = out.opset < 9 && rng.chance(0.6);
+  out.model.ir_version = style.ir3 ? 3 : 8;
   out.model.producer_name = "onnxtool-differential";
   out.model.set_opset_version("", out.opset);
   out.model.graph = std::make_unique<ir::Graph>();
   out.model.graph->name = "seed_" + std::to_string(seed);
-  Builder b(out.model, out.opset);
+  Builder b(out.model, out.opset, style);
 
   // The input: an image [N,C,H,W], a sequence [N,S,D] (S symbolic or not) or a batch of vectors.
   const int64_t layout = rng.range(0, 5);
@@ -599,7 +750,7 @@ Generated generate(uint64_t seed, const std::vector<bool>& keep) {
   std::vector<size_t> chosen;
   for (int64_t i = 0; i < count; ++i) {
     size_t k = static_cast<size_t>(rng.range(0, static_cast<int64_t>(blocks().size()) - 1));
-    if (blocks()[k].image_only && dims.size() != 4) k = 0;
+    if ((blocks()[k].image_only && dims.size() != 4) || blocks()[k].min_opset > out.opset) k = 0;
     chosen.push_back(k);
   }
   if (layout <= 2 && rng.chance(0.5)) {  // most image models start with a convolution
@@ -609,7 +760,8 @@ Generated generate(uint64_t seed, const std::vector<bool>& keep) {
 
   State state{b, T{x, dims}, {}, {}};
   std::ostringstream what;
-  what << "seed " << seed << ", opset " << out.opset << ", x float" << dims_text(dims, symbols) << " fed as "
+  what << "seed " << seed << ", opset " << out.opset << (style.ir3 ? ", IR 3" : "")
+       << (style.constant_nodes ? ", Constant nodes" : "") << ", x float" << dims_text(dims, symbols) << " fed as "
        << dims_text(feed, std::vector<std::string>(feed.size())) << ":";
   for (size_t i = 0; i < chosen.size(); ++i) {
     out.blocks.push_back(blocks()[chosen[i]].name);
@@ -629,6 +781,12 @@ Generated generate(uint64_t seed, const std::vector<bool>& keep) {
     ir::Value* v = state.intermediates[tail.next() % state.intermediates.size()];
     if (!v->is_graph_output()) g.add_output(v, ir::TypeInfo::tensor(ir::DataType::kFloat));
   }
+  if (style.ir3)
+    for (const auto& t : g.initializers()) {
+      ir::Shape dims;
+      for (int64_t d : t->dims) dims.dims.push_back(ir::Dim::of(d));
+      g.add_input(t->name, ir::TypeInfo::tensor(t->type(), dims));
+    }
   out.description = what.str();
   return out;
 }

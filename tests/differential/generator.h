@@ -2,7 +2,10 @@
 // shape arithmetic with the extreme Slice ends of `x.shape[1:]` and `x[::-1]`, Reshape with 0/-1,
 // Squeeze/Unsqueeze, Expand, ConstantOfShape, Range, Where; broadcasting elementwise chains with
 // constants; Conv/BatchNormalization/activation stacks; MatMul+Add; Transpose chains; decomposed
-// LayerNorm and Gelu; If and Loop bodies reading outer-scope values; a symbolic batch dim. The
+// LayerNorm and Gelu; If and Loop bodies reading outer-scope values; a symbolic batch dim. Models
+// are at opsets 7-17, each op in the form of its opset, with the idioms of older exporters:
+// Constant nodes for constants, IR 3 initializers listed as graph inputs, Upsample, zero Pads,
+// Dropout in inference graphs, Flatten+Gemm classifier heads, NHWC Transpose sandwiches. The
 // same seed always gives the same model, bit for bit.
 #pragma once
 
