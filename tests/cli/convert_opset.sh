@@ -69,23 +69,27 @@ expect_tool "opset 13" 0 "" -- "${C[@]}" --opset 13
 "$PYTHON" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["opset"]["from"] == 9 and d["opset"]["to"] == 13' "$WORK/j.json" &&
   ok || fail "--json does not report the opset change: $(head -c 300 "$WORK/j.json")"
 
-# Every real model the tests fetch (testdata/models.sha256, bench/models.sha256), down (or up) to
-# opsets 7, 9, 11 and 12: a written model passes `onnxtool check` at its own opset (a model that
-# is invalid already, ISNet's unsorted nodes, keeps exactly its own errors); a refusal is exit 1
-# with one line naming the node and why. Not verified on the runner here (the ISNet models take a
-# minute each); the numbers of conversions are judged above and by the differential test.
+# Every real model the tests fetch (testdata/models.sha256), and the benchmark's
+# (bench/models.sha256) where they are fetched, down (or up) to opsets 7, 9, 11 and 12: a written
+# model passes `onnxtool check` at its own opset (ISNet, stored out of order, is sorted on the
+# way); a refusal is exit 1 with one line naming the node and why, or, for a model that fails
+# check already (ddddocr rec's stale output shape), the write gate's. Not verified on the runner
+# here (the ISNet models take a minute each); the numbers of conversions are judged above and by
+# the differential test.
 error_rules() { "$ONNXTOOL" check "$1" --max-errors 1000000 2>&1 | awk '$1 == "error" {print $2}' | sort -u | tr '\n' ' '; }
 real_models=()
 while read -r _ file _; do
   [[ $file == models/*.onnx ]] && real_models+=("$CACHE_DIR/$file")
-done < <(grep -hv '^#' "$SOURCE_DIR/testdata/models.sha256" "$SOURCE_DIR/bench/models.sha256")
-[[ ${#real_models[@]} -ge 20 ]] && ok || fail "the manifests list ${#real_models[@]} models, expected 20 or more"
+done < <(grep -hv '^#' "$SOURCE_DIR/testdata/models.sha256")
+[[ ${#real_models[@]} -ge 8 ]] && ok || fail "testdata/models.sha256 lists ${#real_models[@]} models, expected 8 or more"
+for model in "${real_models[@]}"; do [[ -f $model ]] || missing_data "$model"; done
+while read -r _ file _; do
+  [[ $file == models/*.onnx && -f $CACHE_DIR/$file && " ${real_models[*]} " != *" $CACHE_DIR/$file "* ]] &&
+    real_models+=("$CACHE_DIR/$file")
+done < <(grep -hv '^#' "$SOURCE_DIR/bench/models.sha256")
 for model in "${real_models[@]}"; do
   name=$(basename "$model" .onnx)
-  if [[ ! -f $model ]]; then
-    missing_data "$model"
-    continue
-  fi
+  [[ -f $model ]] || continue
   own_errors=$(error_rules "$model")
   for opset in 7 9 11 12; do
     rm -f "$WORK/real.onnx"
@@ -96,16 +100,15 @@ for model in "${real_models[@]}"; do
       echo "real $name -> $opset: already at opset $opset"
     elif [[ $rc -eq 0 ]]; then
       errors=$(error_rules "$WORK/real.onnx")
-      if [[ $errors == "$own_errors" ]]; then
+      if [[ -z $errors ]]; then
         ok
-        if [[ -z $errors ]]; then
-          echo "real $name -> $opset: written, check ok"
-        else
-          echo "real $name -> $opset: written, check as invalid as the original (${errors% })"
-        fi
+        echo "real $name -> $opset: written, check ok"
       else
         fail "$name -> opset $opset: the written model does not pass check: ${errors}(the original: ${own_errors:-valid})"
       fi
+    elif [[ $rc -eq 1 && -n $own_errors ]] && grep -q "the result fails onnxtool check" "$WORK/stderr"; then
+      ok
+      echo "real $name -> $opset: refused, the original fails check already (${own_errors% })"
     elif judge_exit "$name -> opset $opset" 1 "$rc" "$WORK/stderr" "no equivalent at opset $opset"; then
       if grep -qE "^onnxtool convert: node .*no equivalent at opset $opset: " "$WORK/stderr"; then
         ok
