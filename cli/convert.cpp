@@ -1,4 +1,5 @@
 // `onnxtool convert MODEL -o OUT`: lossless re-save, external data out and in.
+#include <algorithm>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -31,6 +32,7 @@ struct ConvertOptions {
   bool to_fp32 = false;
   bool keep_io_types = false;
   bool no_preprocess = false;
+  bool allow_runtime_bugs = false;
   std::vector<std::string> block_ops;
   bool infer_shapes = false;
   std::vector<std::string> input_shapes;
@@ -48,6 +50,34 @@ std::string headroom_line(const convert::GuidedFp16& g) {
   return s.str();
 }
 
+nlohmann::json runtime_blocked_json(const std::vector<convert::RuntimeKept>& kept) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& k : kept)
+    out.push_back({{"pattern", k.pattern}, {"runtime", k.runtime}, {"doc", k.doc}, {"nodes", k.nodes}});
+  return out;
+}
+
+/// "kept in float32 for onnxruntime 1.30: 5 nodes (pattern peak_picking: ...; see ...)", one line
+/// per runtime.
+void print_runtime_blocked(const std::vector<convert::RuntimeKept>& kept) {
+  std::vector<std::string> runtimes;
+  for (const auto& k : kept)
+    if (std::find(runtimes.begin(), runtimes.end(), k.runtime) == runtimes.end()) runtimes.push_back(k.runtime);
+  for (const auto& runtime : runtimes) {
+    size_t count = 0;
+    std::string patterns;
+    for (const auto& k : kept) {
+      if (k.runtime != runtime) continue;
+      count += k.nodes.size();
+      patterns += (patterns.empty() ? "" : "; ") + std::string("pattern ") + k.pattern + ":";
+      for (const auto& n : k.nodes) patterns += " " + n;
+      patterns += ", see " + k.doc;
+    }
+    std::cout << "kept in float32 for " << runtime << ": " << count << (count == 1 ? " node (" : " nodes (") << patterns
+              << "; --allow-runtime-bugs converts them)\n";
+  }
+}
+
 int run_convert(ConvertOptions& o) {
   // --in-place alone names the input as the output: the result goes through a temporary file
   // renamed over it, so the model is either the old one or the new one, never a mix.
@@ -57,8 +87,8 @@ int run_convert(ConvertOptions& o) {
   if (o.external_data && o.inline_external)
     throw_usage_error("--external-data and --inline-external-data exclude each other");
   if (o.to_fp16 && o.to_fp32) throw_usage_error("--to-fp16 and --to-fp32 exclude each other");
-  if ((o.keep_io_types || !o.block_ops.empty() || o.no_preprocess) && !o.to_fp16)
-    throw_usage_error("--keep-io-types, --block-ops and --no-preprocess go with --to-fp16");
+  if ((o.keep_io_types || !o.block_ops.empty() || o.no_preprocess || o.allow_runtime_bugs) && !o.to_fp16)
+    throw_usage_error("--keep-io-types, --block-ops, --no-preprocess and --allow-runtime-bugs go with --to-fp16");
   if (o.opset && (o.opset < convert::kMinConvertOpset || o.opset > convert::kMaxConvertOpset))
     throw_usage_error("--opset " + std::to_string(o.opset) + " is outside the supported range " +
                       std::to_string(convert::kMinConvertOpset) + "-" + std::to_string(convert::kMaxConvertOpset));
@@ -92,6 +122,7 @@ int run_convert(ConvertOptions& o) {
                                   : convert::Precision::kKeep;
   request.fp16.keep_io_types = o.keep_io_types;
   request.fp16.block_ops = o.block_ops;
+  request.fp16.allow_runtime_bugs = o.allow_runtime_bugs;
   request.preprocess = !o.no_preprocess;
   request.infer_shapes = o.infer_shapes;
   if (request.rewrites() && !o.check.no_verify) {
@@ -170,6 +201,7 @@ int run_convert(ConvertOptions& o) {
                                                    {"blocked_nodes", precision.blocked_nodes},
                                                    {"range_blocked", precision.range_blocked},
                                                    {"accuracy_blocked", precision.accuracy_blocked},
+                                                   {"runtime_blocked", runtime_blocked_json(precision.runtime_blocked)},
                                                    {"range_values", guided ? guided->range_values : std::vector<std::string>{}},
                                                    {"accuracy_values", guided ? guided->accuracy_values : std::vector<std::string>{}},
                                                    {"accuracy_rounds", guided ? guided->rounds : 0},
@@ -195,6 +227,7 @@ int run_convert(ConvertOptions& o) {
                 << " initializers, " << precision.converted_values << " values, " << precision.casts_added
                 << " casts added, " << precision.casts_removed << " removed, " << precision.blocked_nodes
                 << " nodes kept in float32\n";
+    print_runtime_blocked(precision.runtime_blocked);
     if (!precision.range_blocked.empty()) {
       std::cout << "kept in float32 for range (beyond " << convert::kFloat16RangeLimit << " on the verification inputs):";
       for (const auto& n : precision.range_blocked) std::cout << " " << n;
@@ -244,6 +277,9 @@ void register_convert(CLI::App& app, Action& action) {
       ->delimiter(',');
   sub->add_flag("--to-fp32", o->to_fp32, "float16/bfloat16 to float32, removing redundant Casts");
   sub->add_flag("--no-preprocess", o->no_preprocess, "with --to-fp16: do not run `optimize` first");
+  sub->add_flag("--allow-runtime-bugs", o->allow_runtime_bugs,
+                "with --to-fp16: convert the node patterns where onnxruntime departs from the spec in float16 too "
+                "(kept in float32 by default; docs/runtime_departures.md)");
   add_verify_flags(sub, o->check, {runner::kRewriteTolerance, runner::kFp16Tolerance});
   add_verify_option(sub, o->check, "--input-shape", o->input_shapes, "NAME=D1,D2,... dims of a random verification input");
   sub->callback([&action, o, sub] {

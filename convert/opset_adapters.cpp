@@ -74,7 +74,13 @@ void upsample_down_9(AdapterContext& cx, Graph&, Node& n, int) {
 }
 
 void upsample_up_10(AdapterContext&, Graph&, Node& n, int) { n.op_type = "Resize"; }
-void resize_down_10(AdapterContext&, Graph&, Node& n, int) { n.op_type = "Upsample"; }
+/// Upsample only enlarges: a Resize-10 that shrinks (a scale below 1) has no Upsample-9.
+void resize_down_10(AdapterContext& cx, Graph&, Node& n, int) {
+  if (const auto scales = cx.const_values(n.input(1)); scales && scales->floats)
+    for (double s : *scales->floats)
+      if (s < 1) no_equivalent(n, 9, "Upsample-9 scales must be >= 1; downsampling needs Resize-10");
+  n.op_type = "Upsample";
+}
 
 /// Resize-10 samples like Upsample: asymmetric coordinates, nearest rounds down.
 void resize_up_11(AdapterContext& cx, Graph& g, Node& n, int) {

@@ -4,9 +4,11 @@
 // to_fp16 works in two steps so that every decision is taken on the unmodified model:
 //  1. decide: each float32 value gets a target precision, and each node input slot reading a
 //     float32 value a wanted precision. A node's slot is float16 when the node is not blocked
-//     and the schema's type constraint of that slot admits tensor(float16); constants
-//     (initializers, Constant nodes) follow their readers; graph inputs and outputs follow
-//     the graph's boundary precision (keep_io_types, or the owning node being blocked).
+//     (a listed op, a node of a runtime departure pattern, convert/runtime_departures.h, or one
+//     the caller's measurements keep) and the schema's type constraint of that slot admits
+//     tensor(float16); constants (initializers, Constant nodes) follow their readers; graph
+//     inputs and outputs follow the graph's boundary precision (keep_io_types, or the owning
+//     node being blocked).
 //  2. apply: rewrite tensors, types and dtype attributes, then insert one Cast wherever a
 //     slot's wanted precision differs from its value's target, and sort every graph.
 #include "convert/precision.h"
@@ -19,6 +21,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "convert/runtime_departures.h"
 #include "ir/diagnostic.h"
 #include "ir/error.h"
 #include "ir/op_schema.h"
@@ -196,8 +199,8 @@ DataType data_type_of(Precision p) { return p == Precision::kHalf ? DataType::kF
 class HalfConverter {
  public:
   HalfConverter(ir::Model& model, const Fp16Options& options)
-      : model_(model), names_(model), keep_io_types_(options.keep_io_types), keep_values_(options.keep_float32_values),
-        accuracy_values_(options.keep_float32_for_accuracy) {
+      : model_(model), names_(model), keep_io_types_(options.keep_io_types), allow_runtime_bugs_(options.allow_runtime_bugs),
+        keep_values_(options.keep_float32_values), accuracy_values_(options.keep_float32_for_accuracy) {
     blocked_ops_.insert(std::begin(kBuiltinBlockedOps), std::end(kBuiltinBlockedOps));
     blocked_ops_.insert(options.block_ops.begin(), options.block_ops.end());
   }
@@ -219,11 +222,15 @@ class HalfConverter {
 
   void decide() {
     boundary_[model_.graph.get()] = keep_io_types_ ? Precision::kFull : Precision::kHalf;
+    const std::unordered_map<const ir::Node*, size_t> departures = runtime_departure_rows();
     for (ir::Graph* g : graphs_) {
       for (const auto& n : g->nodes()) {
         const ir::Node* node = n.get();
         bool blocked = is_blocked(*node);
-        if (!blocked && touches(*node, keep_values_)) {
+        if (auto row = departures.find(node); !blocked && row != departures.end()) {
+          blocked = true;
+          report_runtime_kept(row->second, *node);
+        } else if (!blocked && touches(*node, keep_values_)) {
           blocked = true;
           report_.range_blocked.push_back(node->describe());
         } else if (!blocked && touches(*node, accuracy_values_)) {
@@ -250,6 +257,25 @@ class HalfConverter {
           ++report_.blocked_nodes;
       }
     }
+  }
+
+  /// The nodes runtime_departures()' patterns match, each with its row.
+  std::unordered_map<const ir::Node*, size_t> runtime_departure_rows() const {
+    std::unordered_map<const ir::Node*, size_t> rows;
+    if (allow_runtime_bugs_) return rows;
+    const auto& table = runtime_departures();
+    for (ir::Graph* g : graphs_)
+      for (size_t r = 0; r < table.size(); ++r)
+        for (const ir::Node* n : table[r].match(*g)) rows.emplace(n, r);
+    return rows;
+  }
+
+  void report_runtime_kept(size_t row, const ir::Node& node) {
+    const RuntimeDeparture& d = runtime_departures()[row];
+    auto it = std::find_if(report_.runtime_blocked.begin(), report_.runtime_blocked.end(),
+                           [&](const RuntimeKept& k) { return k.pattern == d.pattern; });
+    if (it == report_.runtime_blocked.end()) it = report_.runtime_blocked.insert(report_.runtime_blocked.end(), {d.pattern, d.runtime, d.doc, {}});
+    it->nodes.push_back(node.describe());
   }
 
   static bool is_integer_cast(const ir::Node& n) {
@@ -529,6 +555,7 @@ class HalfConverter {
   ir::Model& model_;
   ir::NameGenerator names_;
   bool keep_io_types_ = false;
+  bool allow_runtime_bugs_ = false;
   std::unordered_set<std::string> blocked_ops_;
   const std::set<std::string>& keep_values_;
   const std::set<std::string>& accuracy_values_;

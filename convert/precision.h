@@ -28,6 +28,14 @@ struct Fp16Options {
   /// Values where float16 was measured to lose beyond tolerance (see to_fp16_guided): the
   /// nodes that produce or read them stay float32.
   std::set<std::string> keep_float32_for_accuracy;
+  /// Convert the nodes of runtime_departures()' patterns too (by default they stay float32).
+  bool allow_runtime_bugs = false;
+};
+
+/// The nodes one pattern of runtime_departures() kept in float32.
+struct RuntimeKept {
+  std::string pattern, runtime, doc;  ///< as the table's row says
+  std::vector<std::string> nodes;     ///< as Node::describe() says
 };
 
 struct PrecisionReport {
@@ -40,6 +48,9 @@ struct PrecisionReport {
   std::vector<std::string> range_blocked;
   /// The nodes kept in float32 only because of keep_float32_for_accuracy.
   std::vector<std::string> accuracy_blocked;
+  /// The nodes kept in float32 because a runtime departs from the spec on them in float16, by
+  /// pattern in table order (patterns that matched nothing left out).
+  std::vector<RuntimeKept> runtime_blocked;
 };
 
 /// float32 -> float16. Throws Error(kUsage) when the model has no float32 tensors to convert.

@@ -297,6 +297,25 @@ ir::Model loop_model() {
   return std::move(b.m);
 }
 
+/// The float32 model before a tf2onnx detector's float16 tail (testdata/runtime_departures/
+/// peak_picking_fp32): heat = Sigmoid(logits[1,1,8,8]); scores[1,64] = Cast(Equal(flat(heat),
+/// flat(MaxPool3x3(heat)))) * flat(heat). `pool_other`: the MaxPool reads Relu(logits) instead.
+ir::Model peak_picking_model(bool pool_other = false) {
+  Builder b(13);
+  ir::Value* logits = b.input("logits", {1, 1, 8, 8});
+  ir::Value* heat = b.node("Sigmoid", {logits}, "heat")->output(0);
+  ir::Value* pooled_in = pool_other ? b.node("Relu", {logits}, "other")->output(0) : heat;
+  ir::Node* pool = b.node("MaxPool", {pooled_in}, "pooled", ir::Attribute::make_ints("kernel_shape", {3, 3}));
+  pool->set_attr(ir::Attribute::make_ints("pads", {1, 1, 1, 1}));
+  ir::Value* shape = b.ints("flat_shape", {1, 64});
+  ir::Value* pooled_flat = b.node("Reshape", {pool->output(0), shape}, "pooled_flat")->output(0);
+  ir::Value* heat_flat = b.node("Reshape", {heat, shape}, "heat_flat")->output(0);
+  ir::Value* peak = b.node("Equal", {heat_flat, pooled_flat}, "is_peak")->output(0);
+  ir::Value* keep = b.node("Cast", {peak}, "keep", ir::Attribute::make_int("to", int64_t(DataType::kFloat)))->output(0);
+  b.g->add_output(b.node("Mul", {keep, heat_flat}, "scores")->output(0), Builder::type(DataType::kFloat, {1, 64}));
+  return std::move(b.m);
+}
+
 TEST_SUITE("precision") {
   TEST_CASE("to_fp16 converts weights, I/O and compute; outputs stay close") {
     ir::Model ref = conv_mlp_model();
@@ -659,6 +678,43 @@ TEST_SUITE("precision") {
     CHECK(b.m.graph->find("k")->initializer()->float_data.empty());
     const auto out = run(b.m, {{"x", {1, 1, 1}}});
     CHECK(out[0] == std::vector<float>{65504.0f, -65504.0f, 1.0f});
+  }
+
+  TEST_CASE("peak picking stays float32 for onnxruntime unless allow_runtime_bugs, computing what float16 does") {
+    // onnxruntime 1.30 takes the maximum over heat before its float16 rounding while Reshape
+    // passes the rounded heat on, and loses the peaks (docs/runtime_departures.md#peak_picking).
+    ir::Model kept = peak_picking_model();
+    const PrecisionReport r = convert::to_fp16(kept, {});
+    require_valid(kept);
+    REQUIRE(r.runtime_blocked.size() == 1);
+    CHECK(r.runtime_blocked[0].pattern == "peak_picking");
+    CHECK(r.runtime_blocked[0].runtime == "onnxruntime 1.30");
+    CHECK(r.runtime_blocked[0].doc == "docs/runtime_departures.md#peak_picking");
+    CHECK(r.runtime_blocked[0].nodes.size() == 4);  // MaxPool, both Reshapes, Equal
+    for (const char* op : {"MaxPool", "Equal"})
+      for (const ir::Value* in : node_of(*kept.graph, op)->inputs()) CHECK(in->type.data_type() == DataType::kFloat);
+    CHECK(node_of(*kept.graph, "Sigmoid")->output(0)->type.data_type() == DataType::kFloat16);
+    CHECK(node_of(*kept.graph, "Mul")->output(0)->type.data_type() == DataType::kFloat16);
+
+    Fp16Options allow;
+    allow.allow_runtime_bugs = true;
+    ir::Model converted = peak_picking_model();
+    const PrecisionReport all = convert::to_fp16(converted, allow);
+    require_valid(converted);
+    CHECK(all.runtime_blocked.empty());
+    CHECK(node_of(*converted.graph, "MaxPool")->output(0)->type.data_type() == DataType::kFloat16);
+    // Maximum, views and comparison are exact: in float32 on the float16 heat they give the
+    // float16 model's own peaks, element for element.
+    ir::Model ref = peak_picking_model();
+    const auto inputs = random_inputs(ref);
+    const auto want = run(converted, inputs);
+    CHECK(run(kept, inputs) == want);
+    int64_t peaks = 0;
+    for (float v : want[0]) peaks += v != 0;
+    CHECK(peaks > 0);
+
+    ir::Model other = peak_picking_model(/*pool_other=*/true);  // a maximum of another value: no peak picking
+    CHECK(convert::to_fp16(other, {}).runtime_blocked.empty());
   }
 
   TEST_CASE("real model: PaddleOCR detection in float16") {

@@ -263,6 +263,19 @@ TEST_SUITE("version_converter") {
     } catch (const Error& e) {
       CHECK(std::string(e.what()).find("introduced in opset 20") != std::string::npos);
     }
+    for (const float scale : {0.5f, 2.0f}) {  // Upsample-9 only enlarges
+      auto shrink = one_node("Resize", 10, {random_float({1, 1, 4, 4})}, {});
+      const std::vector<float> scales{1, 1, scale, scale};
+      ir::Graph& g = *shrink.graph;
+      ir::Node* n = g.nodes().front().get();
+      n->append_input(g.add_initializer(ir::make_tensor("scales", ir::DataType::kFloat, {4}, scales.data(), 16)));
+      if (scale < 1) {
+        CHECK_THROWS_WITH_AS(convert::convert_opset(shrink, 9), doctest::Contains("scales must be >= 1"), Error);
+      } else {
+        convert::convert_opset(shrink, 9);
+        CHECK(g.nodes().front()->op_type == "Upsample");
+      }
+    }
     auto relu = one_node("Relu", 13, {x}, {});
     CHECK_THROWS_AS(convert::convert_opset(relu, 6), Error);
     CHECK_THROWS_AS(convert::convert_opset(relu, 29), Error);

@@ -5,6 +5,7 @@
 //   opset_down  convert to a lower opset (drawn by the seed, 7 and up)
 //   opset_up    convert to a higher opset (up to 21)
 //   fp16        float16 with range guard and preprocessing, as `onnxtool convert --to-fp16` does
+//               (--keep-io-types on even seeds, --block-ops Sigmoid on every third)
 //   fp16_fp32   that float16 model converted back to float32 (judged against the float16
 //               model, as `onnxtool convert --to-fp32` verifies it)
 //   quantize    static QDQ quantization as `onnxtool quantize --mode static --calib-data` runs
@@ -36,7 +37,10 @@
 // files (each path's model, inputs, outputs, the calibration samples) in the work directory.
 // --minimize DIR: a failing seed is shrunk (its blocks left out one by one while the failure
 // stays) and written to DIR as seed_<seed>_<path>.onnx, the input shapes in its metadata, ready
-// to go to testdata/regressions/. Exit 0 when nothing disagrees, 1 otherwise, 2 for bad usage.
+// to go to testdata/regressions/. --allow-runtime-bugs converts to float16 the node patterns
+// convert/runtime_departures.h keeps in float32, to see what onnxruntime gets wrong without them.
+// --report-blocks B,... adds the tally of the models holding any of those blocks. Exit 0 when
+// nothing disagrees, 1 otherwise, 2 for bad usage.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -91,6 +95,37 @@ ir::Model clone(const ir::Model& m) {
   return ir::parse_model(ir::Bytes::copy_of(bytes.data(), bytes.size()), "clone", "");
 }
 
+/// The conversions of one opset path to one target opset.
+struct TargetTally {
+  int64_t agreed = 0, ort_agreed = 0;
+  std::map<std::string, int64_t> refused;  ///< by reason: the op and why, names left out
+};
+
+/// What happened to one case, or to many added up.
+struct Tally {
+  std::map<std::string, int64_t> agreed, refused, ort_unsupported, ort_agreed;
+  std::map<std::pair<std::string, int64_t>, TargetTally> targets;  ///< by (path, target opset)
+  int64_t cases = 0;
+  int64_t accuracy_kept = 0;  ///< float16 conversions that kept values in float32 for accuracy
+  std::vector<std::string> failures;
+  std::map<std::string, int64_t> blocks;
+
+  void add(const Tally& o) {
+    for (auto [into, from] : {std::pair{&agreed, &o.agreed}, {&refused, &o.refused}, {&ort_unsupported, &o.ort_unsupported},
+                              {&ort_agreed, &o.ort_agreed}, {&blocks, &o.blocks}})
+      for (const auto& [k, n] : *from) (*into)[k] += n;
+    for (const auto& [key, t] : o.targets) {
+      TargetTally& into = targets[key];
+      into.agreed += t.agreed;
+      into.ort_agreed += t.ort_agreed;
+      for (const auto& [why, n] : t.refused) into.refused[why] += n;
+    }
+    cases += o.cases;
+    accuracy_kept += o.accuracy_kept;
+    failures.insert(failures.end(), o.failures.begin(), o.failures.end());
+  }
+};
+
 /// One model under test: the original, how to feed it, and the results of each path.
 struct Case {
   std::string label;  ///< "seed 17" or the file name
@@ -109,6 +144,7 @@ struct Case {
   /// float16 beyond tolerance fails instead of counting as refused (the kept regression models
   /// all convert).
   bool fp16_must_pass = false;
+  Tally tally;  ///< its results, in onnxtool's runner and in onnxruntime
 };
 
 struct OrtJob {
@@ -141,21 +177,6 @@ std::string cosine_failure(const runner::VerifyResult& r, double min_cosine) {
   }
   return "";
 }
-
-/// The conversions of one opset path to one target opset.
-struct TargetTally {
-  int64_t agreed = 0, ort_agreed = 0;
-  std::map<std::string, int64_t> refused;  ///< by reason: the op and why, names left out
-};
-
-struct Tally {
-  std::map<std::string, int64_t> agreed, refused, ort_unsupported, ort_agreed;
-  std::map<std::pair<std::string, int64_t>, TargetTally> targets;  ///< by (path, target opset)
-  int64_t cases = 0;
-  int64_t accuracy_kept = 0;  ///< float16 conversions that kept values in float32 for accuracy
-  std::vector<std::string> failures;
-  std::map<std::string, int64_t> blocks;
-};
 
 int64_t down_target(const Case& c, int64_t opset) {
   return opset <= kLowestDown ? 0 : kLowestDown + static_cast<int64_t>((c.seed * 7 + 3) % static_cast<uint64_t>(opset - kLowestDown));
@@ -202,6 +223,8 @@ std::string refusal_reason(const std::string& message) {
 
 std::map<std::string, std::string> write_feeds(const std::map<std::string, runner::Value>& feeds, const std::string& dir);
 
+bool allow_runtime_bugs = false;  // --allow-runtime-bugs
+
 /// Applies a path to a copy of the original. nullopt with `refused` set when onnxtool declined.
 /// `accuracy_kept` is set when a float16 conversion kept values in float32 for accuracy.
 std::optional<ir::Model> apply(const Case& c, const std::string& path, const ir::Model* fp16, std::string* refused,
@@ -234,11 +257,23 @@ std::optional<ir::Model> apply(const Case& c, const std::string& path, const ir:
     ir::Model base = prepare();
     convert::Fp16Options f;
     f.keep_io_types = c.seed % 2 == 0;
+    // Every third seed keeps Sigmoid in float32, as a conversion that keeps a detector's Sigmoid
+    // for accuracy (or asked to, --block-ops) writes it: its float16 readers then read a Cast.
+    if (c.seed % 3 == 0) f.block_ops = {"Sigmoid"};
+    f.allow_runtime_bugs = allow_runtime_bugs;
     convert::GuidedFp16 g = convert::to_fp16_guided(base, prepare, f, *c.reference, runner::kFp16Tolerance);
     *accuracy_kept = !g.accuracy_values.empty();
     return std::move(g.model);
   } else if (path == "fp16_fp32") {
-    convert::to_fp32(m);
+    try {
+      convert::to_fp32(m);
+    } catch (const Error& e) {
+      // The accuracy guide kept every value in float32 (float16 picks other peaks on these
+      // inputs): nothing to widen, as `onnxtool convert --to-fp32` would say.
+      if (e.kind() != ErrorKind::kUsage) throw;
+      *refused = e.what();
+      return std::nullopt;
+    }
   } else if (path == "quantize") {
     std::set<std::string> present;  // the op types static quantization handles, in every graph
     ir::for_each_graph(m, [&present](ir::Graph& g) {
@@ -301,8 +336,9 @@ std::map<std::string, std::string> write_feeds(const std::map<std::string, runne
 
 /// Runs every path of one case in onnxtool's runner; queues the models for onnxruntime. Returns
 /// the failures ("seed 17 fp16: ...").
-std::vector<std::string> run_case(Case& c, Tally& tally, std::vector<OrtJob>* jobs, const std::string& only_path = "") {
-  std::vector<std::string> failures;
+std::vector<std::string> run_case(Case& c, std::vector<OrtJob>* jobs, const std::string& only_path = "") {
+  Tally& tally = c.tally;
+  std::vector<std::string>& failures = tally.failures;
   fs::create_directories(c.dir);
   try {
     runner::VerifyInputs in;
@@ -415,13 +451,18 @@ std::vector<std::string> run_case(Case& c, Tally& tally, std::vector<OrtJob>* jo
   return failures;
 }
 
-/// Runs the jobs in one onnxruntime-node process; returns the failures. Models onnxruntime has
-/// no kernel for are tallied, not failed; a model it rejects otherwise is a failure. Should the
-/// process die on a model, that model is a failure and the rest go to a new process.
+/// Runs the jobs in one onnxruntime-node process; returns the failures (each also in its case's
+/// tally). Models onnxruntime has no kernel for are tallied, not failed; a model it rejects
+/// otherwise is a failure. Should the process die on a model, that model is a failure and the
+/// rest go to a new process.
 std::string ort_level = "extended";  // --ort-level
 
-std::vector<std::string> run_ort(const std::string& ort_run, const std::string& work, std::vector<OrtJob>& jobs, Tally& tally) {
+std::vector<std::string> run_ort(const std::string& ort_run, const std::string& work, std::vector<OrtJob>& jobs) {
   std::vector<std::string> failures;
+  const auto fail = [&failures](Case& c, const std::string& why) {
+    failures.push_back(why);
+    c.tally.failures.push_back(why);
+  };
   size_t next = 0;
   while (next < jobs.size()) {
     nlohmann::json list = nlohmann::json::array();
@@ -438,6 +479,7 @@ std::vector<std::string> run_ort(const std::string& ort_run, const std::string& 
     while (next < jobs.size() && std::getline(in, line)) {
       if (line.empty() || line[0] != '{') continue;
       OrtJob& job = jobs[next++];
+      Tally& tally = job.c->tally;
       const auto r = nlohmann::json::parse(line);
       const std::string label = job.c->label + " " + job.path;
       if (!r.value("ok", false)) {
@@ -445,7 +487,7 @@ std::vector<std::string> run_ort(const std::string& ort_run, const std::string& 
         if (error.find("NOT_IMPLEMENTED") != std::string::npos || error.find("Could not find an implementation") != std::string::npos)
           tally.ort_unsupported[job.path]++;
         else
-          failures.push_back(label + ": onnxruntime cannot run it: " + error.substr(0, 300));
+          fail(*job.c, label + ": onnxruntime cannot run it: " + error.substr(0, 300));
         continue;
       }
       std::map<std::string, runner::Tensor> outputs;
@@ -453,7 +495,7 @@ std::vector<std::string> run_ort(const std::string& ort_run, const std::string& 
       const runner::VerifyResult v = job.judge->compare(outputs, job.tolerance);
       const std::string why = job.min_cosine >= 0 ? cosine_failure(v, job.min_cosine) : (v.ok() ? "" : v.first_failure());
       if (!why.empty())
-        failures.push_back(label + ": onnxruntime: " + why);
+        fail(*job.c, label + ": onnxruntime: " + why);
       else
         tally.ort_agreed[job.path]++;
       if (why.empty() && job.target) tally.targets[{job.path, job.target}].ort_agreed++;
@@ -462,8 +504,8 @@ std::vector<std::string> run_ort(const std::string& ort_run, const std::string& 
       std::ifstream err(errors);
       std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
       const size_t cut = text.find_last_of('\n', text.size() > 1 ? text.size() - 2 : 0);
-      failures.push_back(jobs[next].c->label + " " + jobs[next].path + ": onnxruntime-node " +
-                         (clean_exit ? "stopped" : "died") + " on it: " + (cut == std::string::npos ? text : text.substr(cut + 1)));
+      fail(*jobs[next].c, jobs[next].c->label + " " + jobs[next].path + ": onnxruntime-node " + (clean_exit ? "stopped" : "died") +
+                              " on it: " + (cut == std::string::npos ? text : text.substr(cut + 1)));
       ++next;
     }
   }
@@ -522,12 +564,11 @@ void minimize(uint64_t seed, const std::string& path, const std::string& ort_run
   std::vector<bool> keep(n, true);
   const auto fails = [&](const std::vector<bool>& k) {
     Case c = make_case(seed, k, work + "/minimize");
-    Tally t;
     std::vector<OrtJob> jobs;
-    auto f = run_case(c, t, ort_run.empty() ? nullptr : &jobs, path);
+    auto f = run_case(c, ort_run.empty() ? nullptr : &jobs, path);
     if (f.empty() && !ort_run.empty()) {
       jobs.erase(std::remove_if(jobs.begin(), jobs.end(), [&](const OrtJob& j) { return j.path != path; }), jobs.end());
-      f = run_ort(ort_run, work + "/minimize", jobs, t);
+      f = run_ort(ort_run, work + "/minimize", jobs);
     }
     return !f.empty();
   };
@@ -543,9 +584,31 @@ void minimize(uint64_t seed, const std::string& path, const std::string& ort_run
   std::cout << "minimized: " << file << " (" << std::count(keep.begin(), keep.end(), true) << " of " << n << " blocks)\n";
 }
 
+/// One line per path of the tally: agreed in each runtime, refused.
+void print_paths(Tally& t, bool ort, const std::string& indent) {
+  for (const auto& p : path_names())
+    std::cout << indent << p << ": " << t.agreed[p] << " agree in onnxtool's runner"
+              << (!ort ? "" : ", " + std::to_string(t.ort_agreed[p]) + " in onnxruntime (" + std::to_string(t.ort_unsupported[p]) + " without an onnxruntime kernel)")
+              << ", " << t.refused[p] << " refused by onnxtool" << (p == "fp16" ? " (a node with no equivalent, or beyond tolerance in verification), " +
+                                   std::to_string(t.accuracy_kept) + " kept values in float32 for accuracy"
+                             : p == "fp16_fp32" ? " (nothing left in float16)"
+                             : p == "quantize"  ? " (nothing quantized, or no quantization reaches the accuracy target)"
+                                                : " (a node with no equivalent at the target)") << "\n";
+  for (const auto& [key, target] : t.targets) {
+    int64_t refused = 0;
+    for (const auto& r : target.refused) refused += r.second;
+    std::cout << indent << key.first << " to opset " << key.second << ": " << target.agreed << " converted and agree in onnxtool's runner"
+              << (!ort ? "" : ", " + std::to_string(target.ort_agreed) + " in onnxruntime") << ", " << refused << " refused\n";
+    for (const auto& [why, n] : target.refused) std::cout << indent << "    " << n << " x " << why << "\n";
+  }
+  if (ort)
+    std::cout << indent << "original: " << t.ort_agreed["original"] << " agree between onnxtool's runner and onnxruntime ("
+              << t.ort_unsupported["original"] << " without an onnxruntime kernel)\n";
+}
+
 [[noreturn]] void usage(const std::string& problem) {
   std::cerr << "onnxtool_differential: " << problem
-            << "\nusage: onnxtool_differential (--seeds FIRST-LAST | --models FILE...) [--ort ORT_RUN_JS] [--ort-level L] [--work DIR] [--minimize DIR] [--save DIR] [--keep]\n"
+            << "\nusage: onnxtool_differential (--seeds FIRST-LAST | --models FILE...) [--ort ORT_RUN_JS] [--ort-level L] [--work DIR] [--minimize DIR] [--save DIR] [--keep] [--allow-runtime-bugs] [--report-blocks B,...]\n"
             << "       onnxtool_differential --seeds FIRST-LAST --generate DIR\n";
   std::exit(2);
 }
@@ -557,6 +620,7 @@ int main(int argc, char** argv) {
   bool seeds = false;
   std::vector<std::string> models;
   std::string ort_run, work, minimize_dir, save_dir, generate_dir;
+  std::set<std::string> report_blocks;
   bool keep_files = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -591,6 +655,15 @@ int main(int argc, char** argv) {
       minimize_dir = value();
     } else if (a == "--keep") {
       keep_files = true;
+    } else if (a == "--allow-runtime-bugs") {
+      allow_runtime_bugs = true;
+    } else if (a == "--report-blocks") {
+      std::stringstream list(value());
+      for (std::string b; std::getline(list, b, ',');) {
+        if (std::find(differential::block_kinds().begin(), differential::block_kinds().end(), b) == differential::block_kinds().end())
+          usage("--report-blocks: no block '" + b + "'");
+        report_blocks.insert(b);
+      }
     } else {
       usage("unknown argument '" + a + "'");
     }
@@ -612,7 +685,7 @@ int main(int argc, char** argv) {
   }
 
   const auto start = std::chrono::steady_clock::now();
-  Tally tally;
+  Tally tally, focus;  // every case; the cases holding a block of --report-blocks
   std::vector<std::string> failures;
   // Batches of cases: one onnxruntime process per batch, the batch's files removed after it.
   constexpr uint64_t kBatch = 500;
@@ -624,15 +697,20 @@ int main(int argc, char** argv) {
     for (uint64_t k = begin; k < end; ++k) {
       cases.push_back(std::make_unique<Case>(seeds ? make_case(first + k, {}, work) : load_case(models[k], k, work)));
       Case& c = *cases.back();
-      tally.cases++;
+      c.tally.cases = 1;
       if (!save_dir.empty()) {
         fs::create_directories(save_dir);
         ir::save_model(c.original, save_dir + "/" + fs::path(c.dir).filename().string() + ".onnx");
       }
-      for (const auto& b : c.blocks) tally.blocks[b]++;
-      for (auto& f : run_case(c, tally, ort_run.empty() ? nullptr : &jobs)) failures.push_back(f + "  [" + c.description + "]");
+      for (const auto& b : c.blocks) c.tally.blocks[b]++;
+      for (auto& f : run_case(c, ort_run.empty() ? nullptr : &jobs)) failures.push_back(f + "  [" + c.description + "]");
     }
-    for (auto& f : run_ort(ort_run, work, jobs, tally)) failures.push_back(f);
+    for (auto& f : run_ort(ort_run, work, jobs)) failures.push_back(f);
+    for (const auto& c : cases) {
+      tally.add(c->tally);
+      if (std::any_of(c->blocks.begin(), c->blocks.end(), [&](const std::string& b) { return report_blocks.count(b) > 0; }))
+        focus.add(c->tally);
+    }
     if (!keep_files)
       for (const auto& c : cases) fs::remove_all(c->dir);
   }
@@ -642,24 +720,13 @@ int main(int argc, char** argv) {
   std::cout << "differential: " << tally.cases << (seeds ? " generated models (seeds " + std::to_string(first) + "-" + std::to_string(last) + ")" : " models")
             << ", " << (ort_run.empty() ? "onnxtool's runner only" : "onnxtool's runner and onnxruntime") << ", " << failures.size()
             << " disagreements, " << static_cast<int64_t>(seconds) << " s\n";
-  for (const auto& p : path_names())
-    std::cout << "  " << p << ": " << tally.agreed[p] << " agree in onnxtool's runner"
-              << (ort_run.empty() ? "" : ", " + std::to_string(tally.ort_agreed[p]) + " in onnxruntime (" + std::to_string(tally.ort_unsupported[p]) + " without an onnxruntime kernel)")
-              << ", " << tally.refused[p] << " refused by onnxtool" << (p == "fp16" ? " (a node with no equivalent, or beyond tolerance in verification), " +
-                                   std::to_string(tally.accuracy_kept) + " kept values in float32 for accuracy"
-                             : p == "fp16_fp32" ? ""
-                             : p == "quantize"  ? " (nothing quantized, or no quantization reaches the accuracy target)"
-                                                : " (a node with no equivalent at the target)") << "\n";
-  for (const auto& [key, t] : tally.targets) {
-    int64_t refused = 0;
-    for (const auto& r : t.refused) refused += r.second;
-    std::cout << "  " << key.first << " to opset " << key.second << ": " << t.agreed << " converted and agree in onnxtool's runner"
-              << (ort_run.empty() ? "" : ", " + std::to_string(t.ort_agreed) + " in onnxruntime") << ", " << refused << " refused\n";
-    for (const auto& [why, n] : t.refused) std::cout << "      " << n << " x " << why << "\n";
+  print_paths(tally, !ort_run.empty(), "  ");
+  if (!report_blocks.empty()) {
+    std::string names;
+    for (const auto& b : report_blocks) names += (names.empty() ? "" : ", ") + b;
+    std::cout << "  models holding " << names << ": " << focus.cases << ", " << focus.failures.size() << " disagreements\n";
+    print_paths(focus, !ort_run.empty(), "    ");
   }
-  if (!ort_run.empty())
-    std::cout << "  original: " << tally.ort_agreed["original"] << " agree between onnxtool's runner and onnxruntime ("
-              << tally.ort_unsupported["original"] << " without an onnxruntime kernel)\n";
   if (seeds) {
     std::cout << "  blocks:";
     for (const auto& [b, n] : tally.blocks) std::cout << " " << b << " " << n;

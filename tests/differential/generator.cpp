@@ -664,6 +664,315 @@ void loop_outer(State& s, Rng& rng) {
   s.cur.v = n->output(0);
 }
 
+// ------------------------------------------------------------------ detector and classifier heads
+// What detectors (CenterNet, MoveNet, BlazeFace-like heads, from tf2onnx and PyTorch) and
+// classification heads end with: pooling, Resize, peak picking, reductions, and the Reshape or
+// Flatten of pooled outputs.
+
+/// An [N,C,H,W] value whose C, H and W are fixed: what the window blocks work on.
+bool is_image(const T& x) { return x.rank() == 4 && x.static_at(1) && x.static_at(2) && x.static_at(3); }
+
+ir::Value* float_list(Builder& b, const std::vector<float>& v) {
+  return b.graph()->add_initializer(ir::make_tensor(b.fresh("f"), ir::DataType::kFloat, {static_cast<int64_t>(v.size())},
+                                                    v.data(), v.size() * sizeof(float)));
+}
+
+/// Output size of a pooling window along one axis, as the spec computes it for explicit pads
+/// (with ceil_mode, a last window that would start in the trailing pad is dropped).
+int64_t pooled_size(int64_t in, int64_t k, int64_t stride, int64_t pad_begin, int64_t pad_end, bool ceil_mode) {
+  const int64_t room = in + pad_begin + pad_end - k;
+  int64_t out = (ceil_mode ? (room + stride - 1) / stride : room / stride) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad_begin) --out;
+  return out;
+}
+
+/// Flattens a pooled [N,C,h,w] value as heads do before a classifier or a list of scores:
+/// Flatten, Reshape to [N,-1] or to [N,C,-1].
+void flatten_pooled(State& s, Rng& rng) {
+  Builder& b = s.b;
+  T& x = s.cur;
+  const int64_t c = x.dims[1], hw = x.dims[2] * x.dims[3];
+  switch (rng.range(0, 2)) {
+    case 0:
+      x.v = b.op("Flatten", {x.v}, ir::Attribute::make_int("axis", 1));
+      x.dims = {x.dims[0], c * hw};
+      break;
+    case 1:
+      x.v = b.op("Reshape", {x.v, b.ints({0, -1})});
+      x.dims = {x.dims[0], c * hw};
+      break;
+    default:
+      x.v = b.op("Reshape", {x.v, b.ints({0, c, -1})});
+      x.dims = {x.dims[0], c, hw};
+      break;
+  }
+  s.intermediates.push_back(x.v);
+}
+
+/// MaxPool or AveragePool with the windows exporters write: kernels of 1-5 (square or not),
+/// strides 1-2, pads of k/2 on each side, none, tf2onnx's SAME as explicit asymmetric pads or as
+/// auto_pad SAME_UPPER, VALID, ceil_mode; AveragePool counting the pads or not. Sometimes
+/// flattened after.
+void pool(State& s, Rng& rng) {
+  Builder& b = s.b;
+  T& x = s.cur;
+  if (!is_image(x)) return;
+  const bool max = rng.chance(0.5);
+  ir::Node* n = b.node(max ? "MaxPool" : "AveragePool", {x.v});
+  const int64_t mode = rng.range(0, 4);  // 0 k/2 pads, 1 none, 2 SAME as pads, 3 auto_pad SAME_UPPER, 4 auto_pad VALID
+  bool ceil_mode = mode <= 2 && rng.chance(0.25);
+  std::vector<int64_t> kernel, strides, pads_begin, pads_end, out;
+  const int64_t square = rng.pick(std::vector<int64_t>{1, 2, 3, 3, 5});
+  const int64_t stride = rng.pick(std::vector<int64_t>{1, 1, 2});
+  for (int64_t axis = 2; axis < 4; ++axis) {
+    const int64_t in = x.dims[static_cast<size_t>(axis)];
+    int64_t k = rng.chance(0.2) ? rng.range(1, 3) : square;
+    // VALID and no-pad windows must fit the input; padded ones may reach into the pads.
+    if (mode == 1 || mode == 4) k = std::min(k, in);
+    if (mode == 0) k = std::min(k, 2 * in - 1);
+    int64_t begin = 0, end = 0;
+    if (mode == 0) begin = end = k / 2;
+    if (mode == 2 || mode == 3) {
+      const int64_t total = std::max<int64_t>(((in + stride - 1) / stride - 1) * stride + k - in, 0);
+      begin = total / 2;
+      end = total - begin;
+    }
+    kernel.push_back(k);
+    strides.push_back(stride);
+    pads_begin.push_back(begin);
+    pads_end.push_back(end);
+    out.push_back(mode == 3 ? (in + stride - 1) / stride : pooled_size(in, k, stride, begin, end, ceil_mode));
+  }
+  // Where ceil_mode's last window would start past the input and its leading pad, the spec drops
+  // it and onnxruntime 1.30 does not (AveragePool 15 -> 8 or 9 wide): not drawn.
+  const auto undropped = [&](size_t i) {
+    return (x.dims[i + 2] + pads_begin[i] + pads_end[i] - kernel[i] + stride - 1) / stride + 1;
+  };
+  if (ceil_mode && (out[0] != undropped(0) || out[1] != undropped(1))) {
+    ceil_mode = false;
+    for (size_t i = 0; i < 2; ++i) out[i] = pooled_size(x.dims[i + 2], kernel[i], stride, pads_begin[i], pads_end[i], false);
+  }
+  n->set_attr(ir::Attribute::make_ints("kernel_shape", kernel));
+  if (stride != 1 || rng.chance(0.5)) n->set_attr(ir::Attribute::make_ints("strides", strides));
+  if (mode == 3) n->set_attr(ir::Attribute::make_string("auto_pad", "SAME_UPPER"));
+  if (mode == 4) n->set_attr(ir::Attribute::make_string("auto_pad", "VALID"));
+  if (mode <= 2) n->set_attr(ir::Attribute::make_ints("pads", {pads_begin[0], pads_begin[1], pads_end[0], pads_end[1]}));
+  if (ceil_mode) n->set_attr(ir::Attribute::make_int("ceil_mode", 1));
+  if (!max && rng.chance(0.5)) n->set_attr(ir::Attribute::make_int("count_include_pad", 1));
+  x.v = n->output(0);
+  x.dims = {x.dims[0], x.dims[1], out[0], out[1]};
+  s.intermediates.push_back(x.v);
+  if (rng.chance(0.3)) flatten_pooled(s, rng);
+}
+
+/// GlobalAveragePool or GlobalMaxPool, then what heads do with [N,C,1,1]: squeeze-and-excite
+/// (x * sigmoid(w * pooled)), a classifier after Flatten, Reshape or Squeeze, or nothing.
+void global_pool(State& s, Rng& rng) {
+  Builder& b = s.b;
+  T& x = s.cur;
+  if (!is_image(x)) return;
+  const int64_t c = x.dims[1];
+  ir::Value* pooled = b.op(rng.chance(0.6) ? "GlobalAveragePool" : "GlobalMaxPool", {x.v});
+  s.intermediates.push_back(pooled);
+  switch (rng.range(0, 4)) {
+    case 0: {
+      ir::Value* gate = b.op("Sigmoid", {b.op("Mul", {pooled, b.floats({c, 1, 1}, rng, -2, 2)})});
+      x.v = b.op("Mul", {x.v, gate});
+      return;
+    }
+    case 1: x.v = b.op("Flatten", {pooled}, ir::Attribute::make_int("axis", 1)); break;
+    case 2: x.v = b.op("Reshape", {pooled, rng.chance(0.5) ? b.ints({0, -1}) : b.ints({-1, c})}); break;
+    case 3: x.v = b.squeeze(pooled, {2, 3}); break;
+    default:
+      x.v = pooled;
+      x.dims = {x.dims[0], c, 1, 1};
+      return;
+  }
+  x.dims = {x.dims[0], c};
+  if (rng.chance(0.6)) {  // the classifier
+    const int64_t classes = rng.range(1, 8);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(c));
+    x.v = b.op("Add", {b.op("MatMul", {x.v, b.floats({c, classes}, rng, -scale, scale)}), b.floats({classes}, rng, -0.5f, 0.5f)});
+    x.dims.back() = classes;
+  }
+}
+
+/// Resize of an image as exporters write it: nearest (asymmetric + floor from PyTorch and
+/// tf2onnx, half_pixel + round_prefer_floor, align_corners) or linear (half_pixel,
+/// pytorch_half_pixel, align_corners, asymmetric), by constant scales or by sizes computed from
+/// Shape(x) (the batch dim is symbolic).
+void resize(State& s, Rng& rng) {
+  Builder& b = s.b;
+  T& x = s.cur;
+  if (!is_image(x)) return;
+  const bool nearest = rng.chance(0.5);
+  const bool by_scales = rng.chance(0.5);
+  const int64_t nearest_kind = rng.range(0, 2);
+  const std::string mode = nearest ? std::vector<std::string>{"asymmetric", "half_pixel", "align_corners"}[static_cast<size_t>(nearest_kind)]
+                                   : rng.pick(std::vector<std::string>{"half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"});
+  // onnxtool and onnxruntime 1.30 disagree in float32 on align_corners where the input size times
+  // the scale is no integer, and on align_corners and pytorch_half_pixel resizing to 1 element;
+  // exporters write neither, so neither is drawn.
+  const bool integral = mode == "align_corners";
+  const int64_t least = mode == "align_corners" || mode == "pytorch_half_pixel" ? 2 : 1;
+  const int64_t h = x.dims[2], w = x.dims[3];
+  std::vector<int64_t> out;
+  std::vector<float> scales{1, 1};
+  for (int64_t in : {h, w}) {
+    float scale = rng.pick(integral ? std::vector<float>{2, 3} : std::vector<float>{2, 2, 0.5f, 1.5f, 3});
+    if (std::floor(static_cast<float>(in) * scale) < static_cast<float>(least)) scale = 2;
+    scales.push_back(scale);
+    out.push_back(by_scales ? static_cast<int64_t>(std::floor(static_cast<float>(in) * scale)) : rng.range(least, 12));
+  }
+  ir::Value* sizes = nullptr;
+  ir::Value* scale_input = nullptr;
+  if (by_scales) {
+    scale_input = float_list(b, scales);
+  } else {
+    ir::Value* batch_channels = b.slice(b.op("Shape", {x.v}), {0}, {2}, {}, {});
+    sizes = b.op("Concat", {batch_channels, b.ints(out)}, ir::Attribute::make_int("axis", 0));
+  }
+  // Opsets 11-12 require roi and scales, empty when unused; 13 and later leave them out.
+  std::vector<ir::Value*> in{x.v};
+  if (b.opset() < 13) {
+    in.push_back(float_list(b, {}));
+    in.push_back(scale_input ? scale_input : float_list(b, {}));
+  } else {
+    in.push_back(nullptr);
+    in.push_back(scale_input);
+  }
+  if (sizes) in.push_back(sizes);
+  ir::Node* n = b.node("Resize", in);
+  n->set_attr(ir::Attribute::make_string("coordinate_transformation_mode", mode));
+  if (nearest)
+    n->set_attr(ir::Attribute::make_string("nearest_mode", std::vector<std::string>{"floor", "round_prefer_floor", "round_prefer_ceil"}[static_cast<size_t>(nearest_kind)]));
+  else
+    n->set_attr(ir::Attribute::make_string("mode", "linear"));
+  x.v = n->output(0);
+  x.dims = {x.dims[0], x.dims[1], out[0], out[1]};
+  s.intermediates.push_back(x.v);
+}
+
+/// Peak picking as CenterNet-style heads keep local maxima of a heatmap: heat = sigmoid(x + b),
+/// a score survives where it equals the maximum of its 3x3 (or 5x5) window, or of its channels
+/// (ReduceMax over C); compared as they are, or both flattened first (tf2onnx's [N,-1] or
+/// [N,C,-1], Flatten) or both transposed to NHWC; by Equal or, at opset 12 and later,
+/// GreaterOrEqual; kept by Cast and Mul, by Where, or as the Cast mask itself.
+void peak_pick(State& s, Rng& rng) {
+  Builder& b = s.b;
+  T& x = s.cur;
+  if (!is_image(x)) return;
+  // A bias of its own at every position, as a head's last convolution gives: the values before
+  // (a MaxPool's plateaus, a Relu's zeros) may hold exact ties, whose peaks any rounding or
+  // rewrite would pick differently.
+  ir::Value* logits = b.op("Add", {x.v, b.floats({x.dims[1], x.dims[2], x.dims[3]}, rng, -2, 2)});
+  ir::Value* heat = rng.chance(0.8) ? b.op("Sigmoid", {logits}) : logits;
+  ir::Value* peak = nullptr;
+  const bool over_channels = rng.chance(0.2);
+  if (over_channels) {
+    peak = b.op("ReduceMax", {heat}, ir::Attribute::make_ints("axes", {1}));
+  } else {
+    const int64_t k = rng.chance(0.8) ? 3 : 5;
+    ir::Node* n = b.node("MaxPool", {heat});
+    n->set_attr(ir::Attribute::make_ints("kernel_shape", {k, k}));
+    n->set_attr(ir::Attribute::make_ints("pads", {k / 2, k / 2, k / 2, k / 2}));
+    if (rng.chance(0.5)) n->set_attr(ir::Attribute::make_ints("strides", {1, 1}));
+    peak = n->output(0);
+  }
+  s.intermediates.push_back(peak);
+  const int64_t c = x.dims[1], hw = x.dims[2] * x.dims[3];
+  std::vector<int64_t> dims = x.dims;
+  switch (rng.range(0, 3)) {
+    case 0: break;
+    case 1: {  // Reshape both: [N,-1] (not with the channel maximum, which broadcasts over C) or [N,C,-1]
+      const bool per_channel = over_channels || rng.chance(0.5);
+      heat = b.op("Reshape", {heat, per_channel ? b.ints({0, c, -1}) : b.ints({0, -1})});
+      peak = b.op("Reshape", {peak, per_channel ? b.ints({0, over_channels ? 1 : c, -1}) : b.ints({0, -1})});
+      dims = per_channel ? std::vector<int64_t>{x.dims[0], c, hw} : std::vector<int64_t>{x.dims[0], c * hw};
+      break;
+    }
+    case 2:
+      if (over_channels) break;
+      heat = b.op("Flatten", {heat}, ir::Attribute::make_int("axis", 1));
+      peak = b.op("Flatten", {peak}, ir::Attribute::make_int("axis", 1));
+      dims = {x.dims[0], c * hw};
+      break;
+    default:
+      heat = b.op("Transpose", {heat}, ir::Attribute::make_ints("perm", {0, 2, 3, 1}));
+      peak = b.op("Transpose", {peak}, ir::Attribute::make_ints("perm", {0, 2, 3, 1}));
+      dims = {x.dims[0], x.dims[2], x.dims[3], c};
+      break;
+  }
+  ir::Value* keep = b.op(b.opset() >= 12 && rng.chance(0.25) ? "GreaterOrEqual" : "Equal", {heat, peak});
+  switch (rng.range(0, 3)) {
+    case 0:
+    case 1:
+      x.v = b.op("Mul", {b.op("Cast", {keep}, ir::Attribute::make_int("to", static_cast<int64_t>(ir::DataType::kFloat))), heat});
+      break;
+    case 2: x.v = b.op("Where", {keep, heat, b.scalar(0)}); break;
+    default: x.v = b.op("Cast", {keep}, ir::Attribute::make_int("to", static_cast<int64_t>(ir::DataType::kFloat))); break;
+  }
+  x.dims = dims;
+}
+
+/// ReduceMax, ReduceSum, ReduceMean or ArgMax over some of the axes after the batch, keeping
+/// the dims or not; an ArgMax is an exact output, or (as keypoint heads decode a heatmap) its
+/// index scaled and added to the maximum.
+void reduce(State& s, Rng& rng) {
+  Builder& b = s.b;
+  T& x = s.cur;
+  if (x.rank() < 2) return;
+  const bool keepdims = rng.chance(0.5);
+  std::vector<int64_t> axes;
+  for (int64_t a = 1; a < x.rank(); ++a)
+    if (rng.chance(0.5)) axes.push_back(rng.chance(0.3) ? a - x.rank() : a);
+  if (axes.empty()) axes.push_back(x.rank() - 1);
+  const auto reduced = [&](const std::vector<int64_t>& over) {
+    std::vector<int64_t> d;
+    for (int64_t a = 0; a < x.rank(); ++a) {
+      const bool hit = std::any_of(over.begin(), over.end(), [&](int64_t r) { return r == a || r + x.rank() == a; });
+      if (!hit) d.push_back(x.dims[static_cast<size_t>(a)]);
+      else if (keepdims) d.push_back(1);
+    }
+    return d;
+  };
+  const int64_t axis = axes.front() < 0 ? axes.front() + x.rank() : axes.front();
+  const int64_t kind = x.static_at(axis) ? rng.range(0, 3) : rng.range(0, 2);
+  if (kind == 3) {  // ArgMax along one axis
+    // Scores of their own along the axis first: ties (a MaxPool's plateaus) would make the index
+    // depend on the last bit of the values, which every rewrite may change.
+    std::vector<int64_t> offsets(static_cast<size_t>(x.rank() - axis), 1);
+    offsets[0] = x.dims[static_cast<size_t>(axis)];
+    x.v = b.op("Add", {x.v, b.floats(offsets, rng, -1, 1)});
+    ir::Node* n = b.node("ArgMax", {x.v});
+    n->set_attr(ir::Attribute::make_int("axis", axes.front()));
+    n->set_attr(ir::Attribute::make_int("keepdims", keepdims ? 1 : 0));
+    ir::Value* index = n->output(0);
+    if (rng.chance(0.4)) {
+      s.int_outputs.push_back(index);
+      return;
+    }
+    ir::Node* m = b.node("ReduceMax", {x.v});
+    m->set_attr(ir::Attribute::make_ints("axes", {axes.front()}));
+    m->set_attr(ir::Attribute::make_int("keepdims", keepdims ? 1 : 0));
+    ir::Value* position = b.op("Cast", {index}, ir::Attribute::make_int("to", static_cast<int64_t>(ir::DataType::kFloat)));
+    x.v = b.op("Add", {m->output(0), b.op("Mul", {position, b.scalar(rng.real(0.05f, 0.3f))})});
+    x.dims = reduced({axis});
+    return;
+  }
+  ir::Node* n = nullptr;
+  if (kind == 1 && b.opset() >= 13) {  // ReduceSum's axes became an input at 13
+    n = b.node("ReduceSum", {x.v, b.ints(axes)});
+  } else {
+    n = b.node(kind == 0 ? "ReduceMax" : kind == 1 ? "ReduceSum" : "ReduceMean", {x.v});
+    n->set_attr(ir::Attribute::make_ints("axes", axes));
+  }
+  n->set_attr(ir::Attribute::make_int("keepdims", keepdims ? 1 : 0));
+  x.v = n->output(0);
+  x.dims = reduced(axes);
+  s.intermediates.push_back(x.v);
+}
+
 using BlockFn = void (*)(State&, Rng&);
 struct Block {
   const char* name;
@@ -684,6 +993,9 @@ const std::vector<Block>& blocks() {
       {"loop_outer", loop_outer, false, 7},           {"upsample", upsample, true, 7},
       {"zero_pad", zero_pad, false, 7},               {"dropout", dropout, false, 7},
       {"classifier_head", classifier_head, false, 7}, {"nhwc_sandwich", nhwc_sandwich, true, 7},
+      {"pool", pool, true, 10},                       {"global_pool", global_pool, true, 7},
+      {"resize", resize, true, 11},                   {"peak_pick", peak_pick, true, 11},
+      {"reduce", reduce, false, 11},
   };
   return all;
 }
