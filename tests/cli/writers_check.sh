@@ -19,7 +19,7 @@ make_work writers
 real=()
 for f in "$SOURCE_DIR"/testdata/*.onnx "$MODELS"/ch_PP-OCRv4_det_infer.onnx "$MODELS"/ch_PP-OCRv4_rec_infer.onnx \
   "$MODELS"/ch_ppocr_mobile_v2.0_cls_infer.onnx "$MODELS"/silero_vad_legacy.onnx "$MODELS"/silero_vad_v5.onnx \
-  "$MODELS"/silero_vad_v6.onnx; do
+  "$MODELS"/silero_vad_v6.onnx "$MODELS"/bench/oww_melspectrogram.onnx "$MODELS"/bench/oww_embedding.onnx; do
   if [[ -f $f ]]; then real+=("$f"); else missing_data "$f"; fi
 done
 

@@ -730,6 +730,9 @@ void pool(State& s, Rng& rng) {
     // VALID and no-pad windows must fit the input; padded ones may reach into the pads.
     if (mode == 1 || mode == 4) k = std::min(k, in);
     if (mode == 0) k = std::min(k, 2 * in - 1);
+    // auto_pad SAME with a window narrower than the stride would pad by a negative amount:
+    // onnxruntime 1.30 refuses it ("padding values must be non-negative"); no exporter writes it.
+    if (mode == 3) k = std::max(k, stride);
     int64_t begin = 0, end = 0;
     if (mode == 0) begin = end = k / 2;
     if (mode == 2 || mode == 3) {
