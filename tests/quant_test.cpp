@@ -250,6 +250,28 @@ TEST_SUITE("quant") {
     }
   }
 
+  TEST_CASE("an output pointing away from fp32's scores 0, not the -1 of an output not measured") {
+    // fp32 y = Identity(x) against y = Neg(x): cosine -1 on every sample. Read as "not measured",
+    // a negative cosine skipped the accuracy search and the model was written fully quantized.
+    TinyModel f({1, 8}, 1), q({1, 8}, 1);
+    f.g.add_output(f.node("Identity", {f.x}, "y")->output(0), std::nullopt);
+    q.g.add_output(q.node("Neg", {q.x}, "y")->output(0), std::nullopt);
+    auto samples = [](size_t sample, std::map<std::string, runner::Value>& feeds) {
+      if (sample == 2) return false;
+      Tensor x(ir::DataType::kFloat, {1, 8});
+      for (int64_t i = 0; i < x.size(); ++i) x.mutable_data<float>()[i] = static_cast<float>(i + sample) - 3.5f;
+      feeds["x"] = runner::Value::of(x);
+      return true;
+    };
+    const quant::References references = quant::record_references(f.m, samples, 2);
+    quant::QuantizeReport r;
+    quant::measure_errors(f.m, q.m, references, samples, r);
+    REQUIRE(r.outputs.size() == 1);
+    CHECK(r.outputs[0].cosine == 0);
+    CHECK(r.output_cosine == 0);
+    CHECK(r.output_score() == 0);
+  }
+
   TEST_CASE("parameters include zero, keep symmetric zero points exact and never degenerate") {
     const quant::ParamOptions asym, sym{true, false}, reduced{false, true};
     // [1, 3] widens to [0, 3]: zero is representable exactly.
