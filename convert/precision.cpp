@@ -4,8 +4,9 @@
 // to_fp16 works in two steps so that every decision is taken on the unmodified model:
 //  1. decide: each float32 value gets a target precision, and each node input slot reading a
 //     float32 value a wanted precision. A node's slot is float16 when the node is not blocked
-//     (a listed op, a node of a runtime departure pattern, convert/runtime_departures.h, or one
-//     the caller's measurements keep) and the schema's type constraint of that slot admits
+//     (a listed op, the first stage of a decomposed layer normalization, a node of a runtime
+//     departure pattern, convert/runtime_departures.h, or one the caller's measurements keep)
+//     and the schema's type constraint of that slot admits
 //     tensor(float16); constants (initializers, Constant nodes) follow their readers; graph
 //     inputs and outputs follow the graph's boundary precision (keep_io_types, or the owning
 //     node being blocked).
@@ -222,6 +223,15 @@ class HalfConverter {
 
   void decide() {
     boundary_[model_.graph.get()] = keep_io_types_ ? Precision::kFull : Precision::kHalf;
+    // LayerNormalization computes its mean and variance in float32 for float16 data (stash_type);
+    // written out, they would be float16's: the variance of rows near 0 falls among float16's
+    // subnormals, and an epsilon of 1e-12 must become 2^-24, 60000 times larger (differential
+    // seed 2761: a row of deviations near 1e-3 normalized 4% short). Kept float32 as the fused op
+    // computes them, the epsilon with them; the scale and shift after the Div stay float16.
+    for (ir::Graph* g : graphs_)
+      for (const auto& n : g->nodes())
+        if (const auto norm = passes::match_decomposed_norm(model_, n.get()))
+          for (const ir::Node* stage : norm->nodes()) normalization_.insert(stage);
     const std::unordered_map<const ir::Node*, size_t> departures = runtime_departure_rows();
     for (ir::Graph* g : graphs_) {
       for (const auto& n : g->nodes()) {
@@ -341,11 +351,12 @@ class HalfConverter {
            std::any_of(n.outputs().begin(), n.outputs().end(), listed);
   }
 
-  /// Whole node kept in float32: a listed op, an op without a known schema (custom domains,
-  /// model functions: nothing says they accept float16), or one that carries float32 inside
-  /// sequences or optionals (those types are not rewritten, so the node must stay float32).
+  /// Whole node kept in float32: a listed op, a node of a decomposed layer normalization's first
+  /// stage, an op without a known schema (custom domains, model functions: nothing says they
+  /// accept float16), or one that carries float32 inside sequences or optionals (those types are
+  /// not rewritten, so the node must stay float32).
   bool is_blocked(const ir::Node& n) const {
-    if (blocked_ops_.count(n.qualified_op())) return true;
+    if (blocked_ops_.count(n.qualified_op()) || normalization_.count(&n)) return true;
     if (!schema_of(n)) return true;
     const auto nested = [](const ir::Value* v) { return v && nests_float32(v->type); };
     return std::any_of(n.inputs().begin(), n.inputs().end(), nested) ||
@@ -562,6 +573,7 @@ class HalfConverter {
   std::vector<ir::Graph*> graphs_;
   std::unordered_map<const ir::Graph*, Precision> boundary_;
   std::unordered_set<const ir::Node*> blocked_;
+  std::unordered_set<const ir::Node*> normalization_;  ///< first stages of decomposed layer normalizations
   std::unordered_set<const ir::Value*> from_integers_;  ///< float32 results of integer arithmetic
   std::unordered_map<ir::Value*, Precision> target_;  ///< every float32 tensor value
   std::map<std::tuple<ir::Graph*, ir::Value*, Precision>, ir::Value*> casts_;

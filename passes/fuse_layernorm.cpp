@@ -42,27 +42,9 @@ PassStats fuse_layernorm(ir::Model& model, const PassContext&) {
     const int64_t rank = static_cast<int64_t>(xdims.size());
     const int64_t axis = trailing_axis(model, *r1, rank);
     if (axis < 0) return;
-    ir::Node* sub = single_consumer(r1->output(0));
-    if (!is_op(sub, "Sub") || sub->input(0) != x || sub->input(1) != r1->output(0)) return;
-    ir::Value* d = sub->output(0);
-    if (d->is_graph_output() || d->uses().size() != 2) return;
-    ir::Node* sq = nullptr;
-    ir::Node* div = nullptr;
-    for (const auto& u : d->uses()) {
-      ir::Node* n = u.node;
-      if (is_op(n, "Div") && n->input(0) == d) div = n;
-      else if (is_op(n, "Pow") && n->input(0) == d && scalar_constant(model, n->input(1)) == 2.0) sq = n;
-      else if (is_op(n, "Mul") && n->input(0) == d && n->input(1) == d) sq = n;
-    }
-    if (!sq || !div) return;
-    ir::Node* r2 = single_consumer(sq->output(0));
-    if (!is_op(r2, "ReduceMean") || trailing_axis(model, *r2, rank) != axis) return;
-    ir::Node* add_eps = single_consumer(r2->output(0));
-    if (!is_op(add_eps, "Add")) return;
-    const auto eps = scalar_constant(model, other_input(*add_eps, r2->output(0)));
-    if (!eps) return;
-    ir::Node* sqrt = single_consumer(add_eps->output(0));
-    if (!is_op(sqrt, "Sqrt") || single_consumer(sqrt->output(0)) != div || div->input(1) != sqrt->output(0)) return;
+    const auto norm = match_decomposed_norm(model, r1);
+    if (!norm || trailing_axis(model, *norm->variance, rank) != axis) return;
+    ir::Node* div = norm->div;
 
     // Optional affine tail: * gamma, + beta (constants of the normalized shape).
     std::vector<int64_t> norm_shape;
@@ -76,7 +58,7 @@ PassStats fuse_layernorm(ir::Model& model, const PassContext&) {
       while (!dims.empty() && dims.front() == 1 && dims.size() > norm_shape.size()) dims.erase(dims.begin());
       return dims == norm_shape;
     };
-    std::vector<ir::Node*> chain{r1, sub, sq, r2, add_eps, sqrt, div};
+    std::vector<ir::Node*> chain = norm->nodes();
     ir::Node* last = div;
     ir::Value* gamma = nullptr;
     ir::Value* beta = nullptr;
@@ -118,7 +100,7 @@ PassStats fuse_layernorm(ir::Model& model, const PassContext&) {
     ir::Node* ln = g.add_node("LayerNormalization", ins, {unique_name(g, last->output(0)->name() + "_ln")}, "",
                               r1->name, last);
     ln->set_attr(ir::Attribute::make_int("axis", axis));
-    ln->set_attr(ir::Attribute::make_float("epsilon", static_cast<float>(*eps)));
+    ln->set_attr(ir::Attribute::make_float("epsilon", static_cast<float>(norm->eps)));
     if (replace_chain(g, chain, ln)) ++stats.fused;
   });
   return stats;

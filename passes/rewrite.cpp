@@ -130,6 +130,35 @@ ir::Value* other_input(const ir::Node& node, const ir::Value* known) {
   return nullptr;
 }
 
+std::optional<DecomposedNorm> match_decomposed_norm(const ir::Model& model, ir::Node* mean) {
+  DecomposedNorm n;
+  n.mean = mean;
+  if (!is_op(mean, "ReduceMean") || !mean->input(0)) return std::nullopt;
+  const ir::Value* x = mean->input(0);
+  n.sub = single_consumer(mean->output(0));
+  if (!is_op(n.sub, "Sub") || n.sub->input(0) != x || n.sub->input(1) != mean->output(0)) return std::nullopt;
+  const ir::Value* d = n.sub->output(0);
+  if (d->is_graph_output() || d->uses().size() != 2) return std::nullopt;
+  for (const auto& u : d->uses()) {
+    ir::Node* reader = u.node;
+    if (is_op(reader, "Div") && reader->input(0) == d) n.div = reader;
+    else if (is_op(reader, "Pow") && reader->input(0) == d && scalar_constant(model, reader->input(1)) == 2.0) n.square = reader;
+    else if (is_op(reader, "Mul") && reader->input(0) == d && reader->input(1) == d) n.square = reader;
+  }
+  if (!n.square || !n.div) return std::nullopt;
+  n.variance = single_consumer(n.square->output(0));
+  if (!is_op(n.variance, "ReduceMean")) return std::nullopt;
+  n.add_eps = single_consumer(n.variance->output(0));
+  if (!is_op(n.add_eps, "Add")) return std::nullopt;
+  const auto eps = scalar_constant(model, other_input(*n.add_eps, n.variance->output(0)));
+  if (!eps) return std::nullopt;
+  n.eps = *eps;
+  n.sqrt = single_consumer(n.add_eps->output(0));
+  if (!is_op(n.sqrt, "Sqrt") || single_consumer(n.sqrt->output(0)) != n.div || n.div->input(1) != n.sqrt->output(0))
+    return std::nullopt;
+  return n;
+}
+
 std::optional<OutputChannels> conv_output_channels(const ir::Model& model, const ir::Node& node) {
   const bool transposed = is_op(&node, "ConvTranspose");
   if (!transposed && !is_op(&node, "Conv")) return std::nullopt;

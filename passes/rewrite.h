@@ -84,6 +84,26 @@ bool near_value(std::optional<double> value, double want);
 /// The other input of a binary node one of whose two inputs is `known`, or nullptr.
 ir::Value* other_input(const ir::Node& node, const ir::Value* known);
 
+/// A decomposed layer normalization's first stage, as exporters write it before
+/// LayerNormalization (opset 17): mean = ReduceMean(x); d = Sub(x, mean); var = ReduceMean(d^2)
+/// (Pow(d, 2) or Mul(d, d)); y = Div(d, Sqrt(Add(var, eps))), eps a scalar constant. Every
+/// intermediate feeds only the pattern (d exactly its square and the Div; y may go anywhere).
+/// The reductions' axes are the caller's to check.
+struct DecomposedNorm {
+  ir::Node* mean = nullptr;
+  ir::Node* sub = nullptr;
+  ir::Node* square = nullptr;
+  ir::Node* variance = nullptr;
+  ir::Node* add_eps = nullptr;
+  ir::Node* sqrt = nullptr;
+  ir::Node* div = nullptr;
+  double eps = 0;
+  /// The nodes in the order they compute, mean to div.
+  std::vector<ir::Node*> nodes() const { return {mean, sub, square, variance, add_eps, sqrt, div}; }
+};
+/// The normalization whose first ReduceMean is `mean`, or nullopt.
+std::optional<DecomposedNorm> match_decomposed_norm(const ir::Model& model, ir::Node* mean);
+
 /// Where a Conv or ConvTranspose keeps its output channels: the weight axis (Conv 0,
 /// ConvTranspose 1) and their number. nullopt for other nodes, a non-constant weight, and a
 /// grouped ConvTranspose (its output channels span groups along that axis).

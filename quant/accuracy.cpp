@@ -286,7 +286,10 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
   for (const auto& [index, e] : output_sums) {
     OutputError out{fp32.graph->outputs[index].value->name(), -1, -1};
     if (large_output.count(index)) {
-      out.cosine = e.cosine();
+      // Floored at 0: an output pointing away from fp32's misses any target as far as an
+      // unrelated one, and a negative figure here means "not measured" (a cosine of -0.18 once
+      // skipped the accuracy search and wrote the model fully quantized).
+      out.cosine = std::max(e.cosine(), 0.0);
       report.output_cosine = report.output_cosine < 0 ? out.cosine : std::min(report.output_cosine, out.cosine);
     } else {
       out.rel_error = e.relative_error();

@@ -123,7 +123,7 @@ struct FloatNode {
 };
 
 /// The error of one judged output: cosine for large outputs, relative error (RMS) for small ones
-/// (the other -1).
+/// (the other -1). The cosine is floored at 0: -1 means "not measured".
 struct OutputError {
   std::string name;
   double cosine = -1, rel_error = -1;
@@ -151,7 +151,7 @@ struct QuantizeReport {
   int64_t samples = 0;
   int64_t opset_from = 0, opset_to = 0;  ///< when the model had to be moved to a newer opset
   /// The lowest cosine similarity of a float model output to fp32 on the error samples, over the
-  /// outputs of more than kSmallOutput elements (-1 when not measured or none).
+  /// outputs of more than kSmallOutput elements, floored at 0 (-1 when not measured or none).
   double output_cosine = -1;
   /// The largest relative error (RMS of the error over RMS of fp32) of a float output of at most
   /// kSmallOutput elements per sample (-1 when not measured or none).

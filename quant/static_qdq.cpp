@@ -520,11 +520,12 @@ bool moves_values(const ir::Node& n) {
 }
 
 /// Tensors whose readers turn 8-bit rounding into large errors, each with the reason: the
-/// inputs of Log, Sqrt, Reciprocal and Exp, the base of Pow, the divisor of Div and what a Sub
+/// inputs of Log, Sqrt, Reciprocal and Exp, the base of Pow, the divisor of Div, what a Sub
 /// takes its own ReduceMean from (a mel spectrogram's power before its Log; a decomposed
 /// LayerNormalization's input, deviation and variance: normalized, a rounding step of the
-/// input is one of the output's whenever its rows vary little). They stay float, and so do
-/// their producers.
+/// input is one of the output's whenever its rows vary little), and both sides of an Equal,
+/// GreaterOrEqual or LessOrEqual of two computed tensors (peak picking, Equal(x, MaxPool(x))).
+/// They stay float, and so do their producers.
 std::map<std::string, std::string> float_by_readers(ir::Model& model) {
   std::map<std::string, std::string> reasons;
   std::vector<const ir::Node*> nodes;
@@ -553,7 +554,7 @@ std::map<std::string, std::string> float_by_readers(ir::Model& model) {
         v = next->output(0);
       }
     }
-    size_t input = 0;
+    std::vector<size_t> inputs = {0};
     const char* why = nullptr;
     if (passes::is_op(node, "Log")) {
       why = "the logarithm turns the rounding of small values into large errors";
@@ -564,23 +565,32 @@ std::map<std::string, std::string> float_by_readers(ir::Model& model) {
     } else if (passes::is_op(node, "Pow")) {
       why = "the power multiplies the relative rounding error";
     } else if (passes::is_op(node, "Div")) {
-      input = 1;
+      inputs = {1};
       why = "the rounding of a small divisor becomes a large error of the quotient";
     } else if (const ir::Node* mean = passes::is_op(node, "Sub") && node->input(1) ? node->input(1)->producer() : nullptr;
                passes::is_op(mean, "ReduceMean") && mean->input(0) == node->input(0)) {
       why = "minus its own mean (a normalization): the rounding is large against what is left";
+    } else if ((passes::is_op(node, "Equal") || passes::is_op(node, "GreaterOrEqual") || passes::is_op(node, "LessOrEqual")) &&
+               node->inputs().size() == 2 && node->input(0) && node->input(1) && !passes::constant_of(model, node->input(0)) &&
+               !passes::constant_of(model, node->input(1))) {
+      // Not against a constant (a threshold moves a few elements near it): two computed sides
+      // are equal only where both round alike, and MaxPool's output, at a range of its own or
+      // read beside an unquantized x, rounds otherwise than x (a peak mask lost every peak).
+      inputs = {0, 1};
+      why = "two tensors compared for equality: 8-bit rounding decides which elements are equal";
     }
-    const ir::Value* x = why ? node->input(input) : nullptr;
-    const std::string reason = x ? std::string("read by ") + node->op_type + (node->name.empty() ? "" : " '" + node->name + "'") +
-                                       (input ? " as divisor" : "") + ": " + why
-                                 : "";
-    // Back through the ops that only move or clamp values (a Conv's output unsqueezed before a
-    // Pow, a MatMul's clipped before a Log):
-    // their inputs carry the same values.
-    while (x && !(x->type.is_tensor() && x->type.data_type() != ir::DataType::kFloat) && !passes::constant_of(model, x) &&
-           reasons.emplace(x->name(), reason).second) {
-      const ir::Node* p = x->producer();
-      x = p && moves_values(*p) ? p->input(0) : nullptr;
+    for (size_t input : why ? inputs : std::vector<size_t>{}) {
+      const ir::Value* x = node->input(input);
+      const std::string reason = std::string("read by ") + node->op_type + (node->name.empty() ? "" : " '" + node->name + "'") +
+                                 (passes::is_op(node, "Div") ? " as divisor" : "") + ": " + why;
+      // Back through the ops that only move or clamp values (a Conv's output unsqueezed before a
+      // Pow, a MatMul's clipped before a Log):
+      // their inputs carry the same values.
+      while (x && !(x->type.is_tensor() && x->type.data_type() != ir::DataType::kFloat) && !passes::constant_of(model, x) &&
+             reasons.emplace(x->name(), reason).second) {
+        const ir::Node* p = x->producer();
+        x = p && moves_values(*p) ? p->input(0) : nullptr;
+      }
     }
   }
   return reasons;

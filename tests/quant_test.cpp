@@ -250,6 +250,28 @@ TEST_SUITE("quant") {
     }
   }
 
+  TEST_CASE("an output pointing away from fp32's scores 0, not the -1 of an output not measured") {
+    // fp32 y = Identity(x) against y = Neg(x): cosine -1 on every sample. Read as "not measured",
+    // a negative cosine skipped the accuracy search and the model was written fully quantized.
+    TinyModel f({1, 8}, 1), q({1, 8}, 1);
+    f.g.add_output(f.node("Identity", {f.x}, "y")->output(0), std::nullopt);
+    q.g.add_output(q.node("Neg", {q.x}, "y")->output(0), std::nullopt);
+    auto samples = [](size_t sample, std::map<std::string, runner::Value>& feeds) {
+      if (sample == 2) return false;
+      Tensor x(ir::DataType::kFloat, {1, 8});
+      for (int64_t i = 0; i < x.size(); ++i) x.mutable_data<float>()[i] = static_cast<float>(i + sample) - 3.5f;
+      feeds["x"] = runner::Value::of(x);
+      return true;
+    };
+    const quant::References references = quant::record_references(f.m, samples, 2);
+    quant::QuantizeReport r;
+    quant::measure_errors(f.m, q.m, references, samples, r);
+    REQUIRE(r.outputs.size() == 1);
+    CHECK(r.outputs[0].cosine == 0);
+    CHECK(r.output_cosine == 0);
+    CHECK(r.output_score() == 0);
+  }
+
   TEST_CASE("parameters include zero, keep symmetric zero points exact and never degenerate") {
     const quant::ParamOptions asym, sym{true, false}, reduced{false, true};
     // [1, 3] widens to [0, 3]: zero is representable exactly.
@@ -514,6 +536,68 @@ TEST_SUITE("quant") {
       CAPTURE(inside);
       CHECK_FALSE(quantized.count(inside));
     }
+  }
+
+  TEST_CASE("static: both sides of a peak mask, Equal(x, MaxPool(x)) through Reshapes, stay float") {
+    // x -> Conv -> a -> Conv -> y; scores = Cast(Equal(flat(y), flat(MaxPool3x3(y)))) * flat(y),
+    // as tf2onnx writes a detector's peak picking. MaxPool's output, quantized at a range of its
+    // own for the Reshape that reads it, no longer equals the y it came from: every peak was lost.
+    TinyModel t({1, 4, 8, 8}, 21);
+    auto node = [&](const std::string& op, std::vector<ir::Value*> in, const std::string& out) { return t.node(op, in, out); };
+    ir::Value* a = node("Conv", {t.x, t.constant("w1", {8, 4, 1, 1})}, "a")->output(0);
+    ir::Value* y = node("Conv", {a, t.constant("w2", {4, 8, 1, 1})}, "y")->output(0);
+    ir::Node* pool = node("MaxPool", {y}, "p");
+    pool->set_attr(ir::Attribute::make_ints("kernel_shape", {3, 3}));
+    pool->set_attr(ir::Attribute::make_ints("pads", {1, 1, 1, 1}));
+    const std::vector<int64_t> flat_dims = {1, -1};
+    ir::Value* flat = t.g.add_initializer(ir::make_tensor("flat", ir::DataType::kInt64, {2}, flat_dims.data(), 16));
+    ir::Value* yf = node("Reshape", {y, flat}, "yf")->output(0);
+    ir::Value* pf = node("Reshape", {pool->output(0), flat}, "pf")->output(0);
+    ir::Node* mask = node("Cast", {node("Equal", {yf, pf}, "peak")->output(0)}, "mask");
+    mask->set_attr(ir::Attribute::make_int("to", static_cast<int64_t>(ir::DataType::kFloat)));
+    t.g.add_output(node("Mul", {mask->output(0), yf}, "scores")->output(0), std::nullopt);
+    ir::Model original = quant::copy_model(t.m);
+    quant::QuantizeOptions o;
+    o.mode = quant::Mode::kStatic;
+    o.op_types = {"Conv", "MaxPool", "Reshape", "Mul"};  // a small model: the speed estimate alone would keep it float
+    o.error_samples = 2;
+    auto samples = [&](size_t sample, std::map<std::string, runner::Value>& feeds) {
+      if (sample == 4) return false;
+      std::mt19937 rng(9 + static_cast<uint32_t>(sample));
+      std::uniform_real_distribution<float> dist(-1, 1);
+      Tensor x(ir::DataType::kFloat, {1, 4, 8, 8});
+      for (int64_t i = 0; i < x.size(); ++i) x.mutable_data<float>()[i] = dist(rng);
+      feeds["x"] = runner::Value::of(x);
+      return true;
+    };
+    const auto report = quant::quantize_static(t.m, o, samples);
+    CHECK(report.quantized_nodes > 0);  // the first Conv
+    for (const auto& n : t.m.graph->nodes())
+      if (n->op_type == "QuantizeLinear") CHECK(n->input(0)->name() != "y");
+    const ir::Node* equal = nullptr;
+    for (const auto& n : t.m.graph->nodes())
+      if (n->op_type == "Equal") equal = n.get();
+    REQUIRE(equal);
+    for (const ir::Value* side : equal->inputs()) {
+      // Each side a Reshape of float y or of MaxPool(y), no DequantizeLinear on the way.
+      const ir::Node* reshape = side->producer();
+      REQUIRE(reshape);
+      const ir::Node* before = reshape->input(0)->producer();
+      CHECK((before->op_type == "Conv" || before->op_type == "MaxPool"));
+      if (before->op_type == "MaxPool") CHECK(before->input(0)->producer()->op_type == "Conv");
+    }
+    // Nearly every peak is kept (the first Conv's 8-bit output moves a few).
+    std::map<std::string, runner::Value> feeds;
+    samples(0, feeds);
+    runner::Session fp32(original), int8(t.m);
+    const Tensor want = fp32.run(feeds)[0].tensor, got = int8.run(feeds)[0].tensor;
+    int64_t peaks = 0, kept = 0;
+    for (int64_t i = 0; i < want.size(); ++i) {
+      peaks += want.data<float>()[i] != 0;
+      kept += want.data<float>()[i] != 0 && got.data<float>()[i] != 0;
+    }
+    CHECK(peaks > 10);
+    CHECK(kept >= peaks * 9 / 10);
   }
 
   TEST_CASE("dynamic: a 1-D Conv becomes MatMulInteger over its windows; 2-D, grouped and few-channel ones stay") {
