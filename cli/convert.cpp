@@ -244,9 +244,12 @@ int run_convert(ConvertOptions& o) {
       for (const auto& n : precision.accuracy_blocked) std::cout << " " << n;
       std::cout << "\n";
     }
-    if (c.reference) std::cout << verify_summary(*c.reference, c.verified, tol, c.verify_seconds) << "\n";
-    if (guided && c.reference) std::cout << headroom_line(*guided) << "\n";
-    else if (request.rewrites()) std::cout << "not verified (--no-verify)\n";
+    if (c.reference) {
+      std::cout << verify_summary(*c.reference, c.verified, tol, c.verify_seconds) << "\n";
+      if (guided) std::cout << headroom_line(*guided) << "\n";
+    } else if (request.rewrites()) {
+      std::cout << "not verified (--no-verify)\n";
+    }
     if (o.infer_shapes) std::cout << "added " << inferred << " inferred value_info entries\n";
     if (r.auto_external)
       std::cout << "note: the model passed 2 GB, so its weights were saved as external data\n";

@@ -181,4 +181,10 @@ expect_tool "pair: z differs" 1 "output z" -- compare "$WORK/pair_a.onnx" "$WORK
 expect_tool "--outputs y judges y only" 0 "" -- compare "$WORK/pair_a.onnx" "$WORK/pair_b.onnx" --outputs y --json
 json '[o["name"] for o in d["outputs"]] == ["y"]' && ok || fail "--outputs y: $(head -c 400 "$WORK/stdout")"
 expect_tool "--outputs names no output" 2 "no output 'w'" -- compare "$WORK/pair_a.onnx" "$WORK/pair_b.onnx" --outputs w
+# --- convert --opset: verified says so, and only that (once printed "not verified" as well)
+expect_tool "convert --opset verifies" 0 "verified 2 output(s) on random" -- convert "$WORK/pair_a.onnx" -o "$WORK/up.onnx" --opset 18
+grep -q "not verified" "$WORK/stdout" && fail "convert --opset says both verified and not verified: $(cat "$WORK/stdout")" || ok
+expect_tool "convert --opset --no-verify says so" 0 "not verified (--no-verify)" -- \
+  convert "$WORK/pair_a.onnx" -o "$WORK/up2.onnx" --opset 18 --no-verify
+
 finish
