@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "cli/common.h"
+#include "ir/command_files.h"
 #include "ir/error.h"
 #include "ir/output_file.h"
 
@@ -67,14 +68,13 @@ nlohmann::json ValueDump::write(const std::string& stem, const std::string& name
   const std::string path = (std::filesystem::path(dir_) / file).string();
   try {
     ir::check_not_input(*input_, path, "--dump-dir " + dir_);
-    if (npy) {
-      runner::write_npy(path, produced.tensor);
-    } else {
-      ir::OutputFile out(path, "--dump-dir " + path);
-      runner::write_pb(out, produced, name);
-      out.sync();
-      out.commit();
-    }
+    ir::claim_output(path, "--dump-dir " + path);
+    // A name onnxtool made: never written through a link planted there.
+    ir::OutputFile out(path, "--dump-dir " + path, ir::AtSymlink::kRefuse);
+    if (npy) runner::write_npy(out, produced.tensor);
+    else runner::write_pb(out, produced, name);
+    out.sync();
+    out.commit();
   } catch (const Error& err) {
     // A value no file format here holds is listed, not fatal; a failing disk is.
     if (err.kind() != ErrorKind::kUsage) throw;
@@ -119,8 +119,9 @@ void ValueDump::finish() {
     subgraph_values.push_back(
         {{"name", v->name()}, {"graph", e.graph}, {"node", e.node}, {"op_type", e.op_type}, {"runs", e.runs}});
   }
+  ir::claim_output(index_path(), "--dump-dir " + index_path());
   ir::write_file(index_path(), nlohmann::json{{"tensors", index_}, {"subgraph_tensors", subgraph_values}}.dump(2) + "\n",
-                 "--dump-dir " + index_path());
+                 "--dump-dir " + index_path(), ir::AtSymlink::kRefuse);
 }
 
 }  // namespace onnxtool::cli

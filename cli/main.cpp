@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/common.h"
+#include "ir/command_files.h"
 #include "ir/error.h"
 
 #ifndef ONNXTOOL_VERSION
@@ -141,5 +142,6 @@ int main(int argc, char** argv) {
   if (!action) return kExitUsage;
   std::string command;
   for (const auto* sub : app.get_subcommands()) command = sub->get_name();
+  onnxtool::ir::track_command_files();  // no output of the command replaces what it reads
   return run_action(command, action);
 }

@@ -6,12 +6,14 @@
 #include <sstream>
 #include <iomanip>
 #include <iostream>
+#include <memory>
 #include <set>
 
 #include "cli/common.h"
 #include "cli/progress.h"
 #include "cli/verify.h"
 #include "cli/write_model.h"
+#include "ir/command_files.h"
 #include "ir/error.h"
 #include "ir/model_io.h"
 #include "ir/output_file.h"
@@ -96,7 +98,10 @@ void print_kept_float(const quant::QuantizeReport& r) {
   }
 }
 
-void write_report(const std::string& path, const quant::QuantizeReport& r, const nlohmann::json& doc) {
+/// The report into `file`, opened before the model was written: a report that cannot be
+/// written (a directory, a missing folder, a file the command read) stops the command before
+/// the model replaces anything.
+void write_report(ir::OutputFile& file, const std::string& path, const quant::QuantizeReport& r, const nlohmann::json& doc) {
   const bool markdown = path.size() > 3 && path.substr(path.size() - 3) == ".md";
   std::ostringstream out;
   {
@@ -132,7 +137,8 @@ void write_report(const std::string& path, const quant::QuantizeReport& r, const
   }
   // Through the safe writer: no fixed temporary name to plant a symlink at, a full disk is an
   // error, and nothing is replaced until the whole report is written.
-  ir::write_file(path, out.str(), "--report " + path);
+  file.write(out.str());
+  file.commit();
 }
 
 /// Flags the mode or the other flags would leave unused: refused (exit 2, one line), as convert
@@ -239,7 +245,10 @@ int run_quantize(const QuantizeCliOptions& o) {
     if (std::none_of(outs.begin(), outs.end(), [&](const ir::ValueInfo& vi) { return vi.value && vi.value->name() == name; }))
       throw_usage_error("--accuracy-outputs: the model has no output named '" + name + "'");
   }
-  if (!o.report.empty()) ir::check_not_input(loaded.info, o.report, "--report " + o.report);
+  if (!o.report.empty()) {
+    ir::check_not_input(loaded.info, o.report, "--report " + o.report);
+    ir::claim_output(o.report, "--report " + o.report);
+  }
   q.progress = progress();
   quant::QuantizeReport report = quant::quantize_model(loaded.model, q, !o.no_preprocess, samples);
   // Nothing worth quantizing: refused when asked for explicitly (--auto-exclude), otherwise the
@@ -292,6 +301,8 @@ int run_quantize(const QuantizeCliOptions& o) {
                      {"scale", n.scale}, {"zero_point", n.zero_point}, {"sqnr_db", n.sqnr_db}, {"cosine", n.cosine},
                      {"added_noise_db", n.added_noise_db}});
   ir::Model original = unchanged.empty() ? ir::Model{} : ir::load_model(o.model).model;
+  std::unique_ptr<ir::OutputFile> report_file;
+  if (!o.report.empty()) report_file = std::make_unique<ir::OutputFile>(o.report, "--report " + o.report);
   const WrittenModel written = write_model(unchanged.empty() ? loaded.model : original, o.output);
   const ir::SaveReport& saved = written.saved;
   nlohmann::json doc = {{"output", o.output},
@@ -323,7 +334,7 @@ int run_quantize(const QuantizeCliOptions& o) {
                         {"estimated_speedup", optional(report.estimated_speedup)},
                         {"groups", groups},
                         {"nodes", nodes}};
-  if (!o.report.empty()) write_report(o.report, report, doc);
+  if (report_file) write_report(*report_file, o.report, report, doc);
   if (o.json) {
     print_json(doc);
     return kExitOk;

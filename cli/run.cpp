@@ -12,6 +12,7 @@
 #include "cli/dump_dir.h"
 #include "cli/progress.h"
 #include "cli/verify.h"
+#include "ir/command_files.h"
 #include "ir/diagnostic.h"
 #include "ir/error.h"
 #include "ir/extract.h"
@@ -69,6 +70,23 @@ void check_output_dir(const std::string& dir) {
     }
     if (q == q.parent_path()) break;
   }
+}
+
+/// --expect's folder is read after the run: --output-dir or --dump-dir there would replace the
+/// reference files with the outputs they are then compared with. And the dump's files and the
+/// outputs' would share names.
+void refuse_shared_folders(const RunOptions& o) {
+  std::error_code ec;
+  const auto same = [&](const std::string& a, const std::string& b) {
+    namespace fs = std::filesystem;
+    return !a.empty() && !b.empty() &&
+           (fs::equivalent(a, b, ec) || fs::weakly_canonical(fs::absolute(a), ec) == fs::weakly_canonical(fs::absolute(b), ec));
+  };
+  for (const auto& [flag, dir] : {std::pair<const char*, std::string>{"--output-dir", o.output_dir}, {"--dump-dir", o.dump_dir}})
+    if (same(dir, o.expect_dir))
+      throw_usage_error(std::string(flag) + " " + dir + ": is the --expect folder; its reference files would be replaced by the outputs compared with them");
+  if (same(o.output_dir, o.dump_dir))
+    throw_usage_error("--dump-dir " + o.dump_dir + ": is the --output-dir folder; give each its own");
 }
 
 /// The profile as text: the run, every op type, the slowest nodes.
@@ -313,9 +331,13 @@ int run_model(const RunOptions& o) {
   if (const std::string named = given_list(o.given, {"--rtol", "--atol"}); !named.empty() && o.expect_dir.empty())
     throw_usage_error(named + ": the tolerance of --expect; add --expect DIR");
   if (!o.output_dir.empty()) check_output_dir(o.output_dir);
+  refuse_shared_folders(o);
   auto loaded = ir::load_model(o.model);
   refuse_unrunnable(loaded.model, o.model);
-  if (!o.trace_file.empty()) ir::check_not_input(loaded.info, o.trace_file, "--profile " + o.trace_file);
+  if (!o.trace_file.empty()) {
+    ir::check_not_input(loaded.info, o.trace_file, "--profile " + o.trace_file);
+    ir::claim_output(o.trace_file, "--profile " + o.trace_file);
+  }
   {
     // Static shapes let the session refuse, before running, a model whose tensors cannot fit in
     // memory. Contradictions are `onnxtool check`'s business, not a reason to refuse a run.
@@ -454,10 +476,7 @@ int run_model(const RunOptions& o) {
   session.set_profiler(nullptr);
   const std::string device_id = session.device() ? session.device()->id : "cpu";
   runner::ProfileSummary profile;
-  if (o.profile) {
-    profile = runner::summarize(profiler, device_id);
-    if (!o.trace_file.empty()) ir::write_file(o.trace_file, runner::chrome_trace(profiler, device_id), "--profile");
-  }
+  if (o.profile) profile = runner::summarize(profiler, device_id);
 
   std::vector<std::string> files(results.size());
   if (!o.output_dir.empty()) {
@@ -471,6 +490,7 @@ int run_model(const RunOptions& o) {
         throw_usage_error("output '" + names[i] + "' is " + v.describe() + ", which .npy cannot hold; use --output-format pb");
       files[i] = (std::filesystem::path(o.output_dir) / (stems[i] + (npy && v.is_tensor() ? ".npy" : ".pb"))).string();
       ir::check_not_input(loaded.info, files[i], "--output-dir " + o.output_dir + ": " + files[i]);
+      ir::claim_output(files[i], "--output-dir " + files[i]);
     }
     std::error_code ec;
     const bool existed = std::filesystem::exists(o.output_dir, ec);
@@ -480,7 +500,8 @@ int run_model(const RunOptions& o) {
     try {
       std::vector<std::unique_ptr<ir::OutputFile>> out;
       for (size_t i = 0; i < results.size(); ++i) {
-        out.push_back(std::make_unique<ir::OutputFile>(files[i]));
+        // Names onnxtool made: never written through a link planted there.
+        out.push_back(std::make_unique<ir::OutputFile>(files[i], "--output-dir " + files[i], ir::AtSymlink::kRefuse));
         if (npy && results[i].is_tensor()) runner::write_npy(*out.back(), results[i].tensor);
         else runner::write_pb(*out.back(), results[i], names[i]);
       }
@@ -491,6 +512,10 @@ int run_model(const RunOptions& o) {
       throw;
     }
   }
+  // The trace after the outputs, whose names were claimed first: a trace named like one of them
+  // is refused before either is written.
+  if (o.profile && !o.trace_file.empty())
+    ir::write_file(o.trace_file, runner::chrome_trace(profiler, device_id), "--profile " + o.trace_file);
   std::vector<OutputMatch> matches;
   if (!o.expect_dir.empty()) matches = match_outputs(session, names, results, o);
   const auto differing = std::find_if(matches.begin(), matches.end(), [](const OutputMatch& m) { return !m.match; });

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "ir/command_files.h"
 #include "ir/error.h"
 
 namespace onnxtool::ir {
@@ -117,6 +118,7 @@ std::shared_ptr<MappedFile> MappedFile::adopt(int fd, const std::string& path) {
     ::close(fd);
     throw_input_error(path + ": not a regular file");
   }
+  note_input_file(static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), path);
   std::shared_ptr<MappedFile> file(new MappedFile());
   file->path_ = path;
   file->size_ = static_cast<size_t>(st.st_size);

@@ -8,6 +8,7 @@
 #include "ir/model_io.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,8 +18,10 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
+#include "ir/command_files.h"
 #include "ir/error.h"
 #include "ir/output_file.h"
 #include "ir/wire.h"
@@ -947,6 +950,28 @@ std::string dir_of(const std::string& path) {
 
 namespace {
 
+/// An advisory lock (flock) on the directory of a model: a writer of a model and its external
+/// data holds it exclusively from the first byte to the last rename, a loader shared while it
+/// opens the model and its data files. Concurrent writers of one pair serialize, and a reader
+/// sees the old pair or the new one, never one file of each. Best effort: a directory that
+/// cannot be opened (no read permission) is not locked.
+class DirectoryLock {
+ public:
+  DirectoryLock(const std::string& dir, bool exclusive) : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+    if (fd_ < 0) return;
+    while (::flock(fd_, exclusive ? LOCK_EX : LOCK_SH) != 0 && errno == EINTR) {
+    }
+  }
+  ~DirectoryLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+
+ private:
+  int fd_;
+};
+
 /// The side file must be a file of its own inside the model's directory: not the model itself
 /// (committed first, it would be renamed over), not reached through a symlinked directory that
 /// leads elsewhere (the name is checked lexically; its directories are resolved here).
@@ -1012,6 +1037,10 @@ LoadedModel load_model(const std::string& path, const LoadOptions& options) {
   if (static_cast<uint64_t>(st.st_size) > kMaxProtoBytes)
     throw_input_error(path + ": " + std::to_string(st.st_size) +
                       " bytes is over the 2 GB protobuf limit; store the weights as external data");
+  // Shared while the model and its data files are opened (mapped files keep what they had when
+  // opened), so that a writer replacing the pair is seen before or after, not halfway.
+  std::optional<DirectoryLock> lock;
+  if (options.load_external_data) lock.emplace(dir_of(path), /*exclusive=*/false);
   auto file = MappedFile::open(path);
   LoadedModel out;
   out.info.path = path;
@@ -1022,6 +1051,7 @@ LoadedModel load_model(const std::string& path, const LoadOptions& options) {
   // pages a model never needs stay out of memory. Bulk reads later (convert, run) get it back.
   file->advise_random(true);
   out.model = parse_model_from(all, true, path, out.info.base_dir, options, &out.info);
+  lock.reset();
   file->advise_random(false);
   return out;
 }
@@ -1093,6 +1123,10 @@ SaveReport save_model(const Model& model, const std::string& path, const SaveOpt
     }
     f.sync();
   };
+  // A model with a side file is a pair: written under the directory's lock, so that two
+  // writers of one path do not leave one's model with the other's data.
+  std::optional<DirectoryLock> lock;
+  if (!order.empty()) lock.emplace(dir_of(path), /*exclusive=*/true);
   // The model's file is opened first: a target that cannot take it (a directory) is refused
   // before any side file exists.
   OutputFile out(path);
@@ -1105,7 +1139,9 @@ SaveReport save_model(const Model& model, const std::string& path, const SaveOpt
       throw_usage_error(path + ": is not a regular file, so no external data file can go beside it; "
                         "write the weights inline or choose a file");
     check_data_path(path, data_path);
-    data_file = std::make_unique<OutputFile>(data_path);
+    // Named by onnxtool (or --data-file) and read back by a loader that refuses symlinked data
+    // paths: a link found there was not asked for, and following it would write anywhere.
+    data_file = std::make_unique<OutputFile>(data_path, data_path + " (the external data file)", AtSymlink::kRefuse);
     if (data_file->is_stream()) throw_usage_error(data_path + ": the external data file must be a regular file");
     write_data(*data_file, plan, order);
     report.data_bytes = data_file->written();
@@ -1178,6 +1214,10 @@ void check_not_input(const LoadInfo& input, const std::string& path, const std::
 }
 
 void check_output_paths(const LoadInfo& input, const std::string& output, const std::string& data_file, bool in_place) {
+  if (in_place) {  // replaced on purpose: the model and its data files may be written
+    release_input_file(input.path);
+    for (const auto& f : input.external_files) release_input_file((std::filesystem::path(input.base_dir) / f).string());
+  }
   if (!in_place && same_file(output, input.path))
     throw_usage_error(output + ": is the input model itself; choose another output");
   for (const auto& f : input.external_files) {
@@ -1190,12 +1230,22 @@ void check_output_paths(const LoadInfo& input, const std::string& output, const 
   if (same_file(data_path, input.path))
     throw_usage_error(data_path + ": the output's external data file would replace the input model; choose another " +
                       (data_file.empty() ? std::string("output name") : std::string("--data-file")));
-  if (in_place) return;
-  for (const auto& f : input.external_files) {
-    if (same_file(data_path, (std::filesystem::path(input.base_dir) / f).string()))
-      throw_usage_error(data_path + ": the output's external data file would replace the input's external data file " + f +
-                        "; choose another " + (data_file.empty() ? std::string("output name") : std::string("--data-file")));
+  if (!in_place) {
+    for (const auto& f : input.external_files) {
+      if (same_file(data_path, (std::filesystem::path(input.base_dir) / f).string()))
+        throw_usage_error(data_path + ": the output's external data file would replace the input's external data file " + f +
+                          "; choose another " + (data_file.empty() ? std::string("output name") : std::string("--data-file")));
+    }
   }
+  {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::weakly_canonical(fs::absolute(data_path), ec) == fs::weakly_canonical(fs::absolute(output), ec))
+      throw_usage_error(data_path + ": the external data file would be the model file itself; choose another --data-file");
+  }
+  // Claimed now, before any work: a report or trace of the same command may not land on them.
+  claim_output(output, output);
+  claim_output(data_path, (std::filesystem::path(output).parent_path() / data_name).string() + " (the external data file of " + output + ")");
 }
 
 bool same_file(const std::string& a, const std::string& b) {

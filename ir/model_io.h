@@ -47,7 +47,8 @@ LoadedModel load_model(const std::string& path, const LoadOptions& options = {})
 /// files; its side file (`data_file`, default "<output name>.data", beside `output`) equal to
 /// the input model or (unless `in_place`) one of its external data files. Every command that
 /// writes a model calls it before it starts work. Same files are found by device and inode, so
-/// links and other spellings of a path count.
+/// links and other spellings of a path count. Both paths are claimed as the command's outputs
+/// (ir/command_files.h); with `in_place` the input's files are released for writing.
 void check_output_paths(const LoadInfo& input, const std::string& output, const std::string& data_file, bool in_place);
 /// Refuses (Error kUsage) writing `path` (a report, a tensor file; `what` names the flag) over
 /// the input model or one of its external data files.

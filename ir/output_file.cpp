@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <random>
 
+#include "ir/command_files.h"
 #include "ir/error.h"
 
 namespace onnxtool::ir {
@@ -45,11 +46,16 @@ void sync_directory(const std::string& path) {
 
 }  // namespace
 
-OutputFile::OutputFile(const std::string& path, const std::string& what) : what_(what.empty() ? path : what) {
+OutputFile::OutputFile(const std::string& path, const std::string& what, AtSymlink at_symlink)
+    : what_(what.empty() ? path : what) {
   if (path.empty()) throw_usage_error(what_ + ": empty output path");
   target_ = path;
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    // A name onnxtool chose: a link there was planted, not asked for. (The rename at commit()
+    // replaces the directory entry and never follows a link placed there later.)
+    if (at_symlink == AtSymlink::kRefuse)
+      throw_input_error(what_ + ": is a symlink; onnxtool does not write a file it names itself through one (remove the link)");
     // Replace the file the link names, not the link (an --in-place model reached through one).
     char resolved[PATH_MAX];
     if (!::realpath(path.c_str(), resolved))
@@ -66,6 +72,7 @@ OutputFile::OutputFile(const std::string& path, const std::string& what) : what_
       return;
     }
     if (!S_ISREG(st.st_mode)) throw_input_error(what_ + ": not a regular file, character device or FIFO");
+    check_not_read(static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), what_);
   } else if (errno != ENOENT) {
     throw_input_error(what_ + ": " + std::strerror(errno));
   }
@@ -175,8 +182,8 @@ std::string OutputFile::keep_beside() {
   return name;
 }
 
-void write_file(const std::string& path, std::string_view bytes, const std::string& what) {
-  OutputFile out(path, what);
+void write_file(const std::string& path, std::string_view bytes, const std::string& what, AtSymlink at_symlink) {
+  OutputFile out(path, what, at_symlink);
   out.write(bytes);
   out.commit();
 }

@@ -10,6 +10,13 @@
 
 namespace onnxtool::ir {
 
+/// What an OutputFile does with a symlink at its path.
+enum class AtSymlink {
+  kFollow,  ///< replace the file it names (an --in-place model reached through a link)
+  kRefuse,  ///< refuse: a name onnxtool chose itself (a side data file, a file in --output-dir or
+            ///< --dump-dir), where a planted link would send the bytes anywhere
+};
+
 class OutputFile {
  public:
   /// Opens `path` for writing; `what` starts every error message (e.g. "--report r.json";
@@ -17,12 +24,13 @@ class OutputFile {
   ///  - A regular file, or a missing one in an existing directory: the bytes go to an unnamed
   ///    temporary file in the same directory (O_TMPFILE; where the filesystem lacks it, a
   ///    mkstemp file removed on failure) that replaces the target atomically at commit().
-  ///    Nothing is left behind when the process dies before. A symlink is followed: the file it
-  ///    names is replaced, the link stays.
+  ///    Nothing is left behind when the process dies before. A symlink is followed (the file it
+  ///    names is replaced, the link stays) or refused, as `at_symlink` says.
+  ///  - A file the running command read (ir/command_files.h): refused, whatever path reaches it.
   ///  - A character device (/dev/null) or a FIFO: written in place, as a stream; it is never
   ///    replaced by a regular file.
   ///  - A directory, a block device, a socket, a dangling symlink: refused.
-  explicit OutputFile(const std::string& path, const std::string& what = "");
+  explicit OutputFile(const std::string& path, const std::string& what = "", AtSymlink at_symlink = AtSymlink::kFollow);
   /// Without commit(): the temporary file disappears and the target is untouched.
   ~OutputFile();
   OutputFile(const OutputFile&) = delete;
@@ -67,6 +75,7 @@ class OutputFile {
 };
 
 /// Writes `bytes` to `path` through an OutputFile and commits it.
-void write_file(const std::string& path, std::string_view bytes, const std::string& what = "");
+void write_file(const std::string& path, std::string_view bytes, const std::string& what = "",
+                AtSymlink at_symlink = AtSymlink::kFollow);
 
 }  // namespace onnxtool::ir

@@ -16,6 +16,7 @@
 
 #include "ir/error.h"
 #include "ir/model_io.h"
+#include "ir/command_files.h"
 #include "ir/output_file.h"
 #include "ir/wire.h"
 #include "runner/session.h"
@@ -81,6 +82,7 @@ class TensorFile {
                                                      : ": not a regular file (a device, FIFO or socket), not a tensor file"));
     }
     ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
+    ir::note_input_file(static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), path);
     size_ = static_cast<uint64_t>(st.st_size);
   }
   ~TensorFile() { ::close(fd_); }
