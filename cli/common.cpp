@@ -14,6 +14,7 @@
 #include "checker/checker.h"
 #include "cli/progress.h"
 #include "ir/error.h"
+#include "runner/session.h"
 
 namespace onnxtool::cli {
 
@@ -148,11 +149,42 @@ int run_action(const std::string& command, const Action& action) {
     return code;
   } catch (const Error& e) {
     return failed(one_line(e.what()), e.kind() == ErrorKind::kFailed ? kExitFailed : kExitUsage);
+  } catch (const TimeLimitReached& e) {
+    return failed(one_line(e.what()), kExitUsage);
   } catch (const std::bad_alloc&) {
     return failed("out of memory", kExitUsage);
   } catch (const std::exception& e) {
     return failed("internal error: " + one_line(e.what()), kExitUsage);
   }
+}
+
+namespace {
+bool g_time_limit_given = false;
+}  // namespace
+
+void add_time_limit_flag(CLI::App* sub) {
+  sub->add_option_function<double>(
+         "--time-limit",
+         [](const double& seconds) {
+           g_time_limit_given = true;
+           std::ostringstream name;
+           name << "--time-limit " << seconds;
+           runner::set_time_limit(seconds, name.str());
+         },
+         "end every model run past S seconds from the start (exit 2, naming the node; default: none, "
+         "verification's own bound excepted; ONNXTOOL_TIME_LIMIT sets it for every command)")
+      ->check(number_in(0, 1e9, /*open_low=*/true));
+}
+
+void apply_time_limit_environment() {
+  const char* text = std::getenv("ONNXTOOL_TIME_LIMIT");
+  if (!text || g_time_limit_given) return;
+  char* end = nullptr;
+  errno = 0;
+  const double seconds = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !std::isfinite(seconds) || errno == ERANGE || seconds <= 0 || seconds > 1e9)
+    throw_usage_error(std::string("ONNXTOOL_TIME_LIMIT: '") + text + "' is not a number of seconds in (0, 1e9]");
+  runner::set_time_limit(seconds, "ONNXTOOL_TIME_LIMIT=" + std::string(text));
 }
 
 void add_quiet_flag(CLI::App* sub) {

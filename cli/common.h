@@ -42,6 +42,15 @@ int run_action(const std::string& command, const Action& action);
 /// (cli/progress.h), errors, warnings (what a result does not prove) and results unchanged.
 void add_quiet_flag(CLI::App* sub);
 
+/// Adds --time-limit S to a command that runs models: every run of the command (verification,
+/// constant folding and the model's own) ends past S seconds from the start with one line naming
+/// the node and exit 2 (runner::set_time_limit). ONNXTOOL_TIME_LIMIT sets it for every command
+/// (apply_time_limit_environment); the flag wins.
+void add_time_limit_flag(CLI::App* sub);
+/// ONNXTOOL_TIME_LIMIT, unless --time-limit was given: a positive number of seconds, or a usage
+/// error naming the variable.
+void apply_time_limit_environment();
+
 /// Prints a JSON document on stdout (one document, two-space indent), with "schema_version".
 void print_json(const nlohmann::json& doc);
 

@@ -143,5 +143,8 @@ int main(int argc, char** argv) {
   std::string command;
   for (const auto* sub : app.get_subcommands()) command = sub->get_name();
   onnxtool::ir::track_command_files();  // no output of the command replaces what it reads
-  return run_action(command, action);
+  return run_action(command, [&action] {
+    apply_time_limit_environment();
+    return action();
+  });
 }

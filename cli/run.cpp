@@ -619,6 +619,7 @@ void register_run(CLI::App& app, Action& action) {
           ->expected(0, 1);
   sub->add_flag("--json", o->json, "print one JSON document");
   add_quiet_flag(sub);
+  add_time_limit_flag(sub);
   sub->callback([&action, o, profile, sub] {
     o->profile = profile->count() > 0;
     o->given = given_options(*sub);

@@ -25,6 +25,14 @@ class Error : public std::runtime_error {
   ErrorKind kind_;
 };
 
+/// A time bound ran out (--time-limit, ONNXTOOL_TIME_LIMIT, verification's own bound). Not an
+/// Error on purpose: library code that catches Error to try something else (another input
+/// size, leaving a node unfolded) must not take it for a failed attempt. The CLI exits 2.
+class TimeLimitReached : public std::runtime_error {
+ public:
+  explicit TimeLimitReached(const std::string& message) : std::runtime_error(message) {}
+};
+
 [[noreturn]] inline void throw_input_error(const std::string& message) {
   throw Error(ErrorKind::kInput, message);
 }

@@ -1,5 +1,6 @@
 // Pass fold_constants: evaluates constant nodes with the runner's kernels into initializers.
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <map>
 #include <set>
@@ -43,7 +44,11 @@ int64_t static_bytes(const ir::TypeInfo& t) {
   return bits > 0 ? (n * bits + 7) / 8 : -1;
 }
 
-/// Runs one node on constant inputs; empty when the runner cannot (the node then stays).
+/// How long folding one node may compute.
+constexpr int kFoldSeconds = 10;
+
+/// Runs one node on constant inputs; empty when the runner cannot or takes longer than
+/// kFoldSeconds (the node then stays).
 std::vector<runner::Tensor> evaluate(const ir::Model& model, const ir::Node& node, const std::vector<const ir::Tensor*>& inputs) {
   ir::Model m;
   m.ir_version = model.ir_version;
@@ -69,7 +74,16 @@ std::vector<runner::Tensor> evaluate(const ir::Model& model, const ir::Node& nod
     if (!outs[i].empty()) g.add_output(n->output(i), std::nullopt);
   try {
     runner::Session session(m, runner::SessionOptions{1});
-    std::vector<runner::Value> values = session.run({});
+    // A node that computes longer than this (a Loop of a huge constant trip count) stays a
+    // node: folding must not hang the optimizer.
+    session.set_deadline(std::chrono::steady_clock::now() + std::chrono::seconds(kFoldSeconds), "constant folding's bound");
+    std::vector<runner::Value> values;
+    try {
+      values = session.run({});
+    } catch (const TimeLimitReached&) {
+      if (runner::time_limit_passed()) throw;  // the command's own bound: it ends the command
+      return {};
+    }
     std::vector<runner::Tensor> result;
     for (auto& v : values) {
       if (!v.is_tensor()) return {};

@@ -61,6 +61,7 @@ SurgeryCheck verify_extracted(ir::Model& original, ir::Model& extracted, const r
   const size_t n_inputs = names.size();
   for (const auto& vi : extracted.graph->outputs) names.push_back(vi.value->name());
   runner::Session whole(original, session_options(inputs));
+  reference.bound(whole);
   const std::vector<runner::Value> values = whole.run(reference.feeds(), names);
 
   std::map<std::string, runner::Value> feeds;
@@ -68,6 +69,7 @@ SurgeryCheck verify_extracted(ir::Model& original, ir::Model& extracted, const r
   std::vector<runner::Value> got;
   try {
     runner::Session part(extracted, session_options(inputs));
+    reference.bound(part);
     got = part.run(feeds);
   } catch (const Error& e) {
     result_does_not_run(e);
@@ -91,6 +93,7 @@ SurgeryCheck verify_edited(ir::Model& original, ir::Model& edited, const std::ma
   std::vector<runner::Value> got;
   try {
     runner::Session session(edited, session_options(inputs));
+    reference.bound(session);
     got = session.run(feeds);
   } catch (const Error& e) {
     result_does_not_run(e);

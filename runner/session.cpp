@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -82,6 +84,8 @@ struct Frame {
   const GraphPlan* plan;
   Frame* parent;
   std::vector<Value> slots;
+  /// The node whose subgraph this frame runs (a Loop, If or Scan); null for the main graph.
+  const ir::Node* owner = nullptr;
   /// Device copies per slot (device sessions); a slot may live on the host, the device or both.
   std::vector<DeviceTensorPtr> device;
 };
@@ -91,7 +95,8 @@ class Executor {
   Executor(int threads, const Observation* observation, Backend* backend)
       : threads_(threads), observation_(observation), backend_(backend) {}
   void execute(const GraphPlan& plan, Frame& frame);
-  std::vector<Value> run_subgraph(Frame& caller, const ir::Graph& g, const std::vector<Value>& inputs);
+  std::vector<Value> run_subgraph(Frame& caller, const ir::Graph& g, const std::vector<Value>& inputs,
+                                  const ir::Node* owner = nullptr);
 
   /// The host value of a slot (of this frame or an enclosing one), downloaded from the device
   /// when it lives only there.
@@ -109,6 +114,9 @@ class Executor {
   Profiler* profiler = nullptr;
   /// SessionOptions::keep_constants.
   bool keep_constants = true;
+  /// Session::set_deadline: this session's bound, if any.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  std::string deadline_what;
   /// Slots of the main graph the caller of this run asked for by name (Session::run): computed
   /// and kept to the end of the run.
   std::vector<bool> requested;
@@ -124,6 +132,9 @@ class Executor {
     for (int i = 0; i < ref.up; ++i) f = f->parent;
     return *f;
   }
+  /// Throws TimeLimitReached when the process's bound or this session's has passed, naming the
+  /// node about to run (the first of a subgraph's plan when `step` is null).
+  void check_time(const GraphPlan& plan, const Frame& frame, const Step* step) const;
   /// Counts a node in the placement report once per run (Loop bodies run it many times).
   bool first_placement(const Step& step) { return placed_.insert(step.node).second; }
   int threads_;
@@ -131,6 +142,45 @@ class Executor {
   Backend* backend_;
   std::unordered_set<const ir::Node*> placed_;
 };
+
+namespace {
+
+/// set_time_limit's bound: nanoseconds of the steady clock (0: none), and its name.
+std::atomic<int64_t> g_time_limit_ns{0};
+std::string g_time_limit_what;
+
+int64_t steady_ns(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+}  // namespace
+
+void set_time_limit(double seconds, const std::string& what) {
+  g_time_limit_what = what;
+  g_time_limit_ns = seconds > 0 ? steady_ns(std::chrono::steady_clock::now()) + static_cast<int64_t>(seconds * 1e9) : 0;
+}
+
+bool time_limit_set() { return g_time_limit_ns.load() != 0; }
+
+bool time_limit_passed() {
+  const int64_t at = g_time_limit_ns.load();
+  return at != 0 && steady_ns(std::chrono::steady_clock::now()) >= at;
+}
+
+void Executor::check_time(const GraphPlan& plan, const Frame& frame, const Step* step) const {
+  const int64_t process = g_time_limit_ns.load();
+  if (process == 0 && !deadline) return;
+  const auto now = std::chrono::steady_clock::now();
+  const std::string* what = nullptr;
+  if (process != 0 && steady_ns(now) >= process) what = &g_time_limit_what;
+  else if (deadline && now >= *deadline) what = &deadline_what;
+  if (!what) return;
+  std::string where = step ? " before " + step->node->describe() : "";
+  for (const Frame* f = &frame; f->parent; f = f->parent)
+    where += std::string(where.empty() ? " in" : ",") + " the subgraph '" + f->plan->graph->name + "'" +
+             (f->owner ? " of " + f->owner->describe() : "");
+  throw TimeLimitReached(*what + " ran out" + where);
+}
 
 namespace {
 
@@ -709,8 +759,10 @@ void Executor::execute(const GraphPlan& plan, Frame& frame) {
   const bool observing = observation.active() && (frame.parent == nullptr || observation.subgraphs);
   const auto wanted = [&](const ir::Value* v) { return observing && v && observation.wanted(*v); };
   std::vector<bool> skipped;  // steps whose work a fused Conv did in this run
+  check_time(plan, frame, nullptr);  // a Loop body of no nodes comes here at every iteration
   for (size_t si = 0; si < plan.steps.size(); ++si) {
     const Step& step = plan.steps[si];
+    check_time(plan, frame, &step);
     const auto kept = [&](int slot) {
       return frame.parent == nullptr && slot >= 0 && static_cast<size_t>(slot) < requested.size() && requested[static_cast<size_t>(slot)];
     };
@@ -827,12 +879,13 @@ bool Executor::run_on_cpu(const Step& step, Frame& frame, std::vector<Value>& ou
 }
 
 std::vector<Value> Executor::run_subgraph(Frame& caller, const ir::Graph& g,
-                                          const std::vector<Value>& inputs) {
+                                          const std::vector<Value>& inputs, const ir::Node* owner) {
   auto it = caller.plan->subplans.find(&g);
   if (it == caller.plan->subplans.end())
     throw Error(ErrorKind::kInternal, "subgraph '" + g.name + "' was not planned");
   const GraphPlan& plan = *it->second;
   Frame frame{&plan, &caller, std::vector<Value>(static_cast<size_t>(plan.n_slots))};
+  frame.owner = owner;
   if (inputs.size() != plan.input_slots.size())
     throw Error(ErrorKind::kFailed, "subgraph '" + g.name + "' takes " + std::to_string(plan.input_slots.size()) +
                                         " inputs, got " + std::to_string(inputs.size()));
@@ -908,7 +961,7 @@ const ir::Graph* NodeAttributes::attr_graph(std::string_view name) const {
 }
 
 std::vector<Value> KernelContext::run_subgraph(const ir::Graph& graph, const std::vector<Value>& inputs) {
-  return exec_.run_subgraph(frame_, graph, inputs);
+  return exec_.run_subgraph(frame_, graph, inputs, &node_);
 }
 
 void NodeAttributes::fail(const std::string& message) const {
@@ -990,6 +1043,11 @@ Session::~Session() {
 }
 
 void Session::set_profiler(Profiler* profiler) { executor_->profiler = profiler; }
+
+void Session::set_deadline(std::chrono::steady_clock::time_point at, const std::string& what) {
+  executor_->deadline = at;
+  executor_->deadline_what = what;
+}
 
 const Placement& Session::placement() const { return executor_->placement; }
 

@@ -1,6 +1,7 @@
 // The reference runner's Session: load -> plan (order, kernels, value slots, lifetimes) -> run.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -58,6 +59,16 @@ class Profiler;
 
 /// Plans a model once and runs it many times. The model must outlive the session; planning sorts
 /// its nodes topologically when they are not (the model is otherwise untouched).
+/// Bounds every run of every session of this process (the CLI's --time-limit and
+/// ONNXTOOL_TIME_LIMIT): `seconds` from now, `what` naming the bound in the error ("--time-limit
+/// 5"). Checked before every node, and so at every iteration of a Loop or Scan body; past it a
+/// run throws TimeLimitReached naming the node. 0 removes the bound.
+void set_time_limit(double seconds, const std::string& what);
+/// True once the bound of set_time_limit has passed.
+bool time_limit_passed();
+/// True while set_time_limit's bound is in force.
+bool time_limit_set();
+
 class Session {
  public:
   /// Throws Error(kInput) naming the op and node when a node has no kernel, and for invalid graphs;
@@ -77,6 +88,11 @@ class Session {
   /// outputs in order, or those named in `output_names`.
   std::vector<Value> run(const std::map<std::string, Value>& feeds,
                          const std::vector<std::string>& output_names = {});
+
+  /// Bounds this session's runs as set_time_limit bounds the process's, until `at`; `what` names
+  /// the bound in the error ("verification's bound of 12 s: 20 times the original's run plus
+  /// 10 s").
+  void set_deadline(std::chrono::steady_clock::time_point at, const std::string& what);
 
   /// The threads its runs use (the default 0 resolved when the session was made).
   int threads() const { return options_.threads; }

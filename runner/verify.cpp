@@ -2,7 +2,9 @@
 #include "runner/verify.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <iomanip>
 #include <memory>
 #include <sstream>
 
@@ -106,6 +108,12 @@ Reference::Reference(ir::Model& original, const VerifyInputs& inputs) {
   } catch (const Error& e) {
     throw cannot(e);
   }
+  // The original's run is bounded too, unless --time-limit bounds the command: a model whose
+  // Loop never ends must not hang optimize or convert.
+  if (!time_limit_set())
+    session->set_deadline(std::chrono::steady_clock::now() + std::chrono::seconds(kVerifyOriginalSeconds),
+                          "verification's bound of " + std::to_string(kVerifyOriginalSeconds) +
+                              " s on the original model's run (--time-limit S changes it, --no-verify skips verification)");
   for (const auto* o : session->outputs()) output_names_.push_back(o->value->name());
   // Random inputs: symbolic dims of 1 first; a model that cannot take them (an STFT frame longer
   // than one sample, a pooling window) gets larger ones before verification gives up.
@@ -115,7 +123,9 @@ Reference::Reference(ir::Model& original, const VerifyInputs& inputs) {
       feeds = conform_float_feeds(*session, feeds);
       outputs_.clear();
       running = true;
+      const auto start = std::chrono::steady_clock::now();
       for (const auto& v : session->run(feeds)) outputs_.push_back(owned(v));
+      original_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       running = false;
     });
   } catch (const Error& e) {
@@ -130,10 +140,21 @@ Reference::Reference(ir::Model& original, const VerifyInputs& inputs) {
   description_ = d.str();
 }
 
+void Reference::bound(Session& session) const {
+  const double seconds = 20 * original_seconds_ + 10;
+  std::ostringstream what;
+  what << "verification's bound of " << std::setprecision(3) << seconds << " s (20 times the original's run of "
+       << original_seconds_ << " s, plus 10 s)";
+  session.set_deadline(std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                              std::chrono::duration<double>(seconds)),
+                       what.str());
+}
+
 VerifyResult Reference::check(ir::Model& candidate, const Tolerance& tolerance) const {
   std::vector<Value> got;
   try {
     Session session(candidate, options_);
+    bound(session);
     const auto feeds = conform_float_feeds(session, feeds_);
     got = session.run(feeds, output_names_);
   } catch (const Error& e) {
@@ -166,6 +187,7 @@ std::string Reference::first_divergence(ir::Model& original, ir::Model& candidat
   std::map<std::string, Value> held;
   {
     Session session(candidate, options_);
+    bound(session);
     session.set_observer([&held](const ir::Value& value, const Value& produced) {
       if (produced.is_tensor() && is_float(produced.tensor.dtype())) held[value.name()] = owned(produced);
     });
@@ -173,6 +195,7 @@ std::string Reference::first_divergence(ir::Model& original, ir::Model& candidat
   }
   std::string first;
   Session session(original, options_);
+  bound(session);
   session.set_observer([&](const ir::Value& value, const Value& produced) {
     if (!first.empty() || !produced.is_tensor() || !is_float(produced.tensor.dtype())) return;
     const auto it = held.find(value.name());

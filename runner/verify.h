@@ -34,6 +34,10 @@ struct Tolerance {
 /// with a margin: on PaddleOCR v4 det with real images (a sigmoid map) onnxruntime and onnxtool,
 /// both running the original, differ by up to 4.5e-5, and optimize's correct rewrites by up to
 /// 6.3e-5, which 1e-5 refused on 3 of 14 images. A wrong rewrite moves outputs by far more.
+/// How long verification lets the original model run (each input size it tries) when no
+/// --time-limit bounds the command: a model whose Loop never ends must not hang a writer.
+constexpr int kVerifyOriginalSeconds = 300;
+
 constexpr Tolerance kRewriteTolerance{"rewrite", 1e-4, 2e-4};
 /// float32 -> float16 conversion: 11-bit mantissas, errors that grow with depth.
 constexpr Tolerance kFp16Tolerance{"float16", 1e-2, 3e-2};
@@ -86,6 +90,11 @@ class Reference {
   /// Both models run on these feeds; every float value of `candidate` is held meanwhile.
   std::string first_divergence(ir::Model& original, ir::Model& candidate, const Tolerance& tolerance) const;
 
+  /// Bounds a session running a candidate (or the original beside it) on these feeds: 20 times
+  /// the original's run plus 10 s, so that a rewrite that made a loop endless is reported, not
+  /// waited on (TimeLimitReached).
+  void bound(Session& session) const;
+
   /// The feeds as `candidate` takes them: float inputs converted to its inputs' float types.
   std::map<std::string, Value> feeds_for(ir::Model& candidate) const;
 
@@ -103,6 +112,7 @@ class Reference {
   std::string description_;
   bool random_ = false;
   SessionOptions options_;
+  double original_seconds_ = 0;  ///< the original's run on feeds_
 };
 
 /// Largest finite |v| of every float value `model` produces on `feeds`, subgraphs included, by
