@@ -18,8 +18,6 @@
 
 namespace onnxtool::cli {
 
-namespace {
-
 // Messages quote names from the model, which may hold control characters: keep the one line.
 std::string one_line(const std::string& s) {
   std::string out;
@@ -31,6 +29,8 @@ std::string one_line(const std::string& s) {
   }
   return out;
 }
+
+namespace {
 
 /// The word without its leading dashes, in lower case: "--JSN" is a slip for "--json" as much as
 /// "-jsn" is.
@@ -228,12 +228,12 @@ void refuse_unrunnable(ir::Model& model, const std::string& path) {
 
 void print_json(const nlohmann::json& doc) {
   if (!doc.is_object() || doc.contains("schema_version")) {
-    std::cout << doc.dump(2) << "\n";
+    std::cout << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
   nlohmann::json versioned = doc;
   versioned["schema_version"] = kJsonSchemaVersion;
-  std::cout << versioned.dump(2) << "\n";
+  std::cout << versioned.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
 }
 
 nlohmann::json json_number(double v) {

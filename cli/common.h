@@ -34,6 +34,10 @@ constexpr int kJsonSchemaVersion = 2;
 /// (print_json_error), so that a CI step parsing stdout sees them.
 void set_json_errors(bool on);
 
+/// `s` as one line: newlines and carriage returns as \n and \r, other control characters as '?'
+/// (messages quote names from the model, which may hold them).
+std::string one_line(const std::string& s);
+
 /// Runs an action, turning onnxtool::Error (and any other exception) into one line on stderr
 /// and the matching exit code (and, with --json, print_json_error).
 int run_action(const std::string& command, const Action& action);

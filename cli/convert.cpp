@@ -107,6 +107,8 @@ int run_convert(ConvertOptions& o) {
                       " there are none");
   if (ir::same_file(o.model, o.output) && !o.in_place)
     throw_usage_error(o.output + ": is the input model itself; pass --in-place to overwrite it");
+  if (o.given.count("--data-file") && o.data_file.empty())
+    throw_usage_error("--data-file: an empty name; leave the flag out for the default (OUT.data)");
 
   auto loaded = ir::load_model(o.model);
   // With another output, --in-place would only lift the checks that keep the input intact.

@@ -18,11 +18,12 @@ std::string node_label(const ir::Graph& g, const ir::Node& n) {
 
 }  // namespace
 
-ValueDump::ValueDump(const std::string& dir, const ir::LoadedModel& loaded)
-    : dir_(dir), input_(&loaded.info), stems_({"index.json"}) {
+ValueDump::ValueDump(const std::string& dir, const ir::LoadedModel& loaded, DumpLimits limits)
+    : dir_(dir), input_(&loaded.info), stems_({"index.json"}), limits_(limits) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) throw_usage_error("--dump-dir " + dir + ": exists and is not a directory");
+  made_dir_ = !fs::exists(dir, ec);
   const ir::Graph& g = *loaded.model.graph;
   for (const auto& n : g.nodes()) {
     for (const ir::Value* v : n->outputs()) {
@@ -52,6 +53,13 @@ ValueDump::ValueDump(const std::string& dir, const ir::LoadedModel& loaded)
   if (ec) throw_usage_error("--dump-dir " + dir + ": cannot create it (" + ec.message() + ")");
 }
 
+ValueDump::~ValueDump() {
+  if (finished_) return;
+  std::error_code ec;
+  for (const auto& f : created_) std::filesystem::remove(f, ec);
+  if (made_dir_) std::filesystem::remove(dir_, ec);  // only when empty
+}
+
 std::string ValueDump::index_path() const { return (std::filesystem::path(dir_) / "index.json").string(); }
 
 nlohmann::json ValueDump::write(const std::string& stem, const std::string& name, const runner::Value& produced) {
@@ -66,6 +74,17 @@ nlohmann::json ValueDump::write(const std::string& stem, const std::string& name
   const bool npy = produced.is_tensor() && runner::npy_holds(produced.tensor.dtype());
   const std::string file = stem + (npy ? ".npy" : ".pb");
   const std::string path = (std::filesystem::path(dir_) / file).string();
+  const uint64_t bytes = produced.is_tensor() ? produced.tensor.bytes() : 0;
+  if (limited_.empty() && written_ >= limits_.max_files)
+    limited_ = "stopped at --max-dump-files " + std::to_string(limits_.max_files);
+  if (limited_.empty() && bytes_ + bytes > limits_.max_bytes)
+    limited_ = "stopped at --max-dump-bytes " + std::to_string(limits_.max_bytes);
+  if (!limited_.empty()) {
+    j["file"] = nullptr;
+    j["skipped"] = limited_;
+    ++skipped_;
+    return j;
+  }
   try {
     ir::check_not_input(*input_, path, "--dump-dir " + dir_);
     ir::claim_output(path, "--dump-dir " + path);
@@ -73,8 +92,13 @@ nlohmann::json ValueDump::write(const std::string& stem, const std::string& name
     ir::OutputFile out(path, "--dump-dir " + path, ir::AtSymlink::kRefuse);
     if (npy) runner::write_npy(out, produced.tensor);
     else runner::write_pb(out, produced, name);
-    out.sync();
-    out.commit();
+    std::error_code ec;
+    const bool existed = std::filesystem::exists(path, ec);
+    // Debugging output, not a deliverable: renamed into place whole, but not synced file by
+    // file (index.json, written last, is).
+    out.commit(/*durable=*/false);
+    bytes_ += out.written();
+    if (!existed) created_.push_back(path);
   } catch (const Error& err) {
     // A value no file format here holds is listed, not fatal; a failing disk is.
     if (err.kind() != ErrorKind::kUsage) throw;
@@ -119,8 +143,11 @@ void ValueDump::finish() {
     subgraph_values.push_back(
         {{"name", v->name()}, {"graph", e.graph}, {"node", e.node}, {"op_type", e.op_type}, {"runs", e.runs}});
   }
+  finished_ = true;
   ir::claim_output(index_path(), "--dump-dir " + index_path());
-  ir::write_file(index_path(), nlohmann::json{{"tensors", index_}, {"subgraph_tensors", subgraph_values}}.dump(2) + "\n",
+  // Replacement characters for names that are not UTF-8 (JSON cannot hold their bytes).
+  const nlohmann::json index{{"tensors", index_}, {"subgraph_tensors", subgraph_values}};
+  ir::write_file(index_path(), index.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
                  "--dump-dir " + index_path(), ir::AtSymlink::kRefuse);
 }
 

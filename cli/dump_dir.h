@@ -21,11 +21,24 @@ namespace onnxtool::cli {
 /// tensor name, the file, node, op type, element type and shape of each main-graph value
 /// ("tensors"), and, in "subgraph_tensors", each subgraph value with the subgraph that holds it
 /// and its runs (safe names can collide: "a/b" and "a_b"; the index says which file is which).
+/// How much one --dump-dir may write: past either bound the remaining values are listed in the
+/// index as skipped, not written (a Loop of 20,000 iterations once wrote 40,000 files).
+struct DumpLimits {
+  size_t max_files = 10000;
+  uint64_t max_bytes = uint64_t{4} << 30;
+};
+
 class ValueDump {
  public:
   /// Plans a file per main-graph value (collisions resolved in node order: NAME.npy, NAME_1.npy,
-  /// ...) and refuses (Error kUsage) a DIR that is not a directory or a file over the input model.
-  ValueDump(const std::string& dir, const ir::LoadedModel& loaded);
+  /// ...; a name past 200 bytes shortened with a hash) and refuses (Error kUsage) a DIR that is
+  /// not a directory or a file over the input model.
+  ValueDump(const std::string& dir, const ir::LoadedModel& loaded, DumpLimits limits = {});
+  /// Without finish() (the run failed): the files this dump wrote are removed, and DIR when it
+  /// made it, so that a failed run leaves no partial dump.
+  ~ValueDump();
+  ValueDump(const ValueDump&) = delete;
+  ValueDump& operator=(const ValueDump&) = delete;
   /// Writes `produced`, the value of `value` in this run (of its subgraph).
   void observe(const ir::Value& value, const runner::Value& produced);
   /// Writes index.json; values no node computed in the run are listed as skipped.
@@ -36,6 +49,8 @@ class ValueDump {
   size_t written() const { return written_; }  ///< files written
   size_t subgraph_files() const { return subgraph_files_; }  ///< of them, runs of subgraph values
   size_t skipped() const { return skipped_; }
+  /// The values left unwritten by DumpLimits ("" when none): "stopped at --max-dump-files 10000".
+  const std::string& limited() const { return limited_; }
 
  private:
   struct Entry {
@@ -57,6 +72,12 @@ class ValueDump {
   size_t written_ = 0;
   size_t subgraph_files_ = 0;
   size_t skipped_ = 0;
+  DumpLimits limits_;
+  uint64_t bytes_ = 0;
+  std::string limited_;
+  bool made_dir_ = false;
+  bool finished_ = false;
+  std::vector<std::string> created_;  ///< files this dump made (not those it replaced)
 };
 
 }  // namespace onnxtool::cli

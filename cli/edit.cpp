@@ -67,9 +67,9 @@ std::optional<std::map<std::string, std::vector<int64_t>>> shared_input_shapes(c
                                                                                 std::string& why) {
   std::map<std::string, std::vector<int64_t>> shapes;
   for (const auto& [given, dims] : request.input_shapes) {
-    std::string name = given;  // the original's name, also when the edit renames the input
-    for (const auto& [from, to] : request.rename_inputs)
-      if (to == given) name = from;
+    std::string name = given;  // the original's name, also when the edit renames the input (in a chain: back to its start)
+    for (auto it = request.rename_inputs.rbegin(); it != request.rename_inputs.rend(); ++it)
+      if (it->second == name) name = it->first;
     const ir::ValueInfo* input = nullptr;
     for (const auto& in : original.graph->inputs)
       if (in.value && in.value->name() == name) input = &in;
@@ -134,7 +134,17 @@ int run_edit(EditOptions& o) {
   const checker::WriteCheck gate = check_before_writing(loaded.model);
   std::optional<passes::SurgeryCheck> verified;
   if (run_both) {
-    std::map<std::string, std::string> renames(request.rename_inputs.begin(), request.rename_inputs.end());
+    // The renames apply in order, so a chain (x=a, then a=b) takes the original's x to b.
+    std::map<std::string, std::string> renames;
+    for (const auto& [from, to] : request.rename_inputs) {
+      bool chained = false;
+      for (auto& [original_name, current] : renames)
+        if (current == from) {
+          current = to;
+          chained = true;
+        }
+      if (!chained) renames[from] = to;
+    }
     verified = passes::verify_edited(original, loaded.model, renames, verify_in, tol);
     refuse_mismatch(*verified);
   }

@@ -1,7 +1,9 @@
 // onnxtool's entry point: parses the command line and runs one subcommand.
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <streambuf>
 
 #include "cli/common.h"
 #include "ir/command_files.h"
@@ -93,8 +95,54 @@ int print_help(const CLI::App& app, const std::string& topic) {
 
 }  // namespace
 
+namespace {
+
+/// Standard output with the control characters a model's names may hold (a terminal escape, a
+/// carriage return that rewrites the line) written as \xNN text, newlines and tabs as they are:
+/// a model cannot recolour, hide or overwrite what onnxtool prints. (A name holding a newline
+/// still starts a line: --json escapes it.)
+class EscapingBuffer : public std::streambuf {
+ public:
+  explicit EscapingBuffer(std::streambuf* out) : out_(out) {}
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    const char ch = traits_type::to_char_type(c);
+    return xsputn(&ch, 1) == 1 ? c : traits_type::eof();
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    std::streamsize start = 0;
+    for (std::streamsize i = 0; i < n; ++i) {
+      const auto u = static_cast<unsigned char>(s[i]);
+      if ((u >= 0x20 && u != 0x7f) || u == '\n' || u == '\t') continue;
+      if (out_->sputn(s + start, i - start) != i - start) return 0;
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02x", u);
+      if (out_->sputn(hex, 4) != 4) return 0;
+      start = i + 1;
+    }
+    return out_->sputn(s + start, n - start) == n - start ? n : 0;
+  }
+  int sync() override { return out_->pubsync(); }
+
+ public:
+  std::streambuf* out() const { return out_; }
+
+ private:
+  std::streambuf* out_;
+};
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace onnxtool::cli;
+  EscapingBuffer escaping(std::cout.rdbuf());
+  std::cout.rdbuf(&escaping);
+  struct Restore {
+    std::streambuf* buffer;
+    ~Restore() { std::cout.rdbuf(buffer); }
+  } restore{escaping.out()};
   CLI::App app{"onnxtool: check, optimize, quantize, convert and run ONNX models"};
   app.set_version_flag("--version", std::string("onnxtool ") + ONNXTOOL_VERSION);
   app.require_subcommand(1);

@@ -2,6 +2,8 @@
 // long single step (one run of a large model) still shows its elapsed time.
 #include "cli/progress.h"
 
+#include "cli/common.h"
+
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -211,8 +213,8 @@ void end_progress() { printer().end(true); }
 void abandon_progress() { printer().end(false); }
 void info(const std::string& command, const std::string& line) { printer().note("onnxtool " + command + ": " + line); }
 void warning(const std::string& command, const std::string& line) {
-  printer().warning("onnxtool " + command + ": warning: " + line);
+  printer().warning("onnxtool " + command + ": warning: " + one_line(line));
 }
-void error_line(const std::string& command, const std::string& line) { printer().error("onnxtool " + command + ": " + line); }
+void error_line(const std::string& command, const std::string& line) { printer().error("onnxtool " + command + ": " + one_line(line)); }
 
 }  // namespace onnxtool::cli

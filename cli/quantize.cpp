@@ -106,7 +106,7 @@ void write_report(ir::OutputFile& file, const std::string& path, const quant::Qu
   std::ostringstream out;
   {
     if (!markdown) {
-      out << doc.dump(2) << "\n";
+      out << doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
       out << "# onnxtool quantize report\n\n";
       out << "Quantized nodes: " << r.quantized_nodes << "; weights " << r.float_weight_bytes << " -> "

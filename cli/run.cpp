@@ -42,6 +42,7 @@ struct RunOptions {
   double rtol = 1e-3, atol = 1e-5;    ///< --expect's tolerance
   std::vector<std::string> outputs;
   std::string dump_dir;  ///< --dump-dir: every value computed, subgraphs' once per run
+  DumpLimits dump_limits;  ///< --max-dump-files, --max-dump-bytes
   int threads = 0;
   std::string device = "cpu";
   int benchmark = 0;
@@ -328,6 +329,8 @@ int run_model(const RunOptions& o) {
   if (const std::string named = given_list(o.given, {"--seed", "--shape", "--input-range"}); !named.empty() && !o.random)
     throw_usage_error(named + ": for random inputs only; add --random");
   if (o.given.count("--output-format") && o.output_dir.empty()) throw_usage_error("--output-format: add --output-dir");
+  if (const std::string named = given_list(o.given, {"--max-dump-files", "--max-dump-bytes"}); !named.empty() && o.dump_dir.empty())
+    throw_usage_error(named + ": the bounds of --dump-dir; add --dump-dir DIR");
   if (const std::string named = given_list(o.given, {"--rtol", "--atol"}); !named.empty() && o.expect_dir.empty())
     throw_usage_error(named + ": the tolerance of --expect; add --expect DIR");
   if (!o.output_dir.empty()) check_output_dir(o.output_dir);
@@ -417,7 +420,7 @@ int run_model(const RunOptions& o) {
     });
   }
   std::optional<ValueDump> dump;
-  if (!o.dump_dir.empty()) dump.emplace(o.dump_dir, loaded);
+  if (!o.dump_dir.empty()) dump.emplace(o.dump_dir, loaded, o.dump_limits);
   if (dump || !captured.empty()) {
     runner::ObserverFilter wants;
     if (!dump) wants = [&captured](const ir::Value& v) { return captured.count(&v) > 0; };
@@ -578,6 +581,8 @@ int run_model(const RunOptions& o) {
     std::cout << "latency over " << times.size() << " runs: median " << pct(0.5) << " ms, min " << times.front()
               << " ms, p90 " << pct(0.9) << " ms\n";
   if (o.profile) print_profile(profile, o.trace_file);
+  if (dump && !dump->limited().empty())
+    warning("run", "--dump-dir " + dump->dir() + ": " + dump->limited() + "; the values after it are listed in the index as skipped");
   if (dump)
     std::cout << "dumped " << dump->written() << " values to " << dump->dir() << " ("
               << (dump->subgraph_files() ? std::to_string(dump->subgraph_files()) + " of them runs of subgraph values; " : "")
@@ -609,6 +614,12 @@ void register_run(CLI::App& app, Action& action) {
   sub->add_option("--atol", o->atol, "absolute tolerance of --expect (default 1e-5)")->check(number_in(0, 1e300));
   sub->add_option("--outputs", o->outputs, "names of the values to return, of the main graph or of a subgraph run once (default: graph outputs)")->delimiter(',');
   sub->add_option("--dump-dir", o->dump_dir, "write every value computed to DIR/<name>.npy (.pb; a subgraph's: <name>.<run>.npy), with DIR/index.json");
+  sub->add_option("--max-dump-files", o->dump_limits.max_files,
+                  "--dump-dir writes at most N files; the values past them are listed in index.json as skipped (default 10000)")
+      ->check(CLI::Range(size_t{1}, size_t{100000000}));
+  sub->add_option("--max-dump-bytes", o->dump_limits.max_bytes,
+                  "--dump-dir writes at most B bytes of tensors (default 4294967296, 4 GiB)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 50));
   sub->add_option("--threads", o->threads, "threads (default: all cores)")->check(number_in(0, 1024));
   sub->add_option("--device", o->device, "cpu (default), vulkan or vulkan:N, optionally :fp32-arithmetic (`onnxtool devices` lists them)");
   sub->add_option("--benchmark", o->benchmark, "time N runs after one warm-up run")->check(number_in(0, 1e7));

@@ -68,6 +68,10 @@ runner::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std:
   for (const auto& s : flags.inputs) in.feeds.files.push_back(parse_assignment(s, "--input"));
   in.feeds.seed = flags.seed;
   in.feeds.flags = {"--input", "--inputs", "", "--input-shape"};  // verification inputs are random or all given
+  for (const auto& [name, dims] : shapes)
+    if (std::find(dims.begin(), dims.end(), 0) != dims.end())
+      throw_usage_error("--input-shape " + name + ": a dim of 0 makes an empty tensor, and a verification on empty "
+                        "tensors compares nothing; give every dim at least 1");
   in.feeds.shapes = shapes;
   for (const auto& r : flags.input_ranges) runner::add_input_range(in.feeds, r, "--input-range");
   in.device = runner::DeviceSpec::parse(flags.device);

@@ -1201,6 +1201,12 @@ Tensor parse_tensor(const Bytes& data, const std::string& label) {
                       std::to_string(e.offset) + ": " + e.message);
   }
   if (t.is_external()) throw_input_error(label + ": tensor '" + t.name + "' refers to external data");
+  // Two data fields: which one holds the tensor is ambiguous (runtimes differ); refused, as the
+  // checker's tensor.data-fields refuses it in a model.
+  const int stores = static_cast<int>(t.raw_data.has_value()) + !t.float_data.empty() + !t.int32_data.empty() +
+                     !t.string_data.empty() + !t.int64_data.empty() + !t.double_data.empty() + !t.uint64_data.empty();
+  if (stores > 1)
+    throw_input_error(label + ": tensor '" + t.name + "' holds its data in more than one field (raw_data and typed fields)");
   t.validate_data(label);
   return t;
 }

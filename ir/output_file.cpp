@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -26,7 +27,11 @@ std::string directory_of(const std::string& path) {
 
 std::string temp_name(const std::string& target, const std::string& suffix) {
   const std::filesystem::path t(target);
-  return (std::filesystem::path(directory_of(target)) / ("." + t.filename().string() + ".tmp" + suffix)).string();
+  // A file name is at most 255 bytes (NAME_MAX): a target name near it (a tensor named by a
+  // long tf2onnx scope) keeps its first 200 bytes in the temporary's name, the suffix unique.
+  std::string stem = t.filename().string();
+  if (stem.size() > 200) stem.resize(200);
+  return (std::filesystem::path(directory_of(target)) / ("." + stem + ".tmp" + suffix)).string();
 }
 
 std::string random_suffix() {
@@ -35,6 +40,12 @@ std::string random_suffix() {
   std::string s(8, 'x');
   for (char& c : s) c = kChars[device() % (sizeof kChars - 1)];
   return s;
+}
+
+std::string mode_text(mode_t mode) {
+  char text[8];
+  std::snprintf(text, sizeof text, "%04o", static_cast<unsigned>(mode & 07777));
+  return text;
 }
 
 void sync_directory(const std::string& path) {
@@ -58,21 +69,34 @@ OutputFile::OutputFile(const std::string& path, const std::string& what, AtSymli
       throw_input_error(what_ + ": is a symlink; onnxtool does not write a file it names itself through one (remove the link)");
     // Replace the file the link names, not the link (an --in-place model reached through one).
     char resolved[PATH_MAX];
-    if (!::realpath(path.c_str(), resolved))
+    if (::realpath(path.c_str(), resolved)) {
+      target_ = resolved;
+    } else if (!(::stat(path.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))) {
+      // (/dev/stdout on a pipe links to "pipe:[N]", which resolves to no path but opens.)
       throw_input_error(what_ + ": is a symlink to a missing file (" + std::strerror(errno) + ")");
-    target_ = resolved;
+    }
   }
   if (::stat(target_.c_str(), &st) == 0) {
     if (S_ISDIR(st.st_mode)) throw_input_error(what_ + ": is a directory");
     if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
       // Written where it is: replacing /dev/null with a regular file (as root) breaks the system.
-      fd_ = ::open(target_.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+      // O_NONBLOCK: a FIFO nobody reads is refused (ENXIO) rather than waited on forever.
+      fd_ = ::open(target_.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+      if (fd_ < 0 && errno == ENXIO) throw_input_error(what_ + ": is a FIFO that nothing reads");
       if (fd_ < 0) throw_input_error(what_ + ": cannot open for writing: " + std::strerror(errno));
+      ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
       stream_ = true;
       return;
     }
     if (!S_ISREG(st.st_mode)) throw_input_error(what_ + ": not a regular file, character device or FIFO");
     check_not_read(static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), what_);
+    // A file nobody may write is not replaced behind its owner's back (root could).
+    if ((st.st_mode & 0222) == 0)
+      throw_input_error(what_ + ": is read-only (mode " + mode_text(st.st_mode) + "); make it writable to replace it");
+    replaced_mode_ = st.st_mode & 07777;
+    replaced_uid_ = st.st_uid;
+    replaced_gid_ = st.st_gid;
+    replaces_ = true;
   } else if (errno != ENOENT) {
     throw_input_error(what_ + ": " + std::strerror(errno));
   }
@@ -120,14 +144,27 @@ void OutputFile::pad_to(uint64_t offset) {
   while (written_ < offset) write(zeros, static_cast<size_t>(std::min<uint64_t>(sizeof zeros, offset - written_)));
 }
 
+void OutputFile::keep_mode_and_owner() {
+  if (stream_ || !replaces_) return;
+  // The file replacing another keeps its mode and, where the process may set it (root), its
+  // owner: a 0600 file of another user does not become a 0644 file of root.
+  if (::geteuid() == 0 && (replaced_uid_ != ::geteuid() || replaced_gid_ != ::getegid()))
+    (void)::fchown(fd_, replaced_uid_, replaced_gid_);
+  ::fchmod(fd_, replaced_mode_);
+}
+
 void OutputFile::sync() {
+  keep_mode_and_owner();
   // Streams (a pipe, /dev/null) have nothing to flush, and fsync on them fails with EINVAL.
   if (!stream_ && ::fsync(fd_) != 0) throw_input_error(what_ + ": write failed: " + std::strerror(errno));
   synced_ = true;
 }
 
-void OutputFile::commit() {
-  if (!synced_) sync();
+void OutputFile::commit(bool durable) {
+  if (!synced_) {
+    if (durable) sync();
+    else keep_mode_and_owner();
+  }
   if (stream_) {
     committed_ = true;
     return;
@@ -148,7 +185,7 @@ void OutputFile::commit() {
   committed_ = true;
   ::close(fd_);
   fd_ = -1;
-  sync_directory(target_);
+  if (durable) sync_directory(target_);
 }
 
 std::string OutputFile::link_fresh_name() {

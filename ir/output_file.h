@@ -27,6 +27,8 @@ class OutputFile {
   ///    Nothing is left behind when the process dies before. A symlink is followed (the file it
   ///    names is replaced, the link stays) or refused, as `at_symlink` says.
   ///  - A file the running command read (ir/command_files.h): refused, whatever path reaches it.
+  ///  - A regular file replaced keeps its mode (and its owner, when run as root); a read-only
+  ///    one (no write bit) is refused. A FIFO nothing reads is refused, not waited on.
   ///  - A character device (/dev/null) or a FIFO: written in place, as a stream; it is never
   ///    replaced by a regular file.
   ///  - A directory, a block device, a socket, a dangling symlink: refused.
@@ -46,8 +48,9 @@ class OutputFile {
   /// anything is put in place.
   void sync();
   /// Puts the file in place (after sync()): an atomic rename over the target, then the
-  /// directory is synced. Streams: nothing to do.
-  void commit();
+  /// directory is synced. Streams: nothing to do. Not `durable`: neither the file nor the
+  /// directory is synced (files of a debugging dump; still renamed into place whole).
+  void commit(bool durable = true);
 
   /// Instead of commit(): keeps the bytes (after sync()) under a fresh hidden name beside the
   /// target, ".NAME.tmpXXXXXXXX", and returns its path; the target is untouched and the file is
@@ -67,9 +70,14 @@ class OutputFile {
   int fd_ = -1;
   bool stream_ = false;
   bool synced_ = false;
+  bool replaces_ = false;  ///< an existing regular file is replaced: its mode and owner are kept
+  unsigned replaced_mode_ = 0;
+  unsigned replaced_uid_ = 0, replaced_gid_ = 0;
   bool committed_ = false;
   uint64_t written_ = 0;
 
+  /// Gives the new file the mode (and, as root, the owner) of the file it replaces.
+  void keep_mode_and_owner();
   /// Links the unnamed (O_TMPFILE) file under a fresh unique name beside the target.
   std::string link_fresh_name();
 };

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "ir/env.h"
 #include "ir/error.h"
 
 namespace onnxtool::runner {
@@ -21,9 +22,7 @@ constexpr size_t kMemoryBudget = size_t{512} << 20;
 size_t memory_budget() {
   const char* text = std::getenv("ONNXTOOL_PER_LAYER_MEMORY");
   if (!text || !*text) return kMemoryBudget;
-  char* end = nullptr;
-  const unsigned long long n = std::strtoull(text, &end, 10);
-  return *end == '\0' ? static_cast<size_t>(n) : kMemoryBudget;
+  return static_cast<size_t>(ir::env_bytes("ONNXTOOL_PER_LAYER_MEMORY", text));
 }
 
 std::string node_key(const ir::Value& v) {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <optional>
 #include <queue>
@@ -184,6 +185,44 @@ void Executor::check_time(const GraphPlan& plan, const Frame& frame, const Step*
 
 namespace {
 
+/// A sparse initializer (COO: values and their indices, [NNZ] linear or [NNZ, rank]
+/// coordinates) as the dense tensor it stands for, zeros elsewhere. Indices out of the shape
+/// are an error naming the tensor (the checker reports them too).
+Tensor densify(const ir::SparseTensor& sp) {
+  const std::string where = "sparse initializer '" + sp.name() + "'";
+  if (!sp.values || !sp.indices) throw_input_error(where + ": values or indices missing");
+  const Tensor values = from_ir(*sp.values);
+  const Tensor indices = from_ir(*sp.indices);
+  if (values.dtype() == DataType::kString || ir::data_type_bits(values.dtype()) % 8 != 0)
+    throw_input_error(where + ": " + std::string(ir::data_type_name(values.dtype())) + " values are not supported");
+  if (indices.dtype() != DataType::kInt64) throw_input_error(where + ": indices must be int64");
+  const int64_t nnz = values.size();
+  const int64_t rank = static_cast<int64_t>(sp.dims.size());
+  const bool linear = indices.shape().size() == 1;
+  if (!(linear ? indices.size() == nnz : indices.shape().size() == 2 && indices.shape()[0] == nnz && indices.shape()[1] == rank))
+    throw_input_error(where + ": indices of shape " + shape_string(indices.shape()) + " do not match " + std::to_string(nnz) + " values");
+  Tensor out(values.dtype(), sp.dims);
+  const size_t element = nnz > 0 ? values.bytes() / static_cast<size_t>(nnz) : 0;
+  std::memset(out.mutable_raw(), 0, out.bytes());
+  const int64_t* idx = indices.data<int64_t>();
+  for (int64_t k = 0; k < nnz; ++k) {
+    int64_t at = 0;
+    if (linear) {
+      at = idx[k];
+    } else {
+      for (int64_t d = 0; d < rank; ++d) {
+        const int64_t i = idx[k * rank + d];
+        if (i < 0 || i >= sp.dims[static_cast<size_t>(d)]) at = -1;
+        if (at >= 0) at = at * sp.dims[static_cast<size_t>(d)] + i;
+      }
+    }
+    if (at < 0 || at >= out.size()) throw_input_error(where + ": index " + std::to_string(k) + " is outside its shape");
+    std::memcpy(static_cast<uint8_t*>(out.mutable_raw()) + static_cast<size_t>(at) * element,
+                static_cast<const uint8_t*>(values.raw()) + static_cast<size_t>(k) * element, element);
+  }
+  return out;
+}
+
 /// Physical memory of the machine (0 when unknown): no single tensor can be larger.
 uint64_t physical_memory() {
   static const uint64_t bytes = [] {
@@ -259,6 +298,13 @@ class Planner {
       p->constants.resize(static_cast<size_t>(p->n_slots));
       if (p->constants[static_cast<size_t>(s)].kind == Value::Kind::kNone)
         p->constants[static_cast<size_t>(s)] = Value::of(from_ir(*t));
+    }
+    for (const auto& sp : g.sparse_initializers) {
+      const ir::Value* v = g.find(sp.name());
+      if (!v) continue;
+      const int s = slot_of(v);
+      p->constants.resize(static_cast<size_t>(p->n_slots));
+      if (p->constants[static_cast<size_t>(s)].kind == Value::Kind::kNone) p->constants[static_cast<size_t>(s)] = Value::of(densify(sp));
     }
     // Node order: topological over the node list (valid models are sorted already).
     std::vector<const ir::Node*> order = sorted_nodes(g);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -43,6 +44,9 @@ std::string dict_value(const std::string& header, const std::string& key, const 
   const std::string quoted = "'" + key + "'";
   auto k = header.find(quoted);
   if (k == std::string::npos) throw_input_error(path + ": .npy header has no '" + key + "'");
+  // numpy takes the last of two equal keys; a reader taking the first would see another tensor.
+  if (header.find(quoted, k + quoted.size()) != std::string::npos)
+    throw_input_error(path + ": .npy header gives '" + key + "' twice");
   auto colon = header.find(':', k + quoted.size());
   if (colon == std::string::npos) throw_input_error(path + ": malformed .npy header");
   size_t i = colon + 1;
@@ -452,6 +456,16 @@ Tensor read_npy(const std::string& path) {
   if (!bytes || f.size() - data_offset < *bytes)
     throw_input_error(path + ": .npy data (" + std::to_string(f.size() - data_offset) +
                       " bytes) is shorter than its shape " + shape_string(shape) + " needs");
+  if (type == DataType::kString) {
+    // In memory every element is a std::string of its own: a 128-byte header of '<U0' and a
+    // billion elements asks for 32 GB with no data behind it. Refused past half the machine.
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+    const double memory = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+    const double need = static_cast<double>(count) * (static_cast<double>(sizeof(std::string)) + static_cast<double>(item));
+    if (memory > 0 && need > memory / 2)
+      throw_input_error(path + ": .npy of " + std::to_string(count) + " strings would take " + std::to_string(static_cast<int64_t>(need / 1e9)) +
+                        " GB in memory, more than half of this machine's");
+  }
   Tensor t(type, shape);
   if (type == DataType::kString) {
     std::string data(static_cast<size_t>(*bytes), '\0');
@@ -585,7 +599,17 @@ std::string safe_file_name(const std::string& name) {
 }
 
 std::string FileStems::claim(const std::string& name) {
-  const std::string base = safe_file_name(name);
+  std::string base = safe_file_name(name);
+  // A file name holds at most 255 bytes, and tf2onnx names a fused Conv/BatchNorm/Relu value by
+  // its whole scope: a longer stem keeps its first 180 bytes and a hash of the whole name, the
+  // same on every run (index.json and --expect find the file by it).
+  if (base.size() > 200) {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a
+    for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+    base = base.substr(0, 180) + "_" + hex;
+  }
   std::string stem = base;
   for (size_t k = 1; taken_.count(stem); ++k) stem = base + "_" + std::to_string(k);
   taken_.insert(stem);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "ir/env.h"
 #include "ir/error.h"
 
 namespace onnxtool::runner::vulkan {
@@ -102,9 +103,9 @@ bool describe(Api& vk, VkPhysicalDevice handle, int index, PhysicalDevice& out) 
   info.memory_bytes = device_local;
   // A smaller device, for trying how a model fits one (and for the tests of that refusal).
   if (const char* v = std::getenv("ONNXTOOL_VULKAN_MEMORY_LIMIT"); v && *v) {
-    char* end = nullptr;
-    const unsigned long long limit = std::strtoull(v, &end, 10);
-    if (*end == '\0' && limit > 0 && limit < info.memory_bytes) info.memory_bytes = limit;
+    const uint64_t limit = ir::env_bytes("ONNXTOOL_VULKAN_MEMORY_LIMIT", v);
+    if (limit == 0) throw_usage_error("ONNXTOOL_VULKAN_MEMORY_LIMIT: 0 bytes leaves the device nothing");
+    if (limit < info.memory_bytes) info.memory_bytes = limit;
   }
   info.fp16_storage = storage16.storageBuffer16BitAccess;
   info.fp16_arithmetic = p.apiVersion >= VK_API_VERSION_1_2 && f16.shaderFloat16;
