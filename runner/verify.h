@@ -58,7 +58,9 @@ struct VerifyResult {
 /// The inputs to verify on, described for the report: "random (seed 0; N=1)" or the folder.
 struct VerifyInputs {
   FeedOptions feeds;  ///< random when neither dir nor files is set
-  DeviceSpec device;  ///< where the original and every candidate run
+  /// Where every candidate runs. The original, the reference, always runs on the CPU runner: a
+  /// device kernel that is wrong would be wrong on both sides and pass.
+  DeviceSpec device;
 };
 
 /// The original model run once on its verification inputs, to check candidates against.
@@ -102,7 +104,8 @@ class Reference {
   std::vector<Value> outputs_;
   std::string description_;
   bool random_ = false;
-  SessionOptions options_;
+  SessionOptions reference_options_;  ///< the original's runs: the CPU runner
+  SessionOptions options_;            ///< the candidates' runs: the device asked for
 };
 
 /// Largest finite |v| of every float value `model` produces on `feeds`, subgraphs included, by
