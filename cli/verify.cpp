@@ -36,7 +36,7 @@ void add_verify_flags(CLI::App* sub, VerifyFlags& flags, const std::vector<runne
                     "absolute tolerance of verification, times max(1, the output's largest magnitude) " +
                         defaults(&runner::Tolerance::atol))
       ->check(number_in(0, 1e30));
-  add_verify_option(sub, flags, "--device", flags.device, "run the verification on cpu (default), vulkan or vulkan:N");
+  add_verify_option(sub, flags, "--device", flags.device, "run the result on cpu (default), vulkan or vulkan:N to verify it (the original always runs on the CPU)");
 }
 
 CLI::Option* add_input_range_option(CLI::App* sub, std::vector<std::string>& ranges) {

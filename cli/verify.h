@@ -22,7 +22,7 @@ struct VerifyFlags {
   std::vector<std::string> input_ranges;  ///< NAME=LO,HI or LO,HI of random inputs
   double rtol = -1;  ///< < 0: the policy's
   double atol = -1;
-  std::string device = "cpu";  ///< where the original and the result run
+  std::string device = "cpu";  ///< where the result runs (the original runs on the CPU)
   const CLI::Option* seed_option = nullptr;  ///< tells --seed given from the default
   /// The flags add_verify_flags added that choose how the result is verified (all but
   /// --no-verify), and any a command adds with add_verify_option.

@@ -92,6 +92,7 @@ std::string VerifyResult::first_failure() const {
 Reference::Reference(ir::Model& original, const VerifyInputs& inputs) {
   options_.threads = 1;
   options_.device = inputs.device;
+  reference_options_.threads = 1;  // the default device: the CPU
   FeedOptions feed = inputs.feeds;
   const bool random = feed.dir.empty() && feed.files.empty();
   feed.random = feed.random || random;
@@ -104,7 +105,7 @@ Reference::Reference(ir::Model& original, const VerifyInputs& inputs) {
   };
   std::unique_ptr<Session> session;
   try {
-    session = std::make_unique<Session>(original, options_);
+    session = std::make_unique<Session>(original, reference_options_);
   } catch (const Error& e) {
     throw cannot(e);
   }
@@ -194,7 +195,7 @@ std::string Reference::first_divergence(ir::Model& original, ir::Model& candidat
     session.run(conform_float_feeds(session, feeds_));
   }
   std::string first;
-  Session session(original, options_);
+  Session session(original, reference_options_);
   bound(session);
   session.set_observer([&](const ir::Value& value, const Value& produced) {
     if (!first.empty() || !produced.is_tensor() || !is_float(produced.tensor.dtype())) return;

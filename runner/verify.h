@@ -62,7 +62,9 @@ struct VerifyResult {
 /// The inputs to verify on, described for the report: "random (seed 0; N=1)" or the folder.
 struct VerifyInputs {
   FeedOptions feeds;  ///< random when neither dir nor files is set
-  DeviceSpec device;  ///< where the original and every candidate run
+  /// Where every candidate runs. The original, the reference, always runs on the CPU runner: a
+  /// device kernel that is wrong would be wrong on both sides and pass.
+  DeviceSpec device;
 };
 
 /// The original model run once on its verification inputs, to check candidates against.
@@ -111,8 +113,9 @@ class Reference {
   std::vector<Value> outputs_;
   std::string description_;
   bool random_ = false;
-  SessionOptions options_;
-  double original_seconds_ = 0;  ///< the original's run on feeds_
+  SessionOptions reference_options_;  ///< the original's runs: the CPU runner
+  SessionOptions options_;            ///< the candidates' runs: the device asked for
+  double original_seconds_ = 0;       ///< the original's run on feeds_
 };
 
 /// Largest finite |v| of every float value `model` produces on `feeds`, subgraphs included, by

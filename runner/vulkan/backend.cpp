@@ -192,6 +192,12 @@ uint32_t checked_u32(DeviceKernelContext& ctx, int64_t value, const char* what) 
   return static_cast<uint32_t>(value);
 }
 
+void require_loop_bound(DeviceKernelContext& ctx, uint64_t iterations, const std::string& what) {
+  if (iterations <= kMaxLoopIterations) return;
+  ctx.decline(what + " needs " + std::to_string(iterations) + " loop iterations in one shader invocation, over the " +
+              std::to_string(kMaxLoopIterations) + " the Vulkan kernels keep to (llvmpipe stops loops at 65,535)");
+}
+
 void dispatch_1d(DeviceKernelContext& ctx, const std::string& shader, const std::vector<BufferRange>& buffers,
                  const void* push, uint32_t push_bytes, uint64_t n) {
   if (n == 0) return;

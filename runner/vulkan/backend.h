@@ -112,6 +112,29 @@ void dispatch_1d(DeviceKernelContext& ctx, const std::string& shader, const std:
 /// Declines when a count does not fit the shaders' 32-bit indices.
 uint32_t checked_u32(DeviceKernelContext& ctx, int64_t value, const char* what);
 
+// ---------------------------------------------------------------- the loop bound
+
+/// The most loop iterations one shader invocation may run, all its loops together (a nested
+/// loop's iterations count once per trip of the loop around it). A driver may cap them: Mesa's
+/// llvmpipe, the CPU driver behind lavapipe, ends every loop of an invocation once it has run
+/// 65,535 iterations in all, and the shader goes on with a partial sum, a window half seen, a
+/// reduction tree cut short: wrong numbers, and nothing reports it. Each kernel counts its
+/// shader's loops with loop_cost() for the sizes at hand and splits its work into dispatches
+/// that stay within this bound (pieces of K, of a window, of a row, summed by a further pass);
+/// a kernel that cannot split declines the node, which then runs on the CPU. Half of llvmpipe's
+/// cap leaves room for the counts being estimates (a driver may count an iteration more per
+/// loop than loop_cost does).
+constexpr uint64_t kMaxLoopIterations = 32768;
+
+/// The iterations of a loop of `trips` trips whose body runs `body` iterations of inner loops:
+/// one per trip, the body's, and one more for the exit, which a SIMD driver such as llvmpipe
+/// counts as a trip of the lanes that are left.
+constexpr uint64_t loop_cost(uint64_t trips, uint64_t body = 0) { return trips * (body + 1) + 1; }
+
+/// Declines unless an invocation's `iterations` are within kMaxLoopIterations; `what` names
+/// the loop ("the window of 400 x 400 positions").
+void require_loop_bound(DeviceKernelContext& ctx, uint64_t iterations, const std::string& what);
+
 // Registration of each kernel family (one per file).
 void register_elementwise(KernelTable& table);
 void register_linalg(KernelTable& table);  // MatMul, Gemm, Conv, ConvTranspose

@@ -258,7 +258,9 @@ Device::Device(std::shared_ptr<Instance> instance, const PhysicalDevice& physica
     const std::string fault = v;
     if (fault == "pipeline") fault_ = Fault::kPipeline;
     else if (fault == "device-lost") fault_ = Fault::kDeviceLost;
-    else throw Error(ErrorKind::kUsage, "ONNXTOOL_VULKAN_FAULT is '" + fault + "'; it takes pipeline or device-lost");
+    else if (fault == "wrong-results") fault_ = Fault::kWrongResults;
+    else throw Error(ErrorKind::kUsage,
+                     "ONNXTOOL_VULKAN_FAULT is '" + fault + "'; it takes pipeline, device-lost or wrong-results");
   }
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -561,7 +563,7 @@ void Device::dispatch(const Pipeline& pipeline, const std::vector<BufferRange>& 
     throw Error(ErrorKind::kInternal, "a Vulkan dispatch binds " + std::to_string(buffers.size()) +
                                           " buffers to a pipeline of " + std::to_string(pipeline.bindings));
   if (push_bytes > kPushBytes) throw Error(ErrorKind::kInternal, "Vulkan push constants over 128 bytes");
-  if (groups_x == 0 || groups_y == 0 || groups_z == 0) return;
+  if (groups_x == 0 || groups_y == 0 || groups_z == 0 || fault_ == Fault::kWrongResults) return;
   if (groups_x > physical_.max_workgroup_count[0] || groups_y > physical_.max_workgroup_count[1] ||
       groups_z > physical_.max_workgroup_count[2])
     throw DeviceDeclined("the work needs more workgroups than the device dispatches at once");

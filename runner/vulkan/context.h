@@ -140,9 +140,11 @@ class Device {
   void barrier();
   [[noreturn]] void fail(const char* what, VkResult result) const;
 
-  /// A driver failure the tests provoke on a working device (ONNXTOOL_VULKAN_FAULT=pipeline or
-  /// device-lost): every pipeline creation fails, or the first submitted work loses the device.
-  enum class Fault { kNone, kPipeline, kDeviceLost };
+  /// A driver failure the tests provoke on a working device (ONNXTOOL_VULKAN_FAULT=pipeline,
+  /// device-lost or wrong-results): every pipeline creation fails, the first submitted work
+  /// loses the device, or no dispatch is recorded, so that every kernel's output is wrong and
+  /// nothing says so (what a driver's silent limit does; verification must catch it).
+  enum class Fault { kNone, kPipeline, kDeviceLost, kWrongResults };
 
   std::shared_ptr<Instance> instance_;
   Api& vk_;

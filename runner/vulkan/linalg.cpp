@@ -36,8 +36,15 @@ struct MatMulParams {
   uint32_t c_row, c_col;
   uint32_t has_bias;
   float alpha, beta;
+  uint32_t k_begin, k_end;  // the piece of K this dispatch sums
+  uint32_t piece;           // kPieceRead | kPieceWrite
 };
 static_assert(sizeof(MatMulParams) <= 128, "push constants");
+
+/// The flags of a piece of a split sum (PIECE_READ, PIECE_WRITE in matmul.comp and conv.comp):
+/// it adds the float32 partial sums the pieces before it left, and leaves its own for the next
+/// instead of writing the output.
+constexpr uint32_t kPieceRead = 1, kPieceWrite = 2;
 
 /// The tile edge: 16, or less on a device whose workgroups hold fewer than 256 invocations.
 uint32_t tile_size(DeviceKernelContext& ctx) {
@@ -54,9 +61,22 @@ void record_matmul(DeviceKernelContext& ctx, DataType dtype, const MatMulParams&
   if (p.m == 0 || p.n == 0 || batches == 0) return;
   Device& dev = backend_of(ctx).device();
   const uint32_t ts = tile_size(ctx);
-  const Pipeline& pipe = dev.pipeline(accumulating_shader_for(ctx, "matmul", dtype), 4, ts, ts, 1);
-  dev.dispatch(pipe, {a->range(), b->range(), (bias ? bias : a)->range(), y->range()}, &p, sizeof p,
-               (p.n + ts - 1) / ts, (p.m + ts - 1) / ts, batches);
+  const Pipeline& pipe = dev.pipeline(accumulating_shader_for(ctx, "matmul", dtype), 5, ts, ts, 1);
+  // An invocation loops over the batch dims, then over K a tile at a time with a loop over the
+  // tile's width inside: K is cut into pieces of whole tiles that keep that within the bound.
+  const uint64_t fixed = loop_cost(kMaxBatchRank);
+  const uint64_t tiles_per_piece = (kMaxLoopIterations - fixed - 1) / (loop_cost(ts) + 1);
+  const uint64_t piece = std::max<uint64_t>(1, tiles_per_piece) * ts;
+  std::shared_ptr<const VulkanTensor> part;
+  if (p.k > piece) part = backend_of(ctx).allocate(DataType::kFloat, {int64_t{batches} * p.m * p.n});
+  MatMulParams q = p;
+  for (uint64_t k0 = 0; k0 < std::max<uint32_t>(p.k, 1); k0 += piece) {
+    q.k_begin = static_cast<uint32_t>(k0);
+    q.k_end = static_cast<uint32_t>(std::min<uint64_t>(p.k, k0 + piece));
+    q.piece = (k0 > 0 ? kPieceRead : 0) | (k0 + piece < p.k ? kPieceWrite : 0);
+    dev.dispatch(pipe, {a->range(), b->range(), (bias ? bias : a)->range(), y->range(), (part ? part : y)->range()},
+                 &q, sizeof q, (p.n + ts - 1) / ts, (p.m + ts - 1) / ts, batches);
+  }
 }
 
 /// Declines when the grid of a product does not fit one dispatch.
@@ -167,9 +187,13 @@ void gemm_kernel(DeviceKernelContext& ctx) {
 
 /// The push constants of conv.comp and conv_transpose.comp.
 struct ConvParams {
-  uint32_t total, c, m, cg, mg, has_bias;
+  uint32_t total, c, m, cg, mg;
+  uint32_t flags;  // kHasBias | kPieceRead | kPieceWrite (conv_transpose.comp: kHasBias only)
   uint32_t in[3], out[3], kernel[3], stride[3], dilation[3], pad[3];
+  // conv.comp only: the input channels and window positions this dispatch sums.
+  uint32_t c_begin, c_end, k_begin[3], k_end[3];
 };
+constexpr uint32_t kHasBias = 1, kConvPieceRead = 2, kConvPieceWrite = 4;
 static_assert(sizeof(ConvParams) <= 128, "push constants");
 
 /// The spatial rank of X and W; declines more than 3 spatial dims (the shaders' limit). Other
@@ -193,7 +217,7 @@ void record_conv(DeviceKernelContext& ctx, DataType dtype, const ConvGeometry& g
   p.m = static_cast<uint32_t>(g.m);
   p.cg = static_cast<uint32_t>(cg);
   p.mg = static_cast<uint32_t>(mg);
-  p.has_bias = has_bias ? 1 : 0;
+  p.flags = has_bias ? kHasBias : 0;
   // 1-D and 2-D as 3-D: leading spatial dims of size 1.
   const size_t lead = 3 - g.in.size();
   for (size_t d = 0; d < 3; ++d) {
@@ -211,11 +235,60 @@ void record_conv(DeviceKernelContext& ctx, DataType dtype, const ConvGeometry& g
     checked_u32(ctx, int64_t{p.out[d]} * p.stride[d] + p.pad[d], "an output position times its stride");
     checked_u32(ctx, int64_t{p.kernel[d]} * p.dilation[d] + p.pad[d], "the kernel's span");
   }
+  const bool transposed = std::string(shader) == "conv_transpose";
+  // An invocation's loops: the group's input channels, and in each the window's three dims.
+  const uint32_t extent[4] = {p.cg, p.kernel[0], p.kernel[1], p.kernel[2]};
+  const auto cost = [](const uint32_t* n) {
+    return loop_cost(n[0], loop_cost(n[1], loop_cost(n[2], loop_cost(n[3]))));
+  };
+  if (transposed) require_loop_bound(ctx, cost(extent), "ConvTranspose's sum over channels and window");
+  // Conv: pieces of the channels and the window, one dispatch each. From the outermost loop
+  // in, a loop whose whole extent is too long is cut to the longest piece that fits, the loops
+  // outside it to pieces of one.
+  uint32_t span[4], piece[4];  // span: the extent, at least 1 (an empty sum still writes the bias)
+  for (size_t d = 0; d < 4; ++d) span[d] = piece[d] = std::max<uint32_t>(extent[d], 1);
+  for (size_t d = 0; d < 4 && cost(piece) > kMaxLoopIterations; ++d) {
+    piece[d] = 1;
+    if (cost(piece) > kMaxLoopIterations) continue;
+    uint32_t lo = 1, hi = span[d];  // the longest piece of dim d that fits: in [lo, hi]
+    while (lo < hi) {
+      const uint32_t mid = lo + (hi - lo + 1) / 2;
+      piece[d] = mid;
+      if (cost(piece) <= kMaxLoopIterations) lo = mid;
+      else hi = mid - 1;
+    }
+    piece[d] = lo;
+  }
   auto x = input(ctx, 0), w = input(ctx, 1);
   std::shared_ptr<const VulkanTensor> b = has_bias ? input(ctx, 2) : nullptr;
   auto y = output(ctx, 0, dtype, shape);
-  dispatch_1d(ctx, accumulating_shader_for(ctx, shader, dtype), {x->range(), w->range(), (b ? b : x)->range(), y->range()}, &p, sizeof p,
-              p.total);
+  const std::string name = accumulating_shader_for(ctx, shader, dtype);
+  if (transposed) {
+    dispatch_1d(ctx, name, {x->range(), w->range(), (b ? b : x)->range(), y->range()}, &p, sizeof p, p.total);
+    return;
+  }
+  uint64_t pieces = 1;
+  for (size_t d = 0; d < 4; ++d) pieces *= (span[d] + piece[d] - 1) / piece[d];
+  std::shared_ptr<const VulkanTensor> part;
+  if (pieces > 1) part = backend_of(ctx).allocate(DataType::kFloat, {int64_t{p.total}});
+  uint64_t done = 0;
+  for (uint32_t c0 = 0; c0 < span[0]; c0 += piece[0])
+    for (uint32_t k0 = 0; k0 < span[1]; k0 += piece[1])
+      for (uint32_t k1 = 0; k1 < span[2]; k1 += piece[2])
+        for (uint32_t k2 = 0; k2 < span[3]; k2 += piece[3]) {
+          ConvParams q = p;
+          q.c_begin = c0;
+          q.c_end = std::min(extent[0], c0 + piece[0]);
+          const uint32_t begin[3] = {k0, k1, k2};
+          for (size_t d = 0; d < 3; ++d) {
+            q.k_begin[d] = begin[d];
+            q.k_end[d] = std::min(extent[d + 1], begin[d] + piece[d + 1]);
+          }
+          if (done > 0) q.flags |= kConvPieceRead;
+          if (++done < pieces) q.flags |= kConvPieceWrite;
+          dispatch_1d(ctx, name, {x->range(), w->range(), (b ? b : x)->range(), y->range(), (part ? part : y)->range()},
+                      &q, sizeof q, p.total);
+        }
 }
 
 void conv_kernel(DeviceKernelContext& ctx) {

@@ -85,8 +85,26 @@ enum class ReduceOp : uint32_t {
 struct ReduceParams {
   uint32_t outputs, red, op, kept_rank, red_rank;
   uint32_t kept_dims[kMaxRank], kept_strides[kMaxRank], red_dims[kMaxRank], red_strides[kMaxRank];
+  uint32_t stage, chunk, chunks;
 };
 static_assert(sizeof(ReduceParams) <= 128, "push constants");
+
+// The stages of reduce.comp.
+enum ReduceStage : uint32_t { kWhole = 0, kPartial = 1, kCombine = 2 };
+
+/// log2 of a power of two: the trips of rows.glsl's tree reduction over a workgroup.
+uint64_t tree_steps(uint32_t local) {
+  uint64_t n = 0;
+  while ((uint32_t{1} << n) < local) ++n;
+  return n;
+}
+
+/// The loop iterations of one reduce.comp invocation: the kept dims' index, then one loop (two
+/// for LogSumExp) over `trips` elements, each through the reduced dims' index, and the tree.
+uint64_t reduce_cost(ReduceOp op, uint32_t kept_rank, uint32_t red_rank, uint64_t trips, uint32_t local) {
+  const uint64_t loops = op == ReduceOp::kLogSumExp ? 2 : 1;
+  return loop_cost(kept_rank) + loops * (loop_cost(trips, loop_cost(red_rank)) + loop_cost(tree_steps(local)));
+}
 
 /// Reduces the dims flagged in `reduced` of input 0 into output 0 of shape `out_shape`.
 void record_reduce(DeviceKernelContext& ctx, const std::vector<bool>& reduced, ReduceOp op,
@@ -129,9 +147,53 @@ void record_reduce(DeviceKernelContext& ctx, const std::vector<bool>& reduced, R
   }
   p.outputs = static_cast<uint32_t>(outputs);
   p.red = static_cast<uint32_t>(red);
+  p.stage = kWhole;
+  p.chunk = p.red;
+  p.chunks = 1;
+  const uint32_t local = row_local(ctx, red);
+  const uint64_t trips = (static_cast<uint64_t>(red) + local - 1) / local;
+  const std::string shader = shader_for("reduce", ctx.input_dtype(0));
+  if (reduce_cost(op, p.kept_rank, p.red_rank, trips, local) <= kMaxLoopIterations) {
+    auto x = input(ctx, 0);
+    auto y = output(ctx, 0, x->dtype(), std::move(out_shape));
+    dispatch_rows(ctx, shader, {x->range(), y->range(), y->range()}, &p, sizeof p, outputs, red);
+    return;
+  }
+  // Too long for one workgroup's loops: each output's elements in chunks of as many trips as
+  // fit, one workgroup each, then a second dispatch over each output's partial results.
+  uint64_t fit = 1;
+  while (reduce_cost(op, p.kept_rank, p.red_rank, fit * 2, local) <= kMaxLoopIterations) fit *= 2;
+  const uint64_t chunk = fit * local, chunks = (static_cast<uint64_t>(red) + chunk - 1) / chunk;
+  const uint32_t combine_local = row_local(ctx, static_cast<int64_t>(chunks));
+  const uint64_t combine_trips = (chunks + combine_local - 1) / combine_local;
+  require_loop_bound(ctx, reduce_cost(op, 1, 1, combine_trips, combine_local),
+                     "the reduction of " + str(red) + " elements in two passes");
+  checked_u32(ctx, outputs * static_cast<int64_t>(chunks), "the count of partial results");
+  ReduceParams partial = p;
+  partial.stage = kPartial;
+  partial.chunk = static_cast<uint32_t>(chunk);
+  partial.chunks = static_cast<uint32_t>(chunks);
+  partial.outputs = static_cast<uint32_t>(outputs * static_cast<int64_t>(chunks));
+  // The partials are [outputs, chunks]: a contiguous reduction of `chunks` into each output.
+  ReduceParams combine{};
+  combine.outputs = p.outputs;
+  combine.red = partial.chunks;
+  combine.op = p.op;
+  combine.kept_rank = 1;
+  combine.kept_dims[0] = p.outputs;
+  combine.kept_strides[0] = partial.chunks;
+  combine.red_rank = 1;
+  combine.red_dims[0] = partial.chunks;
+  combine.red_strides[0] = 1;
+  combine.stage = kCombine;
+  combine.chunk = partial.chunks;
+  combine.chunks = 1;
   auto x = input(ctx, 0);
+  auto part = backend_of(ctx).allocate(DataType::kFloat, {outputs * static_cast<int64_t>(chunks)});
   auto y = output(ctx, 0, x->dtype(), std::move(out_shape));
-  dispatch_rows(ctx, shader_for("reduce", x->dtype()), {x->range(), y->range()}, &p, sizeof p, outputs, red);
+  dispatch_rows(ctx, shader, {x->range(), y->range(), part->range()}, &partial, sizeof partial, partial.outputs, red);
+  dispatch_rows(ctx, shader, {x->range(), y->range(), part->range()}, &combine, sizeof combine, outputs,
+                static_cast<int64_t>(chunks));
 }
 
 /// ReduceX: `axes` an attribute before opset `AxesInputSince`, an optional input from it on.
@@ -190,6 +252,13 @@ void record_axis(DeviceKernelContext& ctx, AxisOp op, int64_t outer, int64_t n, 
   require_nonempty(ctx, ctx.input_shape(0));
   AxisParams p{checked_u32(ctx, outer * inner, "the group count"), checked_u32(ctx, n, "the group size"),
                checked_u32(ctx, inner, "the stride"), static_cast<uint32_t>(op)};
+  // axis.comp passes over a group's elements three times (Softmax, LogSoftmax) or twice, with a
+  // tree reduction after each pass but the last.
+  const uint32_t local = row_local(ctx, n);
+  const uint64_t trips = (static_cast<uint64_t>(n) + local - 1) / local;
+  const uint64_t passes = op == AxisOp::kSoftmax || op == AxisOp::kLogSoftmax ? 3 : 2;
+  require_loop_bound(ctx, passes * loop_cost(trips) + (passes - 1) * loop_cost(tree_steps(local)),
+                     "a group of " + str(n) + " elements");
   auto x = input(ctx, 0);
   auto y = output(ctx, 0, x->dtype(), x->shape());
   dispatch_rows(ctx, shader_for("axis", x->dtype()), {x->range(), y->range()}, &p, sizeof p, outer * inner, n);
@@ -235,6 +304,12 @@ void record_rownorm(DeviceKernelContext& ctx, int64_t rows, int64_t len, float e
   require_nonempty(ctx, ctx.input_shape(0));
   RowNormParams p{checked_u32(ctx, rows, "the row count"), checked_u32(ctx, len, "the row length"), eps,
                   checked_u32(ctx, c, "the channel count"), scale_mode, bias_mode};
+  // rownorm.comp passes over a row three times (the mean, the variance, the output) with a
+  // tree reduction after the first two.
+  const uint32_t local = row_local(ctx, len);
+  const uint64_t trips = (static_cast<uint64_t>(len) + local - 1) / local;
+  require_loop_bound(ctx, 3 * loop_cost(trips) + 2 * loop_cost(tree_steps(local)),
+                     "a normalized row of " + str(len) + " elements");
   auto x = input(ctx, 0);
   auto scale = input(ctx, 1);
   auto bias = bias_mode == kAbsent ? scale : input(ctx, 2);
@@ -376,6 +451,10 @@ void pool_kernel(DeviceKernelContext& ctx) {
     p.pad_begin[d] = real ? static_cast<int32_t>(g.pad_begin[i]) : 0;
     p.pad_end[d] = real ? static_cast<int32_t>(g.pad_end[i]) : 0;
   }
+  // pool.comp visits the window with three nested loops, one per spatial dim, and one more
+  // for the padded count.
+  require_loop_bound(ctx, loop_cost(p.kernel[0], loop_cost(p.kernel[1], loop_cost(p.kernel[2]))) + loop_cost(3),
+                     "the window of " + str(shape_size(g.kernel)) + " positions");
   auto xt = input(ctx, 0);
   auto y = output(ctx, 0, xt->dtype(), std::move(shape));
   dispatch_1d(ctx, shader_for("pool", xt->dtype()), {xt->range(), y->range()}, &p, sizeof p, p.n);

@@ -67,6 +67,11 @@ void recurrent_kernel(DeviceKernelContext& ctx) {
   if (ws[1] != gh || ws[2] != inputs || rs[0] != dirs || rs[1] != gh) ctx.decline("W or R of unexpected shapes");
   if (ctx.has_attr("hidden_size") && ctx.attr_int("hidden_size", hidden) != hidden) ctx.decline("hidden_size differs from R");
   if (seq < 1 || batch < 1 || hidden < 1 || inputs < 1) ctx.decline("an empty sequence, batch or state");
+  // An invocation computes one state element: per gate, a dot product over the inputs and one
+  // over the hidden state.
+  require_loop_bound(ctx, static_cast<uint64_t>(gates) * (loop_cost(inputs) + loop_cost(hidden)),
+                     "a step's dot products over " + std::to_string(inputs) + " inputs and " +
+                         std::to_string(hidden) + " hidden values");
   const bool has_bias = optional_input(ctx, 3, type, dirs * 2 * gh, "B");
   if (ctx.has_input(4)) {
     const Tensor& lens = ctx.host_input(4);

@@ -130,6 +130,18 @@ expect "unknown fault" 2 "ONNXTOOL_VULKAN_FAULT is 'x'" -- env ONNXTOOL_VULKAN_F
 expect "the CPU ignores device faults" 0 "" -- env ONNXTOOL_VULKAN_FAULT=device-lost \
   "$ONNXTOOL" run "$WORK/tiny.onnx" --random --output-dir "$OUT/o"
 if [[ $(sha256sum "$WORK/tiny.onnx") == "$before" ]]; then ok; else fail "a device failure changed the input"; fi
+# Verification on a device runs the result there and the original on the CPU runner, never the
+# device against itself: a device whose every kernel gives wrong results and exits 0 (what a
+# driver's silent loop limit did; ONNXTOOL_VULKAN_FAULT=wrong-results records no dispatch) fails
+# the verification of optimize, convert and edit, where the device agreeing with itself passed.
+expect "a wrong device fails optimize's verification" 1 "verification failed" -- \
+  env ONNXTOOL_VULKAN_FAULT=wrong-results "$ONNXTOOL" optimize "$WORK/tiny.onnx" -o "$OUT/o.onnx" --device vulkan
+expect "a wrong device fails convert's verification" 1 "verification failed" -- \
+  env ONNXTOOL_VULKAN_FAULT=wrong-results "$ONNXTOOL" convert "$WORK/tiny.onnx" -o "$OUT/o.onnx" --to-fp16 --device vulkan
+expect "a wrong device fails edit's verification" 1 "verification failed" -- \
+  env ONNXTOOL_VULKAN_FAULT=wrong-results "$ONNXTOOL" edit "$WORK/tiny.onnx" -o "$OUT/o.onnx" --producer-name x --device vulkan
+expect "a right device passes optimize's verification" 0 "verified" -- \
+  "$ONNXTOOL" optimize "$WORK/tiny.onnx" -o "$OUT/o.onnx" --device vulkan
 expect_tool "optimize --device unknown" 2 "unknown device" -- optimize "$N/test_relu/model.onnx" -o "$OUT/o.onnx" --device tpu
 expect_tool "quantize --device bad index" 2 "no Vulkan device 5" -- \
   quantize "$N/test_relu/model.onnx" -o "$OUT/q.onnx" --mode static --calib-data "$N/test_relu" --device vulkan:5

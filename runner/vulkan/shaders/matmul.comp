@@ -9,10 +9,17 @@
 // the two strides), likewise op(B)[q, j]; the batch index (workgroup z) maps to matrix offsets
 // through broadcast batch strides (0 along broadcast dims). bias[i, j] = bias[i * c_row + j *
 // c_col] (0 strides broadcast it). Products, sums, alpha and beta are in ACC.
+//
+// A dispatch sums q in [k_begin, k_end): the host splits a long K into pieces that keep each
+// invocation's loop iterations bounded (kMaxLoopIterations in runner/vulkan/backend.h), one
+// dispatch each, in order. A piece adds the sum of the pieces before it, kept in float32 in
+// `part` (PIECE_READ), and either keeps its own there for the next (PIECE_WRITE) or, the last
+// one, writes y with alpha, beta and the bias.
 layout(std430, binding = 0) readonly buffer A { T a[]; };
 layout(std430, binding = 1) readonly buffer B { T b[]; };
 layout(std430, binding = 2) readonly buffer Bias { T bias[]; };
 layout(std430, binding = 3) writeonly buffer Y { T y[]; };
+layout(std430, binding = 4) buffer Part { float part[]; };
 layout(push_constant) uniform Params {
   uint m;
   uint n;
@@ -30,7 +37,13 @@ layout(push_constant) uniform Params {
   uint has_bias;
   float alpha;
   float beta;
+  uint k_begin;
+  uint k_end;
+  uint piece;  // PIECE_READ | PIECE_WRITE
 } p;
+
+#define PIECE_READ 1u
+#define PIECE_WRITE 2u
 
 #define MAX_TILE 16
 shared ACC tile_a[MAX_TILE * MAX_TILE];
@@ -50,18 +63,24 @@ void main() {
     b_off += coord * p.b_batch[d];
   }
   ACC acc = ACC(0.0);
-  for (uint k0 = 0; k0 < p.k; k0 += ts) {
+  for (uint k0 = p.k_begin; k0 < p.k_end; k0 += ts) {
     const uint ka = k0 + tx, kb = k0 + ty;
-    tile_a[ty * MAX_TILE + tx] = (row < p.m && ka < p.k) ? ACC(a[a_off + row * p.a_row + ka * p.a_col]) : ACC(0.0);
-    tile_b[ty * MAX_TILE + tx] = (kb < p.k && col < p.n) ? ACC(b[b_off + kb * p.b_row + col * p.b_col]) : ACC(0.0);
+    tile_a[ty * MAX_TILE + tx] = (row < p.m && ka < p.k_end) ? ACC(a[a_off + row * p.a_row + ka * p.a_col]) : ACC(0.0);
+    tile_b[ty * MAX_TILE + tx] = (kb < p.k_end && col < p.n) ? ACC(b[b_off + kb * p.b_row + col * p.b_col]) : ACC(0.0);
     barrier();
-    const uint steps = min(ts, p.k - k0);
+    const uint steps = min(ts, p.k_end - k0);
     for (uint q = 0; q < steps; ++q) acc += tile_a[ty * MAX_TILE + q] * tile_b[q * MAX_TILE + tx];
     barrier();
   }
   if (row < p.m && col < p.n) {
+    const uint o = (batch * p.m + row) * p.n + col;
+    if ((p.piece & PIECE_READ) != 0u) acc += ACC(part[o]);
+    if ((p.piece & PIECE_WRITE) != 0u) {
+      part[o] = float(acc);
+      return;
+    }
     ACC v = ACC(p.alpha) * acc;
     if (p.has_bias != 0) v += ACC(p.beta) * ACC(bias[row * p.c_row + col * p.c_col]);
-    y[(batch * p.m + row) * p.n + col] = T(v);
+    y[o] = T(v);
   }
 }
