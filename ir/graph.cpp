@@ -643,7 +643,10 @@ void fit_initializer_inputs(Model& model, int64_t ir_before) {
     bool unlisted_in_subgraph = false;
     for_each_graph(main, [&](Graph& g) {
       for (const auto& t : g.initializers()) {
-        if (g.find(t->name)->is_graph_input()) continue;
+        // An initializer no value answers to (a name given twice, left empty) is the checker's
+        // to report; nothing to list for it here.
+        const Value* v = g.find(t->name);
+        if (!v || v->is_graph_input()) continue;
         if (&g != &main) {
           unlisted_in_subgraph = true;
           continue;

@@ -153,7 +153,8 @@ for t in "${targets[@]}"; do
     result=ok
   else
     failed=1
-    result="FAILED (exit ${status[$t]}): $(grep -m1 -E 'ERROR: |fuzz [a-z_]+: ' "$log" | cut -c1-120); see $log"
+    # (|| true: a finding none of these words name must still get its row, not end the script.)
+    result="FAILED (exit ${status[$t]}): $(grep -m1 -E 'ERROR: |runtime error: |fuzz [a-z_]+: ' "$log" | cut -c1-120 || true); see $log"
   fi
   printf '%-13s %8s %12s %9s %8s  %s\n' "$t" "$seconds" "${execs:-?}" "${secs:-?}" "$corpus" "$result"
 done
