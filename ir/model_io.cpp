@@ -1243,12 +1243,7 @@ void check_output_paths(const LoadInfo& input, const std::string& output, const 
                           "; choose another " + (data_file.empty() ? std::string("output name") : std::string("--data-file")));
     }
   }
-  {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    if (fs::weakly_canonical(fs::absolute(data_path), ec) == fs::weakly_canonical(fs::absolute(output), ec))
-      throw_usage_error(data_path + ": the external data file would be the model file itself; choose another --data-file");
-  }
+  check_data_path(output, data_path);  // as save_model will, before any work
   // Claimed now, before any work: a report or trace of the same command may not land on them.
   claim_output(output, output);
   claim_output(data_path, (std::filesystem::path(output).parent_path() / data_name).string() + " (the external data file of " + output + ")");

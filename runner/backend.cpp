@@ -58,8 +58,7 @@ std::vector<DeviceInfo> list_devices(std::string* vulkan_status) {
   cpu.name = cpu_name();
   cpu.type = "cpu";
   cpu.driver = "onnxtool reference runner";
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  cpu.memory_bytes = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+  cpu.memory_bytes = physical_memory();
   cpu.fp16_storage = true;
   cpu.int8_storage = true;
   cpu.max_buffer_bytes = cpu.memory_bytes;

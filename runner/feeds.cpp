@@ -29,18 +29,6 @@ struct Rng {
   double uniform() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0); }
 };
 
-/// Physical memory of the machine (0 when unknown).
-uint64_t physical_memory() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
-}
-
-std::string gigabytes(uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GB", static_cast<double>(bytes) / 1e9);
-  return buf;
-}
-
 /// Reads one input's file as the model declares the input (a tensor, sequence or optional);
 /// errors name the input as well as the file.
 Value read_input(const ir::ValueInfo& vi, const std::string& file) {

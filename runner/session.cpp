@@ -223,21 +223,6 @@ Tensor densify(const ir::SparseTensor& sp) {
   return out;
 }
 
-/// Physical memory of the machine (0 when unknown): no single tensor can be larger.
-uint64_t physical_memory() {
-  static const uint64_t bytes = [] {
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : uint64_t{0};
-  }();
-  return bytes;
-}
-
-std::string gigabytes(uint64_t bytes) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GB", static_cast<double>(bytes) / 1e9);
-  return buf;
-}
-
 /// Refuses, before anything runs, a graph with a value whose static shape (declared, or inferred
 /// by the caller) needs more bytes than the machine's physical memory.
 void check_static_sizes(const ir::Graph& g, uint64_t memory) {

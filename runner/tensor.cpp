@@ -3,7 +3,10 @@
 
 #include "runner/buffer_pool.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -196,6 +199,20 @@ std::string Value::describe() const {
     default:
       return "none";
   }
+}
+
+uint64_t physical_memory() {
+  static const uint64_t bytes = [] {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : uint64_t{0};
+  }();
+  return bytes;
+}
+
+std::string gigabytes(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GB", static_cast<double>(bytes) / 1e9);
+  return buf;
 }
 
 }  // namespace onnxtool::runner

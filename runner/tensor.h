@@ -65,6 +65,11 @@ class Tensor {
 
 /// Number of elements of a shape; throws Error(kInput) on negative dims or overflow.
 int64_t shape_size(const std::vector<int64_t>& shape);
+
+/// Physical memory of the machine (0 when unknown): no single tensor can be larger.
+uint64_t physical_memory();
+/// "12.3 GB", for messages about memory.
+std::string gigabytes(uint64_t bytes);
 std::string shape_string(const std::vector<int64_t>& shape);
 
 /// True for the element types element_as_double reads: float, double, float16, bfloat16, the

@@ -459,8 +459,7 @@ Tensor read_npy(const std::string& path) {
   if (type == DataType::kString) {
     // In memory every element is a std::string of its own: a 128-byte header of '<U0' and a
     // billion elements asks for 32 GB with no data behind it. Refused past half the machine.
-    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-    const double memory = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+    const double memory = static_cast<double>(physical_memory());
     const double need = static_cast<double>(count) * (static_cast<double>(sizeof(std::string)) + static_cast<double>(item));
     if (memory > 0 && need > memory / 2)
       throw_input_error(path + ": .npy of " + std::to_string(count) + " strings would take " + std::to_string(static_cast<int64_t>(need / 1e9)) +
