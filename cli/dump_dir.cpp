@@ -23,7 +23,6 @@ ValueDump::ValueDump(const std::string& dir, const ir::LoadedModel& loaded, Dump
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) throw_usage_error("--dump-dir " + dir + ": exists and is not a directory");
-  made_dir_ = !fs::exists(dir, ec);
   const ir::Graph& g = *loaded.model.graph;
   for (const auto& n : g.nodes()) {
     for (const ir::Value* v : n->outputs()) {
@@ -49,18 +48,17 @@ ValueDump::ValueDump(const std::string& dir, const ir::LoadedModel& loaded, Dump
       }
   };
   walk(g, walk);
-  fs::create_directories(dir, ec);
-  if (ec) throw_usage_error("--dump-dir " + dir + ": cannot create it (" + ec.message() + ")");
+  folder_ = std::make_unique<ir::OutputDir>(dir, "--dump-dir " + dir);
 }
 
 ValueDump::~ValueDump() {
   if (finished_) return;
-  std::error_code ec;
-  for (const auto& f : created_) std::filesystem::remove(f, ec);
-  if (made_dir_) std::filesystem::remove(dir_, ec);  // only when empty
+  if (!folder_) return;
+  for (const auto& f : created_) folder_->remove(f);
+  folder_->remove_if_made_and_empty();
 }
 
-std::string ValueDump::index_path() const { return (std::filesystem::path(dir_) / "index.json").string(); }
+std::string ValueDump::index_path() const { return folder_ ? folder_->path_of("index.json") : dir_ + "/index.json"; }
 
 nlohmann::json ValueDump::write(const std::string& stem, const std::string& name, const runner::Value& produced) {
   nlohmann::json j;
@@ -73,7 +71,7 @@ nlohmann::json ValueDump::write(const std::string& stem, const std::string& name
   }
   const bool npy = produced.is_tensor() && runner::npy_holds(produced.tensor.dtype());
   const std::string file = stem + (npy ? ".npy" : ".pb");
-  const std::string path = (std::filesystem::path(dir_) / file).string();
+  const std::string path = folder_->path_of(file);
   const uint64_t bytes = produced.is_tensor() ? produced.tensor.bytes() : 0;
   if (limited_.empty() && written_ >= limits_.max_files)
     limited_ = "stopped at --max-dump-files " + std::to_string(limits_.max_files);
@@ -89,16 +87,15 @@ nlohmann::json ValueDump::write(const std::string& stem, const std::string& name
     ir::check_not_input(*input_, path, "--dump-dir " + dir_);
     ir::claim_output(path, "--dump-dir " + path);
     // A name onnxtool made: never written through a link planted there.
-    ir::OutputFile out(path, "--dump-dir " + path, ir::AtSymlink::kRefuse);
+    ir::OutputFile out(*folder_, file, "--dump-dir " + path);
     if (npy) runner::write_npy(out, produced.tensor);
     else runner::write_pb(out, produced, name);
-    std::error_code ec;
-    const bool existed = std::filesystem::exists(path, ec);
+    const bool existed = folder_->has(file);
     // Debugging output, not a deliverable: renamed into place whole, but not synced file by
     // file (index.json, written last, is).
     out.commit(/*durable=*/false);
     bytes_ += out.written();
-    if (!existed) created_.push_back(path);
+    if (!existed) created_.push_back(file);
   } catch (const Error& err) {
     // A value no file format here holds is listed, not fatal; a failing disk is.
     if (err.kind() != ErrorKind::kUsage) throw;
@@ -143,12 +140,13 @@ void ValueDump::finish() {
     subgraph_values.push_back(
         {{"name", v->name()}, {"graph", e.graph}, {"node", e.node}, {"op_type", e.op_type}, {"runs", e.runs}});
   }
-  finished_ = true;
   ir::claim_output(index_path(), "--dump-dir " + index_path());
   // Replacement characters for names that are not UTF-8 (JSON cannot hold their bytes).
   const nlohmann::json index{{"tensors", index_}, {"subgraph_tensors", subgraph_values}};
-  ir::write_file(index_path(), index.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n",
-                 "--dump-dir " + index_path(), ir::AtSymlink::kRefuse);
+  ir::OutputFile out(*folder_, "index.json", "--dump-dir " + index_path());
+  out.write(index.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  out.commit();
+  finished_ = true;
 }
 
 }  // namespace onnxtool::cli

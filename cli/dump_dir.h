@@ -2,12 +2,14 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "ir/model_io.h"
+#include "ir/output_file.h"
 #include "runner/session.h"
 #include "runner/tensor_io.h"
 
@@ -75,9 +77,9 @@ class ValueDump {
   DumpLimits limits_;
   uint64_t bytes_ = 0;
   std::string limited_;
-  bool made_dir_ = false;
+  std::unique_ptr<ir::OutputDir> folder_;  ///< opened once; every file is written through it
   bool finished_ = false;
-  std::vector<std::string> created_;  ///< files this dump made (not those it replaced)
+  std::vector<std::string> created_;  ///< names of the files this dump made (not those it replaced)
 };
 
 }  // namespace onnxtool::cli

@@ -158,12 +158,6 @@ nlohmann::json profile_json(const runner::ProfileSummary& p, const std::string& 
           {"trace", trace_file.empty() ? nlohmann::json(nullptr) : nlohmann::json(trace_file)}};
 }
 
-void make_output_dir(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw_usage_error("--output-dir " + dir + ": cannot create it (" + ec.message() + ")");
-}
-
 /// The file stem of each output (--output-dir writes these files and --expect DIR reads them).
 std::vector<std::string> output_stems(const std::vector<std::string>& names) {
   runner::FileStems taken;
@@ -482,6 +476,7 @@ int run_model(const RunOptions& o) {
   if (o.profile) profile = runner::summarize(profiler, device_id);
 
   std::vector<std::string> files(results.size());
+  std::vector<std::string> leaves(results.size());
   if (!o.output_dir.empty()) {
     // Tensors in the format asked; sequences and optionals, which .npy cannot hold, as .pb.
     const bool npy = o.output_format == "npy";
@@ -491,27 +486,26 @@ int run_model(const RunOptions& o) {
       if (v.kind == runner::Value::Kind::kNone) throw_usage_error("output '" + names[i] + "' has no value to write");
       if (npy && v.is_tensor() && !runner::npy_holds(v.tensor.dtype()))
         throw_usage_error("output '" + names[i] + "' is " + v.describe() + ", which .npy cannot hold; use --output-format pb");
-      files[i] = (std::filesystem::path(o.output_dir) / (stems[i] + (npy && v.is_tensor() ? ".npy" : ".pb"))).string();
+      leaves[i] = stems[i] + (npy && v.is_tensor() ? ".npy" : ".pb");
+      files[i] = (std::filesystem::path(o.output_dir) / leaves[i]).string();
       ir::check_not_input(loaded.info, files[i], "--output-dir " + o.output_dir + ": " + files[i]);
       ir::claim_output(files[i], "--output-dir " + files[i]);
     }
-    std::error_code ec;
-    const bool existed = std::filesystem::exists(o.output_dir, ec);
-    make_output_dir(o.output_dir);
+    const ir::OutputDir folder(o.output_dir, "--output-dir " + o.output_dir);
     // Every file is written before any is put in place: a failure (a string that is not UTF-8,
     // a full disk) leaves none behind, nor the folder when this run made it.
     try {
       std::vector<std::unique_ptr<ir::OutputFile>> out;
       for (size_t i = 0; i < results.size(); ++i) {
         // Names onnxtool made: never written through a link planted there.
-        out.push_back(std::make_unique<ir::OutputFile>(files[i], "--output-dir " + files[i], ir::AtSymlink::kRefuse));
+        out.push_back(std::make_unique<ir::OutputFile>(folder, leaves[i], "--output-dir " + files[i]));
         if (npy && results[i].is_tensor()) runner::write_npy(*out.back(), results[i].tensor);
         else runner::write_pb(*out.back(), results[i], names[i]);
       }
       for (auto& f : out) f->sync();
       for (auto& f : out) f->commit();
     } catch (...) {
-      if (!existed) std::filesystem::remove(o.output_dir, ec);
+      folder.remove_if_made_and_empty();
       throw;
     }
   }

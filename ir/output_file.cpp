@@ -20,18 +20,14 @@
 namespace onnxtool::ir {
 namespace {
 
-std::string directory_of(const std::string& path) {
-  const auto parent = std::filesystem::path(path).parent_path();
-  return parent.empty() ? std::string(".") : parent.string();
-}
+std::string leaf_of(const std::string& path) { return std::filesystem::path(path).filename().string(); }
 
-std::string temp_name(const std::string& target, const std::string& suffix) {
-  const std::filesystem::path t(target);
-  // A file name is at most 255 bytes (NAME_MAX): a target name near it (a tensor named by a
-  // long tf2onnx scope) keeps its first 200 bytes in the temporary's name, the suffix unique.
-  std::string stem = t.filename().string();
-  if (stem.size() > 200) stem.resize(200);
-  return (std::filesystem::path(directory_of(target)) / ("." + stem + ".tmp" + suffix)).string();
+/// ".NAME.tmpSUFFIX": a hidden temporary beside NAME. A file name is at most 255 bytes
+/// (NAME_MAX): a target name near it (a tensor named by a long tf2onnx scope) keeps its first
+/// 200 bytes in the temporary's name, the suffix unique.
+std::string temp_leaf(std::string leaf, const std::string& suffix) {
+  if (leaf.size() > 200) leaf.resize(200);
+  return "." + leaf + ".tmp" + suffix;
 }
 
 std::string random_suffix() {
@@ -48,14 +44,74 @@ std::string mode_text(mode_t mode) {
   return text;
 }
 
-void sync_directory(const std::string& path) {
-  const int dfd = ::open(directory_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd < 0) return;
-  ::fsync(dfd);
-  ::close(dfd);
+std::string join(const std::string& dir, const std::string& name) {
+  return dir == "." ? name : (std::filesystem::path(dir) / name).string();
 }
 
 }  // namespace
+
+OutputDir::OutputDir(const std::string& path, const std::string& what) : path_(path) {
+  namespace fs = std::filesystem;
+  if (path.empty()) throw_usage_error(what + ": empty folder name");
+  const fs::path p = fs::path(path).lexically_normal();
+  leaf_ = p.filename().string();
+  if (leaf_.empty() || leaf_ == "." || leaf_ == "..") {
+    // "out/", ".", "..": a folder that exists, opened as it is.
+    fd_ = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd_ < 0) throw_usage_error(what + ": cannot open it (" + std::strerror(errno) + ")");
+    return;
+  }
+  parent_ = p.parent_path().empty() ? std::string(".") : p.parent_path().string();
+  std::error_code ec;
+  fs::create_directories(parent_, ec);
+  if (ec) throw_usage_error(what + ": cannot create " + parent_ + " (" + ec.message() + ")");
+  const int parent_fd = ::open(parent_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (parent_fd < 0) throw_usage_error(what + ": cannot open " + parent_ + " (" + std::strerror(errno) + ")");
+  if (::mkdirat(parent_fd, leaf_.c_str(), 0777) == 0) {
+    made_ = true;
+    // The folder just made, never a link put at its name since.
+    fd_ = ::openat(parent_fd, leaf_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  } else if (errno == EEXIST) {
+    // A folder the user named (a link to one is the user's choice), pinned from here on.
+    fd_ = ::openat(parent_fd, leaf_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd_ < 0 && errno == ENOTDIR) {
+      ::close(parent_fd);
+      throw_usage_error(what + ": exists and is not a directory");
+    }
+  } else {
+    const int err = errno;
+    ::close(parent_fd);
+    throw_usage_error(what + ": cannot create it (" + std::strerror(err) + ")");
+  }
+  const int err = errno;
+  ::close(parent_fd);
+  if (fd_ < 0) throw_usage_error(what + ": cannot open it (" + std::strerror(err) + ")");
+}
+
+OutputDir::~OutputDir() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+std::string OutputDir::path_of(const std::string& name) const { return join(path_, name); }
+
+bool OutputDir::has(const std::string& name) const {
+  struct stat st {};
+  return ::fstatat(fd_, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+void OutputDir::remove(const std::string& name) const { ::unlinkat(fd_, name.c_str(), 0); }
+
+void OutputDir::remove_if_made_and_empty() const {
+  if (!made_) return;
+  const int parent_fd = ::open(parent_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (parent_fd < 0) return;
+  // Only the folder this made: the same inode, and empty (rmdir refuses otherwise).
+  struct stat mine {}, there {};
+  if (::fstat(fd_, &mine) == 0 && ::fstatat(parent_fd, leaf_.c_str(), &there, AT_SYMLINK_NOFOLLOW) == 0 &&
+      mine.st_dev == there.st_dev && mine.st_ino == there.st_ino)
+    ::unlinkat(parent_fd, leaf_.c_str(), AT_REMOVEDIR);
+  ::close(parent_fd);
+}
 
 OutputFile::OutputFile(const std::string& path, const std::string& what, AtSymlink at_symlink)
     : what_(what.empty() ? path : what) {
@@ -76,18 +132,44 @@ OutputFile::OutputFile(const std::string& path, const std::string& what, AtSymli
       throw_input_error(what_ + ": is a symlink to a missing file (" + std::strerror(errno) + ")");
     }
   }
-  if (::stat(target_.c_str(), &st) == 0) {
+  if (::stat(target_.c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))) {
+    // Written where it is: replacing /dev/null with a regular file (as root) breaks the system.
+    // O_NONBLOCK: a FIFO nobody reads is refused (ENXIO) rather than waited on forever.
+    fd_ = ::open(target_.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+    if (fd_ < 0 && errno == ENXIO) throw_input_error(what_ + ": is a FIFO that nothing reads");
+    if (fd_ < 0) throw_input_error(what_ + ": cannot open for writing: " + std::strerror(errno));
+    ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
+    stream_ = true;
+    return;
+  }
+  const auto parent = std::filesystem::path(target_).parent_path();
+  const std::string dir = parent.empty() ? std::string(".") : parent.string();
+  leaf_ = leaf_of(target_);
+  if (leaf_.empty() || leaf_ == "." || leaf_ == "..") throw_input_error(what_ + ": is a directory");
+  dir_fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd_ < 0) {
+    if (errno == ENOENT || errno == ENOTDIR) throw_input_error(what_ + ": the directory " + dir + " does not exist");
+    throw_input_error(what_ + ": cannot open the directory " + dir + ": " + std::strerror(errno));
+  }
+  // Resolved above: a link found at the name now was put there since, and is refused.
+  open_in_directory(AtSymlink::kRefuse);
+}
+
+OutputFile::OutputFile(const OutputDir& dir, const std::string& name, const std::string& what)
+    : what_(what.empty() ? dir.path_of(name) : what), target_(dir.path_of(name)), leaf_(name) {
+  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
+    throw_usage_error(what_ + ": not a file name");
+  dir_fd_ = ::fcntl(dir.fd(), F_DUPFD_CLOEXEC, 0);
+  if (dir_fd_ < 0) throw_input_error(what_ + ": " + std::strerror(errno));
+  open_in_directory(AtSymlink::kRefuse);
+}
+
+void OutputFile::open_in_directory(AtSymlink at_symlink) {
+  struct stat st {};
+  if (::fstatat(dir_fd_, leaf_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (S_ISLNK(st.st_mode) && at_symlink == AtSymlink::kRefuse)
+      throw_input_error(what_ + ": is a symlink; onnxtool does not write a file it names itself through one (remove the link)");
     if (S_ISDIR(st.st_mode)) throw_input_error(what_ + ": is a directory");
-    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) {
-      // Written where it is: replacing /dev/null with a regular file (as root) breaks the system.
-      // O_NONBLOCK: a FIFO nobody reads is refused (ENXIO) rather than waited on forever.
-      fd_ = ::open(target_.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
-      if (fd_ < 0 && errno == ENXIO) throw_input_error(what_ + ": is a FIFO that nothing reads");
-      if (fd_ < 0) throw_input_error(what_ + ": cannot open for writing: " + std::strerror(errno));
-      ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
-      stream_ = true;
-      return;
-    }
     if (!S_ISREG(st.st_mode)) throw_input_error(what_ + ": not a regular file, character device or FIFO");
     check_not_read(static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino), what_);
     // A file nobody may write is not replaced behind its owner's back (root could).
@@ -100,26 +182,31 @@ OutputFile::OutputFile(const std::string& path, const std::string& what, AtSymli
   } else if (errno != ENOENT) {
     throw_input_error(what_ + ": " + std::strerror(errno));
   }
-  const std::string dir = directory_of(target_);
   // O_TMPFILE: the file has no name until commit() links it, so a killed process leaves nothing.
-  fd_ = ::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+  fd_ = ::openat(dir_fd_, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
   if (fd_ >= 0) return;
-  if (errno == ENOENT || errno == ENOTDIR)
-    throw_input_error(what_ + ": the directory " + dir + " does not exist");
   // The filesystem has no O_TMPFILE (EOPNOTSUPP, EISDIR on old kernels...): a named temporary,
   // created exclusively (never through a planted symlink) and removed on failure.
-  std::string name = temp_name(target_, "XXXXXX");
-  fd_ = ::mkstemp(name.data());
-  if (fd_ < 0) throw_input_error(what_ + ": cannot create a file there: " + std::strerror(errno));
-  named_temp_ = name;
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  ::fchmod(fd_, 0666 & ~mask);
+  for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
+    named_temp_ = temp_leaf(leaf_, random_suffix());
+    fd_ = ::openat(dir_fd_, named_temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd_ < 0 && errno != EEXIST) break;
+  }
+  if (fd_ < 0) {
+    named_temp_.clear();
+    throw_input_error(what_ + ": cannot create a file there: " + std::strerror(errno));
+  }
+}
+
+std::string OutputFile::beside(const std::string& name) const {
+  const auto parent = std::filesystem::path(target_).parent_path();
+  return parent.empty() ? name : (parent / name).string();
 }
 
 OutputFile::~OutputFile() {
   if (fd_ >= 0) ::close(fd_);
-  if (!committed_ && !named_temp_.empty()) ::unlink(named_temp_.c_str());
+  if (!committed_ && !named_temp_.empty()) ::unlinkat(dir_fd_, named_temp_.c_str(), 0);
+  if (dir_fd_ >= 0) ::close(dir_fd_);
 }
 
 void OutputFile::write(const void* data, size_t n) {
@@ -169,23 +256,18 @@ void OutputFile::commit(bool durable) {
     committed_ = true;
     return;
   }
-  if (!named_temp_.empty()) {
-    if (::rename(named_temp_.c_str(), target_.c_str()) != 0)
-      throw_input_error(what_ + ": cannot rename into place: " + std::strerror(errno));
-  } else {
-    // Give the unnamed file a fresh unique name, then rename it over the target: linkat cannot
-    // replace an existing file. The name exists only between these two calls.
-    const std::string name = link_fresh_name();
-    if (::rename(name.c_str(), target_.c_str()) != 0) {
-      const int err = errno;
-      ::unlink(name.c_str());
-      throw_input_error(what_ + ": cannot rename into place: " + std::strerror(err));
-    }
+  // The unnamed file first gets a fresh unique name (linkat cannot replace an existing file);
+  // that name exists only until the rename over the target.
+  const std::string name = named_temp_.empty() ? link_fresh_name() : named_temp_;
+  if (::renameat(dir_fd_, name.c_str(), dir_fd_, leaf_.c_str()) != 0) {
+    const int err = errno;
+    if (named_temp_.empty()) ::unlinkat(dir_fd_, name.c_str(), 0);
+    throw_input_error(what_ + ": cannot rename into place: " + std::strerror(err));
   }
   committed_ = true;
   ::close(fd_);
   fd_ = -1;
-  if (durable) sync_directory(target_);
+  if (durable) ::fsync(dir_fd_);
 }
 
 std::string OutputFile::link_fresh_name() {
@@ -193,10 +275,10 @@ std::string OutputFile::link_fresh_name() {
   std::string name;
   int rc = -1;
   for (int attempt = 0; attempt < 100 && rc != 0; ++attempt) {
-    name = temp_name(target_, random_suffix());
-    rc = ::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW);
+    name = temp_leaf(leaf_, random_suffix());
+    rc = ::linkat(AT_FDCWD, proc.c_str(), dir_fd_, name.c_str(), AT_SYMLINK_FOLLOW);
     if (rc != 0 && errno == ENOENT)  // no /proc: AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH
-      rc = ::linkat(fd_, "", AT_FDCWD, name.c_str(), AT_EMPTY_PATH);
+      rc = ::linkat(fd_, "", dir_fd_, name.c_str(), AT_EMPTY_PATH);
     if (rc != 0 && errno != EEXIST) break;
   }
   if (rc != 0) throw_input_error(what_ + ": cannot put the file in place: " + std::strerror(errno));
@@ -206,17 +288,13 @@ std::string OutputFile::link_fresh_name() {
 std::string OutputFile::keep_beside() {
   if (stream_) throw_usage_error(what_ + ": a stream has no name to keep");
   if (!synced_) sync();
-  std::string name;
-  if (!named_temp_.empty()) {
-    name = named_temp_;  // already a fresh hidden name beside the target
-  } else {
-    name = link_fresh_name();
-  }
+  // The named fallback's temporary already is a fresh hidden name beside the target.
+  const std::string name = named_temp_.empty() ? link_fresh_name() : named_temp_;
   committed_ = true;
   ::close(fd_);
   fd_ = -1;
-  sync_directory(name);
-  return name;
+  ::fsync(dir_fd_);
+  return beside(name);
 }
 
 void write_file(const std::string& path, std::string_view bytes, const std::string& what, AtSymlink at_symlink) {

@@ -17,6 +17,41 @@ enum class AtSymlink {
             ///< --dump-dir), where a planted link would send the bytes anywhere
 };
 
+/// A folder onnxtool writes files into (`run --output-dir`, `--dump-dir`): opened once, made
+/// when missing, and every file inside is created and renamed through that open descriptor, so
+/// that swapping the folder (or a parent) for a link while the command runs sends nothing
+/// elsewhere.
+class OutputDir {
+ public:
+  /// Opens `path`, making it (and missing parents) when absent. A folder this made is opened
+  /// without following a link at its name. Errors (a file there, no permission) are
+  /// Error(kUsage) starting with `what`.
+  OutputDir(const std::string& path, const std::string& what);
+  ~OutputDir();
+  OutputDir(const OutputDir&) = delete;
+  OutputDir& operator=(const OutputDir&) = delete;
+
+  int fd() const { return fd_; }
+  const std::string& path() const { return path_; }
+  /// `name` inside the folder, as a path (for messages and the command's file set).
+  std::string path_of(const std::string& name) const;
+  /// True when this made the folder.
+  bool made() const { return made_; }
+  /// True when an entry `name` (of any kind) is inside.
+  bool has(const std::string& name) const;
+  /// Removes the file `name` inside (never what a link there names); errors are ignored.
+  void remove(const std::string& name) const;
+  /// Removes the folder when this made it and it is empty (a failed command's cleanup).
+  void remove_if_made_and_empty() const;
+
+ private:
+  std::string path_;
+  std::string parent_;  ///< the folder holding it, where it was made
+  std::string leaf_;
+  int fd_ = -1;
+  bool made_ = false;
+};
+
 class OutputFile {
  public:
   /// Opens `path` for writing; `what` starts every error message (e.g. "--report r.json";
@@ -33,6 +68,10 @@ class OutputFile {
   ///    replaced by a regular file.
   ///  - A directory, a block device, a socket, a dangling symlink: refused.
   explicit OutputFile(const std::string& path, const std::string& what = "", AtSymlink at_symlink = AtSymlink::kFollow);
+  /// The file `name` (one path component) inside `dir`, a name onnxtool chose: as above, with a
+  /// symlink refused, and every step (the temporary, the rename) done through the folder's
+  /// descriptor.
+  OutputFile(const OutputDir& dir, const std::string& name, const std::string& what = "");
   /// Without commit(): the temporary file disappears and the target is untouched.
   ~OutputFile();
   OutputFile(const OutputFile&) = delete;
@@ -66,7 +105,11 @@ class OutputFile {
  private:
   std::string what_;
   std::string target_;
-  std::string named_temp_;  ///< the mkstemp fallback's name; empty for O_TMPFILE and streams
+  /// The target's folder, opened once: the temporary is made, named and renamed through it, so
+  /// a folder swapped meanwhile does not redirect the file. -1 for streams.
+  int dir_fd_ = -1;
+  std::string leaf_;        ///< the target's name inside dir_fd_
+  std::string named_temp_;  ///< the named fallback's name inside dir_fd_; empty for O_TMPFILE and streams
   int fd_ = -1;
   bool stream_ = false;
   bool synced_ = false;
@@ -76,9 +119,14 @@ class OutputFile {
   bool committed_ = false;
   uint64_t written_ = 0;
 
+  /// Opens the temporary for a regular (or missing) target `leaf_` in `dir_fd_`.
+  void open_in_directory(AtSymlink at_symlink);
+  /// `name` inside the target's folder, as a path.
+  std::string beside(const std::string& name) const;
   /// Gives the new file the mode (and, as root, the owner) of the file it replaces.
   void keep_mode_and_owner();
-  /// Links the unnamed (O_TMPFILE) file under a fresh unique name beside the target.
+  /// Links the unnamed (O_TMPFILE) file under a fresh unique name beside the target; returns
+  /// the name (inside the target's folder).
   std::string link_fresh_name();
 };
 

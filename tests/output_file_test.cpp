@@ -76,6 +76,46 @@ TEST_SUITE("output_file") {
     CHECK_THROWS_WITH_AS(ir::OutputFile((d.path / "dangling").string()), doctest::Contains("symlink to a missing file"), Error);
   }
 
+  TEST_CASE("a folder is pinned once opened: swapping it for a link sends no file elsewhere") {
+    TempDir d;
+    fs::create_directory(d.path / "elsewhere");
+    {
+      const ir::OutputDir out((d.path / "made" / "out").string(), "--output-dir");
+      CHECK(out.made());
+      ir::OutputFile first(out, "a.npy");
+      first.write("a");
+      first.commit();
+      // Swapped while the command runs: the folder moved away, a link to another put in its place.
+      fs::rename(d.path / "made" / "out", d.path / "made" / "moved");
+      fs::create_directory_symlink(d.path / "elsewhere", d.path / "made" / "out");
+      ir::OutputFile second(out, "b.npy");
+      second.write("b");
+      second.commit();
+      ir::OutputFile third(out, "c.npy");  // the temporary of a file never committed
+      third.write("c");
+      CHECK(read_text(d.path / "made" / "moved" / "b.npy") == "b");
+      CHECK(entries(d.path / "elsewhere") == 0);
+      // Cleanup removes only the folder this made, not the link now at its name.
+      out.remove("a.npy");
+      out.remove("b.npy");
+      out.remove_if_made_and_empty();
+      CHECK(fs::is_symlink(d.path / "made" / "out"));
+    }
+    CHECK(entries(d.path / "made" / "moved") == 0);
+    CHECK(entries(d.path / "elsewhere") == 0);
+    // A file name, never a path; and a link at a name inside is refused, not followed.
+    const ir::OutputDir moved((d.path / "made" / "moved").string(), "--dump-dir");
+    CHECK_FALSE(moved.made());
+    CHECK_THROWS_WITH_AS(ir::OutputFile(moved, "../x"), doctest::Contains("not a file name"), Error);
+    fs::create_symlink(d.path / "elsewhere" / "target", d.path / "made" / "moved" / "y.npy");
+    CHECK_THROWS_WITH_AS(ir::OutputFile(moved, "y.npy"), doctest::Contains("is a symlink"), Error);
+    CHECK(entries(d.path / "elsewhere") == 0);
+    // A file where the folder should be.
+    ir::write_file((d.path / "plain").string(), "x");
+    CHECK_THROWS_WITH_AS(ir::OutputDir((d.path / "plain").string(), "--output-dir plain"),
+                         doctest::Contains("exists and is not a directory"), Error);
+  }
+
   TEST_CASE(".npy headers longer than 64 KiB are written as version 2.0 and read back") {
     TempDir d;
     // 40,000 dims of 1: a header of about 80 KB ("1," per dim) plus the dict.

@@ -241,11 +241,21 @@ if command -v cc >/dev/null 2>&1; then
 #include <stdlib.h>
 #include <unistd.h>
 static int calls;
+static void count(void) {
+  const char* at = getenv("CRASH_AFTER_RENAME");
+  if (at && ++calls == atoi(at)) _exit(137);
+}
 int rename(const char* from, const char* to) {
   int (*real)(const char*, const char*) = (int (*)(const char*, const char*))dlsym(RTLD_NEXT, "rename");
   int rc = real(from, to);
-  const char* at = getenv("CRASH_AFTER_RENAME");
-  if (at && ++calls == atoi(at)) _exit(137);
+  count();
+  return rc;
+}
+int renameat(int from_dir, const char* from, int to_dir, const char* to) {
+  int (*real)(int, const char*, int, const char*) =
+      (int (*)(int, const char*, int, const char*))dlsym(RTLD_NEXT, "renameat");
+  int rc = real(from_dir, from, to_dir, to);
+  count();
   return rc;
 }
 SHIM

@@ -65,14 +65,24 @@ if command -v cc >/dev/null 2>&1; then
 #include <time.h>
 #include <unistd.h>
 static unsigned state;
-int rename(const char* from, const char* to) {
-  int (*real)(const char*, const char*) = (int (*)(const char*, const char*))dlsym(RTLD_NEXT, "rename");
-  int rc = real(from, to);
+static void pause_a_little(void) {
   struct timespec now;
   clock_gettime(CLOCK_MONOTONIC, &now);
   state = state * 1103515245u + 12345u + (unsigned)getpid() + (unsigned)now.tv_nsec;
   struct timespec t = {0, (long)((state >> 8) % 8000u) * 1000L};
   nanosleep(&t, NULL);
+}
+int rename(const char* from, const char* to) {
+  int (*real)(const char*, const char*) = (int (*)(const char*, const char*))dlsym(RTLD_NEXT, "rename");
+  int rc = real(from, to);
+  pause_a_little();
+  return rc;
+}
+int renameat(int from_dir, const char* from, int to_dir, const char* to) {
+  int (*real)(int, const char*, int, const char*) =
+      (int (*)(int, const char*, int, const char*))dlsym(RTLD_NEXT, "renameat");
+  int rc = real(from_dir, from, to_dir, to);
+  pause_a_little();
   return rc;
 }
 SHIM
