@@ -6,7 +6,12 @@
 # integer ops; a transformer speech encoder and decoder), one input set each
 # (bench/make_bench_inputs.py).
 #
-#   bench/runner_speed.sh [RUNS] [--profile DIR]
+#   bench/runner_speed.sh [RUNS] [--profile DIR] [--busy]
+#
+# With --busy, every pair of measurements (ours, then onnxruntime's, at one thread count) runs
+# beside busy processes, one per core the measurement leaves free and one more (on 2 cores: 2
+# beside a 1-thread run, 1 beside a 2-thread run), as on a shared CI runner; the table then
+# gives p50 and p90 of both sides and their ratios (the float16 table is skipped).
 #
 # RUNS (default 30) is the most timed runs per measurement; a model is timed fewer times (at
 # least 3) when RUNS runs of it would take more than BUDGET_MS (default 4000) on our side, so
@@ -31,9 +36,11 @@ set -uo pipefail
 
 RUNS=30
 PROFILE_DIR=""
+BUSY=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --profile) PROFILE_DIR=${2:?--profile needs a folder}; shift ;;
+    --busy) BUSY=1 ;;
     *) RUNS=$1 ;;
   esac
   shift
@@ -60,8 +67,27 @@ runs_for() {
     n = (ms > 0 ? int(budget / ms) : most); if (n > most) n = most; if (n < 3) n = 3; print n }'
 }
 
+# Busy neighbours: processes spinning on the cores while a pair of measurements runs.
+busy_pids=()
+start_busy() {  # THREADS: one busy process per core the measurement leaves free, and one more
+  local n i
+  n=$(( $(nproc) > $1 ? $(nproc) - $1 + 1 : 1 ))
+  for ((i = 0; i < n; i++)); do
+    bash -c 'while :; do :; done' &
+    busy_pids+=($!)
+  done
+}
+stop_busy() {
+  [[ ${#busy_pids[@]} -gt 0 ]] || return 0
+  kill "${busy_pids[@]}" 2>/dev/null
+  wait "${busy_pids[@]}" 2>/dev/null
+  busy_pids=()
+}
+trap stop_busy EXIT
+
 rows=()
 failed=0
+declare -A p90_ratios     # threads -> space-separated p90 ratios (--busy)
 declare -A ratios         # threads -> space-separated ratios
 declare -A model_args     # model -> its --input arguments
 models=()
@@ -80,22 +106,34 @@ while IFS=$'\t' read -r model _ files; do
     continue
   fi
   for t in $THREAD_COUNTS; do
-    say "$name, $t thread(s), $runs runs"
+    say "$name, $t thread(s), $runs runs$( ((BUSY)) && echo ', beside busy processes')"
+    ((BUSY)) && start_busy "$t"
     if ! "$ONNXTOOL" run "$path" "${args[@]}" --benchmark "$runs" --threads "$t" --json >"$TMP/ours.json" 2>"$TMP/err"; then
+      stop_busy
       rows+=("| $name | $t | failed: $(head -n 1 "$TMP/err" | cut -c1-100) | | | |")
       failed=1
       continue
     fi
     if ! node "$ORT_RUN" "$path" "${args[@]}" --benchmark "$runs" --threads "$t" --json >"$TMP/ort.json" 2>"$TMP/err"; then
+      stop_busy
       rows+=("| $name | $t | | failed: $(head -n 1 "$TMP/err" | cut -c1-100) | | |")
       failed=1
       continue
     fi
+    stop_busy
     ours=$(field_of "$TMP/ours.json" median)
     theirs=$(field_of "$TMP/ort.json" median)
     r=$(ratio_of "$ours" "$theirs")
     ratios[$t]="${ratios[$t]:-} $r"
-    rows+=("| $name | $t | $ours | $theirs | $(printf '%.2f' "$r") | $runs |")
+    if ((BUSY)); then
+      ours90=$(field_of "$TMP/ours.json" p90)
+      theirs90=$(field_of "$TMP/ort.json" p90)
+      r90=$(ratio_of "$ours90" "$theirs90")
+      p90_ratios[$t]="${p90_ratios[$t]:-} $r90"
+      rows+=("| $name | $t | $ours | $ours90 | $theirs | $theirs90 | $(printf '%.2f' "$r") | $(printf '%.2f' "$r90") | $runs |")
+    else
+      rows+=("| $name | $t | $ours | $theirs | $(printf '%.2f' "$r") | $runs |")
+    fi
     say "${rows[-1]}"  # as it comes, for a run cut short
   done
   if [[ -n $PROFILE_DIR ]]; then
@@ -114,6 +152,7 @@ declare -A twin_of=(
   [ch_ppocr_mobile_v2.0_cls_infer.onnx]=--to-fp16 [bench/ddddocr_det.onnx]=--to-fp16
   [bench/retinaface_mnet025.onnx]=--to-fp16
 )
+((BUSY)) && models=()  # busy mode: the speed tables only
 for model in "${models[@]}"; do
   how=${twin_of[$model]:-}
   [[ -n $how ]] || continue
@@ -145,24 +184,43 @@ ort_version=$(sed -n 's/.*"version": "\([^"]*\)".*/\1/p' "$CACHE_DIR/ort/node_mo
 echo "## onnxtool run vs onnxruntime-node $ort_version"
 echo
 echo "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo 'no git'), $(uname -sm), $(nproc) cores, $(date -u +%Y-%m-%d)."
-echo "Median of the timed runs after one warm-up run, both sides in-process; onnxruntime with its"
-echo "default graph optimizations. ratio = onnxtool / onnxruntime (below 1: onnxtool is faster)."
-echo
-echo "| model | threads | onnxtool ms | onnxruntime ms | ratio | runs |"
-echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+if ((BUSY)); then
+  echo "Beside busy processes (one per core a measurement leaves free, and one more): p50 and p90 of"
+  echo "the timed runs after one warm-up run, both sides in-process, ours then onnxruntime's within"
+  echo "the same busy period; onnxruntime with its default graph optimizations. ratio = onnxtool /"
+  echo "onnxruntime (below 1: onnxtool is faster)."
+  echo
+  echo "| model | threads | onnxtool p50 ms | onnxtool p90 ms | onnxruntime p50 ms | onnxruntime p90 ms | ratio p50 | ratio p90 | runs |"
+  echo "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+else
+  echo "Median of the timed runs after one warm-up run, both sides in-process; onnxruntime with its"
+  echo "default graph optimizations. ratio = onnxtool / onnxruntime (below 1: onnxtool is faster)."
+  echo
+  echo "| model | threads | onnxtool ms | onnxruntime ms | ratio | runs |"
+  echo "| --- | ---: | ---: | ---: | ---: | ---: |"
+fi
 printf '%s\n' "${rows[@]}"
 echo
+# summary LABEL THREADS RATIOS...: the geometric mean and the worst of the ratios.
+summary() {
+  awk -v label="$1" -v t="$2" 'BEGIN {
+      s = 0; n = 0; worst = 0
+      for (i = 3; i < ARGC; i++) { r = ARGV[i] + 0; s += log(r); n++; if (r > worst) worst = r }
+      printf "threads %s: %s geometric mean ratio %.2f over %d models, worst %.2f\n", t, label, exp(s / n), n, worst
+    }' "$@"
+}
 for t in $THREAD_COUNTS; do
   if [[ -z ${ratios[$t]:-} ]]; then
     echo "threads $t: no measurement"
     continue
   fi
   # shellcheck disable=SC2086  # the ratios are a list of numbers
-  awk -v t="$t" 'BEGIN {
-      s = 0; n = 0; worst = 0
-      for (i = 2; i < ARGC; i++) { r = ARGV[i] + 0; s += log(r); n++; if (r > worst) worst = r }
-      printf "threads %s: geometric mean ratio %.2f over %d models, worst %.2f\n", t, exp(s / n), n, worst
-    }' _ ${ratios[$t]}
+  if ((BUSY)); then
+    summary p50 "$t" ${ratios[$t]}
+    summary p90 "$t" ${p90_ratios[$t]}
+  else
+    summary "" "$t" ${ratios[$t]}
+  fi
 done
 if [[ ${#fp16_rows[@]} -gt 0 ]]; then
   echo

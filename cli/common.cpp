@@ -15,6 +15,7 @@
 #include "cli/progress.h"
 #include "ir/error.h"
 #include "runner/session.h"
+#include "runner/thread_pool.h"
 
 namespace onnxtool::cli {
 
@@ -160,9 +161,19 @@ int run_action(const std::string& command, const Action& action) {
 
 namespace {
 bool g_time_limit_given = false;
+bool g_threads_given = false;
 }  // namespace
 
-void add_time_limit_flag(CLI::App* sub) {
+void add_threads_flag(CLI::App* sub) {
+  sub->add_option_function<int>(
+         "--threads", [](const int& n) { g_threads_given = true; runner::set_default_threads(n); },
+         "threads for running models (default: ONNXTOOL_THREADS, else every core; the same output bytes "
+         "whatever the count)")
+      ->check(number_in(1, 1024));
+}
+
+void add_model_run_flags(CLI::App* sub) {
+  add_threads_flag(sub);
   sub->add_option_function<double>(
          "--time-limit",
          [](const double& seconds) {
@@ -176,7 +187,15 @@ void add_time_limit_flag(CLI::App* sub) {
       ->check(number_in(0, 1e9, /*open_low=*/true));
 }
 
-void apply_time_limit_environment() {
+void apply_run_environment() {
+  if (const char* text = std::getenv("ONNXTOOL_THREADS"); text && !g_threads_given) {
+    char* end = nullptr;
+    errno = 0;
+    const long n = std::strtol(text, &end, 10);
+    if (end == text || *end != '\0' || errno == ERANGE || n < 1 || n > 1024)
+      throw_usage_error(std::string("ONNXTOOL_THREADS: '") + text + "' is not a whole number from 1 to 1024");
+    runner::set_default_threads(static_cast<int>(n));
+  }
   const char* text = std::getenv("ONNXTOOL_TIME_LIMIT");
   if (!text || g_time_limit_given) return;
   char* end = nullptr;

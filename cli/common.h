@@ -46,14 +46,19 @@ int run_action(const std::string& command, const Action& action);
 /// (cli/progress.h), errors, warnings (what a result does not prove) and results unchanged.
 void add_quiet_flag(CLI::App* sub);
 
-/// Adds --time-limit S to a command that runs models: every run of the command (verification,
-/// constant folding and the model's own) ends past S seconds from the start with one line naming
-/// the node and exit 2 (runner::set_time_limit). ONNXTOOL_TIME_LIMIT sets it for every command
-/// (apply_time_limit_environment); the flag wins.
-void add_time_limit_flag(CLI::App* sub);
-/// ONNXTOOL_TIME_LIMIT, unless --time-limit was given: a positive number of seconds, or a usage
-/// error naming the variable.
-void apply_time_limit_environment();
+/// Adds to a command that runs models (its own, verification's, calibration's, constant
+/// folding's):
+///  - --threads N: the runner's threads (runner::set_default_threads); ONNXTOOL_THREADS sets the
+///    default for every command, else OMP_NUM_THREADS, else every core the process may use;
+///  - --time-limit S: every run ends past S seconds from the start with one line naming the
+///    node and exit 2 (runner::set_time_limit); ONNXTOOL_TIME_LIMIT sets it for every command.
+/// The flags win over the variables (apply_run_environment).
+void add_model_run_flags(CLI::App* sub);
+/// --threads alone (quantize, whose --time-limit bounds its accuracy search).
+void add_threads_flag(CLI::App* sub);
+/// ONNXTOOL_TIME_LIMIT and ONNXTOOL_THREADS, unless the flag was given: checked (a usage error
+/// naming the variable) and applied.
+void apply_run_environment();
 
 /// Prints a JSON document on stdout (one document, two-space indent), with "schema_version".
 void print_json(const nlohmann::json& doc);

@@ -363,7 +363,7 @@ void register_compare(CLI::App& app, Action& action) {
   sub->add_option("--device-b", o->device_b, "device of B (default: --device)");
   sub->add_flag("--json", o->json, "print one JSON document");
   add_quiet_flag(sub);
-  add_time_limit_flag(sub);
+  add_model_run_flags(sub);
   sub->callback([&action, o, sub] {
     o->given = given_options(*sub);
     action = [o] { return run_compare(*o); };

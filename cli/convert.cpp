@@ -274,7 +274,7 @@ void register_convert(CLI::App& app, Action& action) {
   sub->add_flag("--in-place", o->in_place, "replace the input model with the result (-o may then be left out)");
   sub->add_flag("--json", o->json, "print one JSON document");
   add_quiet_flag(sub);
-  add_time_limit_flag(sub);
+  add_model_run_flags(sub);
   sub->add_flag("--infer-shapes", o->infer_shapes, "store inferred types and shapes as value_info");
   sub->add_option("--opset", o->opset, "target opset of the default domain (7-28, up or down)")->check(number_in(1, 1e6));
   sub->add_flag("--to-fp16", o->to_fp16, "float32 to float16; numerically sensitive ops stay float32 behind Casts");

@@ -205,7 +205,7 @@ void register_edit(CLI::App& app, Action& action) {
   sub->add_option("--doc-string", o->doc_string, "set the model's doc string");
   add_verify_flags(sub, o->check, {passes::kExactTolerance});
   sub->add_flag("--json", o->json, "print one JSON document");
-  add_time_limit_flag(sub);
+  add_model_run_flags(sub);
   sub->callback([&action, o, sub] {
     o->given = given_options(*sub);
     action = [o] { return run_edit(*o); };

@@ -107,7 +107,7 @@ void register_extract(CLI::App& app, Action& action) {
   add_verify_option(sub, o->check, "--input-shape", o->input_shapes,
                     "NAME=D1,D2,... sizes of the original's symbolic dims for random inputs");
   sub->add_flag("--json", o->json, "print one JSON document");
-  add_time_limit_flag(sub);
+  add_model_run_flags(sub);
   sub->callback([&action, o, sub] {
     o->given = given_options(*sub);
     action = [o] { return run_extract(*o); };

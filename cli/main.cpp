@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
   for (const auto* sub : app.get_subcommands()) command = sub->get_name();
   onnxtool::ir::track_command_files();  // no output of the command replaces what it reads
   return run_action(command, [&action] {
-    apply_time_limit_environment();
+    apply_run_environment();
     return action();
   });
 }

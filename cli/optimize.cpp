@@ -161,7 +161,7 @@ void register_optimize(CLI::App& app, Action& action) {
                 "optimize even a model the checker finds invalid (the result must still pass check to be written)");
   sub->add_flag("--json", o->json, "print one JSON document");
   add_quiet_flag(sub);
-  add_time_limit_flag(sub);
+  add_model_run_flags(sub);
   sub->callback([&action, o, sub] {
     o->given = given_options(*sub);
     action = [o] { return run_optimize(*o); };

@@ -455,6 +455,7 @@ void register_quantize(CLI::App& app, Action& action) {
   sub->add_option("--report", o->report, "per-node ranges and errors: JSON, or markdown when FILE ends in .md");
   sub->add_flag("--json", o->json, "print one JSON document");
   add_quiet_flag(sub);
+  add_threads_flag(sub);
   sub->callback([&action, o, sub] {
     o->given = given_options(*sub);
     action = [o] { return run_quantize(*o); };

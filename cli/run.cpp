@@ -43,7 +43,6 @@ struct RunOptions {
   std::vector<std::string> outputs;
   std::string dump_dir;  ///< --dump-dir: every value computed, subgraphs' once per run
   DumpLimits dump_limits;  ///< --max-dump-files, --max-dump-bytes
-  int threads = 0;
   std::string device = "cpu";
   int benchmark = 0;
   bool profile = false;
@@ -317,7 +316,6 @@ nlohmann::json match_json(const OutputMatch& m) {
 }
 
 int run_model(const RunOptions& o) {
-  if (o.threads < 0 || o.threads > 1024) throw_usage_error("--threads must be between 0 and 1024");
   if (o.benchmark < 0) throw_usage_error("--benchmark must be >= 0");
   // --seed and --shape concern random inputs only: without --random they would be ignored.
   if (const std::string named = given_list(o.given, {"--seed", "--shape", "--input-range"}); !named.empty() && !o.random)
@@ -342,7 +340,6 @@ int run_model(const RunOptions& o) {
     ir::infer_shapes(loaded.model, sink);
   }
   runner::SessionOptions options;
-  options.threads = o.threads;
   options.device = runner::DeviceSpec::parse(o.device);
   runner::Session session(loaded.model, options);
 
@@ -546,7 +543,7 @@ int run_model(const RunOptions& o) {
       j["expect"] = matches.empty() ? nlohmann::json(nullptr) : match_json(matches[i]);
       outs.push_back(j);
     }
-    nlohmann::json doc = {{"outputs", outs}, {"threads", o.threads}, {"placement", placement_json(session.device(), session.placement())}};
+    nlohmann::json doc = {{"outputs", outs}, {"threads", session.threads()}, {"placement", placement_json(session.device(), session.placement())}};
     if (!times.empty()) doc["latency_ms"] = {{"median", pct(0.5)}, {"min", times.front()}, {"p90", pct(0.9)}, {"runs", times.size()}};
     if (o.profile) doc["profile"] = profile_json(profile, o.trace_file);
     if (dump) doc["dump"] = {{"dir", dump->dir()}, {"index", dump->index_path()}, {"written", dump->written()},
@@ -614,7 +611,6 @@ void register_run(CLI::App& app, Action& action) {
   sub->add_option("--max-dump-bytes", o->dump_limits.max_bytes,
                   "--dump-dir writes at most B bytes of tensors (default 4294967296, 4 GiB)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 50));
-  sub->add_option("--threads", o->threads, "threads (default: all cores)")->check(number_in(0, 1024));
   sub->add_option("--device", o->device, "cpu (default), vulkan or vulkan:N, optionally :fp32-arithmetic (`onnxtool devices` lists them)");
   sub->add_option("--benchmark", o->benchmark, "time N runs after one warm-up run")->check(number_in(0, 1e7));
   CLI::Option* profile =
@@ -624,7 +620,7 @@ void register_run(CLI::App& app, Action& action) {
           ->expected(0, 1);
   sub->add_flag("--json", o->json, "print one JSON document");
   add_quiet_flag(sub);
-  add_time_limit_flag(sub);
+  add_model_run_flags(sub);
   sub->callback([&action, o, profile, sub] {
     o->profile = profile->count() > 0;
     o->given = given_options(*sub);

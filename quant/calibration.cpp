@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
+
+#include "runner/thread_pool.h"
 
 namespace onnxtool::quant {
 
@@ -61,8 +64,7 @@ constexpr int64_t kChunk = int64_t{1} << 15;
 Summary summarize_floats(const float* p, int64_t n) {
   const int64_t chunks = (n + kChunk - 1) / kChunk;
   std::vector<Summary> parts(static_cast<size_t>(chunks));
-#pragma omp parallel for schedule(static) if (chunks > 1)
-  for (int64_t c = 0; c < chunks; ++c) {
+  runner::parallel_chunks(chunks, [&](int64_t c) {
     const float* q = p + c * kChunk;
     const int64_t m = std::min(kChunk, n - c * kChunk);
     // Branch-free so that it vectorizes: NaN and Inf are counted, and the extremes skip them.
@@ -116,7 +118,7 @@ Summary summarize_floats(const float* p, int64_t n) {
       s.hi = hi;
       s.absmax = absmax;
     }
-  }
+  });
   Summary all;
   for (const Summary& s : parts) all.merge(s);
   return all;
@@ -185,21 +187,23 @@ void TensorStats::observe(const runner::Tensor& t, double averaging_constant, bo
     }
     return;
   }
-  // Per-thread counts, added up: whole numbers, so the sums do not depend on the order.
+  // Counts per part of the tensor, added up: whole numbers, so the sums do not depend on the
+  // order or the split.
   const float* p = t.data<float>();
   const int64_t n = t.size(), chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel if (chunks > 1)
-  {
-    std::vector<double> local(kBins, 0.0);
-#pragma omp for schedule(static) nowait
-    for (int64_t c = 0; c < chunks; ++c) {
+  const int64_t parts = std::min<int64_t>(chunks, runner::current_threads());
+  std::vector<std::vector<double>> local(static_cast<size_t>(parts));
+  runner::parallel_chunks(parts, [&](int64_t part) {
+    std::vector<double>& counts = local[static_cast<size_t>(part)];
+    counts.assign(kBins, 0.0);
+    for (int64_t c = part * chunks / parts; c < (part + 1) * chunks / parts; ++c) {
       const int64_t end = std::min(n, (c + 1) * kChunk);
       for (int64_t i = c * kChunk; i < end; ++i)
-        if (std::isfinite(p[i])) local[static_cast<size_t>(bin_of(p[i]))] += 1;
+        if (std::isfinite(p[i])) counts[static_cast<size_t>(bin_of(p[i]))] += 1;
     }
-#pragma omp critical
-    for (size_t b = 0; b < local.size(); ++b) bins_[b] += local[b];
-  }
+  });
+  for (const auto& counts : local)
+    for (size_t b = 0; b < counts.size(); ++b) bins_[b] += counts[b];
 }
 
 double TensorStats::percentile_threshold(double percentile) const {

@@ -6,6 +6,7 @@
 
 #include "ir/tensor.h"
 #include "passes/rewrite.h"
+#include "runner/thread_pool.h"
 
 namespace onnxtool::quant {
 
@@ -56,16 +57,18 @@ QuantizedWeight quantize_weight(ir::Graph& graph, const std::string& base, const
   // Each element on its own: in parallel for large weights (the same bytes whatever the split).
   std::vector<uint8_t> q(values.size());
   const auto runs = static_cast<int64_t>((values.size() + run - 1) / run);
-#pragma omp parallel for schedule(static) if (values.size() >= (size_t{1} << 16))
-  for (int64_t r = 0; r < runs; ++r) {
-    const QuantParams& p = params[static_cast<size_t>(axis >= 0 ? r % channels : 0)];
-    const size_t begin = static_cast<size_t>(r) * run, end = std::min(values.size(), begin + run);
-    for (size_t i = begin; i < end; ++i) {
-      const double v = std::isfinite(values[i]) ? values[i] : 0.0;
-      const double x = std::clamp(round_half_even(v / p.scale) + p.zero_point, static_cast<double>(qmin), static_cast<double>(qmax));
-      q[i] = type == QuantType::kInt8 ? static_cast<uint8_t>(static_cast<int8_t>(x)) : static_cast<uint8_t>(x);
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / static_cast<int64_t>(std::max<size_t>(run, 1)));
+  runner::parallel_ranges(runs, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const QuantParams& p = params[static_cast<size_t>(axis >= 0 ? r % channels : 0)];
+      const size_t begin = static_cast<size_t>(r) * run, end = std::min(values.size(), begin + run);
+      for (size_t i = begin; i < end; ++i) {
+        const double v = std::isfinite(values[i]) ? values[i] : 0.0;
+        const double x = std::clamp(round_half_even(v / p.scale) + p.zero_point, static_cast<double>(qmin), static_cast<double>(qmax));
+        q[i] = type == QuantType::kInt8 ? static_cast<uint8_t>(static_cast<int8_t>(x)) : static_cast<uint8_t>(x);
+      }
     }
-  }
+  });
   const ir::DataType dt = data_type_of(type);
   w.data = graph.add_initializer(ir::make_tensor(passes::unique_name(graph, base + "_quantized"), dt, dims, q.data(), q.size()));
   const std::vector<int64_t> pdims = axis >= 0 ? std::vector<int64_t>{channels} : std::vector<int64_t>{};

@@ -17,7 +17,6 @@
 #include <unordered_set>
 
 #ifdef _OPENMP
-#include <omp.h>
 #endif
 
 #include "ir/error.h"
@@ -26,6 +25,7 @@
 #include "runner/cpu/epilogue.h"
 #include "runner/cpu/kernels.h"
 #include "runner/profile.h"
+#include "runner/thread_pool.h"
 
 namespace onnxtool::runner {
 
@@ -1052,12 +1052,7 @@ Session::Session(ir::Model& model, SessionOptions options) : model_(model), opti
                                           " (" + d.name + ") has (" + gigabytes(d.memory_bytes) +
                                           " of device memory); run it on the CPU");
   }
-  int threads = options_.threads;
-#ifdef _OPENMP
-  if (threads <= 0) threads = omp_get_max_threads();
-#else
-  if (threads <= 0) threads = 1;
-#endif
+  const int threads = options_.threads > 0 ? options_.threads : default_threads();
   options_.threads = threads;
   executor_ = std::make_unique<Executor>(threads, &observation_, backend_.get());
   executor_->keep_constants = options_.keep_constants;
@@ -1140,15 +1135,9 @@ std::vector<Value> Session::run(const std::map<std::string, Value>& feeds,
   for (const auto* vi : inputs_)
     if (!vi->value->is_initializer() && !feeds.count(vi->value->name()))
       throw_usage_error("input '" + vi->value->name() + "' is not given");
-#ifdef _OPENMP
-  // This run's thread count, and the caller's back afterwards: a session of one thread (the
-  // constant folding of optimize) left every later session of the process on one thread.
-  struct ThreadCount {
-    int before = omp_get_max_threads();
-    explicit ThreadCount(int n) { omp_set_num_threads(n); }
-    ~ThreadCount() { omp_set_num_threads(before); }
-  } thread_count(options_.threads);
-#endif
+  // This run's thread count, the caller's back afterwards (a one-thread session, such as
+  // constant folding's, leaves later sessions theirs).
+  const ThreadScope thread_scope(options_.threads);
   executor_->begin_run();
   executor_->requested.assign(output_names.empty() ? 0 : static_cast<size_t>(plan_->n_slots), false);
   for (const auto& name : output_names)

@@ -17,7 +17,7 @@
 namespace onnxtool::runner {
 
 struct SessionOptions {
-  /// Threads for kernels (OpenMP and Eigen); 0 = all cores.
+  /// Threads for kernels (runner/thread_pool.h); 0: default_threads().
   int threads = 0;
   /// Where nodes run: the CPU, or a Vulkan device with the CPU for the nodes it has no kernel for.
   DeviceSpec device;

@@ -90,9 +90,8 @@ std::string VerifyResult::first_failure() const {
 }
 
 Reference::Reference(ir::Model& original, const VerifyInputs& inputs) {
-  options_.threads = 1;
+  // Threads: the process's default (--threads); reference_options_'s default device is the CPU.
   options_.device = inputs.device;
-  reference_options_.threads = 1;  // the default device: the CPU
   FeedOptions feed = inputs.feeds;
   const bool random = feed.dir.empty() && feed.files.empty();
   feed.random = feed.random || random;

@@ -6,7 +6,7 @@
 #   scripts/fuzz.sh --jobs 1 check      chosen targets: model_decode check optimize convert tensor_file
 #   scripts/fuzz.sh --build-only        build, seed the corpora, run nothing
 #
-# Installs clang-14, libfuzzer-14-dev and libomp-14-dev when missing (as root). Builds in
+# Installs clang-14 and libfuzzer-14-dev when missing (as root). Builds in
 # build-fuzz/ (ONNXTOOL_FUZZ_DIR changes it). Each target's corpus grows in build-fuzz/corpus/T
 # across runs; seeds come from the repo's models, fuzz/regressions/T and, when installed, the
 # ONNX backend suite. A failing input is saved as build-fuzz/crashes/T-*; reproduce it with
@@ -52,7 +52,7 @@ dir="${ONNXTOOL_FUZZ_DIR:-build-fuzz}"
 # --- packages: clang and libFuzzer, and the library's own build dependencies
 # shellcheck source=scripts/packages.sh
 source "$root/scripts/packages.sh"
-ensure_packages fuzz.sh required clang-14 libfuzzer-14-dev libomp-14-dev protobuf-compiler libprotobuf-dev \
+ensure_packages fuzz.sh required clang-14 libfuzzer-14-dev protobuf-compiler libprotobuf-dev \
   libeigen3-dev nlohmann-json3-dev libcli11-dev cmake ninja-build
 
 # --- build: asserts on (no NDEBUG), -O1 keeps compile time and stack traces reasonable
@@ -122,8 +122,8 @@ logs="$dir/logs"
 mkdir -p "$logs"
 run_one() {
   local t="$1"
-  # One thread: the runner's OpenMP pool would only add noise. Leaks are findings too.
-  OMP_NUM_THREADS=1 TMPDIR="$dir" \
+  # One thread: the runner's pool would only add noise. Leaks are findings too.
+  ONNXTOOL_THREADS=1 TMPDIR="$dir" \
   ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     "$dir/fuzz/fuzz_$t" "$dir/corpus/$t" "$seeds/$t" -max_total_time="$seconds" -timeout=25 \

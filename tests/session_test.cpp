@@ -3,8 +3,8 @@
 // activations fused into convolutions, which must give the bytes the nodes give one by one.
 #include <doctest/doctest.h>
 
-#include <omp.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -17,12 +17,14 @@
 #include <vector>
 
 #include "ir/bytes.h"
+#include "ir/error.h"
 #include "ir/graph.h"
 #include "ir/tensor.h"
 #include "runner/buffer_pool.h"
 #include "runner/profile.h"
 #include "runner/session.h"
 #include "runner/tensor.h"
+#include "runner/thread_pool.h"
 #include "tests/empty_model.h"
 #include "tests/model_builder.h"
 
@@ -339,9 +341,9 @@ TEST_SUITE("session") {
     std::filesystem::remove(path);
   }
 
-  TEST_CASE("a session's run leaves the caller's OpenMP thread count as it was") {
+  TEST_CASE("a session's run leaves the caller's thread count as it was") {
     ir::Model m = relu_model();
-    omp_set_num_threads(3);
+    runner::set_default_threads(3);
     {
       runner::SessionOptions options;
       options.threads = 1;
@@ -351,11 +353,42 @@ TEST_SUITE("session") {
       auto out = one.run({{"x", runner::Value::of(x)}});
       CHECK(out[0].tensor.data<float>()[0] == 0.0f);
       CHECK(out[0].tensor.data<float>()[4] == 2.0f);
-      CHECK(omp_get_max_threads() == 3);
+      CHECK(runner::current_threads() == 3);
     }
-    // A session made afterwards with the default (0: as many as OpenMP gives) gets them all.
+    // A session made afterwards with the default (0: default_threads()) gets them all.
     runner::Session later(m);
     CHECK(later.threads() == 3);
+    runner::set_default_threads(0);
+  }
+
+  TEST_CASE("the pool runs every chunk once, nested work inline, and passes an exception on") {
+    const runner::ThreadScope scope(3);
+    for (int64_t chunks : {int64_t{1}, int64_t{2}, int64_t{7}, int64_t{1000}, int64_t{70000}}) {
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(chunks));
+      std::atomic<int> nested_threads{0};
+      runner::parallel_chunks(chunks, [&](int64_t c) {
+        hits[static_cast<size_t>(c)].fetch_add(1);
+        if (c == 0) nested_threads = runner::current_threads();
+      });
+      int64_t once = 0;
+      for (const auto& h : hits) once += h.load() == 1;
+      CHECK(once == chunks);
+      if (chunks > 1) CHECK(nested_threads.load() == 1);
+    }
+    // Many small jobs back to back (a model's ops): none lost, none run twice.
+    std::atomic<int64_t> sum{0};
+    for (int job = 0; job < 20000; ++job)
+      runner::parallel_ranges(64, 8, [&](int64_t b, int64_t e) { sum.fetch_add(e - b); });
+    CHECK(sum.load() == 20000 * 64);
+    CHECK_THROWS_WITH_AS(runner::parallel_chunks(16,
+                                                 [](int64_t c) {
+                                                   if (c == 5) throw_input_error("chunk 5 failed");
+                                                 }),
+                         "chunk 5 failed", Error);
+    // The pool is usable after a failure.
+    std::atomic<int> after{0};
+    runner::parallel_chunks(8, [&](int64_t) { after.fetch_add(1); });
+    CHECK(after.load() == 8);
   }
 }
 

@@ -211,10 +211,7 @@ void conv_f32(const ConvGeometry& g, const float* x, const float* w, const float
   const Epilogue* in_product = ep && conv_gemm_fuses(*ep) ? ep : nullptr;
   // Tasks: with threads, at least two per thread for products worth waking them for (four
   // million multiply-adds), all of about the same size so that the threads finish together.
-  int threads = 1;
-#ifdef _OPENMP
-  threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-#endif
+  const int threads = current_threads();
   const double work = static_cast<double>(g.n * g.m) * static_cast<double>(osize) * static_cast<double>(std::max<int64_t>(kdim, 1));
   const int64_t want = threads > 1 && work >= 4.0e6 ? 2 * threads : 1;
   const int64_t images = g.n * g.group;

@@ -179,6 +179,17 @@ void sigmoid_kernel(KernelContext& ctx) {
   parallel_ranges(x.size(), kElementwiseGrain, [&](int64_t b, int64_t e) { sigmoid_f32(px + b, py + b, e - b); });
 }
 
+// float32 takes the vectorized path (recurrent cells exported as nodes, GELU approximations,
+// PyTorch 1.x classifiers' Tanh layers).
+void tanh_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.dtype() != DataType::kFloat) return unary_same<kFloats>(ctx, TanhOp{});
+  Tensor& y = ctx.output(0, x.dtype(), x.shape());
+  const float* px = x.data<float>();
+  float* py = y.mutable_data<float>();
+  parallel_ranges(x.size(), kElementwiseGrain, [&](int64_t b, int64_t e) { tanh_f32(px + b, py + b, e - b); });
+}
+
 void abs_kernel(KernelContext& ctx) {
   unary_same<kNumeric>(ctx, [](auto v) {
     using C = decltype(v);
@@ -1033,7 +1044,7 @@ void register_elementwise_kernels(KernelRegistry& r) {
   r.add("", "Acosh", 9, kMaxOpset, unary_float_kernel<AcoshOp>);
   r.add("", "Atanh", 9, kMaxOpset, unary_float_kernel<AtanhOp>);
   r.add("", "Erf", 9, kMaxOpset, erf_kernel);
-  r.add("", "Tanh", 1, kMaxOpset, unary_float_kernel<TanhOp>);
+  r.add("", "Tanh", 1, kMaxOpset, tanh_kernel);
   r.add("", "Sigmoid", 1, kMaxOpset, sigmoid_kernel);
   r.add("", "Softplus", 1, kMaxOpset, unary_float_kernel<SoftplusOp>);
   r.add("", "Softsign", 1, kMaxOpset, unary_float_kernel<SoftsignOp>);

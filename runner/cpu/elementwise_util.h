@@ -14,13 +14,11 @@
 #ifdef __F16C__
 #include <immintrin.h>
 #endif
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "runner/geometry.h"
 #include "runner/kernel.h"
 #include "runner/tensor.h"
+#include "runner/thread_pool.h"
 
 namespace onnxtool::runner::cpu {
 
@@ -216,30 +214,9 @@ inline D float_to_int(double v) {
 
 // ---------------------------------------------------------------- parallel ranges
 
-/// Splits [0, total) into contiguous chunks of at least `grain` items and calls fn(begin, end)
-/// for each, in parallel when there is enough work. Only for independent items: callers must
-/// produce the same result whatever the split.
-template <class F>
-void parallel_ranges(int64_t total, int64_t grain, F&& fn) {
-  if (total <= 0) return;
-  grain = std::max<int64_t>(grain, 1);
-  int threads = 1;
-#ifdef _OPENMP
-  threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-#endif
-  int64_t chunks = std::min<int64_t>((total + grain - 1) / grain, static_cast<int64_t>(threads) * 4);
-  if (chunks <= 1) {
-    fn(int64_t{0}, total);
-    return;
-  }
-  const int64_t step = (total + chunks - 1) / chunks;
-  chunks = (total + step - 1) / step;
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t begin = c * step;
-    fn(begin, std::min(total, begin + step));
-  }
-}
+// parallel_ranges (runner/thread_pool.h): independent items only; callers must produce the
+// same result whatever the split.
+using runner::parallel_ranges;
 
 /// Items per parallel chunk for cheap elementwise work.
 constexpr int64_t kElementwiseGrain = 32768;
@@ -570,6 +547,29 @@ inline void sigmoid_f32(const float* x, float* y, int64_t n) {
     // Below -104 the true value is under the smallest float: flush it (sigmoid(-inf) == 0).
     const f32xw neg = v < -104.0f ? f32xw{} : e * s;
     return v >= 0 ? s : neg;
+  });
+}
+
+/// y = tanh(x) for n floats, kWideLanes at a time: below |x| = 0.625 the odd polynomial
+/// x + x^3 P(x^2) of Cephes' tanhf (no cancellation near 0), above it 1 - 2 / (exp(2|x|) + 1)
+/// with the sign put back; exp saturates, so tanh(+-inf) = +-1. NaN stays NaN.
+inline void tanh_f32(const float* x, float* y, int64_t n) {
+  map_f32_vec<f32xw>(x, y, n, [](f32xw v) {
+    const i32xw sign_bit = i32xw{} + static_cast<int32_t>(0x80000000u);
+    const i32xw sign = (i32xw)v & sign_bit;
+    const f32xw a = (f32xw)((i32xw)v & ~sign_bit);
+    const f32xw z = a * a;
+    f32xw p = f32xw{} - 5.70498872745e-3f;
+    p = p * z + 2.06390887954e-2f;
+    p = p * z - 5.37397155531e-2f;
+    p = p * z + 1.33314422036e-1f;
+    p = p * z - 3.33332819422e-1f;
+    const f32xw small = p * z * a + a;
+    const f32xw e = exp_vec<f32xw, i32xw>(a + a);
+    const f32xw large = 1.0f - 2.0f / (e + 1.0f);
+    // Computed on |x|, the sign put back (tanh(-0) = -0).
+    const f32xw r = (f32xw)((i32xw)(a < 0.625f ? small : large) | sign);
+    return v != v ? v : r;
   });
 }
 

@@ -53,10 +53,7 @@ void gemm_tiles(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, bool t
   // same bytes on all 19 benchmark models with tiles of 32), but each tile packs B again: so
   // only when the tiles run in parallel.
   int64_t tile_rows = kTileRows;
-  int threads = 1;
-#ifdef _OPENMP
-  threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-#endif
+  const int threads = current_threads();
   if (worth_threads && threads > 1 && col_tiles * ((m + kTileRows - 1) / kTileRows) < threads)
     tile_rows = std::max<int64_t>(32, (m + threads - 1) / threads + 31) / 32 * 32;
   // With the smaller tiles, a last tile of one row joins the one before: Eigen would compute it

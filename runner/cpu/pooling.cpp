@@ -189,6 +189,48 @@ void max_pool_plane_f32(const PoolDim& h, const PoolDim& w, const float* x, floa
     }
 }
 
+/// AveragePool of one float32 plane (rank 1 or 2, no dilation); the same bits as pool_plane:
+/// each window summed in double in row-major order, divided by its count (or, with
+/// count_include_pad, by the window clipped to the padded input), rounded once to float. Windows
+/// fully inside the plane skip the clipping, and the common 2x2/2 window has a loop of its own.
+void average_pool_plane_f32(const PoolDim& h, const PoolDim& w, int64_t h_pad_end, int64_t w_pad_end, bool include_pad,
+                            const float* x, float* y) {
+  // The window's extent within the padded input (count_include_pad's divisor).
+  const auto padded = [](const PoolDim& d, int64_t pad_end, int64_t o) {
+    const int64_t start = o * d.stride - d.pad;
+    return std::max<int64_t>(std::min(start + d.kernel, d.in + pad_end) - start, 0);
+  };
+  const int64_t first = std::min((w.pad + w.stride - 1) / w.stride, w.out);
+  const int64_t last = w.in - w.kernel + w.pad < 0 ? first : std::clamp((w.in - w.kernel + w.pad) / w.stride + 1, first, w.out);
+  for (int64_t o = 0; o < h.out; ++o) {
+    const int64_t r0 = h.lo(o), r1 = h.hi(o), rows = std::max<int64_t>(r1 - r0, 0);
+    const int64_t rows_padded = padded(h, h_pad_end, o);
+    float* out = y + o * w.out;
+    const auto window = [&](int64_t j) {
+      const int64_t c0 = w.lo(j), c1 = w.hi(j);
+      double acc = 0;
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* row = x + r * w.in;
+        for (int64_t c = c0; c < c1; ++c) acc += static_cast<double>(row[c]);
+      }
+      const int64_t div = include_pad ? rows_padded * padded(w, w_pad_end, j) : rows * std::max<int64_t>(c1 - c0, 0);
+      out[j] = div ? static_cast<float>(acc / static_cast<double>(div)) : 0.0f;
+    };
+    for (int64_t j = 0; j < first; ++j) window(j);
+    if (w.kernel == 2 && w.stride == 2 && rows == 2 && (!include_pad || rows_padded == 2)) {
+      // Inside windows of 2x2/2 all divide by 4.
+      const float* a = x + r0 * w.in - w.pad;
+      const float* b = a + w.in;
+      for (int64_t j = first; j < last; ++j)
+        out[j] = static_cast<float>(
+            (((static_cast<double>(a[2 * j]) + a[2 * j + 1]) + b[2 * j]) + b[2 * j + 1]) / 4.0);
+    } else {
+      for (int64_t j = first; j < last; ++j) window(j);
+    }
+    for (int64_t j = last; j < w.out; ++j) window(j);
+  }
+}
+
 template <PoolKind kKind>
 void pool(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
@@ -233,6 +275,20 @@ void pool(KernelContext& ctx) {
         }
       });
     }
+    return;
+  }
+  if (kKind == PoolKind::kAverage && x.dtype() == DataType::kFloat && !g.in.empty() && g.in.size() <= 2 &&
+      std::all_of(g.dilation.begin(), g.dilation.end(), [](int64_t d) { return d == 1; })) {
+    const size_t r = g.in.size();
+    const PoolDim h = r == 2 ? PoolDim{g.in[0], g.out[0], g.kernel[0], g.stride[0], g.pad_begin[0]} : PoolDim{1, 1, 1, 1, 0};
+    const PoolDim w{g.in[r - 1], g.out[r - 1], g.kernel[r - 1], g.stride[r - 1], g.pad_begin[r - 1]};
+    const int64_t h_pad_end = r == 2 ? g.pad_end[0] : 0, w_pad_end = g.pad_end[r - 1];
+    const float* px = x.data<float>();
+    float* py = y.mutable_data<float>();
+    parallel_ranges(g.planes, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(osize, 1)), [&](int64_t p0, int64_t p1) {
+      for (int64_t pl = p0; pl < p1; ++pl)
+        average_pool_plane_f32(h, w, h_pad_end, w_pad_end, include_pad, px + pl * isize, py + pl * osize);
+    });
     return;
   }
   constexpr unsigned kTypes = kKind == PoolKind::kMax ? (kFloats | kSignedInts | kUnsignedInts) : kFloats;

@@ -135,10 +135,7 @@ void recurrent(KernelContext& ctx, Cell cell) {
   // 8.7 ms at 2.
   constexpr int64_t kRecurrentRows = 64;
   const int64_t row_blocks = (gh + kRecurrentRows - 1) / kRecurrentRows;
-  int threads = 1;
-#ifdef _OPENMP
-  threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-#endif
+  const int threads = current_threads();
   const bool share_steps = threads >= dirs && threads > 1 && row_blocks >= threads && gh * hidden * 4 >= (int64_t{1} << 20);
   const auto recurrence = [&](const float* hv, const float* rd, float* out, bool descending) {
     const auto blocks = [&](int64_t b0, int64_t b1) {

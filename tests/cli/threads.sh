@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Same input, same bytes, whatever the thread count: every real model and its float16
 # conversion run with --threads 1, 2 and 3 and give byte-identical outputs (the kernels split
-# work across threads without changing any summation order).
+# work across threads without changing any summation order). Every command that runs a model
+# takes --threads, and writes the same bytes at 1, 2 and 3 threads; ONNXTOOL_THREADS sets the
+# default and is checked.
 #
 # Environment: ONNXTOOL (the binary); the real models (testdata/fetch_models.sh).
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -47,4 +49,44 @@ for spec in "ch_ppocr_mobile_v2.0_cls_infer x=1,3,48,192" "ch_PP-OCRv4_rec_infer
     fail "$name: convert --to-fp16: $(cat "$WORK/stderr")"
   fi
 done
+
+# Every command that runs a model: --threads accepted, the written model the same bytes.
+cls=$MODELS/ch_ppocr_mobile_v2.0_cls_infer.onnx
+if [[ -f $cls ]]; then
+  # same_written LABEL ARGS...: ARGS end with -o; the file written at 1, 2 and 3 threads.
+  same_written() {
+    local label=$1 t
+    shift
+    for t in 1 2 3; do
+      if ! "$ONNXTOOL" "$@" "$WORK/w$t.onnx" --threads "$t" >/dev/null 2>"$WORK/stderr"; then
+        fail "$label --threads $t: $(head -c 300 "$WORK/stderr")"
+        return
+      fi
+    done
+    cmp -s "$WORK/w1.onnx" "$WORK/w2.onnx" && cmp -s "$WORK/w1.onnx" "$WORK/w3.onnx" && ok ||
+      fail "$label: the model written differs between thread counts"
+  }
+  same_written optimize optimize "$cls" -o
+  same_written "convert --to-fp16" convert "$cls" --to-fp16 -o
+  same_written "quantize (dynamic)" quantize "$cls" --mode dynamic -o
+  same_written "edit --producer-name" edit "$cls" --producer-name t -o
+  io=$("$ONNXTOOL" inspect "$cls" --json |
+    "$PYTHON" -c 'import json, sys; d = json.load(sys.stdin); print(d["inputs"][0]["name"], d["outputs"][0]["name"])')
+  same_written extract extract "$cls" --inputs "${io% *}" --outputs "${io#* }" -o
+  for t in 1 3; do
+    expect_tool "compare --threads $t" 0 "" -- compare "$cls" "$WORK/w1.onnx" --threads "$t"
+  done
+  # ONNXTOOL_THREADS: the default of every command, checked like a flag.
+  ONNXTOOL_THREADS=2 "$ONNXTOOL" run "$cls" --random --output-dir "$WORK/env2" >/dev/null 2>&1 &&
+    "$ONNXTOOL" run "$cls" --random --threads 1 --output-dir "$WORK/env1" >/dev/null 2>&1 &&
+    diff -r "$WORK/env1" "$WORK/env2" >/dev/null && ok || fail "ONNXTOOL_THREADS=2: outputs differ from --threads 1"
+  ONNXTOOL_THREADS=2 "$ONNXTOOL" run "$cls" --random --json 2>/dev/null | grep -q '"threads": 2' && ok ||
+    fail "ONNXTOOL_THREADS=2: run --json does not report 2 threads"
+  for bad in abc 0 -1 5000 2x; do
+    expect "ONNXTOOL_THREADS=$bad" 2 "ONNXTOOL_THREADS" -- env ONNXTOOL_THREADS=$bad "$ONNXTOOL" run "$cls" --random
+  done
+  expect_tool "--threads 0" 2 "--threads" -- optimize "$cls" -o "$OUT/o.onnx" --threads 0
+else
+  missing_data "$cls"
+fi
 finish
