@@ -60,6 +60,14 @@ def fixed_length(audio, n):
     return out
 
 
+def speech_window(audio, size, context):
+    """The loudest `size`-sample chunk of `audio` with the `context` samples before it."""
+    n = len(audio) // size
+    energy = (audio[: n * size].astype(np.float64).reshape(n, size) ** 2).mean(axis=1)
+    k = max(1, int(np.argmax(energy)))
+    return np.ascontiguousarray(audio[k * size - context: (k + 1) * size], dtype=np.float32)
+
+
 def bench_sets(audio):
     """(model relative to models/, {input name: array}) for the benchmark's own models."""
     from skimage import data
@@ -98,6 +106,21 @@ def bench_sets(audio):
                 dec[f"past_key_values.{layer}.{kind}.{part}"] = rng.normal(0.0, 1.0, (1, 8, length, 36)).astype(np.float32)
     dec["use_cache_branch"] = np.array([True])
     sets.append(("bench/moonshine_decoder_quant.onnx", dec))
+    # BlazeFace (MediaPipe through tf2onnx): NHWC RGB scaled to [-1, 1], 128 and 256 square.
+    for side, name in ((128, "front_128"), (256, "back_256")):
+        face = rgb_square(astronaut, side) / 127.5 - 1.0
+        sets.append((f"bench/blazeface_{name}.onnx", {"input:0": face[None].astype(np.float32)}))
+    # Silero VAD re-exports: the loudest 512-sample chunk at 16 kHz behind its 64 samples of
+    # context (576 in all), a zero state; sr (where the model has it) the int64 scalar 16000.
+    window = speech_window(audio, 512, 64)
+    for name in ("16k_op15", "half", "op18_ifless"):
+        feeds = {"input": window[None], "state": np.zeros((2, 1, 128), np.float32)}
+        if name != "half":
+            feeds["sr"] = np.array(16000, dtype=np.int64)
+        sets.append((f"bench/silero_vad_{name}.onnx", feeds))
+    # The "hello deepa" wake-word head: 25 embeddings of 96, like the hey_jarvis head's.
+    sets.append(("bench/oww_hello_deepa.onnx",
+                 {"onnx::Flatten_0": rng.normal(0.0, 1.0, (1, 25, 96)).astype(np.float32)}))
     return sets
 
 
