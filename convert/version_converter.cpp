@@ -70,7 +70,14 @@ class Converter {
     const int64_t from = cx_.from(), to = cx_.to();
     const bool up = to > from;
     int64_t cur = from;
-    if (!registry_.find("", n->op_type, from)) return;  // unknown or invalid: the checker reports it
+    const ir::OpSchema* schema = registry_.find("", n->op_type, from);
+    if (!schema) return;  // unknown or invalid: the checker reports it
+    // The adapters rewrite around a node's outputs: one the spec requires must be there (an
+    // invalid model the checker would refuse, but convert reads before it checks).
+    for (size_t i = 0; i < schema->outputs.size(); ++i)
+      if (schema->outputs[i].option == ir::ParamOption::kSingle && !n->output(i))
+        throw Error(ErrorKind::kInput, n->describe() + ": its required output " + std::to_string(i) + " ('" +
+                                           schema->outputs[i].name + "') is missing (run onnxtool check)");
     const size_t before_inputs = n->inputs().size();
     const size_t before_attrs = n->attributes.size();
     const std::string before_op = n->op_type;

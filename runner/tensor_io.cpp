@@ -423,6 +423,10 @@ Tensor read_npy(const std::string& path) {
     type = DataType::kString;
     string_unit = descr[1] == 'U' ? 4 : 1;
     string_width = std::stoull(digits);
+    // numpy writes strings at least one unit wide ('<U1' for ''): a width of 0 would let a
+    // header alone stand for any number of elements, with no data behind them.
+    if (string_width == 0)
+      throw_input_error(path + ": .npy string dtype '" + descr.substr(0, 40) + "' has length 0 (numpy writes at least 1)");
   }
   if (type == DataType::kUndefined)
     throw_input_error(path + ": .npy dtype '" + descr.substr(0, 40) + "' is not supported");
@@ -457,8 +461,8 @@ Tensor read_npy(const std::string& path) {
     throw_input_error(path + ": .npy data (" + std::to_string(f.size() - data_offset) +
                       " bytes) is shorter than its shape " + shape_string(shape) + " needs");
   if (type == DataType::kString) {
-    // In memory every element is a std::string of its own: a 128-byte header of '<U0' and a
-    // billion elements asks for 32 GB with no data behind it. Refused past half the machine.
+    // In memory every element is a std::string of its own (32 bytes besides its characters):
+    // 100 MB of '|S1' data is 3.3 GB. Refused past half the machine.
     const double memory = static_cast<double>(physical_memory());
     const double need = static_cast<double>(count) * (static_cast<double>(sizeof(std::string)) + static_cast<double>(item));
     if (memory > 0 && need > memory / 2)
