@@ -750,14 +750,15 @@ TEST_CASE("LayerNormalization: axis -1 and inner axes, with and without bias, Me
                                 {{2, 3, 7}, -1, 1},    {{2, 3, 7}, 1, 2},      {{2, 3, 7}, -2, 1},    {{2, 5, 1, 13}, 2, 2},
                                 {{2, 5, 1, 13}, 1, 3}, {{3, 5, 7, 13}, -3, 1}, {{1, 3, 127}, -1, 1}, {{13, 7}, 1, 1}};
   for (const auto& c : cases)
-    for (bool with_bias : {false, true})
+    for (bool with_bias : {false, true}) {
+      std::vector<float> y_alone;  // Y without Mean and InvStdDev (float32's own path): the same bits
+      const std::vector<int64_t> param(c.shape.end() - static_cast<std::ptrdiff_t>(c.scale_dims), c.shape.end());
+      const Tensor x = random_float(c.shape), scale = uniform(param, -2, 2), b = uniform(param, -2, 2);
       for (size_t outputs : {size_t{1}, size_t{3}}) {
         CAPTURE(c.shape.size());
         CAPTURE(c.axis);
         CAPTURE(with_bias);
         const int64_t axis = c.axis < 0 ? c.axis + static_cast<int64_t>(c.shape.size()) : c.axis;
-        const std::vector<int64_t> param(c.shape.end() - static_cast<std::ptrdiff_t>(c.scale_dims), c.shape.end());
-        const Tensor x = random_float(c.shape), scale = uniform(param, -2, 2), b = uniform(param, -2, 2);
         std::vector<Tensor> in{x, scale};
         if (with_bias) in.push_back(b);
         const float eps = with_bias ? 1e-5f : 1e-3f;
@@ -767,6 +768,9 @@ TEST_CASE("LayerNormalization: axis -1 and inner axes, with and without bias, Me
         const auto want = layer_norm_reference(x, c.axis, scale, with_bias ? &b : nullptr, eps);
         REQUIRE(outs[0].shape() == c.shape);
         check_close(outs[0], want.y, kFloatTol);
+        const std::vector<float> y(outs[0].data<float>(), outs[0].data<float>() + outs[0].size());
+        if (outputs == 1) y_alone = y;
+        else CHECK(std::memcmp(y.data(), y_alone.data(), y.size() * sizeof(float)) == 0);
         if (outputs == 3) {
           std::vector<int64_t> stat = c.shape;
           for (size_t d = static_cast<size_t>(axis); d < stat.size(); ++d) stat[d] = 1;
@@ -777,6 +781,7 @@ TEST_CASE("LayerNormalization: axis -1 and inner axes, with and without bias, Me
           check_close(outs[2], want.inv_std_dev, kFloatTol);
         }
       }
+    }
   // Scale and B broadcast to the normalized block [5, 7] from [1, 7] and [5, 1].
   {
     const Tensor x = random_float({3, 5, 7}), scale = uniform({1, 7}, -2, 2), b = uniform({5, 1}, -2, 2);

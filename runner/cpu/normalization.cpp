@@ -217,7 +217,37 @@ void layer_norm(KernelContext& ctx) {
   const auto stash = static_cast<DataType>(ctx.attr_int("stash_type", 1));
   Tensor* mean = ctx.output_count() > 1 && ctx.has_output(1) ? &ctx.output(1, stash, stat_shape) : nullptr;
   Tensor* inv = ctx.output_count() > 2 && ctx.has_output(2) ? &ctx.output(2, stash, stat_shape) : nullptr;
-  normalize_rows(ctx, x, y, rows, len, ctx.attr_float("epsilon", 1e-5f), [&](int64_t, int64_t k) { return scale.at(k); },
+  const double eps = ctx.attr_float("epsilon", 1e-5f);
+  if (x.dtype() == DataType::kFloat && !mean && !inv && len <= (int64_t{1} << 24)) {
+    // float32: normalize_rows' arithmetic (double sums, the same expression per element, so the
+    // same bits) on the raw arrays, Scale and B expanded to the row once.
+    std::vector<double> sc(static_cast<size_t>(len)), b(static_cast<size_t>(len), 0.0);
+    for (int64_t k = 0; k < len; ++k) {
+      sc[static_cast<size_t>(k)] = scale.at(k);
+      if (has_bias) b[static_cast<size_t>(k)] = bias.at(k);
+    }
+    const float* px = x.data<float>();
+    float* py = y.mutable_data<float>();
+    parallel_ranges(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(len, 1)), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* row = px + r * len;
+        double s = 0;
+        for (int64_t k = 0; k < len; ++k) s += row[k];
+        const double m = len ? s / static_cast<double>(len) : 0;
+        double v = 0;
+        for (int64_t k = 0; k < len; ++k) {
+          const double d = row[k] - m;
+          v += d * d;
+        }
+        const double inv_std = 1 / std::sqrt((len ? v / static_cast<double>(len) : 0) + eps);
+        float* out = py + r * len;
+        for (int64_t k = 0; k < len; ++k)
+          out[k] = static_cast<float>((row[k] - m) * inv_std * sc[static_cast<size_t>(k)] + b[static_cast<size_t>(k)]);
+      }
+    });
+    return;
+  }
+  normalize_rows(ctx, x, y, rows, len, eps, [&](int64_t, int64_t k) { return scale.at(k); },
                  [&](int64_t, int64_t k) { return has_bias ? bias.at(k) : 0.0; }, mean, inv);
 }
 
