@@ -537,6 +537,23 @@ TEST_CASE("MaxPool float32 fast path: bit-identical to the generic scan with tie
     for (int64_t len : {1, 6, 41})
       if (check_max_pool_bits(tricky_floats({2, 2, len}, 0.1), p)) ++ran1;
   CHECK(ran1 >= 7);
+  // 3-D pools: slices pooled in 2-D, then combined over the depth window.
+  int ran3 = 0;
+  for (double nan_rate : {0.0, 0.1, 0.5})
+    for (const Pool& p : {Pool{{3, 3, 3}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, {}, "", 0}, Pool{{2, 2, 2}, {2, 2, 2}, {}, {}, "", 1},
+                          Pool{{3, 2, 3}, {2, 1, 2}, {1, 0, 1, 1, 1, 0}, {}, "", 1}, Pool{{1, 3, 3}, {1, 2, 2}, {0, 1, 1, 0, 1, 1}, {}, "", 0},
+                          Pool{{4, 1, 2}, {3, 1, 1}, {2, 0, 0, 2, 0, 1}, {}, "", 0}})
+      for (const std::vector<int64_t>& dhw : {std::vector<int64_t>{1, 1, 1}, {5, 4, 6}, {7, 9, 5}, {2, 13, 3}}) {
+        const Tensor x = tricky_floats({2, 2, dhw[0], dhw[1], dhw[2]}, nan_rate);
+        PoolResult fits;
+        if (!pool_reference(x, p, PoolOp::kMax, &fits)) continue;
+        CAPTURE(x.describe());
+        CAPTURE(runner::shape_string(p.kernel));
+        // Y alone takes the 3-D path, Y with Indices the generic scan: the same bytes.
+        check_same(run1({"MaxPool", 12, {x}, p.attrs()}), run_checked({"MaxPool", 12, {x}, p.attrs(), 2})[0]);
+        ++ran3;
+      }
+  CHECK(ran3 >= 40);
   // float16 planes take the float32 fast path: the same bytes as the generic scan.
   int ran16 = 0;
   for (const Pool& p : g2)

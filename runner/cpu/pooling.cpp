@@ -154,7 +154,10 @@ void max_row_into(const float* row, float* acc, const PoolDim& w) {
 /// same element; a last pass puts back the NaN of windows that start with one. Overlapping
 /// row windows (stride < kernel) reuse each input row's column maxima from `scratch` (h x w.out
 /// floats), so a k x k window costs 2k instead of k * k; otherwise rows go straight into the output.
-void max_pool_plane_f32(const PoolDim& h, const PoolDim& w, const float* x, float* y, std::vector<float>& scratch) {
+/// `skip_nan_only`: the maxima skipping NaN, without putting back the NaN of windows that
+/// start with one (max_pool_volume_f32 does that over the whole window).
+void max_pool_plane_f32(const PoolDim& h, const PoolDim& w, const float* x, float* y, std::vector<float>& scratch,
+                        bool skip_nan_only = false) {
   constexpr float kLowest = -std::numeric_limits<float>::infinity();  // an empty window's value
   const int64_t ow = w.out;
   std::fill(y, y + h.out * ow, kLowest);
@@ -172,6 +175,7 @@ void max_pool_plane_f32(const PoolDim& h, const PoolDim& w, const float* x, floa
     for (int64_t o = 0; o < h.out; ++o)
       for (int64_t r = h.lo(o), e = h.hi(o); r < e; ++r) max_row_into(x + r * w.in, y + o * ow, w);
   }
+  if (skip_nan_only) return;
   bool nan = false;
   for (int64_t i = 0; i < h.in * w.in; ++i) nan |= x[i] != x[i];
   if (!nan) return;
@@ -189,46 +193,93 @@ void max_pool_plane_f32(const PoolDim& h, const PoolDim& w, const float* x, floa
     }
 }
 
-/// AveragePool of one float32 plane (rank 1 or 2, no dilation); the same bits as pool_plane:
-/// each window summed in double in row-major order, divided by its count (or, with
-/// count_include_pad, by the window clipped to the padded input), rounded once to float. Windows
-/// fully inside the plane skip the clipping, and the common 2x2/2 window has a loop of its own.
-void average_pool_plane_f32(const PoolDim& h, const PoolDim& w, int64_t h_pad_end, int64_t w_pad_end, bool include_pad,
-                            const float* x, float* y) {
-  // The window's extent within the padded input (count_include_pad's divisor).
-  const auto padded = [](const PoolDim& d, int64_t pad_end, int64_t o) {
-    const int64_t start = o * d.stride - d.pad;
-    return std::max<int64_t>(std::min(start + d.kernel, d.in + pad_end) - start, 0);
-  };
-  const int64_t first = std::min((w.pad + w.stride - 1) / w.stride, w.out);
-  const int64_t last = w.in - w.kernel + w.pad < 0 ? first : std::clamp((w.in - w.kernel + w.pad) / w.stride + 1, first, w.out);
-  for (int64_t o = 0; o < h.out; ++o) {
-    const int64_t r0 = h.lo(o), r1 = h.hi(o), rows = std::max<int64_t>(r1 - r0, 0);
-    const int64_t rows_padded = padded(h, h_pad_end, o);
-    float* out = y + o * w.out;
-    const auto window = [&](int64_t j) {
-      const int64_t c0 = w.lo(j), c1 = w.hi(j);
-      double acc = 0;
-      for (int64_t r = r0; r < r1; ++r) {
-        const float* row = x + r * w.in;
-        for (int64_t c = c0; c < c1; ++c) acc += static_cast<double>(row[c]);
-      }
-      const int64_t div = include_pad ? rows_padded * padded(w, w_pad_end, j) : rows * std::max<int64_t>(c1 - c0, 0);
-      out[j] = div ? static_cast<float>(acc / static_cast<double>(div)) : 0.0f;
-    };
-    for (int64_t j = 0; j < first; ++j) window(j);
-    if (w.kernel == 2 && w.stride == 2 && rows == 2 && (!include_pad || rows_padded == 2)) {
-      // Inside windows of 2x2/2 all divide by 4.
-      const float* a = x + r0 * w.in - w.pad;
-      const float* b = a + w.in;
-      for (int64_t j = first; j < last; ++j)
-        out[j] = static_cast<float>(
-            (((static_cast<double>(a[2 * j]) + a[2 * j + 1]) + b[2 * j]) + b[2 * j + 1]) / 4.0);
-    } else {
-      for (int64_t j = first; j < last; ++j) window(j);
+/// MaxPool of one float32 volume (3 spatial dims, no dilation, no Indices); the same bits as
+/// pool_plane. Each input depth slice is pooled over height and width once (maxima skipping
+/// NaN), then each output takes the greatest of its depth window's slices in ascending order,
+/// keeping the earlier on ties: the element pool_plane's row-major scan keeps. A window whose
+/// first element is NaN is NaN, as there.
+void max_pool_volume_f32(const PoolDim& d, const PoolDim& h, const PoolDim& w, const float* x, float* y,
+                         std::vector<float>& slices, std::vector<float>& scratch) {
+  constexpr float kLowest = -std::numeric_limits<float>::infinity();
+  const int64_t plane_in = h.in * w.in, plane_out = h.out * w.out;
+  slices.resize(static_cast<size_t>(d.in * plane_out));
+  for (int64_t i = 0; i < d.in; ++i)
+    max_pool_plane_f32(h, w, x + i * plane_in, slices.data() + i * plane_out, scratch, /*skip_nan_only=*/true);
+  bool nan = false;
+  for (int64_t i = 0; i < d.in * plane_in; ++i) nan |= x[i] != x[i];
+  for (int64_t o = 0; o < d.out; ++o) {
+    float* out = y + o * plane_out;
+    std::fill(out, out + plane_out, kLowest);
+    for (int64_t i = d.lo(o); i < d.hi(o); ++i) {
+      const float* m = slices.data() + i * plane_out;
+      for (int64_t j = 0; j < plane_out; ++j) out[j] = m[j] > out[j] ? m[j] : out[j];
     }
-    for (int64_t j = last; j < w.out; ++j) window(j);
+    if (!nan || d.lo(o) >= d.hi(o)) continue;
+    for (int64_t r = 0; r < h.out; ++r)
+      for (int64_t c = 0; c < w.out; ++c) {
+        if (h.lo(r) >= h.hi(r) || w.lo(c) >= w.hi(c)) continue;
+        const float first = x[d.lo(o) * plane_in + h.lo(r) * w.in + w.lo(c)];
+        if (first != first) {
+          // pool_plane's value went through double: the NaN comes out quiet, payload kept.
+          uint32_t bits;
+          std::memcpy(&bits, &first, sizeof(bits));
+          bits |= 0x00400000u;
+          std::memcpy(out + r * w.out + c, &bits, sizeof(bits));
+        }
+      }
   }
+}
+
+/// AveragePool of one float32 plane (1 to 3 spatial dims, no dilation); the same bits as
+/// pool_plane: each window summed in double in row-major order, divided by its count (or, with
+/// count_include_pad, by the window clipped to the padded input), rounded once to float. A row
+/// of outputs is summed at once: for every input row of the window, in order, each kernel
+/// column adds its input column to the outputs whose window holds it (a loop over outputs that
+/// vectorizes), which keeps every output's additions in pool_plane's order. `dims` are the
+/// spatial dims, outermost first; `pad_end` their trailing pads.
+void average_pool_plane_f32(const std::vector<PoolDim>& dims, const std::vector<int64_t>& pad_end, bool include_pad,
+                            const float* x, float* y, std::vector<double>& acc) {
+  const size_t rank = dims.size();
+  const PoolDim& w = dims[rank - 1];
+  // The window's extent within the padded input (count_include_pad's divisor), and within the input.
+  const auto padded = [](const PoolDim& d, int64_t end, int64_t o) {
+    const int64_t start = o * d.stride - d.pad;
+    return std::max<int64_t>(std::min(start + d.kernel, d.in + end) - start, 0);
+  };
+  const auto inside = [](const PoolDim& d, int64_t o) { return std::max<int64_t>(d.hi(o) - d.lo(o), 0); };
+  acc.resize(static_cast<size_t>(w.out));
+  // The outer output positions (depth, height), row by row of outputs.
+  const PoolDim unit{1, 1, 1, 1, 0};
+  const PoolDim& d0 = rank == 3 ? dims[0] : unit;
+  const PoolDim& d1 = rank >= 2 ? dims[rank - 2] : unit;
+  const int64_t end0 = rank == 3 ? pad_end[0] : 0, end1 = rank >= 2 ? pad_end[rank - 2] : 0;
+  for (int64_t o0 = 0; o0 < d0.out; ++o0)
+    for (int64_t o1 = 0; o1 < d1.out; ++o1) {
+      std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t i0 = d0.lo(o0); i0 < d0.hi(o0); ++i0)
+        for (int64_t i1 = d1.lo(o1); i1 < d1.hi(o1); ++i1) {
+          const float* row = x + (i0 * d1.in + i1) * w.in;
+          for (int64_t k = 0; k < w.kernel; ++k) {
+            // Outputs j whose column j * stride - pad + k lies inside the row.
+            const int64_t off = k - w.pad;
+            const int64_t j0 = off >= 0 ? 0 : (-off + w.stride - 1) / w.stride;
+            const int64_t j1 = w.in - off <= 0 ? 0 : std::min(w.out, (w.in - off - 1) / w.stride + 1);
+            if (w.stride == 1) {
+              const float* src = row + off;
+              for (int64_t j = j0; j < j1; ++j) acc[static_cast<size_t>(j)] += static_cast<double>(src[j]);
+            } else {
+              for (int64_t j = j0; j < j1; ++j) acc[static_cast<size_t>(j)] += static_cast<double>(row[j * w.stride + off]);
+            }
+          }
+        }
+      const int64_t outer = inside(d0, o0) * inside(d1, o1);
+      const int64_t outer_padded = (rank == 3 ? padded(d0, end0, o0) : 1) * (rank >= 2 ? padded(d1, end1, o1) : 1);
+      float* out = y + (o0 * d1.out + o1) * w.out;
+      for (int64_t j = 0; j < w.out; ++j) {
+        const int64_t div = include_pad ? outer_padded * padded(w, pad_end[rank - 1], j) : outer * inside(w, j);
+        out[j] = div ? static_cast<float>(acc[static_cast<size_t>(j)] / static_cast<double>(div)) : 0.0f;
+      }
+    }
 }
 
 template <PoolKind kKind>
@@ -277,17 +328,29 @@ void pool(KernelContext& ctx) {
     }
     return;
   }
-  if (kKind == PoolKind::kAverage && x.dtype() == DataType::kFloat && !g.in.empty() && g.in.size() <= 2 &&
+  if (kKind == PoolKind::kAverage && x.dtype() == DataType::kFloat && !g.in.empty() && g.in.size() <= 3 &&
       std::all_of(g.dilation.begin(), g.dilation.end(), [](int64_t d) { return d == 1; })) {
-    const size_t r = g.in.size();
-    const PoolDim h = r == 2 ? PoolDim{g.in[0], g.out[0], g.kernel[0], g.stride[0], g.pad_begin[0]} : PoolDim{1, 1, 1, 1, 0};
-    const PoolDim w{g.in[r - 1], g.out[r - 1], g.kernel[r - 1], g.stride[r - 1], g.pad_begin[r - 1]};
-    const int64_t h_pad_end = r == 2 ? g.pad_end[0] : 0, w_pad_end = g.pad_end[r - 1];
+    std::vector<PoolDim> dims;
+    for (size_t d = 0; d < g.in.size(); ++d) dims.push_back({g.in[d], g.out[d], g.kernel[d], g.stride[d], g.pad_begin[d]});
     const float* px = x.data<float>();
     float* py = y.mutable_data<float>();
     parallel_ranges(g.planes, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(osize, 1)), [&](int64_t p0, int64_t p1) {
+      std::vector<double> acc;
       for (int64_t pl = p0; pl < p1; ++pl)
-        average_pool_plane_f32(h, w, h_pad_end, w_pad_end, include_pad, px + pl * isize, py + pl * osize);
+        average_pool_plane_f32(dims, g.pad_end, include_pad, px + pl * isize, py + pl * osize, acc);
+    });
+    return;
+  }
+  if (kKind == PoolKind::kMax && x.dtype() == DataType::kFloat && !indices && g.in.size() == 3 &&
+      std::all_of(g.dilation.begin(), g.dilation.end(), [](int64_t d) { return d == 1; })) {
+    const PoolDim d{g.in[0], g.out[0], g.kernel[0], g.stride[0], g.pad_begin[0]};
+    const PoolDim h{g.in[1], g.out[1], g.kernel[1], g.stride[1], g.pad_begin[1]};
+    const PoolDim w{g.in[2], g.out[2], g.kernel[2], g.stride[2], g.pad_begin[2]};
+    const float* px = x.data<float>();
+    float* py = y.mutable_data<float>();
+    parallel_ranges(g.planes, 1, [&](int64_t p0, int64_t p1) {
+      std::vector<float> slices, scratch;
+      for (int64_t pl = p0; pl < p1; ++pl) max_pool_volume_f32(d, h, w, px + pl * isize, py + pl * osize, slices, scratch);
     });
     return;
   }
