@@ -327,7 +327,7 @@ std::string format_affine(const std::string& base, int64_t mul, int64_t add, int
   const bool compound = has_top_level(base, "+-");
   std::string num = mul == 1 ? base : std::to_string(mul) + "*" + (compound ? "(" + base + ")" : base);
   if (add > 0) num += "+" + std::to_string(add);
-  if (add < 0) num += "-" + std::to_string(-add);
+  if (add < 0) num += "-" + std::to_string(0 - static_cast<uint64_t>(add));  // (INT64_MIN has no int64 negation)
   if (div == 1) return num;
   const bool bare = num == base && !compound && !has_top_level(base, "*");
   return "floor(" + (bare ? num : "(" + num + ")") + "/" + std::to_string(div) + ")";
@@ -366,7 +366,8 @@ Dim affine_dim(const InferenceContext& ctx, const Dim& d, int64_t mul, int64_t a
     a = add;
     q = div;
   }
-  if (overflow) return Dim{};
+  // INT64_MIN has no negation for gcd_of or the symbol's text: an offset that large is unknown.
+  if (overflow || a == std::numeric_limits<int64_t>::min() || m == std::numeric_limits<int64_t>::min()) return Dim{};
   if (q > 1) {
     const int64_t g = gcd_of(gcd_of(m, a), q);
     m /= g;

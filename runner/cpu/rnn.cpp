@@ -4,6 +4,7 @@
 // with the recurrence weights plus the gate arithmetic.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,52 @@ struct Activation : RecurrentActivation {
       default: return x;
     }
   }
+  /// v[j] = f(v[j]) for n floats: Sigmoid and Tanh vectorized (elementwise_util.h, as the
+  /// Sigmoid and Tanh kernels compute them), the others one by one.
+  void apply(float* v, int64_t n) const {
+    if (kind == 0) {
+      sigmoid_f32(v, v, n);
+    } else if (kind == 1) {
+      tanh_f32(v, v, n);
+    } else {
+      for (int64_t j = 0; j < n; ++j) v[j] = (*this)(v[j]);
+    }
+  }
 };
+
+/// out[b * ldo + r] = sum over i of h[b * k + i] * rt[i * ldr + r], for b < batch and r < rows:
+/// the recurrence product H R^T of a few sequences from R transposed (rt), where a GEMM
+/// library's packing costs more than the product. Sixty-four outputs at a time accumulate over
+/// i in order, in vectors of sixteen lanes (one vector type on every x86 machine): each output's
+/// sum is a plain sequence of multiply-adds, whatever the block or thread.
+void few_rows_product(int64_t batch, int64_t rows, int64_t k, const float* h, const float* rt, int64_t ldr, float* out,
+                      int64_t ldo) {
+  using V = float __attribute__((vector_size(64)));
+  constexpr int64_t kLanes = 16, kWide = 4 * kLanes;
+  for (int64_t b = 0; b < batch; ++b) {
+    const float* hb = h + b * k;
+    float* ob = out + b * ldo;
+    int64_t r0 = 0;
+    for (; r0 + kWide <= rows; r0 += kWide) {
+      V acc[4] = {};
+      for (int64_t i = 0; i < k; ++i) {
+        const float* row = rt + i * ldr + r0;
+        const V hv = V{} + hb[i];
+        for (int c = 0; c < 4; ++c) {
+          V wv;
+          std::memcpy(&wv, row + c * kLanes, sizeof wv);
+          acc[c] += hv * wv;
+        }
+      }
+      std::memcpy(ob + r0, acc, sizeof acc);
+    }
+    for (int64_t r = r0; r < rows; ++r) {
+      float sum = 0;
+      for (int64_t i = 0; i < k; ++i) sum += hb[i] * rt[i * ldr + r];
+      ob[r] = sum;
+    }
+  }
+}
 
 std::vector<Activation> activations(const KernelContext& ctx, Cell cell, int64_t dirs) {
   std::vector<Activation> out;
@@ -137,11 +183,14 @@ void recurrent(KernelContext& ctx, Cell cell) {
   const int64_t row_blocks = (gh + kRecurrentRows - 1) / kRecurrentRows;
   const int threads = current_threads();
   const bool share_steps = threads >= dirs && threads > 1 && row_blocks >= threads && gh * hidden * 4 >= (int64_t{1} << 20);
-  const auto recurrence = [&](const float* hv, const float* rd, float* out, bool descending) {
+  // A few sequences: the product from R transposed, made once per direction (few_rows_product).
+  const bool few = batch <= 16;
+  const auto recurrence = [&](const float* hv, const float* rd, const float* rt, float* out, bool descending) {
     const auto blocks = [&](int64_t b0, int64_t b1) {
       for (int64_t i = b0; i < b1; ++i) {
         const int64_t r0 = (descending ? b1 - 1 - (i - b0) : i) * kRecurrentRows, rows = std::min(kRecurrentRows, gh - r0);
-        gemm_f32(batch, rows, hidden, hv, hidden, false, rd + r0 * hidden, hidden, true, out + r0, gh, false);
+        if (few) few_rows_product(batch, rows, hidden, hv, rt + r0, gh, out + r0, gh);
+        else gemm_f32(batch, rows, hidden, hv, hidden, false, rd + r0 * hidden, hidden, true, out + r0, gh, false);
       }
     };
     if (!share_steps) {
@@ -160,6 +209,10 @@ void recurrent(KernelContext& ctx, Cell cell) {
       const bool reverse = direction == "reverse" || d == 1;
       const float* wd = w.data<float>() + d * gh * input;
       const float* rd = r.data<float>() + d * gh * hidden;
+      std::vector<float> rt(few ? static_cast<size_t>(gh * hidden) : 0);
+      if (few)
+        for (int64_t row = 0; row < gh; ++row)
+          for (int64_t i = 0; i < hidden; ++i) rt[static_cast<size_t>(i * gh + row)] = rd[row * hidden + i];
       const float* wb = pb ? pb + d * 2 * gh : nullptr;
       const float* rb = pb ? wb + gh : nullptr;
       const Activation* a = &acts[static_cast<size_t>(d) * per_dir];
@@ -171,9 +224,11 @@ void recurrent(KernelContext& ctx, Cell cell) {
         if (c0) std::copy(c0 + state_index(d, b), c0 + state_index(d, b) + hidden, c.data() + b * hidden);
       }
       std::vector<float> hprev;
+      // LSTM gates of one batch row: i, o, f, c~, and a copy of the new cell state.
+      std::vector<float> gates(cell == Cell::kLstm ? static_cast<size_t>(5 * hidden) : 0);
       for (int64_t step = 0; step < seq; ++step) {
         // H R^T: [batch, gh].
-        recurrence(h.data(), rd, hr.data(), step % 2 == 1);
+        recurrence(h.data(), rd, rt.data(), hr.data(), step % 2 == 1);
         hprev = h;
         for (int64_t b = 0; b < batch; ++b) {
           const int64_t len = lens[static_cast<size_t>(b)];
@@ -190,6 +245,40 @@ void recurrent(KernelContext& ctx, Cell cell) {
             return v;
           };
           auto clipped = [&](float v) { return clip > 0 ? std::min(clip, std::max(-clip, v)) : v; };
+          if (cell == Cell::kLstm) {
+            // Gate by gate over the row, so that the activations run vectorized.
+            float* gi = gates.data();
+            float* go = gi + hidden;
+            float* gf = go + hidden;
+            float* gc = gf + hidden;
+            float* cs = gc + hidden;
+            const float* pd = peep ? peep + d * 3 * hidden : nullptr;
+            for (int64_t j = 0; j < hidden; ++j) {
+              gi[j] = pre(0, j, true) + (pd ? pd[j] * cb[j] : 0.0f);
+              go[j] = pre(1, j, true);
+              gf[j] = pre(2, j, true) + (pd ? pd[2 * hidden + j] * cb[j] : 0.0f);
+              gc[j] = clipped(pre(3, j, true));
+              gi[j] = clipped(gi[j]);
+              gf[j] = clipped(gf[j]);
+            }
+            a[0].apply(gi, hidden);
+            if (input_forget) {
+              for (int64_t j = 0; j < hidden; ++j) gf[j] = 1 - gi[j];
+            } else {
+              a[0].apply(gf, hidden);
+            }
+            a[1].apply(gc, hidden);
+            for (int64_t j = 0; j < hidden; ++j) {
+              cb[j] = gf[j] * cb[j] + gi[j] * gc[j];
+              go[j] = clipped(go[j] + (pd ? pd[hidden + j] * cb[j] : 0.0f));
+              cs[j] = cb[j];
+            }
+            a[0].apply(go, hidden);
+            a[2].apply(cs, hidden);
+            for (int64_t j = 0; j < hidden; ++j) hb[j] = go[j] * cs[j];
+            if (y) std::copy(hb, hb + hidden, y_at(t, d, b));
+            continue;
+          }
           for (int64_t j = 0; j < hidden; ++j) {
             if (cell == Cell::kRnn) {
               hb[j] = a[0](clipped(pre(0, j, true)));
