@@ -377,6 +377,41 @@ void global_pool(KernelContext& ctx) {
   Tensor& y = ctx.output(0, x.dtype(), shape);
   const int64_t planes = x.dim(0) * x.dim(1), size = x.size() / std::max<int64_t>(planes, 1);
   const double p = ctx.opset() < 2 ? ctx.attr_float("p", 2.0f) : static_cast<double>(ctx.attr_int("p", 2));
+  if (kKind != PoolKind::kLp && x.dtype() == DataType::kFloat) {
+    // float32: eight partial results per plane (sums in double, or maxima), combined in a fixed
+    // order: one chain of dependent additions waited on each addition's latency.
+    const float* px = x.data<float>();
+    float* py = y.mutable_data<float>();
+    parallel_ranges(planes, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(size, 1)), [&](int64_t p0, int64_t p1) {
+      for (int64_t pl = p0; pl < p1; ++pl) {
+        const float* v = px + pl * size;
+        constexpr int64_t kLanes = 8;
+        double lane[kLanes];
+        std::fill(lane, lane + kLanes, kKind == PoolKind::kMax ? -std::numeric_limits<double>::infinity() : 0.0);
+        int64_t i = 0;
+        for (; i + kLanes <= size; i += kLanes)
+          for (int64_t l = 0; l < kLanes; ++l) {
+            const double e = v[i + l];
+            if constexpr (kKind == PoolKind::kMax) lane[l] = lane[l] < e ? e : lane[l];  // NaN never enters
+            else lane[l] += e;
+          }
+        for (int64_t l = 0; i < size; ++i, ++l) {
+          const double e = v[i];
+          if constexpr (kKind == PoolKind::kMax) lane[l] = lane[l] < e ? e : lane[l];
+          else lane[l] += e;
+        }
+        for (int64_t half = kLanes / 2; half > 0; half /= 2)
+          for (int64_t l = 0; l < half; ++l) {
+            if constexpr (kKind == PoolKind::kMax) lane[l] = lane[l] < lane[l + half] ? lane[l + half] : lane[l];
+            else lane[l] += lane[l + half];
+          }
+        double acc = lane[0];
+        if constexpr (kKind == PoolKind::kAverage) acc = size ? acc / static_cast<double>(size) : 0;
+        py[pl] = static_cast<float>(acc);
+      }
+    });
+    return;
+  }
   visit_or_fail<kFloats>(ctx, x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = typename Num<T>::calc;
