@@ -731,6 +731,27 @@ TEST_SUITE("elementwise_kernels") {
         }
       }
     }
+    // A middle axis over more than one block of 64 columns (transposed into rows and back).
+    {
+      const Tensor x = random_floats({2, 9, 150}, -20, 20);
+      for (const char* op : {"Softmax", "LogSoftmax"}) {
+        CAPTURE(op);
+        const Tensor y = run({op, 13, {x}, int_attr("axis", 1)});
+        std::vector<double> want(static_cast<size_t>(x.size()));
+        for (int64_t o = 0; o < 2; ++o)
+          for (int64_t i = 0; i < 150; ++i) {
+            double mx = -INFINITY, sum = 0;
+            for (int64_t k = 0; k < 9; ++k) mx = std::max(mx, double(x.data<float>()[(o * 9 + k) * 150 + i]));
+            for (int64_t k = 0; k < 9; ++k) sum += std::exp(x.data<float>()[(o * 9 + k) * 150 + i] - mx);
+            for (int64_t k = 0; k < 9; ++k) {
+              const int64_t idx = (o * 9 + k) * 150 + i;
+              const double v = x.data<float>()[idx] - mx;
+              want[static_cast<size_t>(idx)] = std::string(op) == "Softmax" ? std::exp(v) / sum : v - std::log(sum);
+            }
+          }
+        check_close(y, want, kApproxRel, kApproxAbs);
+      }
+    }
     // Short rows (fewer than eight: many rows' exps at once, in blocks of 256 rows) behave as
     // long ones: a NaN or +inf spreads NaN over its row, -inf gets 0, and 300 two-element rows
     // (two blocks) match the reference.

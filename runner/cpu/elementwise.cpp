@@ -526,6 +526,24 @@ void softmax_groups(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
       softmax_rows_f32<kKind>(x, y, outer, n);
       return;
     }
+    // Another axis than the last (a detector's class axis in the middle): blocks of up to 64
+    // columns transposed into rows, normalized as rows, and transposed back.
+    constexpr int64_t kBlock = 64;
+    const int64_t per_outer = (inner + kBlock - 1) / kBlock;
+    parallel_ranges(outer * per_outer, std::max<int64_t>(1, 8192 / std::max<int64_t>(n * kBlock, 1)), [&](int64_t gb, int64_t ge) {
+      std::vector<float> rows(static_cast<size_t>(kBlock * n)), done(static_cast<size_t>(kBlock * n));
+      for (int64_t g = gb; g < ge; ++g) {
+        const int64_t o = g / per_outer, i0 = (g % per_outer) * kBlock, cols = std::min(kBlock, inner - i0);
+        const float* px = x + o * n * inner + i0;
+        float* py = y + o * n * inner + i0;
+        for (int64_t k = 0; k < n; ++k)
+          for (int64_t c = 0; c < cols; ++c) rows[static_cast<size_t>(c * n + k)] = px[k * inner + c];
+        softmax_rows_f32<kKind>(rows.data(), done.data(), cols, n);
+        for (int64_t k = 0; k < n; ++k)
+          for (int64_t c = 0; c < cols; ++c) py[k * inner + c] = done[static_cast<size_t>(c * n + k)];
+      }
+    });
+    return;
   }
   const int64_t groups = outer * inner;
   parallel_ranges(groups, std::max<int64_t>(1, 4096 / std::max<int64_t>(n, 1)), [&](int64_t gb, int64_t ge) {
