@@ -865,6 +865,49 @@ TEST_SUITE("elementwise_kernels") {
     }
   }
 
+  TEST_CASE("ReduceMax/ReduceMin float32 rows: the element a scan keeps (first NaN, first of +0/-0), any length") {
+    // Rows of lengths around the 16-lane blocks, with NaN payloads, signed zeros and infinities.
+    for (int64_t n : {1, 5, 16, 17, 37, 100}) {
+      for (int variant = 0; variant < 6; ++variant) {
+        std::vector<float> v(static_cast<size_t>(n));
+        for (int64_t k = 0; k < n; ++k) v[static_cast<size_t>(k)] = static_cast<float>((k * 7919) % 23) - 11.0f;
+        if (variant == 1) v[static_cast<size_t>(n / 2)] = INFINITY;
+        if (variant == 2 || variant == 3) {
+          // Two NaNs with different payloads: the first one comes out.
+          const uint32_t first = 0x7fc00001u, second = 0x7fc00002u;
+          std::memcpy(&v[static_cast<size_t>(n - 1)], &second, 4);
+          std::memcpy(&v[static_cast<size_t>((n - 1) / 2)], &first, 4);
+        }
+        if (variant == 4 || variant == 5) {
+          // All zeros of both signs (and negatives for min): the first zero's sign wins.
+          for (int64_t k = 0; k < n; ++k) v[static_cast<size_t>(k)] = (k + variant) % 2 ? -0.0f : 0.0f;
+        }
+        for (const char* op : {"ReduceMax", "ReduceMin"}) {
+          CAPTURE(n);
+          CAPTURE(variant);
+          CAPTURE(op);
+          const bool max = std::string(op) == "ReduceMax";
+          float want = max ? -INFINITY : INFINITY;
+          bool found_nan = false;
+          for (float x : v) {
+            if (found_nan) break;
+            if (x != x) {
+              want = x;
+              found_nan = true;
+            } else if (max ? x > want : x < want) {
+              want = x;
+            }
+          }
+          const float got = values<float>(run({op, 18, {floats({1, n}, v), ints64({1}, {1})}, int_attr("keepdims", 0)}))[0];
+          uint32_t a, b;
+          std::memcpy(&a, &got, 4);
+          std::memcpy(&b, &want, 4);
+          CHECK(a == b);
+        }
+      }
+    }
+  }
+
   TEST_CASE("reductions: noop_with_empty_axes, empty inputs, integer types") {
     const Tensor x = random_floats({3, 4});
     const Tensor empty_axes(DataType::kInt64, {0});

@@ -1,6 +1,7 @@
 // Reduction kernels: Reduce* (axes as attribute or input), ArgMax/ArgMin, CumSum/CumProd and
 // Einsum.
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 
@@ -205,6 +206,40 @@ T reduce_row(const T* p, int64_t n) {
     for (; j < n; ++j) acc = R::step(acc, p[j]);
     return R::finish(acc, n);
   } else {
+    if constexpr (std::is_same_v<T, float> && (kOp == Red::kMax || kOp == Red::kMin)) {
+      // Sixteen lanes of maxima (minima); the value is the same in any order, but the element
+      // the scalar scan keeps is not: a row with a NaN (the first one wins) or a zero result
+      // (+0 or -0: the first one wins) takes the scan below.
+      constexpr int64_t kLanesMinMax = 16;
+      using V = float __attribute__((vector_size(64)));
+      using M = int32_t __attribute__((vector_size(64)));
+      V acc = V{} + (kOp == Red::kMax ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity());
+      M nans = M{};
+      int64_t j = 0;
+      for (; j + kLanesMinMax <= n; j += kLanesMinMax) {
+        V v;
+        std::memcpy(&v, p + j, sizeof v);
+        nans |= v != v;
+        if constexpr (kOp == Red::kMax) acc = v > acc ? v : acc;
+        else acc = v < acc ? v : acc;
+      }
+      float lanes[kLanesMinMax];
+      std::memcpy(lanes, &acc, sizeof lanes);
+      bool nan = false;
+      for (int64_t l = 0; l < kLanesMinMax; ++l) nan |= nans[l] != 0;
+      float r = lanes[0];
+      for (int64_t l = 1; l < kLanesMinMax; ++l) {
+        if constexpr (kOp == Red::kMax) r = lanes[l] > r ? lanes[l] : r;
+        else r = lanes[l] < r ? lanes[l] : r;
+      }
+      for (; j < n; ++j) {
+        const float v = p[j];
+        nan |= v != v;
+        if constexpr (kOp == Red::kMax) r = v > r ? v : r;
+        else r = v < r ? v : r;
+      }
+      if (!nan && r != 0.0f) return R::finish(static_cast<double>(r), n);
+    }
     auto acc = R::init();
     for (int64_t j = 0; j < n; ++j) acc = R::step(acc, p[j]);
     return R::finish(acc, n);
