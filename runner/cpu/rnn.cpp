@@ -183,8 +183,11 @@ void recurrent(KernelContext& ctx, Cell cell) {
   const int64_t row_blocks = (gh + kRecurrentRows - 1) / kRecurrentRows;
   const int threads = current_threads();
   const bool share_steps = threads >= dirs && threads > 1 && row_blocks >= threads && gh * hidden * 4 >= (int64_t{1} << 20);
-  // A few sequences: the product from R transposed, made once per direction (few_rows_product).
-  const bool few = batch <= 16;
+  // A few sequences and R within a core's second-level cache: the product from R transposed,
+  // made once per direction (few_rows_product). A larger R is read once per step either way,
+  // and the blocks above keep it in cache better (ddddocr's 4 MB: 23 ms as blocks, 30 ms
+  // transposed).
+  const bool few = batch <= 16 && gh * hidden * 4 < (int64_t{1} << 20);
   const auto recurrence = [&](const float* hv, const float* rd, const float* rt, float* out, bool descending) {
     const auto blocks = [&](int64_t b0, int64_t b1) {
       for (int64_t i = b0; i < b1; ++i) {
