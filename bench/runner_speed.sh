@@ -11,7 +11,8 @@
 # With --busy, every pair of measurements (ours, then onnxruntime's, at one thread count) runs
 # beside busy processes, one per core the measurement leaves free and one more (on 2 cores: 2
 # beside a 1-thread run, 1 beside a 2-thread run), as on a shared CI runner; the table then
-# gives p50 and p90 of both sides and their ratios (the float16 table is skipped).
+# gives p50 and p90 of both sides and their ratios (the float16 table is skipped). BUSY_PROCS=N
+# starts N at every thread count instead (the same load for the 1- and 2-thread rows).
 #
 # RUNS (default 30) is the most timed runs per measurement; a model is timed fewer times (at
 # least 3) when RUNS runs of it would take more than BUDGET_MS (default 4000) on our side, so
@@ -30,7 +31,7 @@
 #
 # A row whose run fails shows the error and stays out of the means. Prints per thread count the
 # geometric mean ratio (onnxtool / onnxruntime) and the worst.
-# Environment: ONNXTOOL_BUILD_DIR, ONNXTOOL_CACHE_DIR, THREADS (default "1 2"), BUDGET_MS.
+# Environment: ONNXTOOL_BUILD_DIR, ONNXTOOL_CACHE_DIR, THREADS (default "1 2"), BUDGET_MS, BUSY_PROCS.
 # Exit status: 0 when every row was measured, 1 when some failed, 2 when nothing could run.
 set -uo pipefail
 
@@ -71,7 +72,7 @@ runs_for() {
 busy_pids=()
 start_busy() {  # THREADS: one busy process per core the measurement leaves free, and one more
   local n i
-  n=$(( $(nproc) > $1 ? $(nproc) - $1 + 1 : 1 ))
+  n=${BUSY_PROCS:-$(( $(nproc) > $1 ? $(nproc) - $1 + 1 : 1 ))}
   for ((i = 0; i < n; i++)); do
     bash -c 'while :; do :; done' &
     busy_pids+=($!)
@@ -185,7 +186,11 @@ echo "## onnxtool run vs onnxruntime-node $ort_version"
 echo
 echo "$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo 'no git'), $(uname -sm), $(nproc) cores, $(date -u +%Y-%m-%d)."
 if ((BUSY)); then
-  echo "Beside busy processes (one per core a measurement leaves free, and one more): p50 and p90 of"
+  if [[ -n ${BUSY_PROCS:-} ]]; then
+    echo "Beside $BUSY_PROCS busy process(es) at every thread count: p50 and p90 of"
+  else
+    echo "Beside busy processes (one per core a measurement leaves free, and one more): p50 and p90 of"
+  fi
   echo "the timed runs after one warm-up run, both sides in-process, ours then onnxruntime's within"
   echo "the same busy period; onnxruntime with its default graph optimizations. ratio = onnxtool /"
   echo "onnxruntime (below 1: onnxtool is faster)."
