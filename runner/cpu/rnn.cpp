@@ -187,7 +187,9 @@ void recurrent(KernelContext& ctx, Cell cell) {
   // made once per direction (few_rows_product). A larger R is read once per step either way,
   // and the blocks above keep it in cache better (ddddocr's 4 MB: 23 ms as blocks, 30 ms
   // transposed).
-  const bool few = batch <= 16 && gh * hidden * 4 < (int64_t{1} << 20);
+  // Transposing R costs about one step's product: not worth it for a few steps (Silero runs
+  // one step per call: 0.13 -> 0.31 ms with it).
+  const bool few = batch <= 16 && seq >= 8 && gh * hidden * 4 < (int64_t{1} << 20);
   const auto recurrence = [&](const float* hv, const float* rd, const float* rt, float* out, bool descending) {
     const auto blocks = [&](int64_t b0, int64_t b1) {
       for (int64_t i = b0; i < b1; ++i) {
