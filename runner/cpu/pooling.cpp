@@ -230,15 +230,16 @@ void max_pool_volume_f32(const PoolDim& d, const PoolDim& h, const PoolDim& w, c
   }
 }
 
-/// AveragePool of one float32 plane (1 to 3 spatial dims, no dilation); the same bits as
-/// pool_plane: each window summed in double in row-major order, divided by its count (or, with
-/// count_include_pad, by the window clipped to the padded input), rounded once to float. A row
-/// of outputs is summed at once: for every input row of the window, in order, each kernel
-/// column adds its input column to the outputs whose window holds it (a loop over outputs that
-/// vectorizes), which keeps every output's additions in pool_plane's order. `dims` are the
-/// spatial dims, outermost first; `pad_end` their trailing pads.
+/// AveragePool of one float32 plane (1 to 3 spatial dims, no dilation), summed in double:
+/// first each input row's window sums (for every kernel column in order, its input column
+/// added to the outputs that hold it: a loop over outputs that vectorizes), then each output
+/// adds the row sums of its window's rows in order, divided by its count (or, with
+/// count_include_pad, by the window clipped to the padded input), rounded once to float. A k x k
+/// window costs 2k additions instead of k * k. The double sums of float inputs are exact (so
+/// the same as the generic scan's) unless the window's values span more than 2^29 in magnitude.
+/// `dims` are the spatial dims, outermost first; `pad_end` their trailing pads.
 void average_pool_plane_f32(const std::vector<PoolDim>& dims, const std::vector<int64_t>& pad_end, bool include_pad,
-                            const float* x, float* y, std::vector<double>& acc) {
+                            const float* x, float* y, std::vector<double>& rows_sum, std::vector<double>& acc) {
   const size_t rank = dims.size();
   const PoolDim& w = dims[rank - 1];
   // The window's extent within the padded input (count_include_pad's divisor), and within the input.
@@ -247,30 +248,36 @@ void average_pool_plane_f32(const std::vector<PoolDim>& dims, const std::vector<
     return std::max<int64_t>(std::min(start + d.kernel, d.in + end) - start, 0);
   };
   const auto inside = [](const PoolDim& d, int64_t o) { return std::max<int64_t>(d.hi(o) - d.lo(o), 0); };
-  acc.resize(static_cast<size_t>(w.out));
-  // The outer output positions (depth, height), row by row of outputs.
   const PoolDim unit{1, 1, 1, 1, 0};
   const PoolDim& d0 = rank == 3 ? dims[0] : unit;
   const PoolDim& d1 = rank >= 2 ? dims[rank - 2] : unit;
   const int64_t end0 = rank == 3 ? pad_end[0] : 0, end1 = rank >= 2 ? pad_end[rank - 2] : 0;
+  // Row sums of every input row (depth x height of them) over each output column's window.
+  rows_sum.assign(static_cast<size_t>(d0.in * d1.in * w.out), 0.0);
+  for (int64_t r = 0; r < d0.in * d1.in; ++r) {
+    const float* row = x + r * w.in;
+    double* sums = rows_sum.data() + r * w.out;
+    for (int64_t k = 0; k < w.kernel; ++k) {
+      // Outputs j whose column j * stride - pad + k lies inside the row.
+      const int64_t off = k - w.pad;
+      const int64_t j0 = off >= 0 ? 0 : (-off + w.stride - 1) / w.stride;
+      const int64_t j1 = w.in - off <= 0 ? 0 : std::min(w.out, (w.in - off - 1) / w.stride + 1);
+      if (w.stride == 1) {
+        const float* src = row + off;
+        for (int64_t j = j0; j < j1; ++j) sums[j] += static_cast<double>(src[j]);
+      } else {
+        for (int64_t j = j0; j < j1; ++j) sums[j] += static_cast<double>(row[j * w.stride + off]);
+      }
+    }
+  }
+  acc.resize(static_cast<size_t>(w.out));
   for (int64_t o0 = 0; o0 < d0.out; ++o0)
     for (int64_t o1 = 0; o1 < d1.out; ++o1) {
       std::fill(acc.begin(), acc.end(), 0.0);
       for (int64_t i0 = d0.lo(o0); i0 < d0.hi(o0); ++i0)
         for (int64_t i1 = d1.lo(o1); i1 < d1.hi(o1); ++i1) {
-          const float* row = x + (i0 * d1.in + i1) * w.in;
-          for (int64_t k = 0; k < w.kernel; ++k) {
-            // Outputs j whose column j * stride - pad + k lies inside the row.
-            const int64_t off = k - w.pad;
-            const int64_t j0 = off >= 0 ? 0 : (-off + w.stride - 1) / w.stride;
-            const int64_t j1 = w.in - off <= 0 ? 0 : std::min(w.out, (w.in - off - 1) / w.stride + 1);
-            if (w.stride == 1) {
-              const float* src = row + off;
-              for (int64_t j = j0; j < j1; ++j) acc[static_cast<size_t>(j)] += static_cast<double>(src[j]);
-            } else {
-              for (int64_t j = j0; j < j1; ++j) acc[static_cast<size_t>(j)] += static_cast<double>(row[j * w.stride + off]);
-            }
-          }
+          const double* sums = rows_sum.data() + (i0 * d1.in + i1) * w.out;
+          for (int64_t j = 0; j < w.out; ++j) acc[static_cast<size_t>(j)] += sums[j];
         }
       const int64_t outer = inside(d0, o0) * inside(d1, o1);
       const int64_t outer_padded = (rank == 3 ? padded(d0, end0, o0) : 1) * (rank >= 2 ? padded(d1, end1, o1) : 1);
@@ -335,9 +342,9 @@ void pool(KernelContext& ctx) {
     const float* px = x.data<float>();
     float* py = y.mutable_data<float>();
     parallel_ranges(g.planes, std::max<int64_t>(1, kElementwiseGrain / std::max<int64_t>(osize, 1)), [&](int64_t p0, int64_t p1) {
-      std::vector<double> acc;
+      std::vector<double> rows_sum, acc;
       for (int64_t pl = p0; pl < p1; ++pl)
-        average_pool_plane_f32(dims, g.pad_end, include_pad, px + pl * isize, py + pl * osize, acc);
+        average_pool_plane_f32(dims, g.pad_end, include_pad, px + pl * isize, py + pl * osize, rows_sum, acc);
     });
     return;
   }

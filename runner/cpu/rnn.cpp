@@ -229,8 +229,9 @@ void recurrent(KernelContext& ctx, Cell cell) {
         if (c0) std::copy(c0 + state_index(d, b), c0 + state_index(d, b) + hidden, c.data() + b * hidden);
       }
       std::vector<float> hprev;
-      // LSTM gates of one batch row: i, o, f, c~, and a copy of the new cell state.
-      std::vector<float> gates(cell == Cell::kLstm ? static_cast<size_t>(5 * hidden) : 0);
+      // Gates of one batch row: LSTM's i, o, f, c~ and a copy of the new cell state; GRU's z, r,
+      // h~ and (r * H_prev) with its product by R_h.
+      std::vector<float> gates(cell == Cell::kRnn ? 0 : static_cast<size_t>(5 * hidden));
       for (int64_t step = 0; step < seq; ++step) {
         // H R^T: [batch, gh].
         recurrence(h.data(), rd, rt.data(), hr.data(), step % 2 == 1);
@@ -284,55 +285,42 @@ void recurrent(KernelContext& ctx, Cell cell) {
             if (y) std::copy(hb, hb + hidden, y_at(t, d, b));
             continue;
           }
-          for (int64_t j = 0; j < hidden; ++j) {
-            if (cell == Cell::kRnn) {
-              hb[j] = a[0](clipped(pre(0, j, true)));
-            } else if (cell == Cell::kGru) {
-              const float z = a[0](clipped(pre(0, j, true)));
-              const float rg = a[0](clipped(pre(1, j, true)));
-              float hh;
-              if (lbr) {
-                const float rpart = q[2 * hidden + j] + (rb ? rb[2 * hidden + j] : 0.0f);
-                hh = a[1](clipped(g[2 * hidden + j] + (wb ? wb[2 * hidden + j] : 0.0f) + rg * rpart));
-              } else {
-                // (r * H_prev) R_h^T needs its own product: computed below per row.
-                hh = 0;
-              }
-              if (lbr) hb[j] = (1 - z) * hh + z * hp[j];
-              else hb[j] = z;  // finished after the reset product below
-              if (!lbr) cb[j] = rg;  // stash r in c (unused by GRU)
-            } else {
-              float i = pre(0, j, true), o = pre(1, j, true), f = pre(2, j, true);
-              const float cc = pre(3, j, true);
-              if (peep) {
-                const float* pd = peep + d * 3 * hidden;
-                i += pd[j] * cb[j];
-                f += pd[2 * hidden + j] * cb[j];
-              }
-              i = a[0](clipped(i));
-              f = input_forget ? 1 - i : a[0](clipped(f));
-              const float gg = a[1](clipped(cc));
-              const float cn = f * cb[j] + i * gg;
-              if (peep) o += (peep + d * 3 * hidden)[hidden + j] * cn;
-              o = a[0](clipped(o));
-              cb[j] = cn;
-              hb[j] = o * a[2](cn);
-            }
-          }
-          if (cell == Cell::kGru && !lbr) {
-            // h~ = g(X W_h^T + (r * H_prev) R_h^T + Rb_h + Wb_h).
-            std::vector<float> rh(static_cast<size_t>(hidden));
-            for (int64_t j = 0; j < hidden; ++j) rh[static_cast<size_t>(j)] = cb[j] * hp[j];
+          if (cell == Cell::kGru) {
+            // Gate by gate over the row, so that the activations run vectorized; the reset
+            // product (r * H_prev) R_h^T of linear_before_reset 0 as one matrix-vector product.
+            float* gz = gates.data();
+            float* gr = gz + hidden;
+            float* gn = gr + hidden;
+            float* rh = gn + hidden;
+            float* rp = rh + hidden;
             for (int64_t j = 0; j < hidden; ++j) {
-              float v = g[2 * hidden + j];
-              const float* rrow = rd + (2 * hidden + j) * hidden;
-              for (int64_t k = 0; k < hidden; ++k) v += rh[static_cast<size_t>(k)] * rrow[k];
-              if (wb) v += wb[2 * hidden + j] + rb[2 * hidden + j];
-              const float hh = a[1](clipped(v));
-              const float z = hb[j];
-              hb[j] = (1 - z) * hh + z * hp[j];
+              gz[j] = clipped(pre(0, j, true));
+              gr[j] = clipped(pre(1, j, true));
             }
+            a[0].apply(gz, hidden);
+            a[0].apply(gr, hidden);
+            if (lbr) {
+              for (int64_t j = 0; j < hidden; ++j) {
+                const float rpart = q[2 * hidden + j] + (rb ? rb[2 * hidden + j] : 0.0f);
+                gn[j] = clipped(g[2 * hidden + j] + (wb ? wb[2 * hidden + j] : 0.0f) + gr[j] * rpart);
+              }
+            } else {
+              for (int64_t j = 0; j < hidden; ++j) rh[j] = gr[j] * hp[j];
+              gemm_f32(1, hidden, hidden, rh, hidden, false, rd + 2 * hidden * hidden, hidden, true, rp, hidden, false);
+              for (int64_t j = 0; j < hidden; ++j) {
+                float v = g[2 * hidden + j] + rp[j];
+                if (wb) v += wb[2 * hidden + j] + rb[2 * hidden + j];
+                gn[j] = clipped(v);
+              }
+            }
+            a[1].apply(gn, hidden);
+            for (int64_t j = 0; j < hidden; ++j) hb[j] = (1 - gz[j]) * gn[j] + gz[j] * hp[j];
+            if (y) std::copy(hb, hb + hidden, y_at(t, d, b));
+            continue;
           }
+          // RNN: one gate.
+          for (int64_t j = 0; j < hidden; ++j) hb[j] = clipped(pre(0, j, true));
+          a[0].apply(hb, hidden);
           if (y) std::copy(hb, hb + hidden, y_at(t, d, b));
         }
       }
