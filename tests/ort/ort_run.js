@@ -252,10 +252,22 @@ async function main() {
     }
     return fetches;
   };
+  // onnxruntime checks pre-allocated outputs against the model's declared shapes: a model
+  // whose declarations are wrong (ddddocr_rec declares rank 2 for a rank-3 output) is refused
+  // that way, and timed with the copy.
+  const usable = async (s, fetches) => {
+    if (!fetches) return null;
+    try {
+      await s.run(feeds, fetches);
+      return fetches;
+    } catch (e) {
+      return null;
+    }
+  };
   const preallocated = new Map();
   if (opts.benchmark) {
-    preallocated.set(session, fetchesFor(session, results));
-    if (other) preallocated.set(other, fetchesFor(other, await other.run(feeds)));
+    preallocated.set(session, await usable(session, fetchesFor(session, results)));
+    if (other) preallocated.set(other, await usable(other, fetchesFor(other, await other.run(feeds))));
   }
   const timed = async s => {
     const fetches = preallocated.get(s);
