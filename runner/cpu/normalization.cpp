@@ -4,6 +4,7 @@
 // the thread count.
 #include <cmath>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "runner/cpu/elementwise_util.h"
@@ -135,6 +136,20 @@ void normalize_rows(const KernelContext& ctx, const Tensor& x, Tensor& y, int64_
   (void)ctx;
 }
 
+/// A float32 row's mean and 1 / sqrt(variance + eps), with normalize_rows' double arithmetic
+/// expression for expression (so the float32 paths give its bits).
+std::pair<double, double> row_stats_f32(const float* row, int64_t len, double eps) {
+  double s = 0;
+  for (int64_t k = 0; k < len; ++k) s += row[k];
+  const double m = len ? s / static_cast<double>(len) : 0;
+  double v = 0;
+  for (int64_t k = 0; k < len; ++k) {
+    const double d = row[k] - m;
+    v += d * d;
+  }
+  return {m, 1 / std::sqrt((len ? v / static_cast<double>(len) : 0) + eps)};
+}
+
 void instance_norm(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   check_float(ctx, x, "input");
@@ -152,15 +167,7 @@ void instance_norm(KernelContext& ctx) {
     parallel_ranges(x.dim(0) * c, std::max<int64_t>(1, 4096 / std::max<int64_t>(len, 1)), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const float* row = px + r * len;
-        double s = 0;
-        for (int64_t k = 0; k < len; ++k) s += row[k];
-        const double m = len ? s / static_cast<double>(len) : 0;
-        double v = 0;
-        for (int64_t k = 0; k < len; ++k) {
-          const double d = row[k] - m;
-          v += d * d;
-        }
-        const double inv = 1 / std::sqrt((len ? v / static_cast<double>(len) : 0) + eps);
+        const auto [m, inv] = row_stats_f32(row, len, eps);
         const double sc = element_as_double(scale, r % c), b = element_as_double(bias, r % c);
         for (int64_t k = 0; k < len; ++k) py[r * len + k] = static_cast<float>((row[k] - m) * inv * sc + b);
       }
@@ -231,15 +238,7 @@ void layer_norm(KernelContext& ctx) {
     parallel_ranges(rows, std::max<int64_t>(1, 4096 / std::max<int64_t>(len, 1)), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const float* row = px + r * len;
-        double s = 0;
-        for (int64_t k = 0; k < len; ++k) s += row[k];
-        const double m = len ? s / static_cast<double>(len) : 0;
-        double v = 0;
-        for (int64_t k = 0; k < len; ++k) {
-          const double d = row[k] - m;
-          v += d * d;
-        }
-        const double inv_std = 1 / std::sqrt((len ? v / static_cast<double>(len) : 0) + eps);
+        const auto [m, inv_std] = row_stats_f32(row, len, eps);
         float* out = py + r * len;
         for (int64_t k = 0; k < len; ++k)
           out[k] = static_cast<float>((row[k] - m) * inv_std * sc[static_cast<size_t>(k)] + b[static_cast<size_t>(k)]);
