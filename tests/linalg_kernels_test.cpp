@@ -344,6 +344,23 @@ void check_conv(const std::vector<int64_t>& xs, const std::vector<int64_t>& ws, 
   }
 }
 
+TEST_CASE("Conv depthwise: an infinite weight never meets the zeros around the input") {
+  const ConvSpec same{{1, 1}, {1, 1}, {1, 1}, {1, 1}, 2};
+  const Tensor b = random_float({2});
+  // An infinite weight at the top-left tap: the outputs whose top-left tap falls outside the
+  // input (row 0 and column 0) take no product of it and stay finite (0 * inf would be NaN).
+  const Tensor xr = random_float({1, 2, 12, 40});
+  Tensor wi = random_float({2, 1, 3, 3});
+  wi.mutable_data<float>()[0] = std::numeric_limits<float>::infinity();
+  const Tensor yi = run1(NodeCase("Conv", 11, {xr, wi, b}, conv_attrs(same)));
+  const float* out = yi.data<float>();
+  for (int64_t col = 0; col < 40; ++col) CHECK(std::isfinite(out[col]));
+  for (int64_t row = 0; row < 12; ++row) CHECK(std::isfinite(out[row * 40]));
+  CHECK(std::isinf(out[41]));
+  // The other channel has finite weights: all finite.
+  for (int64_t i = 12 * 40; i < 2 * 12 * 40; ++i) CHECK(std::isfinite(out[i]));
+}
+
 TEST_CASE("Conv 2-D: general, strided, dilated, padded, grouped, 1x1 and depthwise") {
   check_conv({1, 3, 9, 11}, {5, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}}, true);
   check_conv({2, 3, 13, 7}, {4, 3, 3, 2}, {{2, 3}, {1, 1}, {0, 1}, {2, 0}}, false);
@@ -370,6 +387,14 @@ TEST_CASE("Conv 2-D: general, strided, dilated, padded, grouped, 1x1 and depthwi
   check_conv({1, 3, 6, 150}, {3, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 3}, true);
   check_conv({1, 2, 8, 301}, {4, 1, 3, 7}, {{2, 2}, {1, 1}, {1, 3}, {1, 3}, 2}, false);
   check_conv({1, 2, 5, 90}, {2, 1, 1, 17}, {{1, 1}, {1, 1}, {0, 8}, {0, 8}, 2}, true);
+  // Blocks of four output rows: 3 and 5 tap rows of stride 1 (each input row loaded once for
+  // the rows that read it), 3 of stride 2 and 3 dilated (one tap row at a time), heights that
+  // leave a remainder of rows, planes of one to four vectors and wider.
+  check_conv({1, 4, 41, 40}, {4, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 4}, true);
+  check_conv({1, 3, 23, 20}, {3, 1, 5, 5}, {{1, 1}, {1, 1}, {2, 2}, {2, 2}, 3}, false);
+  check_conv({1, 2, 37, 80}, {2, 1, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 2}, true);
+  check_conv({1, 2, 30, 33}, {2, 1, 3, 3}, {{1, 1}, {2, 2}, {2, 2}, {2, 2}, 2}, true);
+  check_conv({1, 2, 14, 200}, {4, 1, 5, 3}, {{1, 1}, {1, 1}, {2, 1}, {2, 1}, 2}, true);
   // Large enough that the product is split over threads.
   check_conv({1, 16, 67, 69}, {24, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}}, true);
   // Few positions, many output channels (an STFT as a strided 1-D Conv): the threads share one

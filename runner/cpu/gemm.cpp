@@ -6,8 +6,13 @@
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include "runner/cpu/conv_gemm.h"
 #include "runner/cpu/elementwise_util.h"
@@ -134,6 +139,60 @@ void gemm_f64(int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, boo
 
 namespace {
 
+/// The first n floats of a vector stored at dst (0 <= n <= kWideLanes): one masked store where
+/// AVX-512 has it (a few floats copied through libc's memmove cost more than the arithmetic of
+/// a small depthwise plane's row).
+inline void store_first(float* dst, f32xw v, int64_t n) {
+#if defined(__AVX512F__)
+  _mm512_mask_storeu_ps(dst, static_cast<__mmask16>((1u << n) - 1u), reinterpret_cast<__m512>(v));
+#else
+  float tmp[kWideLanes];
+  std::memcpy(tmp, &v, sizeof v);
+  for (int64_t i = 0; i < n; ++i) dst[i] = tmp[i];
+#endif
+}
+
+/// The first n floats at src (0 <= n <= kWideLanes), zeros after them; nothing past them read.
+inline f32xw load_first(const float* src, int64_t n) {
+#if defined(__AVX512F__)
+  return reinterpret_cast<f32xw>(_mm512_maskz_loadu_ps(static_cast<__mmask16>((1u << n) - 1u), src));
+#else
+  float tmp[kWideLanes] = {};
+  for (int64_t i = 0; i < n; ++i) tmp[i] = src[i];
+  f32xw v;
+  std::memcpy(&v, tmp, sizeof v);
+  return v;
+#endif
+}
+
+/// n floats from src to dst (not overlapping), in vectors.
+inline void copy_floats(float* dst, const float* src, int64_t n) {
+  int64_t i = 0;
+  for (; i + kWideLanes <= n; i += kWideLanes) {
+    f32xw v;
+    std::memcpy(&v, src + i, sizeof v);
+    std::memcpy(dst + i, &v, sizeof v);
+  }
+  if (i < n) store_first(dst + i, load_first(src + i, n - i), n - i);
+}
+
+/// n zeros at dst, in vectors.
+inline void zero_floats(float* dst, int64_t n) {
+  int64_t i = 0;
+  for (; i + kWideLanes <= n; i += kWideLanes) std::memset(dst + i, 0, sizeof(f32xw));
+  if (i < n) store_first(dst + i, f32xw{}, n - i);
+}
+
+/// The first n floats of V vectors stored at dst (0 <= n <= V * kWideLanes).
+template <int V>
+inline void store_vectors(float* dst, const f32xw (&v)[V], int64_t n) {
+  for (int i = 0; i < V; ++i) {
+    const int64_t left = n - int64_t{i} * kWideLanes;
+    if (left >= kWideLanes) std::memcpy(dst + i * kWideLanes, &v[i], sizeof v[i]);
+    else if (left > 0) store_first(dst + i * kWideLanes, v[i], left);
+  }
+}
+
 /// Input rows [r0, r1) of a plane split into their sw phases (phase q of a row: its columns q,
 /// q + sw, q + 2 sw...), each phase at `lead` in a row of `width` floats with zeros around it,
 /// so that every tap reads contiguous floats and no load leaves the buffer: phase q of input row
@@ -145,12 +204,12 @@ void padded_phases(const float* xc, int64_t r0, int64_t r1, int64_t iw, int64_t 
     float* dst = out + iy * sw * width + lead;
     for (int64_t q = 0; q < sw; ++q) {
       float* row = dst + q * width;
-      std::fill(row - lead, row, 0.0f);
+      zero_floats(row - lead, lead);
       const int64_t len = (iw - q + sw - 1) / sw;  // this phase's columns
-      std::fill(row + len, row - lead + width, 0.0f);
+      zero_floats(row + len, width - lead - len);
     }
     if (sw == 1) {
-      std::copy(xr, xr + iw, dst);
+      copy_floats(dst, xr, iw);
       continue;
     }
     int64_t j0 = 0;
@@ -190,6 +249,63 @@ inline void add_taps(f32xw (&acc)[V], const float* row, const int64_t* tap_at, c
 /// Output columns a register chunk covers: kChunkVectors vectors.
 constexpr int kChunkVectors = 4;
 
+/// depthwise_rows_block for output rows one input row apart (stride and dilation 1 down the
+/// rows) and KH tap rows: each input row's vectors are loaded once per tap column and added to
+/// every output row that reads them (with R = 4 and KH = 3: half the loads, which bound the
+/// loop), each sum still in the single-row loop's order (output row r meets input row r + ky
+/// in order of ky, and within it the taps in order).
+template <int V, int R, int KH>
+inline void depthwise_rows_shared(const float* row0, int64_t row_step, const int64_t* tap_at, const float* wm, int64_t kw,
+                                  float b, float* out, int64_t ldo, int64_t n) {
+  f32xw acc[R][V];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) acc[r][v] = f32xw{} + b;
+#pragma GCC unroll 16
+  for (int t = 0; t < R + KH - 1; ++t) {
+    const float* row = row0 + t * row_step;
+    for (int64_t kx = 0; kx < kw; ++kx) {
+      f32xw xv[V];
+      for (int v = 0; v < V; ++v) std::memcpy(&xv[v], row + tap_at[kx] + v * kWideLanes, sizeof xv[v]);
+#pragma GCC unroll 16
+      for (int ky = 0; ky < KH; ++ky) {
+        const int r = t - ky;
+        if (r < 0 || r >= R) continue;
+        const float wv = wm[ky * kw + kx];
+        for (int v = 0; v < V; ++v) acc[r][v] = acc[r][v] + wv * xv[v];
+      }
+    }
+  }
+  for (int r = 0; r < R; ++r) store_vectors<V>(out + r * ldo, acc[r], n);
+}
+
+/// R output rows by V vectors of one chunk whose every tap row lies inside the input, all taps
+/// added without masks (the zeros around the phases then add nothing, see zeros_add_nothing):
+/// R * V independent sums, so that the multiply-adds do not wait on each other, each in the
+/// order of the single-row loop (tap row by tap row, tap by tap). `row0` is the phase row of
+/// the first output row's first tap row at the chunk's column; output row r's rows are
+/// `row_step` floats further on per row, `tap_step` per tap row.
+template <int V, int R>
+inline void depthwise_rows_block(const float* row0, int64_t row_step, int64_t tap_step, const int64_t* tap_at,
+                                 const float* wm, int64_t kh, int64_t kw, float b, float* out, int64_t ldo, int64_t n) {
+  f32xw acc[R][V];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) acc[r][v] = f32xw{} + b;
+  for (int64_t ky = 0; ky < kh; ++ky) {
+    const float* rows = row0 + ky * tap_step;
+    for (int64_t kx = 0; kx < kw; ++kx) {
+      const float wv = wm[ky * kw + kx];
+      const float* src = rows + tap_at[kx];
+      for (int r = 0; r < R; ++r)
+        for (int v = 0; v < V; ++v) {
+          f32xw xv;
+          std::memcpy(&xv, src + r * row_step + v * kWideLanes, sizeof xv);
+          acc[r][v] = acc[r][v] + wv * xv;
+        }
+    }
+  }
+  for (int r = 0; r < R; ++r) store_vectors<V>(out + r * ldo, acc[r], n);
+}
+
 /// One output channel of a depthwise convolution, each output row in chunks of V vectors that
 /// accumulate in registers over all taps. The input rows go through padded_phases into
 /// `phases` just before the first output row that reads them (so that reading the input, which
@@ -210,8 +326,13 @@ void depthwise_plane_chunks(const DepthwiseArgs& g, const float* xc, float* phas
     const int64_t off = kx * dw - pw, q = ((off % sw) + sw) % sw, shift = (off - q) / sw;
     tap_at[kx] = q * width + lead + shift;
   }
-  inside.resize(static_cast<size_t>(chunks * kw * V));
-  for (int64_t c = 0; c < chunks; ++c)
+  // Without masks when the zeros around the phases add nothing: when every weight is finite (0
+  // * inf is NaN). A sum starts from +0 + bias and is never -0, so adding a +0 or -0 product
+  // leaves it as it is.
+  bool unmasked = true;
+  for (int64_t t = 0; t < kh * kw; ++t) unmasked = unmasked && std::isfinite(wm[t]);
+  if (!unmasked) inside.resize(static_cast<size_t>(chunks * kw * V));
+  for (int64_t c = 0; c < chunks && !unmasked; ++c)
     for (int64_t kx = 0; kx < kw; ++kx)
       for (int v = 0; v < V; ++v) {
         i32xw& mask = inside[static_cast<size_t>((c * kw + kx) * V + v)];
@@ -225,11 +346,37 @@ void depthwise_plane_chunks(const DepthwiseArgs& g, const float* xc, float* phas
     const int64_t first = c * kCols, last = first + kCols - 1;
     return first * sw - pw >= 0 && last < ow && last * sw + (kw - 1) * dw - pw < iw;
   };
-  for (int64_t yo = 0; yo < oh; ++yo) {
-    const int64_t needed = std::min(ih, yo * g.stride_h - g.pad_top + (kh - 1) * g.dilation_h + 1);
+  // Output rows in blocks of kRows where all their tap rows lie inside the input; the phases
+  // made a few rows ahead of the block reading them (a load of floats stored moments before, by
+  // stores that do not cover it, waits for them to leave the store buffer).
+  constexpr int kRows = 4;
+  constexpr int64_t kAhead = 8;
+  const int64_t sh = g.stride_h, dh = g.dilation_h, span_h = (kh - 1) * dh;
+  for (int64_t yo = 0; yo < oh;) {
+    const int64_t top = yo * sh - g.pad_top;
+    const bool block = unmasked && top >= 0 && yo + kRows <= oh && (yo + kRows - 1) * sh - g.pad_top + span_h < ih;
+    const int64_t last = (block ? yo + kRows - 1 : yo) * sh - g.pad_top + span_h;
+    const int64_t needed = std::min(ih, last + 1);
     if (needed > ready) {
-      padded_phases(xc, ready, needed, iw, sw, lead, width, phases);
-      ready = needed;
+      const int64_t upto = std::min(ih, needed + kAhead);
+      padded_phases(xc, ready, upto, iw, sw, lead, width, phases);
+      ready = upto;
+    }
+    if (block) {
+      for (int64_t c = 0; c < chunks; ++c) {
+        const int64_t c0 = c * kCols;
+        const float* row0 = phases + top * sw * width + c0;
+        float* out = ym + yo * ow + c0;
+        const int64_t n = std::min(kCols, ow - c0);
+        if (sh == 1 && dh == 1 && kh == 3)
+          depthwise_rows_shared<V, kRows, 3>(row0, sw * width, tap_at, wm, kw, b, out, ow, n);
+        else if (sh == 1 && dh == 1 && kh == 5)
+          depthwise_rows_shared<V, kRows, 5>(row0, sw * width, tap_at, wm, kw, b, out, ow, n);
+        else
+          depthwise_rows_block<V, kRows>(row0, sh * sw * width, dh * sw * width, tap_at, wm, kh, kw, b, out, ow, n);
+      }
+      yo += kRows;
+      continue;
     }
     for (int64_t c = 0; c < chunks; ++c) {
       f32xw acc[V];
@@ -238,18 +385,13 @@ void depthwise_plane_chunks(const DepthwiseArgs& g, const float* xc, float* phas
         const int64_t iy = yo * g.stride_h - g.pad_top + ky * g.dilation_h;
         if (iy < 0 || iy >= ih) continue;
         const float* row = phases + iy * sw * width + c * kCols;
-        if (whole(c)) add_taps<V, false>(acc, row, tap_at, wm + ky * kw, kw, nullptr);
+        if (unmasked || whole(c)) add_taps<V, false>(acc, row, tap_at, wm + ky * kw, kw, nullptr);
         else add_taps<V, true>(acc, row, tap_at, wm + ky * kw, kw, inside.data() + c * kw * V);
       }
-      const int64_t c0 = c * kCols, n = std::min(kCols, ow - c0);
-      if (n == kCols) {
-        std::memcpy(ym + yo * ow + c0, acc, sizeof acc);
-      } else {
-        float out[kCols];
-        std::memcpy(out, acc, sizeof out);
-        std::copy(out, out + n, ym + yo * ow + c0);
-      }
+      const int64_t c0 = c * kCols;
+      store_vectors<V>(ym + yo * ow + c0, acc, std::min(kCols, ow - c0));
     }
+    ++yo;
   }
 }
 
