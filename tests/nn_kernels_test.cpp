@@ -508,7 +508,8 @@ TEST_CASE("MaxPool float32 fast path: bit-identical to the generic scan with tie
       {{5, 5}, {1, 1}, {2, 2, 2, 2}, {}, "", 0},
       {{9, 9}, {1, 1}, {4, 4, 4, 4}, {}, "", 0},
       {{13, 13}, {1, 1}, {6, 6, 6, 6}, {}, "", 0},
-      // Non-overlapping and strided windows: the direct path.
+      // Non-overlapping and strided windows: the direct path (1x2 and 2x2 at their own stride:
+      // the paired path, whole vectors and the tail).
       {{2, 2}, {2, 2}, {}, {}, "", 0},
       {{2, 2}, {2, 2}, {}, {}, "", 1},
       {{1, 2}, {1, 2}, {}, {}, "", 0},
@@ -524,7 +525,7 @@ TEST_CASE("MaxPool float32 fast path: bit-identical to the generic scan with tie
       {{4, 4}, {1, 1}, {}, {}, "SAME_UPPER", 0},
       {{3, 4}, {2, 3}, {}, {}, "SAME_LOWER", 0},
   };
-  const std::vector<std::vector<int64_t>> sizes{{1, 1}, {1, 5}, {6, 1}, {7, 9}, {13, 13}, {20, 37}};
+  const std::vector<std::vector<int64_t>> sizes{{1, 1}, {1, 5}, {6, 1}, {7, 9}, {13, 13}, {20, 37}, {5, 100}};
   int ran = 0;
   for (double nan_rate : {0.0, 0.05, 0.5})
     for (const Pool& p : g2)
@@ -580,6 +581,19 @@ TEST_CASE("MaxPool float32 fast path: bit-identical to the generic scan with tie
   CHECK(std::signbit(z.data<float>()[0]));
   CHECK(!std::signbit(z.data<float>()[1]));
   CHECK(!std::signbit(z.data<float>()[2]));
+  // A signaling NaN that starts a 2x2 window of stride 2 (the paired path, a whole vector of
+  // windows and a tail) comes out quiet with its payload, as from the generic scan.
+  std::vector<float> values(2 * 40, 1.0f);
+  const uint32_t signaling = 0x7f800123u;
+  std::memcpy(&values[0], &signaling, sizeof signaling);
+  std::memcpy(&values[38], &signaling, sizeof signaling);
+  const Tensor q = run1({"MaxPool", 12, {floats(values, {1, 1, 2, 40})}, {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})}});
+  uint32_t first = 0, last = 0;
+  std::memcpy(&first, q.data<float>(), sizeof first);
+  std::memcpy(&last, q.data<float>() + 19, sizeof last);
+  CHECK(first == 0x7fc00123u);
+  CHECK(last == 0x7fc00123u);
+  CHECK(q.data<float>()[1] == 1.0f);
 }
 
 TEST_CASE("AveragePool: count_include_pad 0 and 1 with pads, strides, ceil_mode, dilations") {

@@ -193,6 +193,57 @@ void max_pool_plane_f32(const PoolDim& h, const PoolDim& w, const float* x, floa
     }
 }
 
+/// Whether max_pool_pairs_f32 takes a plane: windows of two columns at stride 2 and of one or
+/// two rows at a stride of their height, none of them clipped (no pads, whole windows).
+bool is_pair_pool(const PoolDim& h, const PoolDim& w) {
+  return w.kernel == 2 && w.stride == 2 && w.pad == 0 && 2 * w.out <= w.in && (h.kernel == 1 || h.kernel == 2) &&
+         h.stride == h.kernel && h.pad == 0 && h.kernel * h.out <= h.in;
+}
+
+/// The window's value as pool_plane computes it: its first element, then each later one that is
+/// greater (a NaN stays only as the first), a NaN made quiet (pool_plane goes through double).
+template <class V, class I>
+inline V pair_window_max(V first, V b, V c, V d) {
+  V m = b > first ? b : first;
+  m = c > m ? c : m;
+  m = d > m ? d : m;
+  I bits;
+  std::memcpy(&bits, &m, sizeof bits);
+  bits |= (m != m) & static_cast<int32_t>(0x00400000);
+  std::memcpy(&m, &bits, sizeof bits);
+  return m;
+}
+
+/// MaxPool of a float32 plane whose windows are 1x2 or 2x2 at their own stride (is_pair_pool),
+/// the commonest pools of all (VGG-style and audio nets), a vector of outputs at a time from two
+/// vectors of each input row split into even and odd columns: the bits of pool_plane.
+void max_pool_pairs_f32(const PoolDim& h, const PoolDim& w, const float* x, float* y) {
+  const int64_t ow = w.out, iw = w.in;
+  for (int64_t o = 0; o < h.out; ++o) {
+    const float* r0 = x + o * h.kernel * iw;
+    const float* r1 = h.kernel == 2 ? r0 + iw : r0;
+    float* out = y + o * ow;
+    int64_t j = 0;
+    for (; j + kWideLanes <= ow; j += kWideLanes) {
+      f32xw a0, a1, b0, b1;
+      std::memcpy(&a0, r0 + 2 * j, sizeof a0);
+      std::memcpy(&a1, r0 + 2 * j + kWideLanes, sizeof a1);
+      std::memcpy(&b0, r1 + 2 * j, sizeof b0);
+      std::memcpy(&b1, r1 + 2 * j + kWideLanes, sizeof b1);
+      const f32xw m = pair_window_max<f32xw, i32xw>(every_other_float<0>(a0, a1), every_other_float<1>(a0, a1),
+                                                    every_other_float<0>(b0, b1), every_other_float<1>(b0, b1));
+      std::memcpy(out + j, &m, sizeof m);
+    }
+    for (; j < ow; ++j) {
+      // One lane of the same operations.
+      typedef float f1 __attribute__((vector_size(4)));
+      typedef int32_t i1 __attribute__((vector_size(4)));
+      const f1 m = pair_window_max<f1, i1>(f1{r0[2 * j]}, f1{r0[2 * j + 1]}, f1{r1[2 * j]}, f1{r1[2 * j + 1]});
+      out[j] = m[0];
+    }
+  }
+}
+
 /// MaxPool of one float32 volume (3 spatial dims, no dilation, no Indices); the same bits as
 /// pool_plane. Each input depth slice is pooled over height and width once (maxima skipping
 /// NaN), then each output takes the greatest of its depth window's slices in ascending order,
@@ -313,11 +364,15 @@ void pool(KernelContext& ctx) {
     const PoolDim h = r == 2 ? PoolDim{g.in[0], g.out[0], g.kernel[0], g.stride[0], g.pad_begin[0]} : PoolDim{1, 1, 1, 1, 0};
     const PoolDim w{g.in[r - 1], g.out[r - 1], g.kernel[r - 1], g.stride[r - 1], g.pad_begin[r - 1]};
     if (x.dtype() == DataType::kFloat) {
+      const bool pair = is_pair_pool(h, w);
       const float* px = x.data<float>();
       float* py = y.mutable_data<float>();
       parallel_ranges(g.planes, 1, [&](int64_t p0, int64_t p1) {
         std::vector<float> scratch;
-        for (int64_t pl = p0; pl < p1; ++pl) max_pool_plane_f32(h, w, px + pl * isize, py + pl * osize, scratch);
+        for (int64_t pl = p0; pl < p1; ++pl) {
+          if (pair) max_pool_pairs_f32(h, w, px + pl * isize, py + pl * osize);
+          else max_pool_plane_f32(h, w, px + pl * isize, py + pl * osize, scratch);
+        }
       });
     } else {
       // float16: each plane widened to float32 (exact), pooled, and narrowed back, which is
