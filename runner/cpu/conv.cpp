@@ -213,7 +213,7 @@ void conv_f32(const ConvGeometry& g, const float* x, const float* w, const float
   // million multiply-adds), all of about the same size so that the threads finish together.
   const int threads = current_threads();
   const double work = static_cast<double>(g.n * g.m) * static_cast<double>(osize) * static_cast<double>(std::max<int64_t>(kdim, 1));
-  const int64_t want = threads > 1 && work >= 4.0e6 ? 2 * threads : 1;
+  const int64_t want = threads > 1 && work >= 1.0e6 ? 2 * threads : 1;
   const int64_t images = g.n * g.group;
   const auto ceil_div = [](int64_t a, int64_t b) { return (a + b - 1) / b; };
   // Blocks: output rows for padded rows, positions (whole register tiles) otherwise; as many as
