@@ -37,14 +37,34 @@ template <class T>
 void im2col_range(const ConvGeometry& g, const T* x, int64_t channels, int64_t p0, int64_t p1, T* col, T pad = T(0)) {
   const size_t rank = g.in.size();
   const int64_t ksize = g.kernel_size(), isize = g.in_size(), len = p1 - p0;
+  // 2-D with output rows under 16 wide: per position, its first input row and column.
+  const bool narrow = rank == 2 && g.out[1] < 16;
+  std::vector<int64_t> row_at, col_at;
+  if (narrow) {
+    row_at.resize(static_cast<size_t>(len));
+    col_at.resize(static_cast<size_t>(len));
+    for (int64_t o = p0; o < p1; ++o) {
+      row_at[static_cast<size_t>(o - p0)] = o / g.out[1] * g.stride[0] - g.pad_begin[0];
+      col_at[static_cast<size_t>(o - p0)] = o % g.out[1] * g.stride[1] - g.pad_begin[1];
+    }
+  }
   parallel_ranges(channels * ksize, std::max<int64_t>(1, 16384 / std::max<int64_t>(len, 1)), [&](int64_t r0, int64_t r1) {
     std::vector<int64_t> kidx(rank), oidx(rank);
+    // Row r is channel c and kernel offset kidx: found for r0 by division, then counted on (a
+    // 64-bit division per dim and row was a third of a small Conv's im2col).
+    int64_t c = r0 / ksize;
+    for (int64_t d = static_cast<int64_t>(rank) - 1, kr = r0 % ksize; d >= 0; --d) {
+      kidx[static_cast<size_t>(d)] = kr % g.kernel[static_cast<size_t>(d)];
+      kr /= g.kernel[static_cast<size_t>(d)];
+    }
     for (int64_t r = r0; r < r1; ++r) {
-      const int64_t c = r / ksize;
-      int64_t kr = r % ksize;
-      for (size_t d = rank; d-- > 0;) {
-        kidx[d] = kr % g.kernel[d];
-        kr /= g.kernel[d];
+      if (r > r0) {
+        size_t d = rank;
+        while (d-- > 0) {
+          if (++kidx[d] < g.kernel[d]) break;
+          kidx[d] = 0;
+        }
+        if (d == static_cast<size_t>(-1)) ++c;
       }
       const T* xc = x + c * isize;
       T* out = col + r * len;  // out[o - p0] is output position o
@@ -53,6 +73,16 @@ void im2col_range(const ConvGeometry& g, const T* x, int64_t channels, int64_t p
         for (int64_t xo = p0; xo < p1; ++xo) {
           const int64_t ix = xo * s + off;
           out[xo - p0] = ix >= 0 && ix < iw ? xc[ix] : pad;
+        }
+        continue;
+      }
+      if (rank == 2 && narrow) {
+        // Output rows under 16 wide: every position of the block in one loop, its input row and
+        // column from the tables (per output row, the loop over the row cost more than its copies).
+        const int64_t ky = kidx[0] * g.dilation[0], kx = kidx[1] * g.dilation[1], ih = g.in[0], iw = g.in[1];
+        for (int64_t i = 0; i < len; ++i) {
+          const int64_t iy = row_at[static_cast<size_t>(i)] + ky, ix = col_at[static_cast<size_t>(i)] + kx;
+          out[i] = iy >= 0 && iy < ih && ix >= 0 && ix < iw ? xc[iy * iw + ix] : pad;
         }
         continue;
       }
@@ -69,7 +99,14 @@ void im2col_range(const ConvGeometry& g, const T* x, int64_t channels, int64_t p
             continue;
           }
           const T* xrow = xc + iy * iw;
-          if (g.stride[1] == 1) {
+          if (g.stride[1] == 1 && x1 - x0 < 32) {
+            // A short run: element by element (three libc calls for a few floats cost more than
+            // the row; an audio net's 1x3 Convs over maps 2 to 8 wide spent most of their time there).
+            for (int64_t xo = x0; xo < x1; ++xo) {
+              const int64_t ix = xo + off;
+              dst[xo - x0] = ix >= 0 && ix < iw ? xrow[ix] : pad;
+            }
+          } else if (g.stride[1] == 1) {
             // Contiguous run: zeros before, a copy, zeros after.
             const int64_t lo = std::clamp<int64_t>(-off, x0, x1), hi = std::clamp<int64_t>(iw - off, x0, x1);
             std::fill(dst, dst + (lo - x0), pad);
