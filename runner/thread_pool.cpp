@@ -1,13 +1,16 @@
 // The runner's thread pool (thread_pool.h).
 #include "runner/thread_pool.h"
 
+#include <fcntl.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -49,6 +52,20 @@ int cores_available() {
   return n > 0 ? static_cast<int>(n) : 1;
 }
 
+/// The system's runnable tasks (procs_running of /proc/stat, which counts the threads running
+/// or waiting for a core, this one included), or -1 when it cannot be read.
+int runnable_tasks() {
+  const int fd = ::open("/proc/stat", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[16384];
+  const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  const char* line = std::strstr(buf, "\nprocs_running ");
+  return line ? std::atoi(line + 15) : -1;
+}
+
 std::atomic<int> g_default_threads{0};
 thread_local int t_scope_threads = 0;  ///< a ThreadScope's count; 0: none
 thread_local bool t_in_chunk = false;  ///< running a chunk (of any caller's work)
@@ -57,6 +74,10 @@ thread_local bool t_in_chunk = false;  ///< running a chunk (of any caller's wor
 /// (or yields): long enough to catch the next op of a model without a wake-up, short enough
 /// not to take a busy machine's cores from others.
 constexpr auto kSpin = std::chrono::microseconds(50);
+
+/// How often the machine's load is sampled, and over how long a window (usable_threads).
+constexpr auto kLoadSample = std::chrono::milliseconds(4);
+constexpr auto kLoadWindow = std::chrono::milliseconds(20);
 
 // One job at a time. `state_` packs the job's generation (bits 32-63), its chunk count (16-31)
 // and the next chunk to take (0-15); a thread takes chunk i by a compare-and-swap from i to
@@ -74,6 +95,11 @@ int64_t next_of(uint64_t s) { return static_cast<int64_t>(s & 0xffff); }
 
 class Pool {
  public:
+  /// The pool's threads not asleep (spinning, or running chunks).
+  int awake() const {
+    return std::max(0, worker_count_.load(std::memory_order_relaxed) - sleepers_.load(std::memory_order_relaxed));
+  }
+
   static Pool& instance() {
     // Never destroyed: workers may still be asleep in it when static destructors run.
     static Pool* pool = new Pool;
@@ -133,6 +159,7 @@ class Pool {
       const int index = static_cast<int>(workers_.size());
       workers_.emplace_back([this, index] { work(index); });
       workers_.back().detach();
+      worker_count_.store(index + 1, std::memory_order_relaxed);
     }
   }
 
@@ -186,6 +213,7 @@ class Pool {
 
   std::mutex submit_;
   std::vector<std::thread> workers_;
+  std::atomic<int> worker_count_{0};
   std::atomic<uint64_t> state_{0};
   std::atomic<detail::ChunkFn> fn_{nullptr};
   std::atomic<void*> context_{nullptr};
@@ -213,9 +241,45 @@ int default_threads() {
 
 void set_default_threads(int threads) { g_default_threads.store(threads > 0 ? threads : 0, std::memory_order_relaxed); }
 
+namespace {
+
+/// Of `threads`, how many the machine has cores for now: the online cores less the fewest
+/// tasks seen runnable besides this process's running threads (this one and the pool's workers
+/// not asleep) in the samples of the last kLoadWindow, one every kLoadSample (the fewest, as a
+/// busy neighbour is in every sample while a passing task, or a worker being woken, is not).
+/// On a busy machine kernels then plan and run for fewer threads, down to one (two threads
+/// beside one busy process on two cores: each a time slice behind the other at every op, up to
+/// 1.4x slower than one thread); results do not depend on it.
+int usable_threads(int threads) {
+  static const int online = std::max(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
+  static std::atomic<int64_t> sampled_at{0}, window_start{0};
+  static std::atomic<int> fewest{1 << 20}, free_cores{1 << 20};
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch()).count();
+  int64_t last = sampled_at.load(std::memory_order_relaxed);
+  if (now - last >= std::chrono::nanoseconds(kLoadSample).count() &&
+      sampled_at.compare_exchange_strong(last, now, std::memory_order_relaxed)) {
+    // One thread at a time gets here (the one that moved sampled_at).
+    const int runnable = runnable_tasks();
+    const int others = runnable < 0 ? 0 : std::max(0, runnable - 1 - Pool::instance().awake());
+    if (now - window_start.load(std::memory_order_relaxed) >= std::chrono::nanoseconds(kLoadWindow).count()) {
+      const int seen = fewest.load(std::memory_order_relaxed);
+      if (seen != (1 << 20)) free_cores.store(std::max(1, online - seen), std::memory_order_relaxed);
+      fewest.store(others, std::memory_order_relaxed);
+      window_start.store(now, std::memory_order_relaxed);
+    } else {
+      fewest.store(std::min(fewest.load(std::memory_order_relaxed), others), std::memory_order_relaxed);
+    }
+  }
+  return std::min(threads, free_cores.load(std::memory_order_relaxed));
+}
+
+}  // namespace
+
 int current_threads() {
   if (t_in_chunk) return 1;
-  return t_scope_threads > 0 ? t_scope_threads : default_threads();
+  const int threads = t_scope_threads > 0 ? t_scope_threads : default_threads();
+  return threads > 1 ? usable_threads(threads) : threads;
 }
 
 ThreadScope::ThreadScope(int threads) : before_(t_scope_threads) { t_scope_threads = threads > 0 ? threads : 0; }

@@ -50,6 +50,32 @@ for spec in "ch_ppocr_mobile_v2.0_cls_infer x=1,3,48,192" "ch_PP-OCRv4_rec_infer
   fi
 done
 
+# Beside busy processes the pool plans and runs for fewer threads than asked (it samples the
+# machine's runnable tasks every few ms), from one op to the next within a run: the outputs are
+# still those of one thread on an idle machine.
+det=$MODELS/ch_PP-OCRv4_det_infer.onnx
+if [[ -f $det ]]; then
+  busy=()
+  for _ in 1 2 3; do
+    (while :; do :; done) &
+    busy+=($!)
+  done
+  "$ONNXTOOL" run "$det" --random --shape x=1,3,480,640 --threads 3 --output-dir "$WORK/busy3" >/dev/null 2>"$WORK/stderr"
+  status=$?
+  kill "${busy[@]}" 2>/dev/null
+  wait "${busy[@]}" 2>/dev/null
+  if [[ $status -ne 0 ]]; then
+    fail "det beside busy processes: $(cat "$WORK/stderr")"
+  elif "$ONNXTOOL" run "$det" --random --shape x=1,3,480,640 --threads 1 --output-dir "$WORK/idle1" >/dev/null 2>&1 &&
+    diff -r "$WORK/idle1" "$WORK/busy3" >/dev/null; then
+    ok
+  else
+    fail "det: outputs beside busy processes at --threads 3 differ from --threads 1"
+  fi
+else
+  missing_data "$det"
+fi
+
 # Every command that runs a model: --threads accepted, the written model the same bytes.
 cls=$MODELS/ch_ppocr_mobile_v2.0_cls_infer.onnx
 if [[ -f $cls ]]; then
