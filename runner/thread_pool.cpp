@@ -243,17 +243,25 @@ void set_default_threads(int threads) { g_default_threads.store(threads > 0 ? th
 
 namespace {
 
-/// Of `threads`, how many the machine has cores for now: the online cores less the fewest
-/// tasks seen runnable besides this process's running threads (this one and the pool's workers
-/// not asleep) in the samples of the last kLoadWindow, one every kLoadSample (the fewest, as a
-/// busy neighbour is in every sample while a passing task, or a worker being woken, is not).
-/// On a busy machine kernels then plan and run for fewer threads, down to one (two threads
-/// beside one busy process on two cores: each a time slice behind the other at every op, up to
-/// 1.4x slower than one thread); results do not depend on it.
+/// Of `threads`, how many the machine has cores for now: the online cores less the tasks
+/// runnable besides this process's running threads (this one and the pool's workers not
+/// asleep), on average over the samples of the last kLoadWindow, one every kLoadSample (a busy
+/// neighbour is in nearly every sample; a passing task, or a worker being woken, in some). The
+/// first sample decides until the first window ends (a small model's whole benchmark can take
+/// less). On a busy machine kernels then plan and run for fewer threads, down to one (two
+/// threads beside one busy process on two cores: each a time slice behind the other at every
+/// op, up to 1.4x slower than one thread); results do not depend on it.
+/// The cores free of `others` busy tasks, or no bound when there are none (then a count above
+/// the cores, asked for, stays).
+int free_of(int online, int others) { return others == 0 ? 1 << 20 : std::max(1, online - others); }
+
 int usable_threads(int threads) {
   static const int online = std::max(1, static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN)));
   static std::atomic<int64_t> sampled_at{0}, window_start{0};
-  static std::atomic<int> fewest{1 << 20}, free_cores{1 << 20};
+  static std::atomic<int> others_sum{0}, samples{0}, free_cores{1 << 20};
+  // The clock read on every 64th call of a thread only (kernels ask at every op).
+  thread_local uint32_t calls = 0;
+  if ((calls++ & 63) != 0) return std::min(threads, free_cores.load(std::memory_order_relaxed));
   const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
                           std::chrono::steady_clock::now().time_since_epoch()).count();
   int64_t last = sampled_at.load(std::memory_order_relaxed);
@@ -262,23 +270,31 @@ int usable_threads(int threads) {
     // One thread at a time gets here (the one that moved sampled_at).
     const int runnable = runnable_tasks();
     const int others = runnable < 0 ? 0 : std::max(0, runnable - 1 - Pool::instance().awake());
-    if (now - window_start.load(std::memory_order_relaxed) >= std::chrono::nanoseconds(kLoadWindow).count()) {
-      const int seen = fewest.load(std::memory_order_relaxed);
-      if (seen != (1 << 20)) free_cores.store(std::max(1, online - seen), std::memory_order_relaxed);
-      fewest.store(others, std::memory_order_relaxed);
+    if (last == 0) free_cores.store(free_of(online, others), std::memory_order_relaxed);
+    if (last == 0 || now - window_start.load(std::memory_order_relaxed) >= std::chrono::nanoseconds(kLoadWindow).count()) {
+      if (const int n = samples.load(std::memory_order_relaxed); n > 0) {
+        // The average, counted as a task only from 0.8 (in four samples of five): this process's
+        // own threads show in some samples too (a worker being woken, the progress reporter).
+        const int average = (5 * others_sum.load(std::memory_order_relaxed) + n) / (5 * n);
+        free_cores.store(free_of(online, average), std::memory_order_relaxed);
+      }
+      others_sum.store(0, std::memory_order_relaxed);
+      samples.store(0, std::memory_order_relaxed);
       window_start.store(now, std::memory_order_relaxed);
-    } else {
-      fewest.store(std::min(fewest.load(std::memory_order_relaxed), others), std::memory_order_relaxed);
     }
+    others_sum.fetch_add(others, std::memory_order_relaxed);
+    samples.fetch_add(1, std::memory_order_relaxed);
   }
   return std::min(threads, free_cores.load(std::memory_order_relaxed));
 }
 
 }  // namespace
 
+int configured_threads() { return t_scope_threads > 0 ? t_scope_threads : default_threads(); }
+
 int current_threads() {
   if (t_in_chunk) return 1;
-  const int threads = t_scope_threads > 0 ? t_scope_threads : default_threads();
+  const int threads = configured_threads();
   return threads > 1 ? usable_threads(threads) : threads;
 }
 

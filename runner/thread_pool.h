@@ -22,11 +22,15 @@ int default_threads();
 /// the environment's.
 void set_default_threads(int threads);
 
-/// The threads parallel work started on this thread may use: the ThreadScope around it, else
-/// default_threads(); 1 inside a chunk (nested work runs inline).
+/// The threads asked for on this thread: the ThreadScope around it, else default_threads().
+int configured_threads();
+
+/// The threads parallel work started on this thread may use: configured_threads(), fewer while
+/// other processes keep the machine's cores busy (down to 1), and 1 inside a chunk (nested work
+/// runs inline). Results never depend on it.
 int current_threads();
 
-/// current_threads() is `threads` on this thread while the scope lives (a Session's run).
+/// configured_threads() is `threads` on this thread while the scope lives (a Session's run).
 class ThreadScope {
  public:
   explicit ThreadScope(int threads);

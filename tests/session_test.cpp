@@ -353,7 +353,7 @@ TEST_SUITE("session") {
       auto out = one.run({{"x", runner::Value::of(x)}});
       CHECK(out[0].tensor.data<float>()[0] == 0.0f);
       CHECK(out[0].tensor.data<float>()[4] == 2.0f);
-      CHECK(runner::current_threads() == 3);
+      CHECK(runner::configured_threads() == 3);
     }
     // A session made afterwards with the default (0: default_threads()) gets them all.
     runner::Session later(m);

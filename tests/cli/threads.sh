@@ -62,7 +62,7 @@ if [[ -f $det ]]; then
   done
   "$ONNXTOOL" run "$det" --random --shape x=1,3,480,640 --threads 3 --output-dir "$WORK/busy3" >/dev/null 2>"$WORK/stderr"
   status=$?
-  kill "${busy[@]}" 2>/dev/null
+  kill -9 "${busy[@]}" 2>/dev/null
   wait "${busy[@]}" 2>/dev/null
   if [[ $status -ne 0 ]]; then
     fail "det beside busy processes: $(cat "$WORK/stderr")"
