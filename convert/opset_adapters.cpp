@@ -540,6 +540,9 @@ Value* broadcast_by_tile(AdapterContext& cx, Graph& g, Node& n, size_t index, co
   const std::string which = "input " + std::to_string(index);
   const auto rank = rank_of(x);
   if (!rank) no_equivalent(n, cx.to(), which + " has an unknown rank, so its broadcast cannot be written out");
+  if (*rank > out.size())
+    no_equivalent(n, cx.to(), which + " has " + std::to_string(*rank) + " dims, more than the output's declared " +
+                                std::to_string(out.size()) + ", so its broadcast cannot be written out");
   const size_t lead = out.size() - *rank;
   std::vector<ir::Dim> dims(lead, ir::Dim::of(1));
   dims.insert(dims.end(), x->type.shape->dims.begin(), x->type.shape->dims.end());
