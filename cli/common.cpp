@@ -233,16 +233,18 @@ std::string describe(const ir::Diagnostic& d) {
   return d.rule + " " + (d.node.empty() ? d.tensor : d.node) + ": " + d.message;
 }
 
-void refuse_unrunnable(ir::Model& model, const std::string& path) {
+int64_t refuse_unrunnable(ir::Model& model, const std::string& path) {
   // Nodes stored out of order run: sorted here, the checker's rules of names defined before use
   // judge what remains. A cycle stays for runner_error to name.
+  int64_t moved = 0;
   try {
-    ir::sort_graphs(model);
+    moved = ir::sort_graphs(model);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kFailed) throw;
   }
   if (const auto d = checker::runner_error(model))
     throw_input_error(path + ": invalid model (" + describe(*d) + "); `onnxtool check` lists every error");
+  return moved;
 }
 
 void print_json(const nlohmann::json& doc) {

@@ -88,8 +88,9 @@ std::string describe(const ir::Diagnostic& d);
 
 /// Sorts `model`'s graphs topologically (nodes stored out of order run as well), then refuses
 /// (Error kInput, the rule's message) a model that breaks a rule every run relies on
-/// (checker::runner_error): duplicate names, cycles, tensors with two data fields...
-void refuse_unrunnable(ir::Model& model, const std::string& path);
+/// (checker::runner_error): duplicate names, cycles, tensors with two data fields... Returns
+/// the number of nodes the sort moved.
+int64_t refuse_unrunnable(ir::Model& model, const std::string& path);
 
 /// The candidate `word` was probably meant as: the closest by edit distance (a letter added,
 /// dropped, changed, or two swapped), leading dashes ignored, when few enough edits separate them

@@ -73,6 +73,45 @@ std::string number(double v) {
   return out.str();
 }
 
+/// Why the model is written unchanged, in words naming the options that change the outcome.
+std::string unchanged_text(const quant::QuantizeReport& r, const QuantizeCliOptions& o) {
+  auto figure = [](double v, int digits = 6) {
+    std::ostringstream out;
+    out << std::setprecision(digits) << v;
+    return out.str();
+  };
+  switch (r.unchanged) {
+    case quant::Unchanged::kNo: return "";
+    case quant::Unchanged::kLargerThanHalf:
+      return "the float16 model's weights (" + std::to_string(r.half_weight_bytes) + " bytes) are smaller than the result's (" +
+             std::to_string(r.result_weight_bytes) + " bytes: what stays float is float32)";
+    case quant::Unchanged::kSlowerEstimate:
+      return "the estimated speed-up with integer kernels, " + figure(r.estimated_speedup, 3) + "x, is below " +
+             figure(quant::kWorthSpeedup) + "x: within the estimate's error, not worth the quantization's (--op-types forces it)";
+    case quant::Unchanged::kTimedOut:
+    case quant::Unchanged::kMissedTarget: {
+      std::string why = r.timed_out_after ? "the time limit ran out after " + std::to_string(r.timed_out_after) +
+                                                " attempts of the accuracy search, before a quantization reached --accuracy-target " +
+                                                figure(o.accuracy_target)
+                                          : "no quantization reaches --accuracy-target " + figure(o.accuracy_target);
+      if (r.missed_target >= 0) why += " (the best with a node quantized: " + figure(r.missed_target) + ")";
+      if (r.blocking_outputs.empty()) return why;
+      std::string scores, others;
+      for (const auto& [name, score] : r.blocking_outputs) scores += (scores.empty() ? "" : ", ") + name + " " + figure(score);
+      for (const auto& name : r.reaching_outputs) others += (others.empty() ? "" : ",") + name;
+      return why + "; with every layer quantized, outputs " + scores + " miss it where " + others +
+             " reach it: if the model is used for " + others + " only, judge just those with --accuracy-outputs " + others;
+    }
+    case quant::Unchanged::kAllKeptFloat:
+      return "every candidate stays float (" + std::to_string(r.kept_float.size()) + " nodes; --report lists why)";
+    case quant::Unchanged::kNoCandidate:
+      return o.mode == "static"        ? "no supported op with calibrated float inputs"
+             : o.mode == "weight-only" ? "no MatMul with a constant 2-D float weight"
+                                       : "no MatMul or Gemm with a constant float weight (Conv only with --op-types Conv)";
+  }
+  return "";
+}
+
 nlohmann::json kept_float_json(const quant::QuantizeReport& r) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& f : r.kept_float)
@@ -238,7 +277,7 @@ int run_quantize(const QuantizeCliOptions& o) {
   const auto samples = o.calib_data.empty() ? std::vector<std::string>{} : sample_dirs("--calib-data", o.calib_data, o.calib_samples);
 
   auto loaded = ir::load_model(o.model);
-  refuse_unrunnable(loaded.model, o.model);
+  const int64_t sorted_on_load = refuse_unrunnable(loaded.model, o.model);
   ir::check_output_paths(loaded.info, o.output, "", /*in_place=*/false);
   for (const auto& name : o.accuracy_outputs) {
     const auto& outs = loaded.model.graph->outputs;
@@ -252,28 +291,9 @@ int run_quantize(const QuantizeCliOptions& o) {
   q.progress = progress();
   quant::QuantizeReport report = quant::quantize_model(loaded.model, q, !o.no_preprocess, samples);
   // Nothing worth quantizing: refused when asked for explicitly (--auto-exclude), otherwise the
-  // model is written as it came (read again: the preprocessing rewrote the loaded one), with the
-  // reasons.
-  const std::string unchanged = report.unchanged;
-  if (!unchanged.empty()) {
-    if (o.auto_exclude) throw Error(ErrorKind::kFailed, o.model + ": --auto-exclude: " + unchanged);
-    // What was measured of the attempts is not what is written; what the samples were is.
-    quant::QuantizeReport none;
-    none.kept_float = std::move(report.kept_float);
-    for (const auto& n : report.nodes)  // quantized in the attempt, float in what is written
-      none.kept_float.push_back({n.node, n.op_type, n.tensor, "the model is written unchanged (see \"unchanged\")"});
-    none.samples = report.samples;
-    none.error_samples = report.error_samples;
-    none.nan_values = report.nan_values;
-    none.inf_values = report.inf_values;
-    none.random_samples = report.random_samples;
-    none.reference = report.reference;
-    none.missed_target = report.missed_target;
-    none.blocking_outputs = report.blocking_outputs;
-    none.timed_out_after = report.timed_out_after;
-    none.unchanged = report.unchanged;
-    report = std::move(none);
-  }
+  // model is written as it came (quantize_model gave it back), with the reason.
+  const std::string unchanged = unchanged_text(report, o);
+  if (!unchanged.empty() && o.auto_exclude) throw Error(ErrorKind::kFailed, o.model + ": --auto-exclude: " + unchanged);
   // --require-speedup: a CI gate on the estimate, checked before anything is written.
   if (o.require_speedup > 0) {
     const double estimate = unchanged.empty() ? report.estimated_speedup : 1.0;
@@ -300,10 +320,10 @@ int run_quantize(const QuantizeCliOptions& o) {
     nodes.push_back({{"node", n.node}, {"op_type", n.op_type}, {"tensor", n.tensor}, {"min", n.range_min}, {"max", n.range_max},
                      {"scale", n.scale}, {"zero_point", n.zero_point}, {"sqnr_db", n.sqnr_db}, {"cosine", n.cosine},
                      {"added_noise_db", n.added_noise_db}});
-  ir::Model original = unchanged.empty() ? ir::Model{} : ir::load_model(o.model).model;
   std::unique_ptr<ir::OutputFile> report_file;
   if (!o.report.empty()) report_file = std::make_unique<ir::OutputFile>(o.report, "--report " + o.report);
-  const WrittenModel written = write_model(unchanged.empty() ? loaded.model : original, o.output);
+  WrittenModel written = write_model(loaded.model, o.output);
+  if (!unchanged.empty()) written.sorted_nodes += sorted_on_load;  // the file's order, sorted on loading
   const ir::SaveReport& saved = written.saved;
   nlohmann::json doc = {{"output", o.output},
                         {"mode", o.mode},
@@ -331,7 +351,7 @@ int run_quantize(const QuantizeCliOptions& o) {
                         {"aimed_target", optional(report.aimed_target)},
                         {"kept_float", kept_float_json(report)},
                         {"outputs", outputs},
-                        {"estimated_speedup", optional(report.estimated_speedup)},
+                        {"estimated_speedup", optional(unchanged.empty() ? report.estimated_speedup : -1)},
                         {"groups", groups},
                         {"nodes", nodes}};
   if (report_file) write_report(*report_file, o.report, report, doc);
@@ -369,7 +389,7 @@ int run_quantize(const QuantizeCliOptions& o) {
   if (report.calibration_fallback)
     std::cout << "--calib-method " << o.calib_method << " ranges scored " << report.calibration_scores.first
               << " against the extremes' " << report.calibration_scores.second << ": used minmax ranges instead\n";
-  if (report.estimated_speedup >= 0)
+  if (unchanged.empty() && report.estimated_speedup >= 0)
     std::cout << "estimated speed-up with integer kernels (onnxruntime CPU): " << std::setprecision(3) << report.estimated_speedup
               << "x over " << report.groups.size() << " quantized group" << (report.groups.size() == 1 ? "" : "s") << "\n"
               << std::setprecision(6);

@@ -300,7 +300,7 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
   report.error_samples = static_cast<int64_t>(count);
 }
 
-ir::Model copy_model(ir::Model& model) {
+ir::Model copy_model(ir::Model& model, bool infer) {
   // Bytes are immutable and shared: the copy takes the graph through a serialized round trip
   // with the large raw_data left out, then shares those bytes with the original (a 176 MB model
   // was copied whole for every attempt, and a quantized copy kept the whole buffer alive for
@@ -342,8 +342,10 @@ ir::Model copy_model(ir::Model& model) {
     }
   });
   if (next != shared.size()) throw Error(ErrorKind::kInternal, "copy_model: the copy has fewer tensors");
-  ir::DiagnosticSink sink;
-  ir::infer_shapes(copy, sink);
+  if (infer) {
+    ir::DiagnosticSink sink;
+    ir::infer_shapes(copy, sink);
+  }
   return copy;
 }
 

@@ -22,9 +22,10 @@ namespace onnxtool::quant {
 using Feeds = std::map<std::string, runner::Value>;
 
 /// A copy of the model to rewrite, with the value types the quantizers select by inferred again
-/// (a serialized model keeps only the declared ones). The copy shares the weights' bytes with
-/// `model` (which is left as it was: its raw_data is set aside while the graph is serialized).
-ir::Model copy_model(ir::Model& model);
+/// (a serialized model keeps only the declared ones; `infer` false: not inferred, a copy to give
+/// back as it was). The copy shares the weights' bytes with `model` (which is left as it was:
+/// its raw_data is set aside while the graph is serialized).
+ir::Model copy_model(ir::Model& model, bool infer = true);
 
 /// A subsample of a float tensor that its quantized counterpart is compared with: runs of
 /// kRun consecutive elements, one run in every `stride` elements (consecutive elements: strided

@@ -139,6 +139,17 @@ constexpr int64_t kSmallOutput = 4;
 /// (1.00-1.03x estimated) measured 0.98-1.05x over their rewritten float models.
 constexpr double kWorthSpeedup = 1.05;
 
+/// Why quantize_model leaves a model as it came, in the order it decides them.
+enum class Unchanged {
+  kNo,              ///< quantized
+  kLargerThanHalf,  ///< a float16/bfloat16 model whose int8 result (float32 elsewhere) is larger
+  kSlowerEstimate,  ///< the estimated speed-up with integer kernels is below kWorthSpeedup
+  kTimedOut,        ///< the accuracy search reached its deadline before a quantization met the target
+  kMissedTarget,    ///< no quantization with a node quantized meets the accuracy target
+  kAllKeptFloat,    ///< every candidate node stays float (kept_float says why for each)
+  kNoCandidate,     ///< the model has no node the mode quantizes
+};
+
 struct QuantizeReport {
   std::vector<NodeReport> nodes;
   /// Nodes left float, each with its reason (static: every node of a quantized op type; dynamic:
@@ -182,9 +193,6 @@ struct QuantizeReport {
   /// (minmax), and whether the extremes were used because they scored higher.
   std::pair<double, double> calibration_scores{-1, -1};
   bool calibration_fallback = false;
-  /// Why a quantization was not worth keeping (quantized_nodes is then 0; the CLI writes the
-  /// model unchanged), when the quantizers' own reasons do not say it.
-  std::string not_worth;
   /// What the errors are measured against: the model's own float32, or a float16/bfloat16 model's
   /// values widened to float32 (quantize_model).
   std::string reference = "float32";
@@ -202,11 +210,17 @@ struct QuantizeReport {
   /// other judged outputs reached it (a model's side outputs, which --accuracy-outputs can leave
   /// out), each with its score.
   std::vector<std::pair<std::string, double>> blocking_outputs;
+  /// With blocking_outputs: the judged outputs that reached the target.
+  std::vector<std::string> reaching_outputs;
   /// The accuracy search stopped at options.deadline after this many attempts (0: it did not).
   int timed_out_after = 0;
-  /// Why the model is written unchanged (quantize_model: quantized_nodes is then 0 and the
-  /// caller writes the original), in words; empty when it was quantized.
-  std::string unchanged;
+  /// Why quantize_model left the model as it came (kNo: it is quantized). The figures each
+  /// reason rests on are the fields above (missed_target, blocking_outputs, timed_out_after,
+  /// kept_float, estimated_speedup) and the two below.
+  Unchanged unchanged = Unchanged::kNo;
+  /// kLargerThanHalf: the float16/bfloat16 model's weight bytes and the result's.
+  int64_t half_weight_bytes = 0, result_weight_bytes = 0;
+  bool changed() const { return unchanged == Unchanged::kNo; }
 };
 
 /// The op types a mode handles (quantized by default or when --op-types names them).
@@ -263,8 +277,9 @@ void ensure_opset(ir::Model& model, int64_t minimum, QuantizeReport& report);
 /// the samples of `sample_dirs` (one folder per sample, read by runner::load_feeds, checked
 /// against the model's inputs); dynamic and weight-only modes need none, and are then measured
 /// (and, with options.auto_exclude, kept float where needed) on options.random_samples random
-/// samples. The report counts the opset change. When nothing was quantized (report.unchanged says
-/// why), `model` is not the result: the caller writes the original.
+/// samples. The report counts the opset change. When nothing is worth keeping (report.unchanged
+/// says why), `model` is given back as it came (preprocessing and attempts undone) and the
+/// report describes that model: what was attempted is listed in kept_float, nodes is empty.
 QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, bool preprocess,
                               const std::vector<std::string>& sample_dirs);
 

@@ -117,42 +117,42 @@ void restore_io_types(ir::Graph& g, const std::vector<std::optional<ir::TypeInfo
   }
 }
 
-std::string number(double v) {
-  std::ostringstream s;
-  s << std::setprecision(6) << v;
-  return s.str();
+
+/// Why nothing was quantized, from what the quantizers and the checks after them found (the
+/// size and speed checks have set theirs already).
+Unchanged unchanged_reason(const QuantizeReport& r) {
+  if (r.unchanged != Unchanged::kNo) return r.unchanged;
+  if (r.timed_out_after) return Unchanged::kTimedOut;
+  if (r.missed_target >= 0) return Unchanged::kMissedTarget;
+  if (!r.kept_float.empty()) return Unchanged::kAllKeptFloat;
+  return Unchanged::kNoCandidate;
 }
 
-/// Why nothing was quantized, from what the quantizers and the checks after them found: one
-/// home for the reason the model is written unchanged.
-std::string unchanged_reason(const QuantizeReport& r, const QuantizeOptions& o) {
-  if (!r.not_worth.empty()) return r.not_worth;
-  if (r.missed_target >= 0 || r.timed_out_after) {
-    std::string why = r.timed_out_after ? "the time limit ran out after " + std::to_string(r.timed_out_after) +
-                                              " attempts of the accuracy search, before a quantization reached --accuracy-target " +
-                                              number(o.accuracy_target)
-                                        : "no quantization reaches --accuracy-target " + number(o.accuracy_target);
-    if (r.missed_target >= 0) why += " (the best with a node quantized: " + number(r.missed_target) + ")";
-    if (!r.blocking_outputs.empty()) {
-      std::string names, scores;
-      for (const auto& [name, score] : r.blocking_outputs) {
-        names += (names.empty() ? "" : ",") + name;
-        scores += (scores.empty() ? "" : ", ") + name + " " + number(score);
-      }
-      std::string others;
-      for (const auto& e : r.outputs)
-        if (std::none_of(r.blocking_outputs.begin(), r.blocking_outputs.end(), [&](const auto& b) { return b.first == e.name; }))
-          others += (others.empty() ? "" : ",") + e.name;
-      why += "; with every layer quantized, outputs " + scores + " miss it where " + others +
-             " reach it: if the model is used for " + others + " only, judge just those with --accuracy-outputs " + others;
-    }
-    return why;
-  }
-  if (!r.kept_float.empty())
-    return "every candidate stays float (" + std::to_string(r.kept_float.size()) + " nodes; --report lists why)";
-  return o.mode == Mode::kStatic       ? "no supported op with calibrated float inputs"
-         : o.mode == Mode::kWeightOnly ? "no MatMul with a constant 2-D float weight"
-                                       : "no MatMul or Gemm with a constant float weight (Conv only with --op-types Conv)";
+/// The report of a model given back as it came: what the samples were and why nothing was
+/// kept; the attempted nodes are float in it (what was measured of the attempts is not what
+/// the caller writes).
+QuantizeReport unchanged_report(QuantizeReport&& r) {
+  QuantizeReport none;
+  none.unchanged = unchanged_reason(r);
+  none.kept_float = std::move(r.kept_float);
+  for (const auto& n : r.nodes) none.kept_float.push_back({n.node, n.op_type, n.tensor, "the model is left as it came (see \"unchanged\")"});
+  none.samples = r.samples;
+  none.error_samples = r.error_samples;
+  none.nan_values = r.nan_values;
+  none.inf_values = r.inf_values;
+  none.random_samples = std::move(r.random_samples);
+  none.reference = std::move(r.reference);
+  none.missed_target = r.missed_target;
+  for (const auto& e : r.outputs)
+    if (!r.blocking_outputs.empty() && std::none_of(r.blocking_outputs.begin(), r.blocking_outputs.end(),
+                                                    [&](const auto& b) { return b.first == e.name; }))
+      none.reaching_outputs.push_back(e.name);
+  none.blocking_outputs = std::move(r.blocking_outputs);
+  none.timed_out_after = r.timed_out_after;
+  if (none.unchanged == Unchanged::kSlowerEstimate) none.estimated_speedup = r.estimated_speedup;  // the one rejected
+  none.half_weight_bytes = r.half_weight_bytes;
+  none.result_weight_bytes = r.result_weight_bytes;
+  return none;
 }
 
 }  // namespace
@@ -161,6 +161,8 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
                               const std::vector<std::string>& sample_dirs) {
   // The selection is checked against the model as given, before preprocessing rewrites it.
   validate_selection(model, options);
+  // Given back when nothing is worth keeping (its bytes are shared with the model, not copied).
+  ir::Model original = copy_model(model, /*infer=*/false);
   QuantizeOptions checked = options;
   checked.selection_checked = true;
   checked.sample_count = static_cast<int64_t>(sample_dirs.size());
@@ -257,27 +259,29 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
     if (report.quantized_nodes > 0 && after > half_bytes) {
       // What stays float is float32 now: fewer int8 weights than that would make the model
       // larger than the float16 one.
-      report.not_worth = "the float16 model's weights (" + std::to_string(half_bytes) + " bytes) are smaller than the result's (" +
-                         std::to_string(after) + " bytes: what stays float is float32)";
+      report.unchanged = Unchanged::kLargerThanHalf;
+      report.half_weight_bytes = half_bytes;
+      report.result_weight_bytes = after;
       report.quantized_nodes = 0;
     } else if (report.quantized_nodes > 0) {
       restore_io_types(*model.graph, input_types, output_types);
     }
   }
-  if (report.quantized_nodes > 0 && report.not_worth.empty() && options.op_types.empty() && options.mode != Mode::kWeightOnly &&
+  // Named op types force the quantization whatever the estimate.
+  if (report.quantized_nodes > 0 && options.op_types.empty() && options.mode != Mode::kWeightOnly &&
       report.estimated_speedup > 0 && report.estimated_speedup < kWorthSpeedup) {
-    std::ostringstream why;
-    why << "the estimated speed-up with integer kernels, " << std::setprecision(3) << report.estimated_speedup << "x, is below "
-        << kWorthSpeedup << "x: within the estimate's error, not worth the quantization's (--op-types forces it)";
-    report.not_worth = why.str();
+    report.unchanged = Unchanged::kSlowerEstimate;
     report.quantized_nodes = 0;
   }
   if (moved.opset_to) {
     report.opset_from = moved.opset_from;
     report.opset_to = std::max(report.opset_to, moved.opset_to);
   }
+  if (report.quantized_nodes == 0) {
+    model = std::move(original);
+    return unchanged_report(std::move(report));
+  }
   ir::fit_initializer_inputs(model, model.ir_version);  // scales, zero points, quantized weights
-  if (report.quantized_nodes == 0) report.unchanged = unchanged_reason(report, options);
   return report;
 }
 
