@@ -185,88 +185,13 @@ struct OutputMatch {
   bool match = true;
   std::string worst;     ///< where it differs most, or what differs (type, shape, length)
   double max_abs = 0, max_rel = 0;
-  int64_t beyond = 0, elements = 0;
-  /// Records a difference; the first one found is the one reported.
-  void differ(const std::string& why) {
-    match = false;
-    if (worst.empty()) worst = why;
-  }
+  int64_t beyond = 0, elements = 0;  ///< elements beyond tolerance (NaN and infinities included), of all
 };
 
 std::string three_digits(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g", v);
   return buf;
-}
-
-/// "[1,0,2]": the multi-index of flat element i.
-std::string element_index(const std::vector<int64_t>& shape, int64_t i) {
-  std::vector<int64_t> idx(shape.size());
-  for (size_t d = shape.size(); d-- > 0;) {
-    if (shape[d] > 0) {
-      idx[d] = i % shape[d];
-      i /= shape[d];
-    }
-  }
-  return runner::shape_string(idx);
-}
-
-std::string element_text(const runner::Tensor& t, int64_t i) {
-  if (t.dtype() == ir::DataType::kString) {
-    const std::string& s = t.strings()[static_cast<size_t>(i)];
-    return "\"" + (s.size() > 40 ? s.substr(0, 40) + "..." : s) + "\"";
-  }
-  if (!runner::is_plain_numeric(t.dtype())) return "(packed bits)";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", runner::element_as_double(t, i));
-  return buf;
-}
-
-/// Compares a computed tensor with its reference: floats within rtol/atol (compare_tensors),
-/// everything else exactly, and the same element type and shape.
-void match_tensor(const runner::Tensor& want, const runner::Tensor& got, double rtol, double atol, OutputMatch& m) {
-  if (want.dtype() != got.dtype())
-    return m.differ(std::string(ir::data_type_name(got.dtype())) + " vs expected " + std::string(ir::data_type_name(want.dtype())));
-  const runner::TensorDiff d = runner::compare_tensors(want, got, rtol, atol);
-  if (!d.problem.empty()) return m.differ(runner::shape_string(got.shape()) + " vs expected " + runner::shape_string(want.shape()));
-  m.elements += d.elements;
-  m.max_abs = std::max(m.max_abs, d.max_abs);
-  m.max_rel = std::max(m.max_rel, d.max_rel);
-  m.beyond += d.beyond + d.nonfinite_count;
-  if (d.within()) return;
-  // The worst element: the first NaN or infinity that differs, else the largest difference;
-  // strings and packed types have no distance, so the first element that reads differently.
-  int64_t i = d.nonfinite_count ? d.nonfinite.front().index : d.max_abs_index;
-  if (i < 0)
-    for (int64_t k = 0; k < got.size() && i < 0; ++k)
-      if (element_text(got, k) != element_text(want, k)) i = k;
-  if (i < 0) return m.differ("elements differ");
-  std::string err;
-  if (runner::is_plain_numeric(got.dtype()))
-    err = " (abs " + three_digits(std::fabs(runner::element_as_double(got, i) - runner::element_as_double(want, i))) + ")";
-  m.differ("element " + element_index(got.shape(), i) + ": " + element_text(got, i) + " vs expected " + element_text(want, i) + err);
-}
-
-/// Compares values of any kind: sequences item by item, optionals by presence then value (an
-/// optional holding a tensor also matches the bare tensor, as the ONNX test data stores some).
-void match_value(const runner::Value& want, const runner::Value& got, double rtol, double atol, OutputMatch& m) {
-  using Kind = runner::Value::Kind;
-  if (want.kind == Kind::kOptional && got.kind != Kind::kOptional && want.optional) return match_value(*want.optional, got, rtol, atol, m);
-  if (got.kind == Kind::kOptional && want.kind != Kind::kOptional && got.optional) return match_value(want, *got.optional, rtol, atol, m);
-  if (want.kind != got.kind) return m.differ(got.describe() + " vs expected " + want.describe());
-  if (want.is_tensor()) return match_tensor(want.tensor, got.tensor, rtol, atol, m);
-  if (want.kind == Kind::kOptional) {
-    if (!want.optional != !got.optional) return m.differ(got.describe() + " vs expected " + want.describe());
-    if (want.optional) match_value(*want.optional, *got.optional, rtol, atol, m);
-    return;
-  }
-  if (want.sequence->size() != got.sequence->size())
-    return m.differ(got.describe() + " vs expected " + want.describe());
-  for (size_t k = 0; k < want.sequence->size(); ++k) {
-    const bool before = m.match;
-    match_tensor((*want.sequence)[k], (*got.sequence)[k], rtol, atol, m);
-    if (before && !m.match) m.worst = "item " + std::to_string(k) + " " + m.worst;
-  }
 }
 
 /// --expect DIR: each output against its reference file in DIR (runner::find_reference_file).
@@ -288,7 +213,13 @@ std::vector<OutputMatch> match_outputs(const runner::Session& session, const std
     OutputMatch& m = matches[i];
     m.file = ref.path;
     const runner::Value want = runner::read_value_file(m.file, reference_type(session, names[i], results[i]));
-    match_value(want, results[i], o.rtol, o.atol, m);
+    const runner::ValueMatch v = runner::match_value(want, results[i], o.rtol, o.atol);
+    m.match = v.within();
+    m.worst = v.worst;
+    m.max_abs = v.diff.max_abs;
+    m.max_rel = v.diff.max_rel;
+    m.beyond = v.diff.beyond + v.diff.nonfinite_count;
+    m.elements = v.diff.elements;
   }
   if (std::all_of(matches.begin(), matches.end(), [](const OutputMatch& m) { return m.file.empty(); }))
     throw_usage_error("--expect " + o.expect_dir + ": no reference for any output (no " + looked_for + ")");

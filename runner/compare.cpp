@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -195,6 +196,125 @@ GateResult judge_gate(const SampleStats& stats, const Gate& gate) {
     case Gate::Kind::kMaxAbsError: at_most(stats.max_abs_error); break;
   }
   return r;
+}
+
+namespace {
+
+std::string three_digits(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+/// "[1,0,2]": the multi-index of flat element i.
+std::string element_index(const std::vector<int64_t>& shape, int64_t i) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] > 0) {
+      idx[d] = i % shape[d];
+      i /= shape[d];
+    }
+  }
+  return shape_string(idx);
+}
+
+std::string element_text(const Tensor& t, int64_t i) {
+  if (t.dtype() == DataType::kString) {
+    const std::string& s = t.strings()[static_cast<size_t>(i)];
+    return "\"" + (s.size() > 40 ? s.substr(0, 40) + "..." : s) + "\"";
+  }
+  if (!is_plain_numeric(t.dtype())) return "(packed bits)";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", element_as_double(t, i));
+  return buf;
+}
+
+/// Where a tensor that is not within tolerance differs most: the first NaN or infinity that
+/// differs, else the largest difference; strings and packed types have no distance, so the
+/// first element that reads differently.
+std::string worst_element(const Tensor& want, const Tensor& got, const TensorDiff& d) {
+  int64_t i = d.nonfinite_count ? d.nonfinite.front().index : d.max_abs_index;
+  for (int64_t k = 0; i < 0 && k < got.size(); ++k)
+    if (element_text(got, k) != element_text(want, k)) i = k;
+  if (i < 0) return "elements differ";
+  std::string err;
+  if (is_plain_numeric(got.dtype()))
+    err = " (abs " + three_digits(std::fabs(element_as_double(got, i) - element_as_double(want, i))) + ")";
+  return "element " + element_index(got.shape(), i) + ": " + element_text(got, i) + " vs expected " + element_text(want, i) + err;
+}
+
+/// Adds one item's figures to a sequence's.
+void pool(TensorDiff& into, const TensorDiff& d) {
+  if (into.problem.empty()) into.problem = d.problem;
+  if (d.elements > 0)
+    into.mean_abs = (into.mean_abs * static_cast<double>(into.elements) + d.mean_abs * static_cast<double>(d.elements)) /
+                    static_cast<double>(into.elements + d.elements);
+  into.elements += d.elements;
+  if (d.max_abs > into.max_abs) {
+    into.max_abs = d.max_abs;
+    into.max_abs_index = -1;  // an index into one item, not into the sequence
+  }
+  into.max_rel = std::max(into.max_rel, d.max_rel);
+  into.sums += d.sums;
+  into.cosine = into.sums.cosine();
+  into.sqnr_db = into.sums.sqnr_db();
+  into.cosine_meaningful = into.cosine_meaningful && d.cosine_meaningful;
+  into.beyond += d.beyond;
+  into.nonfinite_count += d.nonfinite_count;
+  into.top1_rows = into.top1_agree = -1;
+}
+
+void match_into(const Value& want, const Value& got, double rtol, double atol, ValueMatch& m, const std::string& where) {
+  using Kind = Value::Kind;
+  auto differ = [&](const std::string& why) {
+    if (m.worst.empty()) m.worst = where + why;
+  };
+  if (want.kind == Kind::kOptional && got.kind != Kind::kOptional && want.optional)
+    return match_into(*want.optional, got, rtol, atol, m, where);
+  if (got.kind == Kind::kOptional && want.kind != Kind::kOptional && got.optional)
+    return match_into(want, *got.optional, rtol, atol, m, where);
+  const std::string kinds = got.describe() + " vs expected " + want.describe();
+  if (want.kind != got.kind) {
+    m.diff.problem = kinds;
+    return differ(kinds);
+  }
+  if (want.kind == Kind::kOptional) {
+    if (!want.optional != !got.optional) {
+      m.diff.problem = kinds;
+      return differ(kinds);
+    }
+    if (want.optional) match_into(*want.optional, *got.optional, rtol, atol, m, where);
+    return;
+  }
+  if (want.kind == Kind::kSequence) {
+    if (want.sequence->size() != got.sequence->size()) {
+      m.diff.problem = kinds;
+      return differ(kinds);
+    }
+    for (size_t k = 0; k < want.sequence->size(); ++k)
+      match_into(Value::of((*want.sequence)[k]), Value::of((*got.sequence)[k]), rtol, atol, m,
+                 where + "item " + std::to_string(k) + " ");
+    return;
+  }
+  TensorDiff d;
+  if (want.tensor.dtype() != got.tensor.dtype())
+    d.problem = std::string(data_type_name(got.tensor.dtype())) + " vs expected " + std::string(data_type_name(want.tensor.dtype()));
+  else
+    d = compare_tensors(want.tensor, got.tensor, rtol, atol);
+  if (!d.problem.empty() && want.tensor.dtype() == got.tensor.dtype())
+    d.problem = shape_string(got.tensor.shape()) + " vs expected " + shape_string(want.tensor.shape());
+  if (!d.problem.empty()) differ(d.problem);
+  else if (!d.within()) differ(worst_element(want.tensor, got.tensor, d));
+  if (m.tensors++ == 0) m.diff = d;
+  else pool(m.diff, d);
+}
+
+}  // namespace
+
+ValueMatch match_value(const Value& want, const Value& got, double rtol, double atol) {
+  ValueMatch m;
+  match_into(want, got, rtol, atol, m, "");
+  return m;
 }
 
 }  // namespace onnxtool::runner

@@ -118,4 +118,22 @@ GateResult judge_gate(const SampleStats& stats, const Gate& gate);
 /// difference counts as beyond tolerance).
 TensorDiff compare_tensors(const Tensor& a, const Tensor& b, double rtol, double atol);
 
+/// A computed value against its reference, whatever its kind (run --expect and compare --expect).
+struct ValueMatch {
+  /// The tensor's figures (compare_tensors); for a sequence its items' pooled: counts summed,
+  /// the largest errors of any item, cosine and SQNR over every element. `problem` is set when
+  /// the kinds, element types, shapes or lengths differ.
+  TensorDiff diff;
+  /// Where the value differs most ("element [0,1]: 3 vs expected 2 (abs 1)", "item 2 ..."), or
+  /// what differs ("int64 vs expected float"); empty when every element is within tolerance.
+  std::string worst;
+  int tensors = 0;  ///< the tensors compared (a sequence's items)
+  bool within() const { return worst.empty(); }
+};
+
+/// Sequences compare item by item, optionals by presence then value (an optional holding a
+/// tensor also matches the bare tensor, as the ONNX test data stores some); floats within
+/// rtol/atol, everything else exactly.
+ValueMatch match_value(const Value& want, const Value& got, double rtol, double atol);
+
 }  // namespace onnxtool::runner

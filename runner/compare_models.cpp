@@ -183,9 +183,11 @@ ModelComparison compare_models(ir::Model& a, ir::Model& b, const ModelComparison
     ir::report_progress(options.progress, phase, step, steps, detail);
     const auto rb = sb.run(feeds_b, result.outputs);
     for (size_t i = 0; i < result.outputs.size(); ++i) {
-      TensorDiff d;
-      if (!ra[i].is_tensor() || !rb[i].is_tensor()) d.problem = "not a tensor";
-      else d = compare_tensors(ra[i].tensor, rb[i].tensor, options.rtol, options.atol);
+      // Tensors of two float types compare by value (a float16 B against a float32 A); other
+      // kinds item by item.
+      const TensorDiff d = ra[i].is_tensor() && rb[i].is_tensor()
+                               ? compare_tensors(ra[i].tensor, rb[i].tensor, options.rtol, options.atol)
+                               : match_value(ra[i], rb[i], options.rtol, options.atol).diff;
       result.output_diffs[i].add(d, s);
     }
     if (layers)
@@ -241,11 +243,8 @@ ModelComparison compare_with_expected(ir::Model& model, const ModelComparisonOpt
   for (int s = 0; s < options.samples; ++s) {
     const auto out = session.run(sample_feeds(session, options, s, options.feeds.free_dim), result.outputs);
     for (size_t i = 0; i < result.outputs.size(); ++i) {
-      TensorDiff d;
       const Value want = read_value_file(files[static_cast<size_t>(s)][i], session.outputs()[picked[i]]->value->type);
-      if (!out[i].is_tensor() || !want.is_tensor()) d.problem = "not a tensor";
-      else d = compare_tensors(want.tensor, out[i].tensor, options.rtol, options.atol);
-      result.output_diffs[i].add(d, s);
+      result.output_diffs[i].add(match_value(want, out[i], options.rtol, options.atol).diff, s);
     }
   }
   if (session.device()) result.placement_a = SidePlacement{*session.device(), session.placement()};

@@ -124,6 +124,9 @@ EOF
 expect_tool "sequence test_data_set, --expect" 0 "out: matches" -- run "$D/seq.onnx" --inputs "$D/seq_set" --expect "$D/seq_set"
 expect_tool "sequence --expect differs" 1 "item 2 element [1]" -- run "$D/seq.onnx" --inputs "$D/seq_set" --expect "$D/seq_bad_set"
 grep -qF "onnxtool run: output 'out' differs" "$WORK/stderr" || fail "the mismatch line does not name the output: $(cat "$WORK/stderr")"
+# compare --expect reads them through the same matcher (it once answered "not a tensor")
+expect_tool "compare, sequence --expect" 0 "" -- compare "$D/seq.onnx" --inputs "$D/seq_set" --expect "$D/seq_set"
+expect_tool "compare, sequence --expect differs" 1 "out" -- compare "$D/seq.onnx" --inputs "$D/seq_set" --expect "$D/seq_bad_set"
 # golden outputs: what --output-dir writes, --expect reads (npy tensors, pb sequences)
 "$ONNXTOOL" run "$D/seq.onnx" --inputs "$D/seq_set" --output-dir "$WORK/golden" >/dev/null 2>&1 || fail "writing golden outputs failed"
 expect_tool "golden round trip" 0 "n: matches" -- run "$D/seq.onnx" --inputs "$D/seq_set" --expect "$WORK/golden"
