@@ -149,8 +149,8 @@ int run_check(const CheckCliOptions& o) {
       code = check_one(o, model, o.json ? &doc : nullptr);
     } catch (const Error& e) {
       code = e.kind() == ErrorKind::kFailed ? kExitFailed : kExitUsage;
-      error_line("check", e.what());
-      doc = {{"model", model}, {"error", e.what()}, {"exit_code", code}};
+      error_line("check", error_text("check", e));
+      doc = {{"model", model}, {"error", error_text("check", e)}, {"exit_code", code}};
     }
     worst = std::max(worst, code);
     if (o.json) docs.push_back(std::move(doc));

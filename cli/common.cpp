@@ -128,6 +128,30 @@ void print_json_error(const std::string& command, const std::string& message, in
   std::cout.flush();
 }
 
+std::string flag_for(const std::string& command, const std::string& parameter) {
+  // Where a command spells a parameter otherwise than its name says.
+  if (parameter == "sample_dirs") return command == "quantize" ? "--calib-data" : "--inputs";
+  if (parameter == "output") return "-o";
+  std::string flag = "--" + parameter;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
+std::string flags_for(const std::string& command, const std::vector<std::string>& parameters) {
+  std::string out;
+  for (const auto& p : parameters) out += (out.empty() ? "" : ", ") + flag_for(command, p);
+  return out;
+}
+
+std::string error_text(const std::string& command, const Error& e) {
+  std::string text;
+  if (!e.about().name.empty())
+    text = flag_for(command, e.about().name) + (e.about().value.empty() ? "" : " " + e.about().value) + ": ";
+  text += e.what();
+  if (!e.remedies().empty()) text += " (" + flags_for(command, e.remedies()) + ")";
+  return one_line(text);
+}
+
 int run_action(const std::string& command, const Action& action) {
   // The failure on stderr (one line) and, with --json, on stdout as JSON.
   const auto failed = [&command](const std::string& message, int code) {
@@ -149,9 +173,10 @@ int run_action(const std::string& command, const Action& action) {
     }
     return code;
   } catch (const Error& e) {
-    return failed(one_line(e.what()), e.kind() == ErrorKind::kFailed ? kExitFailed : kExitUsage);
+    return failed(error_text(command, e), e.kind() == ErrorKind::kFailed ? kExitFailed : kExitUsage);
   } catch (const TimeLimitReached& e) {
-    return failed(one_line(e.what()), kExitUsage);
+    const std::string remedies = flags_for(command, e.remedies());
+    return failed(one_line(e.what() + (remedies.empty() ? "" : " (" + remedies + ")")), kExitUsage);
   } catch (const std::bad_alloc&) {
     return failed("out of memory", kExitUsage);
   } catch (const std::exception& e) {

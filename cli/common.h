@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ir/diagnostic.h"
+#include "ir/error.h"
 #include "ir/graph.h"
 #include "runner/session.h"
 
@@ -37,6 +38,16 @@ void set_json_errors(bool on);
 /// `s` as one line: newlines and carriage returns as \n and \r, other control characters as '?'
 /// (messages quote names from the model, which may hold them).
 std::string one_line(const std::string& s);
+
+/// A library parameter ("input_shape", quant::QuantizeOptions' "op_types") as `command`'s flag
+/// ("--input-shape"); the libraries never spell flags (ir/error.h, Parameter).
+std::string flag_for(const std::string& command, const std::string& parameter);
+
+/// "--a, --b": the flags of parameters, in order.
+std::string flags_for(const std::string& command, const std::vector<std::string>& parameters);
+
+/// A library error in `command`'s words: "FLAG VALUE: what (REMEDY FLAGS)", one line.
+std::string error_text(const std::string& command, const Error& e);
 
 /// Runs an action, turning onnxtool::Error (and any other exception) into one line on stderr
 /// and the matching exit code (and, with --json, print_json_error).

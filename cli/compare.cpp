@@ -18,6 +18,18 @@
 namespace onnxtool::cli {
 namespace {
 
+/// The flag that sets a gate.
+const char* gate_flag(runner::Gate::Kind kind) {
+  switch (kind) {
+    case runner::Gate::Kind::kMinCosine: return "--min-cosine";
+    case runner::Gate::Kind::kMaxRelError: return "--max-rel-error";
+    case runner::Gate::Kind::kMinSqnr: return "--min-sqnr";
+    case runner::Gate::Kind::kMaxAbsError: return "--max-abs-error";
+  }
+  return "";
+}
+
+
 struct CompareCliOptions {
   std::string a, b;
   std::vector<std::string> inputs;
@@ -145,7 +157,7 @@ std::string number_text(double v) {
 
 /// "--min-cosine 0.999: cosine 0.9981 on sample s2" (what a gate measured, for both outcomes).
 std::string describe_gate(const GateVerdict& v, const std::vector<std::string>& sample_names) {
-  std::string line = std::string(runner::gate_flag(v.gate.kind)) + " " + number_text(v.gate.threshold) + ": ";
+  std::string line = std::string(gate_flag(v.gate.kind)) + " " + number_text(v.gate.threshold) + ": ";
   if (!v.problem.empty()) return line + v.problem;
   line += v.result.by_rel_error ? "cosine not meaningful (one element or a constant reference), judged by max_rel_error as cosine "
                                 : std::string(runner::gate_metric(v.gate.kind)) + " ";
@@ -248,7 +260,7 @@ int run_compare(const CompareCliOptions& o) {
         // Pooled figures (cosine, SQNR over every sample together) were measured on no one sample.
         const bool measured = v.problem.empty();
         const bool one_sample = measured && v.result.sample >= 0;
-        gates.push_back({{"gate", runner::gate_flag(v.gate.kind)},
+        gates.push_back({{"gate", gate_flag(v.gate.kind)},
                          {"metric", v.result.by_rel_error ? "max_rel_error" : runner::gate_metric(v.gate.kind)},
                          {"threshold", v.gate.threshold},
                          {"measured", measured ? json_number(v.result.measured) : nlohmann::json(nullptr)},

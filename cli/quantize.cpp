@@ -112,10 +112,15 @@ std::string unchanged_text(const quant::QuantizeReport& r, const QuantizeCliOpti
   return "";
 }
 
+/// Why a node stays float, the options that decide it named as flags.
+std::string float_reason(const quant::FloatNode& f) {
+  return f.options.empty() ? f.reason : f.reason + " (" + flags_for("quantize", f.options) + ")";
+}
+
 nlohmann::json kept_float_json(const quant::QuantizeReport& r) {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& f : r.kept_float)
-    list.push_back({{"node", f.node}, {"op_type", f.op_type}, {"tensor", f.tensor}, {"reason", f.reason}});
+    list.push_back({{"node", f.node}, {"op_type", f.op_type}, {"tensor", f.tensor}, {"reason", float_reason(f)}});
   return list;
 }
 
@@ -124,8 +129,9 @@ void print_kept_float(const quant::QuantizeReport& r) {
   if (r.kept_float.empty()) return;
   std::vector<std::pair<std::string, std::vector<std::string>>> groups;
   for (const auto& f : r.kept_float) {
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == f.reason; });
-    if (it == groups.end()) it = groups.insert(groups.end(), {f.reason, {}});
+    const std::string reason = float_reason(f);
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == reason; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {reason, {}});
     it->second.push_back(f.node.empty() ? f.tensor : f.node);
   }
   std::cout << "kept float: " << r.kept_float.size() << " nodes\n";
@@ -161,7 +167,7 @@ void write_report(ir::OutputFile& file, const std::string& path, const quant::Qu
       }
       if (!r.kept_float.empty()) {
         out << "Nodes left float, and why:\n\n| node | op | output | reason |\n| --- | --- | --- | --- |\n";
-        for (const auto& f : r.kept_float) out << "| " << f.node << " | " << f.op_type << " | " << f.tensor << " | " << f.reason << " |\n";
+        for (const auto& f : r.kept_float) out << "| " << f.node << " | " << f.op_type << " | " << f.tensor << " | " << float_reason(f) << " |\n";
         out << "\n";
       }
       out << "SQNR and cosine compare each quantized tensor with the reference (the error accumulated up to it); "

@@ -293,7 +293,7 @@ int run_model(const RunOptions& o) {
       feeds = runner::feeds_that_run(session, feed, [&session](std::map<std::string, runner::Value>& f) { session.run(f); });
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::kUsage || e.kind() == ErrorKind::kInternal) throw;
-      throw Error(e.kind(), std::string(e.what()) + " (random inputs with free dims of 1, 64 and 512 all failed; give " +
+      throw Error(e.kind(), error_text("run", e) + " (random inputs with free dims of 1, 64 and 512 all failed; give " +
                                 "the sizes with --shape NAME=D1,D2,...)");
     }
   } else {

@@ -13,7 +13,7 @@
 namespace onnxtool::convert {
 
 struct RuntimeDeparture {
-  const char* pattern;  ///< its name in the summary and --json ("peak_picking")
+  const char* pattern;  ///< its name in reports ("peak_picking")
   const char* runtime;  ///< the runtime and version it was seen in ("onnxruntime 1.30")
   const char* doc;      ///< where it is described ("docs/runtime_departures.md#...")
   /// The nodes of `graph` to keep in float32, in graph order; none when the pattern is absent.

@@ -192,7 +192,7 @@ std::set<std::string> error_keys(ir::Model& model) {
 
 VersionReport convert_opset(ir::Model& model, int64_t target) {
   if (target < kMinConvertOpset || target > kMaxConvertOpset)
-    throw_usage_error("--opset " + std::to_string(target) + " is outside the supported range " +
+    throw_usage_error({"opset", std::to_string(target)}, "outside the supported range " +
                       std::to_string(kMinConvertOpset) + "-" + std::to_string(kMaxConvertOpset));
   const int64_t from = model.onnx_opset();
   if (from == 0) throw_usage_error("the model does not import the default ONNX domain; nothing to convert");

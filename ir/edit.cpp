@@ -26,17 +26,17 @@ std::string io_names(const std::vector<ValueInfo>& list) {
 }
 
 /// The main graph's input or output entry named `name`, or a usage error listing them.
-ValueInfo& io_entry(std::vector<ValueInfo>& list, const std::string& name, const std::string& flag, const char* what) {
+ValueInfo& io_entry(std::vector<ValueInfo>& list, const std::string& name, const Parameter& flag, const char* what) {
   for (auto& vi : list)
     if (vi.value->name() == name) return vi;
-  throw_usage_error(flag + ": '" + name + "' is not a graph " + what + " (" + what + "s: " + io_names(list) + ")");
+  throw_usage_error(flag, "'" + name + "' is not a graph " + what + " (" + what + "s: " + io_names(list) + ")");
 }
 
-void rename_value(Model& model, Value* v, const std::string& to, const std::string& flag) {
-  if (to.empty()) throw_usage_error(flag + ": the new name is empty");
+void rename_value(Model& model, Value* v, const std::string& to, const Parameter& flag) {
+  if (to.empty()) throw_usage_error(flag, "the new name is empty");
   if (v->name() == to) return;
   if (name_used_anywhere(model, to))
-    throw_usage_error(flag + ": '" + to + "' is already a tensor name in the model; choose another");
+    throw_usage_error(flag, "'" + to + "' is already a tensor name in the model; choose another");
   const std::string from = v->name();
   // Nodes refer to the Value, in whatever subgraph reads it: renaming it renames every use.
   v->graph()->rename(v, to);
@@ -57,12 +57,12 @@ std::string diagnostic_key(const Diagnostic& d) {
 }
 
 void set_input_shape(Graph& g, const std::string& name, const std::vector<Dim>& dims) {
-  const std::string flag = "--input-shape " + name;
-  ValueInfo& vi = io_entry(g.inputs, name, "--input-shape", "input");
-  if (vi.value->is_initializer()) throw_usage_error(flag + ": '" + name + "' is an initializer, not a fed input");
+  const Parameter flag{"input_shape", name};
+  ValueInfo& vi = io_entry(g.inputs, name, {"input_shape", ""}, "input");
+  if (vi.value->is_initializer()) throw_usage_error(flag, "'" + name + "' is an initializer, not a fed input");
   TypeInfo type = vi.type ? *vi.type : vi.value->type;
   if (!type.is_tensor() || type.elem_type == 0)
-    throw_usage_error(flag + ": the input is not a tensor of known element type (" + type.to_string() + ")");
+    throw_usage_error(flag, "the input is not a tensor of known element type (" + type.to_string() + ")");
   // Another rank is allowed (a stale declaration, such as [3,4] for what the model reads as
   // [1]): re-inference then decides whether the nodes take it.
   Shape shape;
@@ -75,7 +75,7 @@ void set_input_shape(Graph& g, const std::string& name, const std::vector<Dim>& 
 /// Re-infers every shape from the inputs: node outputs keep their element type (ops without a
 /// shape function keep at least that) and lose their dims, then inference fills them in again.
 /// Declarations (value_info, graph outputs) take the new types.
-void reinfer(Model& model, EditReport& report, const std::set<std::string>& known_errors, const std::string& edits) {
+void reinfer(Model& model, EditReport& report, const std::set<std::string>& known_errors, const Parameter& edits) {
   for_each_graph(*model.graph, [](Graph& g) {
     for (const auto& n : g.nodes())
       for (Value* v : n->outputs())
@@ -87,7 +87,7 @@ void reinfer(Model& model, EditReport& report, const std::set<std::string>& know
   infer_shapes(model, sink, options);
   for (const auto& d : sink.items())
     if (d.severity == Severity::kError && !known_errors.count(diagnostic_key(d)))
-      throw_usage_error(edits + ": the model contradicts the new shape: " + diagnostic_line(d));
+      throw_usage_error(edits, "the model contradicts the new shape: " + diagnostic_line(d));
   for_each_graph(*model.graph, [&report](Graph& g) {
     const auto update = [&report](ValueInfo& vi) {
       if (!vi.type || !vi.type->is_tensor() || vi.value->is_graph_input()) return;
@@ -143,17 +143,17 @@ EditReport edit_model(Model& model, const EditRequest& request) {
   Graph& g = *model.graph;
   EditReport report;
   for (const auto& [from, to] : request.rename_inputs) {
-    const std::string flag = "--rename-input " + from + "=" + to;
+    const Parameter flag{"rename_input", from + "=" + to};
     ValueInfo& vi = io_entry(g.inputs, from, flag, "input");
     rename_value(model, vi.value, to, flag);
     ++report.renamed;
   }
   for (const auto& [from, to] : request.rename_outputs) {
-    const std::string flag = "--rename-output " + from + "=" + to;
+    const Parameter flag{"rename_output", from + "=" + to};
     ValueInfo& vi = io_entry(g.outputs, from, flag, "output");
     // The output is the value itself: renaming it would rename the input it passes through too.
     if (vi.value->is_graph_input())
-      throw_usage_error(flag + ": '" + from + "' is also a graph input; rename it with --rename-input");
+      throw Error(ErrorKind::kUsage, "'" + from + "' is also a graph input; rename it as an input", flag, {"rename_input"});
     rename_value(model, vi.value, to, flag);
     ++report.renamed;
   }
@@ -175,14 +175,14 @@ EditReport edit_model(Model& model, const EditRequest& request) {
       for (const auto& [from, to] : request.rename_inputs)
         if (from == given) name = to;
       set_input_shape(g, name, dims);
-      edits += (edits.empty() ? "--input-shape " : ", ") + name;
+      edits += (edits.empty() ? "" : ", ") + name;
       ++report.shapes_set;
     }
-    reinfer(model, report, known, edits.empty() ? "--fix-declarations" : edits);
+    reinfer(model, report, known, edits.empty() ? Parameter{"fix_declarations", ""} : Parameter{"input_shape", edits});
   }
 
   for (const auto& [key, value] : request.set_metadata) {
-    if (key.empty()) throw_usage_error("--set-metadata: the key is empty");
+    if (key.empty()) throw_usage_error({"set_metadata", ""}, "the key is empty");
     bool found = false;
     for (auto& p : model.metadata_props)
       if (p.key == key) {
@@ -206,7 +206,7 @@ EditReport edit_model(Model& model, const EditRequest& request) {
     if (model.metadata_props.size() == before) {
       std::string keys;
       for (const auto& p : model.metadata_props) keys += (keys.empty() ? "" : ", ") + p.key;
-      throw_usage_error("--remove-metadata " + key + ": the model has no such key (keys: " + (keys.empty() ? "none" : keys) + ")");
+      throw_usage_error({"remove_metadata", key}, "the model has no such key (keys: " + (keys.empty() ? "none" : keys) + ")");
     }
     ++report.metadata_removed;
   }

@@ -29,16 +29,16 @@ std::string subgraph_holding(Model& model, const std::string& name) {
 namespace {
 
 /// The main-graph values of `names`; a usage error for unknown, undefined or repeated names.
-std::vector<Value*> main_values(Model& model, const std::vector<std::string>& names, const char* flag) {
-  if (names.empty()) throw_usage_error(std::string(flag) + ": name at least one tensor");
+std::vector<Value*> main_values(Model& model, const std::vector<std::string>& names, const char* parameter) {
+  if (names.empty()) throw_usage_error({parameter, ""}, "name at least one tensor");
   std::vector<Value*> values;
   std::unordered_set<std::string> seen;
   for (const auto& name : names) {
-    if (!seen.insert(name).second) throw_usage_error(std::string(flag) + ": '" + name + "' is named twice");
+    if (!seen.insert(name).second) throw_usage_error({parameter, ""}, "'" + name + "' is named twice");
     Value* v = model.graph->find(name);
     if (!v || v->is_undefined()) {
       const std::string where = subgraph_holding(model, name);
-      throw_usage_error(std::string(flag) + ": '" + name + "' is " +
+      throw_usage_error({parameter, ""}, "'" + name + "' is " +
                         (where.empty() ? "no tensor of the model"
                                        : "a tensor of " + where + "; only main-graph tensors can be cut at"));
     }
@@ -51,8 +51,8 @@ std::vector<Value*> main_values(Model& model, const std::vector<std::string>& na
 
 ExtractReport extract_subgraph(Model& model, const std::vector<std::string>& inputs, const std::vector<std::string>& outputs) {
   Graph& g = *model.graph;
-  const std::vector<Value*> in = main_values(model, inputs, "--inputs");
-  const std::vector<Value*> out = main_values(model, outputs, "--outputs");
+  const std::vector<Value*> in = main_values(model, inputs, "inputs");
+  const std::vector<Value*> out = main_values(model, outputs, "outputs");
 
   // Walk back from each output, stopping at the named inputs and at initializers. Each value
   // remembers the output that led to it, to name it when a graph input is missing.
@@ -79,13 +79,13 @@ ExtractReport extract_subgraph(Model& model, const std::vector<std::string>& inp
     }
     const std::string& wanted = outputs[origin];
     if (v->is_graph_input())
-      throw_usage_error("output '" + wanted + "' is not reachable from --inputs: it needs the graph input '" + v->name() +
-                        "'; add it to --inputs, or a tensor between them");
+      throw_usage_error({"inputs", ""}, "output '" + wanted + "' is not reachable from them: it needs the graph input '" +
+                                            v->name() + "'; add it, or a tensor between them");
     throw_usage_error("output '" + wanted + "' needs '" + v->name() + "', which nothing in the model defines");
   }
   for (const Value* v : in)
     if (!reached.count(v))
-      throw_usage_error("--inputs: '" + v->name() +
+      throw_usage_error({"inputs", ""}, "'" + v->name() +
                         "' does not cut the graph: the outputs are computed without it (from the other inputs and "
                         "initializers); leave it out");
 

@@ -982,7 +982,8 @@ void check_data_path(const std::string& model_path, const std::string& data_path
   const fs::path data = fs::weakly_canonical(fs::absolute(data_path), ec);
   const fs::path model = fs::weakly_canonical(fs::absolute(model_path), ec);
   if (data == model || same_file(model_path, data_path))
-    throw_usage_error(data_path + ": the external data file would be the model file itself; choose another --data-file");
+    throw Error(ErrorKind::kUsage, data_path + ": the external data file would be the model file itself; choose another",
+                Parameter{}, {"data_file"});
   const auto rel = data.lexically_relative(model_dir);
   if (rel.empty() || *rel.begin() == "..")
     throw_usage_error(data_path + ": the external data file resolves to " + data.string() +
@@ -1234,13 +1235,15 @@ void check_output_paths(const LoadInfo& input, const std::string& output, const 
       data_file.empty() ? std::filesystem::path(output).filename().string() + ".data" : data_file;
   const std::string data_path = (std::filesystem::path(dir_of(output)) / data_name).string();
   if (same_file(data_path, input.path))
-    throw_usage_error(data_path + ": the output's external data file would replace the input model; choose another " +
-                      (data_file.empty() ? std::string("output name") : std::string("--data-file")));
+    throw Error(ErrorKind::kUsage, data_path + ": the output's external data file would replace the input model; choose another",
+                Parameter{}, {data_file.empty() ? "output" : "data_file"});
   if (!in_place) {
     for (const auto& f : input.external_files) {
       if (same_file(data_path, (std::filesystem::path(input.base_dir) / f).string()))
-        throw_usage_error(data_path + ": the output's external data file would replace the input's external data file " + f +
-                          "; choose another " + (data_file.empty() ? std::string("output name") : std::string("--data-file")));
+        throw Error(ErrorKind::kUsage,
+                    data_path + ": the output's external data file would replace the input's external data file " + f +
+                        "; choose another",
+                    Parameter{}, {data_file.empty() ? "output" : "data_file"});
     }
   }
   check_data_path(output, data_path);  // as save_model will, before any work

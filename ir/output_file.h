@@ -12,8 +12,8 @@ namespace onnxtool::ir {
 
 /// What an OutputFile does with a symlink at its path.
 enum class AtSymlink {
-  kFollow,  ///< replace the file it names (an --in-place model reached through a link)
-  kRefuse,  ///< refuse: a name onnxtool chose itself (a side data file, a file in --output-dir or
+  kFollow,  ///< replace the file it names (a model rewritten in place, reached through a link)
+  kRefuse,  ///< refuse: a name onnxtool chose itself (a side data file, a file in an output folder or
             ///< --dump-dir), where a planted link would send the bytes anywhere
 };
 

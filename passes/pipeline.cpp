@@ -68,17 +68,17 @@ void apply_input_shapes(ir::Model& model, const OptimizeOptions& options) {
     ir::ValueInfo* input = nullptr;
     for (auto& vi : model.graph->inputs)
       if (vi.value->name() == name) input = &vi;
-    if (!input) throw_usage_error("--input-shape: the model has no input '" + name + "'");
+    if (!input) throw_usage_error({"input_shape", ""}, "the model has no input '" + name + "'");
     ir::TypeInfo& t = input->value->type;
-    if (!t.is_tensor()) throw_usage_error("--input-shape: input '" + name + "' is not a tensor");
+    if (!t.is_tensor()) throw_usage_error({"input_shape", ""}, "input '" + name + "' is not a tensor");
     if (t.shape && t.shape->rank() != dims.size())
-      throw_usage_error("--input-shape: input '" + name + "' has rank " + std::to_string(t.shape->rank()) + ", not " +
+      throw_usage_error({"input_shape", ""}, "input '" + name + "' has rank " + std::to_string(t.shape->rank()) + ", not " +
                         std::to_string(dims.size()));
     ir::Shape s;
     for (size_t i = 0; i < dims.size(); ++i) {
-      if (dims[i] < 0) throw_usage_error("--input-shape: input '" + name + "' has a negative dim");
+      if (dims[i] < 0) throw_usage_error({"input_shape", ""}, "input '" + name + "' has a negative dim");
       if (t.shape && t.shape->dims[i].kind == ir::Dim::Kind::kValue && t.shape->dims[i].value != dims[i])
-        throw_usage_error("--input-shape: input '" + name + "' dim " + std::to_string(i) + " is " +
+        throw_usage_error({"input_shape", ""}, "input '" + name + "' dim " + std::to_string(i) + " is " +
                           std::to_string(t.shape->dims[i].value) + " in the model, not " + std::to_string(dims[i]));
       s.dims.push_back(ir::Dim::of(dims[i]));
     }

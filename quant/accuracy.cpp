@@ -129,7 +129,7 @@ References optional_references(ir::Model& fp32, const SampleSource& samples, con
   int64_t count = options.error_samples;
   if (options.sample_count > 0) count = std::min(count, options.sample_count);
   References references = record_references(fp32, samples, static_cast<size_t>(std::max<int64_t>(count, 0)), options.progress);
-  if (!references.samples()) throw_usage_error("no samples in --calib-data");
+  if (!references.samples()) throw_usage_error({"sample_dirs", ""}, "no samples");
   report.samples = static_cast<int64_t>(references.samples());
   return references;
 }

@@ -390,25 +390,26 @@ bool selected(const ir::Node& n, const QuantizeOptions& o) {
   return std::find(o.exclude_nodes.begin(), o.exclude_nodes.end(), n.name) == o.exclude_nodes.end();
 }
 
-std::string unselected_reason(const ir::Node& n, const QuantizeOptions& o) {
+FloatReason unselected_reason(const ir::Node& n, const QuantizeOptions& o) {
   auto named = [](const std::vector<std::string>& list, const std::string& s) {
     return std::find(list.begin(), list.end(), s) != list.end();
   };
   const OpRule* rule = op_rule(n);
-  if (!o.op_types.empty() && !named(o.op_types, n.op_type)) return "not in --op-types";
+  if (!o.op_types.empty() && !named(o.op_types, n.op_type)) return {"not among the op types asked for", {"op_types"}};
   if (o.op_types.empty() && o.mode == Mode::kDynamic && rule && !rule->dynamic_default && !conv_by_windows(n))
-    return n.op_type == "Conv" ? "dynamic mode quantizes this Conv only when --op-types names it (onnxruntime runs "
-                                 "ConvInteger slower than its float Conv; a 1-D Conv of one group, 8 or more input "
-                                 "channels, explicit pads and a weight of static dims becomes a MatMulInteger over its "
-                                 "windows)"
-                               : "weight-only int8 (no integer kernel): only when --op-types names " + n.op_type;
-  if (named(o.exclude_op_types, n.op_type)) return "--exclude-op-types";
-  if (named(o.exclude_nodes, n.name)) return "--exclude-nodes";
+    return {n.op_type == "Conv" ? "dynamic mode quantizes this Conv only when its op type is asked for (onnxruntime runs "
+                                  "ConvInteger slower than its float Conv; a 1-D Conv of one group, 8 or more input "
+                                  "channels, explicit pads and a weight of static dims becomes a MatMulInteger over its "
+                                  "windows)"
+                                : "weight-only int8 (no integer kernel): only when its op type, " + n.op_type + ", is asked for",
+            {"op_types"}};
+  if (named(o.exclude_op_types, n.op_type)) return {"its op type is excluded", {"exclude_op_types"}};
+  if (named(o.exclude_nodes, n.name)) return {"the node is excluded", {"exclude_nodes"}};
   if (const ir::Value* y = n.output(0)) {
-    if (auto it = o.float_reasons.find(y->name()); it != o.float_reasons.end()) return it->second;
-    if (named(o.exclude_tensors, y->name())) return "--auto-exclude: kept float to reach --accuracy-target";
+    if (auto it = o.float_reasons.find(y->name()); it != o.float_reasons.end()) return {it->second, {}};
+    if (named(o.exclude_tensors, y->name())) return {"kept float to reach the accuracy target", {"auto_exclude", "accuracy_target"}};
   }
-  return "not selected";
+  return {"not selected", {}};
 }
 
 void validate_selection(const ir::Model& model, const QuantizeOptions& o) {
@@ -425,14 +426,14 @@ void validate_selection(const ir::Model& model, const QuantizeOptions& o) {
     if (std::find(supported.begin(), supported.end(), t) == supported.end()) {
       std::string list;
       for (const auto& s : supported) list += (list.empty() ? "" : ", ") + s;
-      throw_usage_error("--op-types: " + t + " is not an op type this mode quantizes (" + list + ")");
+      throw_usage_error({"op_types", ""}, t + " is not an op type this mode quantizes (" + list + ")");
     }
-    if (!ops.count(t)) throw_usage_error("--op-types: the model has no " + t + " node");
+    if (!ops.count(t)) throw_usage_error({"op_types", ""}, "the model has no " + t + " node");
   }
   for (const auto& t : o.exclude_op_types)
-    if (!ops.count(t)) throw_usage_error("--exclude-op-types: the model has no " + t + " node");
+    if (!ops.count(t)) throw_usage_error({"exclude_op_types", ""}, "the model has no " + t + " node");
   for (const auto& n : o.exclude_nodes)
-    if (!names.count(n)) throw_usage_error("--exclude-nodes: the model has no node named '" + n + "'");
+    if (!names.count(n)) throw_usage_error({"exclude_nodes", ""}, "the model has no node named '" + n + "'");
 }
 
 namespace {
@@ -449,7 +450,7 @@ void rewrite_dynamic(ir::Model& model, const QuantizeOptions& options, QuantizeR
     for (ir::Node* n : order) {
       const OpRule* rule = op_rule(*n);
       if (!rule || !rule->dynamic) continue;
-      std::string why;
+      FloatReason why;
       // What the integer product would save (quant/speed.h), before the node is rewritten.
       GroupEstimate e;
       e.nodes.push_back(n->name.empty() ? n->op_type : n->name);  // now: a rewrite frees the node
@@ -467,27 +468,30 @@ void rewrite_dynamic(ir::Model& model, const QuantizeOptions& options, QuantizeR
         // A polyphase STFT front end (tests/make_stft_front_end.py) quantized so: cosine 0.99998 on
         // random inputs, 0.9929 in onnxruntime on speech, whose quiet frames lose their bits to
         // the loud ones.
-        why = "a 1-D Conv becomes a MatMulInteger over its windows by default only when measured on real samples "
-              "(--calib-data): its input is quantized per tensor at run time, so its accuracy depends on the input's "
-              "dynamic range, which random inputs do not have (--op-types Conv forces it)";
+        why = {"a 1-D Conv becomes a MatMulInteger over its windows by default only when measured on real samples: "
+               "its input is quantized per tensor at run time, so its accuracy depends on the input's dynamic range, "
+               "which random inputs do not have; asking for Conv by op type forces it",
+               {"sample_dirs", "op_types"}};
       } else if (windows && !sized && options.op_types.empty()) {
-        why = "a 1-D Conv is quantized by default only where its sizes are known (from the samples or static "
-              "shapes), to estimate what it gains (--op-types forces it)";
+        why = {"a 1-D Conv is quantized by default only where its sizes are known (from the samples or static "
+               "shapes), to estimate what it gains; asking for its op type forces it",
+               {"op_types"}};
       } else if (sized && e.gain <= 0 && options.op_types.empty()) {
         std::ostringstream s;
         s << "estimated slower quantized: " << e.int8_macs << " MACs in int8 save less than quantizing its "
           << moved << (windows ? " input, window and output" : " input and output")
-          << " elements at run time costs (--op-types forces it)";
-        why = s.str();
+          << " elements at run time costs; asking for its op type forces it";
+        why = {s.str(), {"op_types"}};
       } else if (!q.rewrite(n)) {
-        why = "its weight is not a constant float tensor" +
-              std::string(passes::is_op(n, "MatMul") ? " (a product of two activations, such as attention scores)" : "");
+        why.text = "its weight is not a constant float tensor" +
+                   std::string(passes::is_op(n, "MatMul") ? " (a product of two activations, such as attention scores)" : "");
       } else if (products) {
         estimated = estimated && sized;  // sizes unknown (no samples, dynamic shapes): no estimate
         if (sized) report.groups.push_back(std::move(e));
       }
       // (n is still there: only a successful rewrite removes it)
-      if (!why.empty()) report.kept_float.push_back({n->name, n->op_type, n->output(0) ? n->output(0)->name() : "", why});
+      if (!why.text.empty())
+        report.kept_float.push_back({n->name, n->op_type, n->output(0) ? n->output(0)->name() : "", why.text, why.options});
     }
   });
   report.estimated_speedup = estimated ? estimated_speedup(report.float_cost, report.groups) : -1;
@@ -505,7 +509,8 @@ QuantizeReport quantize_dynamic(ir::Model& model, const QuantizeOptions& options
   QuantizeReport report;
   ensure_opset(model, 11, report);  // DynamicQuantizeLinear is opset 11
   // The fp32 references of the first error_samples samples, recorded once for every attempt.
-  if (!samples && options.auto_exclude) throw_usage_error("--auto-exclude needs samples (--calib-data) to measure the accuracy on");
+  if (!samples && options.auto_exclude)
+    throw Error(ErrorKind::kUsage, "needs samples to measure the accuracy on", Parameter{"auto_exclude", ""}, {"sample_dirs"});
   const References references = optional_references(model, samples, options, report);
   const bool measured = references.samples() > 0;
   // Sizes for the speed estimate: as the samples ran, else the static shapes.

@@ -14,8 +14,8 @@ namespace onnxtool::quant {
 
 struct OpRule {
   std::string_view op_type;  ///< default domain
-  bool static_qdq;           ///< quantized by --mode static (its float inputs, and its weight)
-  bool dynamic;              ///< quantized by --mode dynamic (its weight; inputs at run time)
+  bool static_qdq;           ///< quantized by static mode (its float inputs, and its weight)
+  bool dynamic;              ///< quantized by dynamic mode (its weight; inputs at run time)
   /// Dynamic mode quantizes it without --op-types naming it. Conv is opt-in: onnxruntime runs
   /// ConvInteger far slower than a float Conv (PaddleOCR rec 0.22x), and recurrent ops have no
   /// integer kernel at all (weight-only; Silero v6's state cosine 0.990 -> 0.987).

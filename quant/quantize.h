@@ -58,7 +58,7 @@ struct QuantizeOptions {
   int64_t block_size = 32;
   /// Why some of exclude_tensors stay float (what the report says of their producers).
   std::map<std::string, std::string> float_reasons;
-  /// Set by quantize_model, which checks --op-types, --exclude-op-types and --exclude-nodes
+  /// Set by quantize_model, which checks op_types, exclude_op_types and exclude_nodes
   /// against the model as given: its preprocessing may fold or fuse the nodes they name away
   /// (a Transpose into a Gemm), which is no reason to refuse them.
   bool selection_checked = false;
@@ -120,6 +120,15 @@ struct FloatNode {
   std::string op_type;
   std::string tensor;  ///< its output
   std::string reason;
+  /// The options that decide it or would change it, by QuantizeOptions field name ("op_types"),
+  /// for the caller to name.
+  std::vector<std::string> options;
+};
+
+/// Why a node stays float: FloatNode's reason and options.
+struct FloatReason {
+  std::string text;
+  std::vector<std::string> options;
 };
 
 /// The error of one judged output: cosine for large outputs, relative error (RMS) for small ones
@@ -288,7 +297,7 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
 bool selected(const ir::Node& node, const QuantizeOptions& options);
 
 /// Why selected() leaves a node of a quantized op type float (the report's words).
-std::string unselected_reason(const ir::Node& node, const QuantizeOptions& options);
+FloatReason unselected_reason(const ir::Node& node, const QuantizeOptions& options);
 
 /// Checks --op-types / --exclude-nodes / --exclude-op-types name things the model has, and
 /// --op-types only op types of options.mode.

@@ -204,7 +204,7 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
     try {
       feeds = runner::load_feeds(probe, f);
     } catch (const Error& e) {
-      throw Error(e.kind(), "--calib-data sample " + std::filesystem::path(f.dir).filename().string() + ": " + e.what());
+      throw Error(e.kind(), e.what(), Parameter{"sample_dirs", "sample " + std::filesystem::path(f.dir).filename().string()});
     }
     if (half)
       for (auto& [name, value] : feeds)
@@ -234,9 +234,10 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
       runner::feeds_that_run(session, random, [&](std::map<std::string, runner::Value>& f) { session.run(f); }, &random.free_dim);
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::kInternal || e.kind() == ErrorKind::kUsage) throw;
-      throw Error(ErrorKind::kFailed, std::string("cannot measure the accuracy: the model does not run on random inputs (") +
-                                          e.what() + "); give samples (--calib-data), value ranges (--input-range), or "
-                                          "pass --no-verify to quantize it unmeasured");
+      throw Error(ErrorKind::kFailed,
+                  std::string("cannot measure the accuracy: the model does not run on random inputs (") + e.what() +
+                      "); give samples or value ranges, or quantize it unmeasured",
+                  Parameter{}, {"sample_dirs", "input_range", "no_verify"});
     }
     checked.sample_count = options.random_samples;
   }

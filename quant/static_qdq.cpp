@@ -102,7 +102,7 @@ class StaticQuantizer {
       if (!selected(*n, o_)) {
         keep_float(n, unselected_reason(*n, o_));
       } else if (std::string why = quantize_node(n); !why.empty()) {
-        keep_float(n, why);
+        keep_float(n, {why, {}});
       }
     }
     report_.float_cost = float_cost_;
@@ -113,9 +113,10 @@ class StaticQuantizer {
  private:
   /// Records why a node of a quantized op type stays float (only ops with a weight: the ones
   /// whose float execution costs).
-  void keep_float(const ir::Node* n, const std::string& why) {
+  void keep_float(const ir::Node* n, FloatReason why) {
     if (!has_weight(*n)) return;
-    report_.kept_float.push_back({n->name, n->op_type, n->output(0) ? n->output(0)->name() : "", why});
+    report_.kept_float.push_back({n->name, n->op_type, n->output(0) ? n->output(0)->name() : "", std::move(why.text),
+                                  std::move(why.options)});
   }
 
   /// True when a runtime runs n in integers: an op static quantization handles (not
@@ -236,7 +237,7 @@ class StaticQuantizer {
       }
       if (quantized || !counted_.erase(n)) continue;  // still quantized, or never counted (a float reader)
       --report_.quantized_nodes;
-      std::string why;
+      FloatReason why;
       if (auto e = slower.find(group); e != slower.end()) {
         std::ostringstream s;
         s << "estimated slower quantized: its group's int8 products (" << e->second.int8_macs << " MACs";
@@ -244,12 +245,12 @@ class StaticQuantizer {
           s << "; " << e->second.slow_convs << " of its Convs depthwise, grouped or of fewer than 8 input channels, "
             << "which onnxruntime runs slower in int8";
         s << ") save less than the " << e->second.border_nodes << " QuantizeLinear/DequantizeLinear at its borders cost ("
-          << e->second.border_elements << " elements; --op-types forces it)";
-        why = s.str();
+          << e->second.border_elements << " elements); asking for its op type forces it";
+        why = {s.str(), {"op_types"}};
       } else {
-        why = has_integer_kernel(*n) ? "its input or output cannot be quantized, so no integer kernel would run it"
-                                     : "no integer kernel would read or write its 8-bit tensors (" + n->op_type +
-                                           " has none): the QuantizeLinear/DequantizeLinear pairs would only add work and error";
+        why.text = has_integer_kernel(*n) ? "its input or output cannot be quantized, so no integer kernel would run it"
+                                          : "no integer kernel would read or write its 8-bit tensors (" + n->op_type +
+                                                " has none): the QuantizeLinear/DequantizeLinear pairs would only add work and error";
       }
       keep_float(n, why);
     }
@@ -446,7 +447,7 @@ class StaticQuantizer {
         if (x && std::count(o_.exclude_tensors.begin(), o_.exclude_tensors.end(), x->name())) {
           const auto why = o_.float_reasons.find(x->name());
           return "its input '" + x->name() + "' is kept float (" +
-                 (why != o_.float_reasons.end() ? why->second : std::string("--auto-exclude: to reach --accuracy-target")) + ")";
+                 (why != o_.float_reasons.end() ? why->second : std::string("to reach the accuracy target")) + ")";
         }
         return "its input has no calibrated float range (kept float, or not a float tensor)";
       }
@@ -675,7 +676,7 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
     if (stats.empty()) {
       // A model input that never held a finite value cannot be calibrated at all.
       if (v && v->is_graph_input())
-        throw_input_error("--calib-data: input '" + name + "' holds only NaN/Inf values in every sample");
+        throw Error(ErrorKind::kInput, "input '" + name + "' holds only NaN/Inf values in every sample", Parameter{"sample_dirs", ""});
       continue;  // an intermediate tensor that is only NaN/Inf stays in float
     }
     extremes[name] = calibrated_range(stats, minmax);

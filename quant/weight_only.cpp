@@ -84,7 +84,8 @@ void rewrite_weight_only(ir::Model& model, const QuantizeOptions& options, Quant
     for (ir::Node* n : order) {
       if (!passes::is_op(n, "MatMul")) continue;
       if (!selected(*n, options)) {
-        report.kept_float.push_back({n->name, n->op_type, n->output(0)->name(), unselected_reason(*n, options)});
+        FloatReason why = unselected_reason(*n, options);
+        report.kept_float.push_back({n->name, n->op_type, n->output(0)->name(), std::move(why.text), std::move(why.options)});
         continue;
       }
       const auto w = quantizable_weight(model, n->input(1), 2, 2);
@@ -140,9 +141,9 @@ void rewrite_weight_only(ir::Model& model, const QuantizeOptions& options, Quant
 }  // namespace
 
 QuantizeReport quantize_weight_only(ir::Model& model, const QuantizeOptions& options, const SampleSource& samples) {
-  if (options.bits != 4 && options.bits != 8) throw_usage_error("--bits must be 4 or 8");
+  if (options.bits != 4 && options.bits != 8) throw_usage_error({"bits", ""}, "must be 4 or 8");
   if (options.block_size < 16 || (options.block_size & (options.block_size - 1)) != 0)
-    throw_usage_error("--block-size must be a power of two, at least 16");
+    throw_usage_error({"block_size", ""}, "must be a power of two, at least 16");
   validate_selection(model, options);
   QuantizeReport report;
   ensure_opset(model, 21, report);  // blocked DequantizeLinear and int4 are opset 21

@@ -148,16 +148,6 @@ void SampleStats::add(const TensorDiff& d, int sample) {
   pooled += d.sums;
 }
 
-const char* gate_flag(Gate::Kind kind) {
-  switch (kind) {
-    case Gate::Kind::kMinCosine: return "--min-cosine";
-    case Gate::Kind::kMaxRelError: return "--max-rel-error";
-    case Gate::Kind::kMinSqnr: return "--min-sqnr";
-    case Gate::Kind::kMaxAbsError: return "--max-abs-error";
-  }
-  return "";
-}
-
 const char* gate_metric(Gate::Kind kind) {
   switch (kind) {
     case Gate::Kind::kMinCosine: return "cosine";

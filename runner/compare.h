@@ -99,8 +99,7 @@ struct Gate {
   double threshold;
 };
 
-/// The flag that sets a gate ("--min-cosine") and the metric it reads ("cosine").
-const char* gate_flag(Gate::Kind kind);
+/// The metric a gate reads ("cosine").
 const char* gate_metric(Gate::Kind kind);
 
 struct GateResult {

@@ -52,7 +52,7 @@ std::map<std::string, Value> sample_feeds(const Session& session, const ModelCom
   try {
     return load_feeds(session, feed);
   } catch (const Error& e) {
-    throw Error(e.kind(), "--inputs sample " + feed.dir + ": " + e.what());
+    throw Error(e.kind(), e.what(), Parameter{"sample_dirs", "sample " + feed.dir});
   }
 }
 
@@ -231,12 +231,12 @@ ModelComparison compare_with_expected(ir::Model& model, const ModelComparisonOpt
   std::vector<std::vector<std::string>> files(expect_dirs.size());
   for (size_t s = 0; s < expect_dirs.size(); ++s) {
     const std::string& dir = expect_dirs[s];
-    if (!std::filesystem::is_directory(dir)) throw Error(ErrorKind::kInput, "--expect " + dir + ": not a directory");
+    if (!std::filesystem::is_directory(dir)) throw Error(ErrorKind::kInput, "not a directory", Parameter{"expect", dir});
     for (size_t j = 0; j < picked.size(); ++j) {
       const size_t k = picked[j];
       const ReferenceFile ref = find_reference_file(dir, stems[k], k);
       if (ref.path.empty())
-        throw Error(ErrorKind::kInput, "--expect " + dir + " has no " + ref.looked_for + " (output '" + result.outputs[j] + "')");
+        throw Error(ErrorKind::kInput, "no " + ref.looked_for + " (output '" + result.outputs[j] + "')", Parameter{"expect", dir});
       files[s].push_back(ref.path);
     }
   }

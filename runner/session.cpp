@@ -118,6 +118,7 @@ class Executor {
   /// Session::set_deadline: this session's bound, if any.
   std::optional<std::chrono::steady_clock::time_point> deadline;
   std::string deadline_what;
+  std::vector<std::string> deadline_remedies;
   /// Slots of the main graph the caller of this run asked for by name (Session::run): computed
   /// and kept to the end of the run.
   std::vector<bool> requested;
@@ -180,7 +181,7 @@ void Executor::check_time(const GraphPlan& plan, const Frame& frame, const Step*
   for (const Frame* f = &frame; f->parent; f = f->parent)
     where += std::string(where.empty() ? " in" : ",") + " the subgraph '" + f->plan->graph->name + "'" +
              (f->owner ? " of " + f->owner->describe() : "");
-  throw TimeLimitReached(*what + " ran out" + where);
+  throw TimeLimitReached(*what + " ran out" + where, what == &deadline_what ? deadline_remedies : std::vector<std::string>{});
 }
 
 namespace {
@@ -1070,9 +1071,11 @@ Session::~Session() {
 
 void Session::set_profiler(Profiler* profiler) { executor_->profiler = profiler; }
 
-void Session::set_deadline(std::chrono::steady_clock::time_point at, const std::string& what) {
+void Session::set_deadline(std::chrono::steady_clock::time_point at, const std::string& what,
+                           std::vector<std::string> remedies) {
   executor_->deadline = at;
   executor_->deadline_what = what;
+  executor_->deadline_remedies = std::move(remedies);
 }
 
 const Placement& Session::placement() const { return executor_->placement; }

@@ -91,8 +91,9 @@ class Session {
 
   /// Bounds this session's runs as set_time_limit bounds the process's, until `at`; `what` names
   /// the bound in the error ("verification's bound of 12 s: 20 times the original's run plus
-  /// 10 s").
-  void set_deadline(std::chrono::steady_clock::time_point at, const std::string& what);
+  /// 10 s"), `remedies` the parameters that would change it (TimeLimitReached::remedies).
+  void set_deadline(std::chrono::steady_clock::time_point at, const std::string& what,
+                    std::vector<std::string> remedies = {});
 
   /// The threads its runs use (the default 0 resolved when the session was made).
   int threads() const { return options_.threads; }

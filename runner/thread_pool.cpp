@@ -292,10 +292,16 @@ int usable_threads(int threads) {
 
 int configured_threads() { return t_scope_threads > 0 ? t_scope_threads : default_threads(); }
 
+namespace {
+std::atomic<bool> g_adapt_to_load{true};
+}  // namespace
+
+void set_load_adaptation(bool on) { g_adapt_to_load.store(on, std::memory_order_relaxed); }
+
 int current_threads() {
   if (t_in_chunk) return 1;
   const int threads = configured_threads();
-  return threads > 1 ? usable_threads(threads) : threads;
+  return threads > 1 && g_adapt_to_load.load(std::memory_order_relaxed) ? usable_threads(threads) : threads;
 }
 
 ThreadScope::ThreadScope(int threads) : before_(t_scope_threads) { t_scope_threads = threads > 0 ? threads : 0; }

@@ -99,8 +99,9 @@ Reference::Reference(ir::Model& original, const VerifyInputs& inputs) {
     if (is_tool_failure(e)) return e;
     return Error(ErrorKind::kFailed,
                  std::string("cannot verify: the original model does not run on ") +
-                     (random ? "random inputs (symbolic dims of 1, 64 and 512 unless --input-shape sets them)" : "the given inputs") +
-                     ": " + e.what() + "; give inputs (--inputs), their sizes (--input-shape) or value ranges (--input-range), or pass --no-verify");
+                     (random ? "random inputs (symbolic dims of 1, 64 and 512 unless their sizes are given)" : "the given inputs") +
+                     ": " + e.what() + "; give inputs, their sizes or value ranges, or skip verification",
+                 Parameter{}, {"inputs", "input_shape", "input_range", "no_verify"});
   };
   std::unique_ptr<Session> session;
   try {
@@ -112,8 +113,8 @@ Reference::Reference(ir::Model& original, const VerifyInputs& inputs) {
   // Loop never ends must not hang optimize or convert.
   if (!time_limit_set())
     session->set_deadline(std::chrono::steady_clock::now() + std::chrono::seconds(kVerifyOriginalSeconds),
-                          "verification's bound of " + std::to_string(kVerifyOriginalSeconds) +
-                              " s on the original model's run (--time-limit S changes it, --no-verify skips verification)");
+                          "verification's bound of " + std::to_string(kVerifyOriginalSeconds) + " s on the original model's run",
+                          {"time_limit", "no_verify"});
   for (const auto* o : session->outputs()) output_names_.push_back(o->value->name());
   // Random inputs: symbolic dims of 1 first; a model that cannot take them (an STFT frame longer
   // than one sample, a pooling window) gets larger ones before verification gives up.

@@ -627,7 +627,10 @@ TEST_SUITE("quant") {
     CHECK(ops["ConvInteger"] == 0);
     CHECK(ops["Conv"] == 2);
     REQUIRE(report.kept_float.size() == 2);
-    for (const auto& f : report.kept_float) CHECK(f.reason.find("only when --op-types names it") != std::string::npos);
+    for (const auto& f : report.kept_float) {
+      CHECK(f.reason.find("only when its op type is asked for") != std::string::npos);
+      CHECK(f.options == std::vector<std::string>{"op_types"});
+    }
 
     // The windows are the Conv's: y within a few quantization steps of float, on inputs of
     // every sign.

@@ -110,7 +110,7 @@ expect_tool "expect with a gate" 1 "output y: --max-rel-error 0.01" -- compare "
 expect_tool "expect --json" 0 "" -- compare "$A" --inputs "$S" --expect "$WORK/expected" --json
 json 'd["b"] is None and d["expect"].endswith("expected") and d["ok"]' && ok || fail "expect in --json"
 rm "$WORK/expected/s2/z.npy"
-expect_tool "expect folder missing an output" 2 "s2 has no z.npy or z.pb (output 'z')" -- compare "$A" --inputs "$S" --expect "$WORK/expected"
+expect_tool "expect folder missing an output" 2 "s2: no z.npy or z.pb (output 'z')" -- compare "$A" --inputs "$S" --expect "$WORK/expected"
 expect_tool "expect with two models" 2 "--expect" -- compare "$A" "$B" --inputs "$S" --expect "$WORK/expected"
 expect_tool "expect with random samples" 2 "--expect" -- compare "$A" --random --samples 2 --expect "$WORK/expected/s0"
 RELU=$BACKEND/node/test_relu

@@ -163,7 +163,7 @@ fi
 expect_tool "extract: unknown tensor" 2 "--inputs: 'nope' is no tensor of the model" -- extract "$M" -o "$OUT/x.onnx" --inputs nope --outputs logits
 expect_tool "extract: unknown output" 2 "--outputs: 'nada' is no tensor of the model" -- extract "$M" -o "$OUT/x.onnx" --inputs relu1_out --outputs nada
 expect_tool "extract: input that does not cut" 2 "'image' does not cut the graph" -- extract "$M" -o "$OUT/x.onnx" --inputs image,relu1_out --outputs logits
-expect_tool "extract: unreachable output" 2 "output 'y' is not reachable from --inputs: it needs the graph input 'cond'" -- \
+expect_tool "extract: unreachable output" 2 "--inputs: output 'y' is not reachable from them: it needs the graph input 'cond'" -- \
   extract "$IF" -o "$OUT/x.onnx" --inputs x --outputs y
 expect_tool "extract: subgraph tensor" 2 "is a tensor of the subgraph 'then_branch' of node 'select' (If)" -- \
   extract "$IF" -o "$OUT/x.onnx" --inputs x,cond --outputs then_y
@@ -228,7 +228,7 @@ if [[ -f $CLS ]]; then
     --input-shape x=1,3,48,192
   expect_tool "cls: everything after the stem" 0 "1 identical" -- extract "$CLS" -o "$OUT/head.onnx" --inputs hardswish_0.tmp_0 \
     --outputs softmax_0.tmp_0 --input-shape x=1,3,48,192
-  expect_tool "cls: an output above the cut" 2 "output 'batch_norm_0.tmp_3' is not reachable from --inputs: it needs the graph input 'x'" -- \
+  expect_tool "cls: an output above the cut" 2 "--inputs: output 'batch_norm_0.tmp_3' is not reachable from them: it needs the graph input 'x'" -- \
     extract "$CLS" -o "$OUT/x.onnx" --inputs relu_1.tmp_0 --outputs batch_norm_0.tmp_3
   expect_tool "cls: dump every value" 0 "0 skipped" -- run "$CLS" --random --shape x=1,3,48,192 --dump-dir "$WORK/clsdump"
   expect_tool "cls: renames verified" 0 "identical" -- edit "$CLS" -o "$OUT/cls.onnx" --rename-input x=image --rename-output softmax_0.tmp_0=probs

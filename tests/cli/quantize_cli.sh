@@ -126,8 +126,8 @@ grep -q "from opset 9 to 11" "$WORK/stdout" && ok || fail "no note about the ops
 "$ONNXTOOL" check "$OUT/m.onnx" >/dev/null 2>&1 && ok || fail "the dynamic model does not pass check"
 
 # What the plain command decides, and its gates.
-expect "--bits 3" 2 "--bits must be 4 or 8" -- "${PLAIN[@]}" --mode weight-only --bits 3
-expect "--block-size 10" 2 "--block-size must be a power of two" -- "${PLAIN[@]}" --mode weight-only --block-size 10
+expect "--bits 3" 2 "--bits: must be 4 or 8" -- "${PLAIN[@]}" --mode weight-only --bits 3
+expect "--block-size 10" 2 "--block-size: must be a power of two" -- "${PLAIN[@]}" --mode weight-only --block-size 10
 expect "--bits outside weight-only" 2 "for --mode weight-only" -- "${PLAIN[@]}" --mode dynamic --bits 8
 expect "--auto-exclude with weight-only, nothing to quantize" 1 "no MatMul" -- "${PLAIN[@]}" --mode weight-only --calib-data "$WORK/good" --auto-exclude
 expect "weight-only on a model without MatMul" 0 "nothing quantized" -- "$ONNXTOOL" quantize "$MODEL" -o "$OUT/m.onnx" \
@@ -137,7 +137,7 @@ expect "--accuracy-outputs naming no output" 2 "no output named 'nope'" -- "${Q[
   --accuracy-outputs nope
 # Dynamic mode leaves Conv alone unless --op-types names it (onnxruntime's ConvInteger is slower
 # than its float Conv): the classifier's Convs stay float, each with that reason.
-expect "plain dynamic on a Conv model" 0 "Conv only when --op-types names it" -- "$ONNXTOOL" quantize "$MODEL" -o "$OUT/m.onnx" \
+expect "plain dynamic on a Conv model" 0 "Conv only when its op type is asked for" -- "$ONNXTOOL" quantize "$MODEL" -o "$OUT/m.onnx" \
   --mode dynamic --json
 "$PYTHON" -c '
 import json, sys
