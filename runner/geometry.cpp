@@ -27,6 +27,18 @@ std::vector<int64_t> normalize_axes(const NodeAttributes& node, const std::vecto
   return out;
 }
 
+std::vector<int64_t> read_int_list(const NodeAttributes& node, const Tensor& t, const char* what) {
+  std::vector<int64_t> out(static_cast<size_t>(t.size()));
+  if (t.dtype() == DataType::kInt64) {
+    for (size_t i = 0; i < out.size(); ++i) out[i] = t.data<int64_t>()[i];
+  } else if (t.dtype() == DataType::kInt32) {
+    for (size_t i = 0; i < out.size(); ++i) out[i] = t.data<int32_t>()[i];
+  } else {
+    node.fail(std::string(what) + " must be int32 or int64, is " + std::string(ir::data_type_name(t.dtype())));
+  }
+  return out;
+}
+
 std::vector<int64_t> spatial_attr(const NodeAttributes& node, const char* name, size_t rank, int64_t fallback) {
   std::vector<int64_t> v = node.attr_ints(name);
   if (v.empty()) v.assign(rank, fallback);
@@ -202,6 +214,156 @@ StridedView slice_view(const NodeAttributes& node, const std::vector<int64_t>& s
     v.offset += s.first * dense[a];
   }
   return v;
+}
+
+namespace {
+
+/// A tensor as Tensor::describe names it: "float32[2, 3]".
+std::string describe(DataType type, const std::vector<int64_t>& shape) {
+  return std::string(ir::data_type_name(type)) + shape_string(shape);
+}
+
+}  // namespace
+
+std::vector<int64_t> reshape_target(const NodeAttributes& node, DataType type, const std::vector<int64_t>& shape,
+                                    const std::vector<int64_t>& spec, bool allowzero) {
+  std::vector<int64_t> out(spec);
+  int64_t infer = -1;
+  int64_t known = 1;
+  bool has_zero = false;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == -1) {
+      if (infer >= 0) node.fail("shape " + shape_string(spec) + " has more than one -1");
+      infer = static_cast<int64_t>(i);
+      continue;
+    }
+    if (out[i] == 0) {
+      has_zero = true;
+      if (!allowzero) {
+        if (i >= shape.size())
+          node.fail("shape " + shape_string(spec) + " copies dim " + std::to_string(i) + " of " + describe(type, shape));
+        out[i] = shape[i];
+      }
+    } else if (out[i] < 0) {
+      node.fail("shape " + shape_string(spec) + " has a negative dimension");
+    }
+    known *= out[i];
+  }
+  const int64_t size = shape_size(shape);
+  if (infer >= 0) {
+    if (allowzero && has_zero) node.fail("shape " + shape_string(spec) + " has both 0 and -1 with allowzero");
+    if (known == 0 || size % known != 0)
+      node.fail("cannot infer the -1 of shape " + shape_string(spec) + " for " + describe(type, shape));
+    out[static_cast<size_t>(infer)] = size / known;
+  } else if (known != size) {
+    node.fail("cannot reshape " + describe(type, shape) + " to " + shape_string(spec));
+  }
+  return out;
+}
+
+std::vector<int64_t> squeeze_shape(const NodeAttributes& node, DataType type, const std::vector<int64_t>& shape,
+                                   const std::vector<int64_t>& axes, bool given) {
+  std::vector<bool> drop(shape.size(), false);
+  if (given) {
+    for (int64_t a : normalize_axes(node, axes, static_cast<int64_t>(shape.size()))) {
+      if (shape[static_cast<size_t>(a)] != 1)
+        node.fail("cannot squeeze axis " + std::to_string(a) + " of " + describe(type, shape) + ": its size is not 1");
+      drop[static_cast<size_t>(a)] = true;
+    }
+  } else {
+    for (size_t i = 0; i < shape.size(); ++i) drop[i] = shape[i] == 1;
+  }
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (!drop[i]) out.push_back(shape[i]);
+  return out;
+}
+
+std::vector<int64_t> unsqueeze_shape(const NodeAttributes& node, const std::vector<int64_t>& shape,
+                                     const std::vector<int64_t>& axes) {
+  const int64_t r = static_cast<int64_t>(shape.size() + axes.size());
+  std::vector<bool> inserted(static_cast<size_t>(r), false);
+  for (int64_t a : normalize_axes(node, axes, r)) inserted[static_cast<size_t>(a)] = true;
+  std::vector<int64_t> out;
+  size_t k = 0;
+  for (int64_t i = 0; i < r; ++i) out.push_back(inserted[static_cast<size_t>(i)] ? 1 : shape[k++]);
+  return out;
+}
+
+std::vector<int64_t> equal_split(const NodeAttributes& node, int64_t dim, int64_t parts, bool ceil_parts) {
+  if (parts <= 0) node.fail("cannot split into " + std::to_string(parts) + " parts");
+  if (!ceil_parts) {
+    if (dim % parts != 0)
+      node.fail("a dimension of " + std::to_string(dim) + " does not split into " + std::to_string(parts) +
+                " equal parts");
+    return std::vector<int64_t>(static_cast<size_t>(parts), dim / parts);
+  }
+  std::vector<int64_t> out;
+  const int64_t chunk = (dim + parts - 1) / parts;
+  int64_t left = dim;
+  for (int64_t i = 0; i < parts; ++i) {
+    out.push_back(std::min(chunk, left));
+    left -= out.back();
+  }
+  return out;
+}
+
+void check_split_lengths(const NodeAttributes& node, const std::vector<int64_t>& lens, int64_t dim) {
+  int64_t sum = 0;
+  for (int64_t len : lens) {
+    if (len < 0) node.fail("split lengths must be >= 0");
+    sum += len;
+  }
+  if (sum != dim) node.fail("split lengths sum to " + std::to_string(sum) + ", the axis has " + std::to_string(dim));
+}
+
+ReduceAxes resolve_reduce_axes(const NodeAttributes& node, const std::vector<int64_t>& shape,
+                               const std::vector<int64_t>& axes, bool keepdims, bool noop_with_empty) {
+  ReduceAxes r;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  if (axes.empty() && noop_with_empty) {
+    r.noop = true;
+    r.out_shape = shape;
+    r.reduced.assign(shape.size(), false);
+    return r;
+  }
+  r.reduced.assign(shape.size(), axes.empty());
+  for (int64_t a : axes) {
+    const int64_t n = normalize_axis(node, a, rank);
+    if (r.reduced[static_cast<size_t>(n)]) node.fail("axis " + std::to_string(a) + " is given twice");
+    r.reduced[static_cast<size_t>(n)] = true;
+  }
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (!r.reduced[d]) r.out_shape.push_back(shape[d]);
+    else if (keepdims) r.out_shape.push_back(1);
+  }
+  return r;
+}
+
+ReduceGroups merge_reduce_dims(const std::vector<int64_t>& shape, const std::vector<bool>& reduced) {
+  ReduceGroups g;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (!g.dims.empty() && g.reduced.back() == reduced[d]) {
+      g.dims.back() *= shape[d];
+    } else {
+      g.dims.push_back(shape[d]);
+      g.reduced.push_back(reduced[d]);
+    }
+  }
+  return g;
+}
+
+SoftmaxGeometry softmax_geometry(const NodeAttributes& node, int64_t opset, const std::vector<int64_t>& shape) {
+  if (shape.empty()) return {};
+  const bool coerce = opset < 13;
+  const auto a = static_cast<size_t>(
+      normalize_axis(node, node.attr_int("axis", coerce ? 1 : -1), static_cast<int64_t>(shape.size())));
+  SoftmaxGeometry g;
+  g.outer = dims_product(shape, 0, a);
+  g.n = coerce ? dims_product(shape, a, shape.size()) : shape[a];
+  g.inner = coerce ? 1 : dims_product(shape, a + 1, shape.size());
+  return g;
 }
 
 }  // namespace onnxtool::runner

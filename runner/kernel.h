@@ -15,6 +15,9 @@
 
 namespace onnxtool::runner {
 
+/// The upper bound of "every later opset" in the registrations of every device's kernels.
+constexpr int kMaxOpset = 1000;
+
 class Executor;
 struct Frame;
 struct Step;

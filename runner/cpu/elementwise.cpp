@@ -582,24 +582,12 @@ void softmax_groups(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
 template <SoftmaxKind kKind>
 void softmax_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  const bool coerce = ctx.opset() < 13;
-  const int64_t rank = static_cast<int64_t>(x.rank());
-  int64_t axis = ctx.attr_int("axis", coerce ? 1 : -1);
-  if (rank == 0) {
-    axis = 0;
-  } else {
-    axis = normalize_axis(ctx, axis, rank);
-  }
-  const auto& s = x.shape();
-  const size_t a = static_cast<size_t>(axis);
-  const int64_t outer = dims_product(s, 0, a);
-  const int64_t n = coerce ? dims_product(s, a, s.size()) : (rank == 0 ? 1 : s[a]);
-  const int64_t inner = coerce ? 1 : dims_product(s, a + 1, s.size());
+  const SoftmaxGeometry g = softmax_geometry(ctx, ctx.opset(), x.shape());
   visit_or_fail<kFloats>(ctx, x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     Tensor& y = ctx.output(0, x.dtype(), x.shape());
     if (x.size() == 0) return;
-    softmax_groups<kKind>(x.data<T>(), y.mutable_data<T>(), outer, n, inner);
+    softmax_groups<kKind>(x.data<T>(), y.mutable_data<T>(), g.outer, g.n, g.inner);
   });
 }
 

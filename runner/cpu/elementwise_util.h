@@ -248,19 +248,6 @@ inline std::vector<int64_t> broadcast_shapes(const KernelContext& ctx,
   return out;
 }
 
-/// The int64 values of a 0-D or 1-D int32/int64 tensor (axes, shapes given as inputs).
-inline std::vector<int64_t> read_int_list(const KernelContext& ctx, const Tensor& t, const char* what) {
-  std::vector<int64_t> out(static_cast<size_t>(t.size()));
-  if (t.dtype() == DataType::kInt64) {
-    for (size_t i = 0; i < out.size(); ++i) out[i] = t.data<int64_t>()[i];
-  } else if (t.dtype() == DataType::kInt32) {
-    for (size_t i = 0; i < out.size(); ++i) out[i] = t.data<int32_t>()[i];
-  } else {
-    ctx.fail(std::string(what) + " must be int32 or int64, is " + type_name(t.dtype()));
-  }
-  return out;
-}
-
 // ---------------------------------------------------------------- broadcast iteration
 
 /// Iterates the output of a broadcast of N inputs as runs along the innermost (collapsed)

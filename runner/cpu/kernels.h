@@ -6,9 +6,6 @@
 
 namespace onnxtool::runner::cpu {
 
-/// Upper bound for "every later opset" in registrations.
-constexpr int kMaxOpset = 1000;
-
 void register_control_kernels(KernelRegistry& registry);
 void register_elementwise_kernels(KernelRegistry& registry);  // also registers reduce.cpp
 void register_cast_kernels(KernelRegistry& registry);

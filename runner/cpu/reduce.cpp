@@ -13,37 +13,6 @@ namespace {
 
 // ---------------------------------------------------------------- reduction geometry
 
-/// Which axes a reduction removes, resolved against the input shape, and the output shape.
-struct ReduceAxes {
-  std::vector<bool> reduced;       // per input dim
-  std::vector<int64_t> out_shape;  // keepdims applied
-  bool noop = false;               // empty axes with noop_with_empty_axes: the identity
-};
-
-/// Resolves axes (empty = all dims unless `noop_with_empty`), failing on duplicates or range.
-ReduceAxes resolve_axes(const KernelContext& ctx, const std::vector<int64_t>& shape, const std::vector<int64_t>& axes,
-                        bool keepdims, bool noop_with_empty) {
-  ReduceAxes r;
-  const int64_t rank = static_cast<int64_t>(shape.size());
-  if (axes.empty() && noop_with_empty) {
-    r.noop = true;
-    r.out_shape = shape;
-    r.reduced.assign(shape.size(), false);
-    return r;
-  }
-  r.reduced.assign(shape.size(), axes.empty());
-  for (int64_t a : axes) {
-    const int64_t n = normalize_axis(ctx, a, rank);
-    if (r.reduced[static_cast<size_t>(n)]) ctx.fail("axis " + std::to_string(a) + " is given twice");
-    r.reduced[static_cast<size_t>(n)] = true;
-  }
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (!r.reduced[d]) r.out_shape.push_back(shape[d]);
-    else if (keepdims) r.out_shape.push_back(1);
-  }
-  return r;
-}
-
 /// The input seen as groups of kept and reduced dims: outer x red x inner when the reduced dims
 /// form one block (after dropping size-1 dims and merging neighbours), else a general layout
 /// given by the offsets of the reduced elements and of each output's first element.
@@ -58,20 +27,10 @@ struct ReduceLayout {
 
 ReduceLayout make_layout(const std::vector<int64_t>& shape, const std::vector<bool>& reduced) {
   ReduceLayout l;
-  // Collapse dims into alternating groups (size-1 dims are dropped).
-  std::vector<int64_t> dims;
-  std::vector<bool> flags;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (reduced[d]) l.red *= shape[d];
-    else l.outputs *= shape[d];
-    if (shape[d] == 1) continue;
-    if (!dims.empty() && flags.back() == reduced[d]) {
-      dims.back() *= shape[d];
-    } else {
-      dims.push_back(shape[d]);
-      flags.push_back(reduced[d]);
-    }
-  }
+  for (size_t d = 0; d < shape.size(); ++d) (reduced[d] ? l.red : l.outputs) *= shape[d];
+  const ReduceGroups groups = merge_reduce_dims(shape, reduced);
+  const std::vector<int64_t>& dims = groups.dims;
+  const std::vector<bool>& flags = groups.reduced;
   size_t red_groups = 0;
   for (bool f : flags) red_groups += f;
   if (red_groups <= 1) {
@@ -85,12 +44,7 @@ ReduceLayout make_layout(const std::vector<int64_t>& shape, const std::vector<bo
     return l;
   }
   // General: strides of every group, then the offsets of all reduced elements.
-  std::vector<int64_t> strides(dims.size());
-  int64_t acc = 1;
-  for (size_t g = dims.size(); g-- > 0;) {
-    strides[g] = acc;
-    acc *= dims[g];
-  }
+  const std::vector<int64_t> strides = strides_of(dims);
   l.red_offsets.push_back(0);
   for (size_t g = dims.size(); g-- > 0;) {
     if (!flags[g]) continue;
@@ -331,7 +285,7 @@ void reduce_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const bool keepdims = ctx.attr_int("keepdims", 1) != 0;
   const bool noop = ctx.opset() >= kAxesInputSince && ctx.attr_int("noop_with_empty_axes", 0) != 0;
-  const ReduceAxes axes = resolve_axes(ctx, x.shape(), reduce_axes_arg(ctx, kAxesInputSince), keepdims, noop);
+  const ReduceAxes axes = resolve_reduce_axes(ctx, x.shape(), reduce_axes_arg(ctx, kAxesInputSince), keepdims, noop);
   constexpr unsigned kSet = (kOp == Red::kMax || kOp == Red::kMin) ? unsigned(kNumeric | kBools) : unsigned(kNumeric);
   visit_or_fail<kSet>(ctx, x.dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;

@@ -78,48 +78,13 @@ void shape_op(KernelContext& ctx) {
 
 void size_op(KernelContext& ctx) { ctx.set_output(0, Tensor::scalar_int64(ctx.input(0).size())); }
 
-/// The output shape of Reshape: 0 copies the input dim (unless allowzero), one -1 is inferred.
-std::vector<int64_t> reshape_target(const KernelContext& ctx, const Tensor& x, const std::vector<int64_t>& spec,
-                                    bool allowzero) {
-  std::vector<int64_t> out(spec);
-  int64_t infer = -1;
-  int64_t known = 1;
-  bool has_zero = false;
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (out[i] == -1) {
-      if (infer >= 0) ctx.fail("shape " + shape_string(spec) + " has more than one -1");
-      infer = static_cast<int64_t>(i);
-      continue;
-    }
-    if (out[i] == 0) {
-      has_zero = true;
-      if (!allowzero) {
-        if (i >= x.rank()) ctx.fail("shape " + shape_string(spec) + " copies dim " + std::to_string(i) + " of " + x.describe());
-        out[i] = x.dim(i);
-      }
-    } else if (out[i] < 0) {
-      ctx.fail("shape " + shape_string(spec) + " has a negative dimension");
-    }
-    known *= out[i];
-  }
-  if (infer >= 0) {
-    if (allowzero && has_zero) ctx.fail("shape " + shape_string(spec) + " has both 0 and -1 with allowzero");
-    if (known == 0 || x.size() % known != 0)
-      ctx.fail("cannot infer the -1 of shape " + shape_string(spec) + " for " + x.describe());
-    out[static_cast<size_t>(infer)] = x.size() / known;
-  } else if (known != x.size()) {
-    ctx.fail("cannot reshape " + x.describe() + " to " + shape_string(spec));
-  }
-  return out;
-}
-
 void reshape(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   std::vector<int64_t> spec;
   if (ctx.opset() < 5) spec = ctx.attr_ints("shape");
   else spec = read_int_list(ctx, ctx.input(1), "shape");
   const bool allowzero = ctx.opset() >= 14 && ctx.attr_int("allowzero", 0) != 0;
-  ctx.set_output(0, x.reshaped(reshape_target(ctx, x, spec, allowzero)));
+  ctx.set_output(0, x.reshaped(reshape_target(ctx, x.dtype(), x.shape(), spec, allowzero)));
 }
 
 void flatten(KernelContext& ctx) {
@@ -137,21 +102,7 @@ void squeeze(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   bool given = false;
   const auto axes_in = ints_by_version(ctx, "axes", 13, 1, &given);
-  const int64_t r = static_cast<int64_t>(x.rank());
-  std::vector<bool> drop(x.rank(), false);
-  if (given) {
-    for (int64_t a : normalize_axes(ctx, axes_in, r)) {
-      if (x.dim(static_cast<size_t>(a)) != 1)
-        ctx.fail("cannot squeeze axis " + std::to_string(a) + " of " + x.describe() + ": its size is not 1");
-      drop[static_cast<size_t>(a)] = true;
-    }
-  } else {
-    for (size_t i = 0; i < x.rank(); ++i) drop[i] = x.dim(i) == 1;
-  }
-  std::vector<int64_t> shape;
-  for (size_t i = 0; i < x.rank(); ++i)
-    if (!drop[i]) shape.push_back(x.dim(i));
-  ctx.set_output(0, x.reshaped(shape));
+  ctx.set_output(0, x.reshaped(squeeze_shape(ctx, x.dtype(), x.shape(), axes_in, given)));
 }
 
 void unsqueeze(KernelContext& ctx) {
@@ -159,13 +110,7 @@ void unsqueeze(KernelContext& ctx) {
   bool given = false;
   const auto axes_in = ints_by_version(ctx, "axes", 13, 1, &given);
   if (!given) ctx.fail("Unsqueeze needs axes");
-  const int64_t r = static_cast<int64_t>(x.rank() + axes_in.size());
-  std::vector<bool> inserted(static_cast<size_t>(r), false);
-  for (int64_t a : normalize_axes(ctx, axes_in, r)) inserted[static_cast<size_t>(a)] = true;
-  std::vector<int64_t> shape;
-  size_t k = 0;
-  for (int64_t i = 0; i < r; ++i) shape.push_back(inserted[static_cast<size_t>(i)] ? 1 : x.dim(k++));
-  ctx.set_output(0, x.reshaped(shape));
+  ctx.set_output(0, x.reshaped(unsqueeze_shape(ctx, x.shape(), axes_in)));
 }
 
 // ---------------------------------------------------------------- layout copies
@@ -249,25 +194,6 @@ Tensor axis_part(const KernelContext& ctx, const Tensor& x, size_t axis, int64_t
   return with_unpacked(x, [&](const Tensor& t) { return strided_tensor(ctx, t, dims, strides, start * inner, shape); });
 }
 
-/// Lengths of `parts` parts of `dim`: equal, or (when `ceil_parts`) ceil-sized with a smaller
-/// last part.
-std::vector<int64_t> equal_split(const KernelContext& ctx, int64_t dim, int64_t parts, bool ceil_parts) {
-  if (parts <= 0) ctx.fail("cannot split into " + std::to_string(parts) + " parts");
-  std::vector<int64_t> out;
-  if (!ceil_parts) {
-    if (dim % parts != 0)
-      ctx.fail("a dimension of " + std::to_string(dim) + " does not split into " + std::to_string(parts) + " equal parts");
-    return std::vector<int64_t>(static_cast<size_t>(parts), dim / parts);
-  }
-  const int64_t chunk = (dim + parts - 1) / parts;
-  int64_t left = dim;
-  for (int64_t i = 0; i < parts; ++i) {
-    out.push_back(std::min(chunk, left));
-    left -= out.back();
-  }
-  return out;
-}
-
 void split(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const size_t axis = static_cast<size_t>(normalize_axis(ctx, ctx.attr_int("axis", 0), static_cast<int64_t>(x.rank())));
@@ -285,13 +211,8 @@ void split(KernelContext& ctx) {
   }
   if (static_cast<int64_t>(lens.size()) != n)
     ctx.fail("split has " + std::to_string(lens.size()) + " lengths for " + std::to_string(n) + " outputs");
+  check_split_lengths(ctx, lens, dim);
   int64_t start = 0;
-  for (int64_t len : lens) {
-    if (len < 0) ctx.fail("split lengths must be >= 0");
-    start += len;
-  }
-  if (start != dim) ctx.fail("split lengths sum to " + std::to_string(start) + ", the axis has " + std::to_string(dim));
-  start = 0;
   for (size_t i = 0; i < lens.size(); ++i) {
     if (ctx.has_output(i)) ctx.set_output(i, axis_part(ctx, x, axis, start, lens[i]));
     start += lens[i];
@@ -715,12 +636,7 @@ void split_to_sequence(KernelContext& ctx) {
       for (int64_t left = dim; left > 0; left -= chunk) lens.push_back(std::min(chunk, left));
     } else {
       lens = read_int_list(ctx, s, "split");
-      int64_t sum = 0;
-      for (int64_t l : lens) {
-        if (l < 0) ctx.fail("split lengths must be >= 0");
-        sum += l;
-      }
-      if (sum != dim) ctx.fail("split lengths sum to " + std::to_string(sum) + ", the axis has " + std::to_string(dim));
+      check_split_lengths(ctx, lens, dim);
     }
     int64_t start = 0;
     for (int64_t len : lens) {

@@ -3,8 +3,11 @@
 //
 // Reshape and its kin alias the input's memory under a new shape; Shape and Size answer from
 // metadata on the host. The layout copies share one strided-copy shader that moves raw 4-byte
-// (or, in its _f16 variant, 2-byte) elements, so int32 tensors move as well as floats. Every
-// argument the CPU kernel would reject is declined here, so that the CPU reports the error.
+// (or, in its _f16 variant, 2-byte) elements, so int32 tensors move as well as floats. The
+// checks shared with the CPU kernels (runner/geometry.h: axes, integer lists, the shapes of
+// Reshape, Squeeze and Unsqueeze, Slice's and Split's lengths) fail with their line, in the CPU
+// kernel's order; every other argument the CPU kernel would reject is declined here, so that the
+// CPU reports the error.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -18,7 +21,6 @@ namespace onnxtool::runner::vulkan {
 
 namespace {
 
-constexpr int kMax = 1000;
 constexpr size_t kMaxRank = 6;
 
 using Shape = std::vector<int64_t>;
@@ -42,41 +44,11 @@ std::string raw_shader(DeviceKernelContext& ctx, const std::string& name, DataTy
   ctx.decline(type_name(type) + " elements (the Vulkan copies move 4-byte and 2-byte elements)");
 }
 
-/// The int64 values of a 0-D or 1-D int32/int64 host tensor.
-std::vector<int64_t> ints_of(DeviceKernelContext& ctx, const Tensor& t, const char* what) {
-  std::vector<int64_t> out(static_cast<size_t>(t.size()));
-  if (t.dtype() == DataType::kInt64) {
-    for (size_t i = 0; i < out.size(); ++i) out[i] = t.data<int64_t>()[i];
-  } else if (t.dtype() == DataType::kInt32) {
-    for (size_t i = 0; i < out.size(); ++i) out[i] = t.data<int32_t>()[i];
-  } else {
-    ctx.decline(std::string(what) + " is not int32 or int64");
-  }
-  return out;
-}
-
 std::vector<double> floats_of(DeviceKernelContext& ctx, const Tensor& t, const char* what) {
   if (t.dtype() != DataType::kFloat && t.dtype() != DataType::kFloat16 && t.dtype() != DataType::kDouble)
     ctx.decline(std::string(what) + " is not a float tensor");
   std::vector<double> out(static_cast<size_t>(t.size()));
   for (size_t i = 0; i < out.size(); ++i) out[i] = element_as_double(t, static_cast<int64_t>(i));
-  return out;
-}
-
-int64_t axis_of(DeviceKernelContext& ctx, int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= rank) ctx.decline("axis " + std::to_string(axis) + " is out of range");
-  return axis < 0 ? axis + rank : axis;
-}
-
-std::vector<int64_t> axes_of(DeviceKernelContext& ctx, const std::vector<int64_t>& axes, int64_t rank) {
-  std::vector<int64_t> out;
-  std::vector<bool> seen(static_cast<size_t>(std::max<int64_t>(rank, 0)), false);
-  for (int64_t a : axes) {
-    const int64_t n = axis_of(ctx, a, rank);
-    if (seen[static_cast<size_t>(n)]) ctx.decline("axis " + std::to_string(a) + " is repeated");
-    seen[static_cast<size_t>(n)] = true;
-    out.push_back(n);
-  }
   return out;
 }
 
@@ -88,7 +60,7 @@ std::vector<int64_t> ints_by_version(DeviceKernelContext& ctx, const char* name,
     return ctx.attr_ints(name);
   }
   *present = ctx.has_input(index);
-  return *present ? ints_of(ctx, ctx.host_input(index), name) : std::vector<int64_t>{};
+  return *present ? read_int_list(ctx, ctx.host_input(index), name) : std::vector<int64_t>{};
 }
 
 // ---------------------------------------------------------------- strided copy
@@ -157,38 +129,10 @@ void alias(DeviceKernelContext& ctx, Shape shape) {
 }
 
 void reshape_kernel(DeviceKernelContext& ctx) {
-  const Shape& x = ctx.input_shape(0);
-  const int64_t size = shape_size(x);
-  const std::vector<int64_t> spec = ctx.opset() < 5 ? ctx.attr_ints("shape") : ints_of(ctx, ctx.host_input(1), "shape");
+  const std::vector<int64_t> spec =
+      ctx.opset() < 5 ? ctx.attr_ints("shape") : read_int_list(ctx, ctx.host_input(1), "shape");
   const bool allowzero = ctx.opset() >= 14 && ctx.attr_int("allowzero", 0) != 0;
-  Shape out(spec);
-  int64_t infer = -1, known = 1;
-  bool has_zero = false;
-  for (size_t i = 0; i < out.size(); ++i) {
-    if (out[i] == -1) {
-      if (infer >= 0) ctx.decline("the shape has more than one -1");
-      infer = static_cast<int64_t>(i);
-      continue;
-    }
-    if (out[i] == 0) {
-      has_zero = true;
-      if (!allowzero) {
-        if (i >= x.size()) ctx.decline("the shape copies a dim the input does not have");
-        out[i] = x[i];
-      }
-    } else if (out[i] < 0) {
-      ctx.decline("the shape has a negative dimension");
-    }
-    known *= out[i];
-  }
-  if (infer >= 0) {
-    if (allowzero && has_zero) ctx.decline("the shape has both 0 and -1 with allowzero");
-    if (known == 0 || size % known != 0) ctx.decline("the -1 of the shape cannot be inferred");
-    out[static_cast<size_t>(infer)] = size / known;
-  } else if (known != size) {
-    ctx.decline("the element counts differ");
-  }
-  alias(ctx, std::move(out));
+  alias(ctx, reshape_target(ctx, ctx.input_dtype(0), ctx.input_shape(0), spec, allowzero));
 }
 
 void flatten_kernel(DeviceKernelContext& ctx) {
@@ -202,36 +146,16 @@ void flatten_kernel(DeviceKernelContext& ctx) {
 }
 
 void squeeze_kernel(DeviceKernelContext& ctx) {
-  const Shape& x = ctx.input_shape(0);
   bool given = false;
   const auto axes = ints_by_version(ctx, "axes", 13, 1, &given);
-  std::vector<bool> drop(x.size(), false);
-  if (given) {
-    for (int64_t a : axes_of(ctx, axes, static_cast<int64_t>(x.size()))) {
-      if (x[static_cast<size_t>(a)] != 1) ctx.decline("a squeezed axis is not of size 1");
-      drop[static_cast<size_t>(a)] = true;
-    }
-  } else {
-    for (size_t i = 0; i < x.size(); ++i) drop[i] = x[i] == 1;
-  }
-  Shape out;
-  for (size_t i = 0; i < x.size(); ++i)
-    if (!drop[i]) out.push_back(x[i]);
-  alias(ctx, std::move(out));
+  alias(ctx, squeeze_shape(ctx, ctx.input_dtype(0), ctx.input_shape(0), axes, given));
 }
 
 void unsqueeze_kernel(DeviceKernelContext& ctx) {
-  const Shape& x = ctx.input_shape(0);
   bool given = false;
   const auto axes = ints_by_version(ctx, "axes", 13, 1, &given);
   if (!given) ctx.decline("no axes");
-  const int64_t r = static_cast<int64_t>(x.size() + axes.size());
-  std::vector<bool> inserted(static_cast<size_t>(r), false);
-  for (int64_t a : axes_of(ctx, axes, r)) inserted[static_cast<size_t>(a)] = true;
-  Shape out;
-  size_t k = 0;
-  for (int64_t i = 0; i < r; ++i) out.push_back(inserted[static_cast<size_t>(i)] ? 1 : x[k++]);
-  alias(ctx, std::move(out));
+  alias(ctx, unsqueeze_shape(ctx, ctx.input_shape(0), axes));
 }
 
 void identity_kernel(DeviceKernelContext& ctx) { alias(ctx, ctx.input_shape(0)); }
@@ -271,7 +195,7 @@ void transpose_kernel(DeviceKernelContext& ctx) {
   if (perm.empty())
     for (size_t i = r; i-- > 0;) perm.push_back(static_cast<int64_t>(i));
   if (perm.size() != r) ctx.decline("perm does not match the rank");
-  perm = axes_of(ctx, perm, static_cast<int64_t>(r));
+  perm = normalize_axes(ctx, perm, static_cast<int64_t>(r));
   raw_shader(ctx, "copy", ctx.input_dtype(0));
   const Shape st = strides_of(xs);
   Shape shape(r), in_strides(r);
@@ -290,7 +214,8 @@ void concat_kernel(DeviceKernelContext& ctx) {
   if (first.empty()) ctx.decline("rank 0 inputs");
   if (ctx.opset() >= 4 && !ctx.has_attr("axis")) ctx.decline("no axis attribute");
   raw_shader(ctx, "copy", type);
-  const size_t axis = static_cast<size_t>(axis_of(ctx, ctx.attr_int("axis", 1), static_cast<int64_t>(first.size())));
+  const auto axis =
+      static_cast<size_t>(normalize_axis(ctx, ctx.attr_int("axis", 1), static_cast<int64_t>(first.size())));
   Shape shape = first;
   shape[axis] = 0;
   for (size_t i = 0; i < count; ++i) {
@@ -316,32 +241,16 @@ void concat_kernel(DeviceKernelContext& ctx) {
   }
 }
 
-/// Lengths of Split's parts (ceil-sized with a smaller last part when `ceil_parts`).
-std::vector<int64_t> equal_split(DeviceKernelContext& ctx, int64_t dim, int64_t parts, bool ceil_parts) {
-  if (parts <= 0) ctx.decline("no parts");
-  if (!ceil_parts) {
-    if (dim % parts != 0) ctx.decline("the axis does not split into equal parts");
-    return std::vector<int64_t>(static_cast<size_t>(parts), dim / parts);
-  }
-  std::vector<int64_t> out;
-  const int64_t chunk = (dim + parts - 1) / parts;
-  int64_t left = dim;
-  for (int64_t i = 0; i < parts; ++i) {
-    out.push_back(std::min(chunk, left));
-    left -= out.back();
-  }
-  return out;
-}
-
 void split_kernel(DeviceKernelContext& ctx) {
   const Shape xs = ctx.input_shape(0);
   raw_shader(ctx, "copy", ctx.input_dtype(0));
-  const size_t axis = static_cast<size_t>(axis_of(ctx, ctx.attr_int("axis", 0), static_cast<int64_t>(xs.size())));
+  const auto axis = static_cast<size_t>(normalize_axis(ctx, ctx.attr_int("axis", 0), static_cast<int64_t>(xs.size())));
   const int64_t dim = xs[axis];
   const int64_t n = static_cast<int64_t>(ctx.output_count());
   std::vector<int64_t> lens;
   if (ctx.opset() < 13 && ctx.has_attr("split")) lens = ctx.attr_ints("split");
-  else if ((ctx.opset() == 1 || ctx.opset() >= 13) && ctx.has_input(1)) lens = ints_of(ctx, ctx.host_input(1), "split");
+  else if ((ctx.opset() == 1 || ctx.opset() >= 13) && ctx.has_input(1))
+    lens = read_int_list(ctx, ctx.host_input(1), "split");
   else if (ctx.opset() >= 18 && ctx.has_attr("num_outputs")) {
     if (ctx.attr_int("num_outputs", n) != n) ctx.decline("num_outputs differs from the output count");
     lens = equal_split(ctx, dim, n, true);
@@ -349,12 +258,7 @@ void split_kernel(DeviceKernelContext& ctx) {
     lens = equal_split(ctx, dim, n, false);
   }
   if (static_cast<int64_t>(lens.size()) != n) ctx.decline("split lengths do not match the outputs");
-  int64_t sum = 0;
-  for (int64_t len : lens) {
-    if (len < 0) ctx.decline("a negative split length");
-    sum += len;
-  }
-  if (sum != dim) ctx.decline("split lengths do not sum to the axis");
+  check_split_lengths(ctx, lens, dim);
   checked_u32(ctx, shape_size(xs), "the element count");
   auto x = input(ctx, 0);
   const int64_t outer = dims_product(xs, 0, axis), inner = dims_product(xs, axis + 1, xs.size());
@@ -378,10 +282,10 @@ void slice_kernel(DeviceKernelContext& ctx) {
     ends = ctx.attr_ints("ends");
     axes = ctx.attr_ints("axes");
   } else {
-    starts = ints_of(ctx, ctx.host_input(1), "starts");
-    ends = ints_of(ctx, ctx.host_input(2), "ends");
-    if (ctx.has_input(3)) axes = ints_of(ctx, ctx.host_input(3), "axes");
-    if (ctx.has_input(4)) steps = ints_of(ctx, ctx.host_input(4), "steps");
+    starts = read_int_list(ctx, ctx.host_input(1), "starts");
+    ends = read_int_list(ctx, ctx.host_input(2), "ends");
+    if (ctx.has_input(3)) axes = read_int_list(ctx, ctx.host_input(3), "axes");
+    if (ctx.has_input(4)) steps = read_int_list(ctx, ctx.host_input(4), "steps");
   }
   const StridedView v = slice_view(ctx, xs, starts, ends, std::move(axes), std::move(steps));
   if (shape_size(v.shape) == 0) {
@@ -394,7 +298,7 @@ void slice_kernel(DeviceKernelContext& ctx) {
 void expand_kernel(DeviceKernelContext& ctx) {
   const Shape xs = ctx.input_shape(0);
   raw_shader(ctx, "copy", ctx.input_dtype(0));
-  const auto target = ints_of(ctx, ctx.host_input(1), "shape");
+  const auto target = read_int_list(ctx, ctx.host_input(1), "shape");
   const size_t rank = std::max(xs.size(), target.size());
   Shape shape(rank, 1);
   for (const Shape* s : {&xs, &target}) {
@@ -421,7 +325,7 @@ void expand_kernel(DeviceKernelContext& ctx) {
 void tile_kernel(DeviceKernelContext& ctx) {
   const Shape xs = ctx.input_shape(0);
   raw_shader(ctx, "copy", ctx.input_dtype(0));
-  const auto repeats = ints_of(ctx, ctx.host_input(1), "repeats");
+  const auto repeats = read_int_list(ctx, ctx.host_input(1), "repeats");
   if (repeats.size() != xs.size()) ctx.decline("repeats does not match the rank");
   const Shape st = strides_of(xs);
   Shape shape, dims, in_strides;
@@ -449,11 +353,11 @@ void gather_kernel(DeviceKernelContext& ctx) {
   const DataType type = ctx.input_dtype(0);
   const std::string shader = raw_shader(ctx, "gather", type);
   if (xs.empty()) ctx.decline("rank 0 data");
-  const size_t axis = static_cast<size_t>(axis_of(ctx, ctx.attr_int("axis", 0), static_cast<int64_t>(xs.size())));
+  const auto axis = static_cast<size_t>(normalize_axis(ctx, ctx.attr_int("axis", 0), static_cast<int64_t>(xs.size())));
   // The indices are read on the host: they are checked (the CPU fails on one out of range) and
   // normalized there, and are small in the models served (constants, or Shape-derived values).
   const Tensor& indices = ctx.host_input(1);
-  const auto idx = ints_of(ctx, indices, "indices");
+  const auto idx = read_int_list(ctx, indices, "indices");
   const int64_t dim = xs[axis];
   Tensor table(DataType::kInt32, {std::max<int64_t>(1, static_cast<int64_t>(idx.size()))});
   table.mutable_data<int32_t>()[0] = 0;
@@ -511,7 +415,7 @@ void pad_kernel(DeviceKernelContext& ctx) {
     else if (type == DataType::kFloat16) fill = float_to_half(value);
     else ctx.decline("the value attribute on a non-float type");
   } else {
-    pads = ints_of(ctx, ctx.host_input(1), "pads");
+    pads = read_int_list(ctx, ctx.host_input(1), "pads");
     if (ctx.has_input(2)) {
       const Tensor& v = ctx.host_input(2);
       if (v.size() > 0) {
@@ -519,11 +423,11 @@ void pad_kernel(DeviceKernelContext& ctx) {
         std::memcpy(&fill, v.raw(), ir::data_type_bits(type) / 8);
       }
     }
-    if (ctx.opset() >= 18 && ctx.has_input(3)) axes = ints_of(ctx, ctx.host_input(3), "axes");
+    if (ctx.opset() >= 18 && ctx.has_input(3)) axes = read_int_list(ctx, ctx.host_input(3), "axes");
   }
   if (axes.empty())
     for (size_t i = 0; i < r; ++i) axes.push_back(static_cast<int64_t>(i));
-  axes = axes_of(ctx, axes, static_cast<int64_t>(r));
+  axes = normalize_axes(ctx, axes, static_cast<int64_t>(r));
   if (pads.size() != 2 * axes.size()) ctx.decline("pads does not match the axes");
   Shape begins(r, 0), ends(r, 0), shape(r);
   for (size_t i = 0; i < axes.size(); ++i) {
@@ -708,7 +612,8 @@ void resize_kernel(DeviceKernelContext& ctx) {
     else ctx.decline("nearest_mode '" + nm + "'");
     if (ctx.attr_int("exclude_outside", 0) != 0) ctx.decline("exclude_outside");
     if (ctx.opset() >= 18 && ctx.attr_int("antialias", 0) != 0) ctx.decline("antialias");
-    if (ctx.opset() >= 18 && ctx.has_attr("axes")) axes = axes_of(ctx, ctx.attr_ints("axes"), static_cast<int64_t>(r));
+    if (ctx.opset() >= 18 && ctx.has_attr("axes"))
+      axes = normalize_axes(ctx, ctx.attr_ints("axes"), static_cast<int64_t>(r));
     const size_t k = axes.size();
     const bool has_scales = ctx.has_input(2) && ctx.host_input(2).size() > 0;
     const bool has_sizes = ctx.has_input(3) && ctx.host_input(3).size() > 0;
@@ -725,7 +630,7 @@ void resize_kernel(DeviceKernelContext& ctx) {
     } else {
       const Tensor& st = ctx.host_input(3);
       if (st.dtype() != DataType::kInt64) ctx.decline("sizes is not int64");
-      const auto sizes = ints_of(ctx, st, "sizes");
+      const auto sizes = read_int_list(ctx, st, "sizes");
       if (sizes.size() != k) ctx.decline("sizes does not match the axes");
       const std::string policy = ctx.opset() >= 18 ? ctx.attr_string("keep_aspect_ratio_policy", "stretch") : "stretch";
       if (policy != "stretch") ctx.decline("keep_aspect_ratio_policy '" + policy + "'");
@@ -802,9 +707,12 @@ QuantParams quant_params(DeviceKernelContext& ctx, const Shape& xs, DataType x_t
   if (scale.dtype() != DataType::kFloat && (quantize || scale.dtype() != DataType::kFloat16))
     ctx.decline(std::string("a ") + type_name(scale.dtype()) + " scale");
   if (ctx.attr_int("block_size", 0) != 0) ctx.decline("blocked quantization");
+  // The zero point's type before the axis: the CPU kernel checks in that order.
+  const Tensor* zp = ctx.has_input(2) ? &ctx.host_input(2) : nullptr;
+  if (zp && zp->dtype() != x_type) ctx.decline("the zero point's type");
   QuantParams q;
   if (!(scale.size() == 1 && scale.rank() <= 1)) {
-    const int64_t axis = axis_of(ctx, ctx.attr_int("axis", 1), static_cast<int64_t>(xs.size()));
+    const int64_t axis = normalize_axis(ctx, ctx.attr_int("axis", 1), static_cast<int64_t>(xs.size()));
     const int64_t dim = xs[static_cast<size_t>(axis)];
     if (scale.rank() != 1 || scale.dim(0) != dim) ctx.decline("the per-axis scale does not match the axis");
     q.axis_dim = checked_u32(ctx, dim, "the axis");
@@ -813,11 +721,9 @@ QuantParams quant_params(DeviceKernelContext& ctx, const Shape& xs, DataType x_t
   }
   std::vector<float> v(2 * static_cast<size_t>(q.count), 0.0f);
   for (uint32_t i = 0; i < q.count; ++i) v[i] = static_cast<float>(element_as_double(scale, i));
-  if (ctx.has_input(2)) {
-    const Tensor& zp = ctx.host_input(2);
-    if (zp.dtype() != x_type) ctx.decline("the zero point's type");
-    if (zp.shape() != scale.shape() && zp.size() != scale.size()) ctx.decline("zero point and scale differ in shape");
-    for (uint32_t i = 0; i < q.count; ++i) v[q.count + i] = static_cast<float>(element_as_double(zp, i));
+  if (zp) {
+    if (zp->shape() != scale.shape() && zp->size() != scale.size()) ctx.decline("zero point and scale differ in shape");
+    for (uint32_t i = 0; i < q.count; ++i) v[q.count + i] = static_cast<float>(element_as_double(*zp, i));
   }
   Tensor t(DataType::kFloat, {static_cast<int64_t>(v.size())});
   std::memcpy(t.mutable_raw(), v.data(), v.size() * 4);
@@ -889,27 +795,27 @@ void dequantize_kernel(DeviceKernelContext& ctx) {
 }  // namespace
 
 void register_data(KernelTable& t) {
-  t.add("", "Reshape", 1, kMax, reshape_kernel);
-  t.add("", "Flatten", 1, kMax, flatten_kernel);
-  t.add("", "Squeeze", 1, kMax, squeeze_kernel);
-  t.add("", "Unsqueeze", 1, kMax, unsqueeze_kernel);
-  t.add("", "Identity", 1, kMax, identity_kernel);
-  t.add("", "Dropout", 1, kMax, dropout_kernel);
-  t.add("", "Shape", 1, kMax, shape_kernel);
-  t.add("", "Size", 1, kMax, size_kernel);
-  t.add("", "Transpose", 1, kMax, transpose_kernel);
-  t.add("", "Concat", 1, kMax, concat_kernel);
-  t.add("", "Split", 1, kMax, split_kernel);
-  t.add("", "Slice", 1, kMax, slice_kernel);
-  t.add("", "Expand", 8, kMax, expand_kernel);
-  t.add("", "Tile", 6, kMax, tile_kernel);
-  t.add("", "Gather", 1, kMax, gather_kernel);
-  t.add("", "Pad", 1, kMax, pad_kernel);
-  t.add("", "Cast", 1, kMax, cast_kernel);
-  t.add("", "Where", 9, kMax, where_kernel);
-  t.add("", "Resize", 10, kMax, resize_kernel);
-  t.add("", "QuantizeLinear", 10, kMax, quantize_kernel);
-  t.add("", "DequantizeLinear", 10, kMax, dequantize_kernel);
+  t.add("", "Reshape", 1, kMaxOpset, reshape_kernel);
+  t.add("", "Flatten", 1, kMaxOpset, flatten_kernel);
+  t.add("", "Squeeze", 1, kMaxOpset, squeeze_kernel);
+  t.add("", "Unsqueeze", 1, kMaxOpset, unsqueeze_kernel);
+  t.add("", "Identity", 1, kMaxOpset, identity_kernel);
+  t.add("", "Dropout", 1, kMaxOpset, dropout_kernel);
+  t.add("", "Shape", 1, kMaxOpset, shape_kernel);
+  t.add("", "Size", 1, kMaxOpset, size_kernel);
+  t.add("", "Transpose", 1, kMaxOpset, transpose_kernel);
+  t.add("", "Concat", 1, kMaxOpset, concat_kernel);
+  t.add("", "Split", 1, kMaxOpset, split_kernel);
+  t.add("", "Slice", 1, kMaxOpset, slice_kernel);
+  t.add("", "Expand", 8, kMaxOpset, expand_kernel);
+  t.add("", "Tile", 6, kMaxOpset, tile_kernel);
+  t.add("", "Gather", 1, kMaxOpset, gather_kernel);
+  t.add("", "Pad", 1, kMaxOpset, pad_kernel);
+  t.add("", "Cast", 1, kMaxOpset, cast_kernel);
+  t.add("", "Where", 9, kMaxOpset, where_kernel);
+  t.add("", "Resize", 10, kMaxOpset, resize_kernel);
+  t.add("", "QuantizeLinear", 10, kMaxOpset, quantize_kernel);
+  t.add("", "DequantizeLinear", 10, kMaxOpset, dequantize_kernel);
 }
 
 }  // namespace onnxtool::runner::vulkan

@@ -17,7 +17,6 @@ namespace onnxtool::runner::vulkan {
 
 namespace {
 
-constexpr int kMax = 1000;
 constexpr size_t kMaxBatchRank = 4;  // MatMul outputs of rank 6 at most
 constexpr uint32_t kMaxTile = 16;    // MAX_TILE in matmul.comp
 
@@ -308,10 +307,10 @@ void conv_transpose_kernel(DeviceKernelContext& ctx) {
 }  // namespace
 
 void register_linalg(KernelTable& t) {
-  t.add("", "MatMul", 1, kMax, matmul_kernel);
-  t.add("", "Gemm", 1, kMax, gemm_kernel);
-  t.add("", "Conv", 1, kMax, conv_kernel);
-  t.add("", "ConvTranspose", 1, kMax, conv_transpose_kernel);
+  t.add("", "MatMul", 1, kMaxOpset, matmul_kernel);
+  t.add("", "Gemm", 1, kMaxOpset, gemm_kernel);
+  t.add("", "Conv", 1, kMaxOpset, conv_kernel);
+  t.add("", "ConvTranspose", 1, kMaxOpset, conv_transpose_kernel);
 }
 
 }  // namespace onnxtool::runner::vulkan

@@ -4,32 +4,26 @@
 // (a reduced output element, a softmax group, a normalized row) runs one workgroup per row with
 // a shared-memory tree reduction (shaders/rows.glsl), whose fixed order makes every run give
 // the same bytes. The semantics are those of runner/cpu/{pooling,reduce,elementwise,
-// normalization}.cpp; whatever those kernels would reject, and the forms not implemented here,
-// are declined so that the CPU kernel runs (and reports).
+// normalization}.cpp. The geometry they share (runner/geometry.h: windows, axes, reductions)
+// fails with their line, in their order of checks; whatever else those kernels would reject, and
+// the forms not implemented here, are declined so that the CPU kernel runs (and reports).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 
 #include "runner/geometry.h"
 #include "runner/vulkan/backend.h"
+#include "runner/vulkan/shaders/op_codes.h"
 
 namespace onnxtool::runner::vulkan {
 
 namespace {
 
-constexpr int kMax = 1000;
 /// ROW_MAX_LOCAL in shaders/rows.glsl: the size of the shared arrays of the per-row shaders.
 constexpr uint32_t kRowMaxLocal = 256;
 constexpr size_t kMaxRank = 6;  // MAX_RANK in shaders/common.glsl
 
 std::string str(int64_t v) { return std::to_string(v); }
-
-/// An axis in [-rank, rank) as an index; declines otherwise (the CPU kernel reports it).
-size_t axis_index(DeviceKernelContext& ctx, int64_t axis, size_t rank) {
-  const auto r = static_cast<int64_t>(rank);
-  if (axis < -r || axis >= r) ctx.decline("axis " + str(axis) + " is outside a rank-" + str(r) + " tensor");
-  return static_cast<size_t>(axis < 0 ? axis + r : axis);
-}
 
 /// Declines empty tensors and tensors whose element count does not fit the shaders' indices.
 void require_nonempty(DeviceKernelContext& ctx, const std::vector<int64_t>& shape) {
@@ -65,22 +59,10 @@ void dispatch_rows(DeviceKernelContext& ctx, const std::string& shader, const st
   dev.dispatch(p, buffers, push, push_bytes, static_cast<uint32_t>(gx), static_cast<uint32_t>(gy));
 }
 
-/// A small integer list input (Reduce's axes) read on the host.
-std::vector<int64_t> host_ints(DeviceKernelContext& ctx, size_t i) {
-  const Tensor& t = ctx.host_input(i);
-  if (t.dtype() != DataType::kInt64 && t.dtype() != DataType::kInt32) ctx.decline("a non-integer axes input");
-  std::vector<int64_t> v(static_cast<size_t>(t.size()));
-  for (int64_t k = 0; k < t.size(); ++k)
-    v[static_cast<size_t>(k)] = t.dtype() == DataType::kInt64 ? t.data<int64_t>()[k] : t.data<int32_t>()[k];
-  return v;
-}
-
 // ---------------------------------------------------------------- Reduce*, global pooling
 
-// Op codes of reduce.comp.
-enum class ReduceOp : uint32_t {
-  kSum = 0, kMean, kMax, kMin, kProd, kL1, kL2, kLogSum, kLogSumExp, kSumSquare, kMaxNum
-};
+// The op codes of reduce.comp, from the list it includes.
+enum class ReduceOp : uint32_t { REDUCE_OPS(OP_CODE) };
 
 struct ReduceParams {
   uint32_t outputs, red, op, kept_rank, red_rank;
@@ -111,27 +93,17 @@ void record_reduce(DeviceKernelContext& ctx, const std::vector<bool>& reduced, R
                    std::vector<int64_t> out_shape) {
   const std::vector<int64_t>& shape = ctx.input_shape(0);
   require_nonempty(ctx, shape);
-  // Merge neighbouring dims of the same kind (size-1 dims dropped): the strides of a merged
-  // group are those of its last dim.
-  std::vector<int64_t> dims;
-  std::vector<bool> flags;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    if (!dims.empty() && flags.back() == reduced[d]) {
-      dims.back() *= shape[d];
-    } else {
-      dims.push_back(shape[d]);
-      flags.push_back(reduced[d]);
-    }
-  }
+  // The strides of a merged group are those of its last dim.
+  const ReduceGroups groups = merge_reduce_dims(shape, reduced);
   ReduceParams p{};
   p.op = static_cast<uint32_t>(op);
   int64_t stride = 1, outputs = 1, red = 1;
   std::vector<std::pair<int64_t, int64_t>> kept_groups, red_groups;  // (dim, stride), innermost first
-  for (size_t g = dims.size(); g-- > 0;) {
-    (flags[g] ? red_groups : kept_groups).push_back({dims[g], stride});
-    (flags[g] ? red : outputs) *= dims[g];
-    stride *= dims[g];
+  for (size_t g = groups.dims.size(); g-- > 0;) {
+    const int64_t dim = groups.dims[g];
+    (groups.reduced[g] ? red_groups : kept_groups).push_back({dim, stride});
+    (groups.reduced[g] ? red : outputs) *= dim;
+    stride *= dim;
   }
   if (kept_groups.size() > kMaxRank || red_groups.size() > kMaxRank)
     ctx.decline("more than " + str(kMaxRank) + " separate groups of kept or reduced dims");
@@ -205,23 +177,13 @@ void reduce_kernel(DeviceKernelContext& ctx) {
   const bool noop = ctx.opset() >= AxesInputSince && ctx.attr_int("noop_with_empty_axes", 0) != 0;
   std::vector<int64_t> axes;
   if (ctx.opset() < AxesInputSince) axes = ctx.attr_ints("axes");
-  else if (ctx.has_input(1)) axes = host_ints(ctx, 1);
-  if (axes.empty() && noop) {
+  else if (ctx.has_input(1)) axes = read_int_list(ctx, ctx.host_input(1), "axes");
+  ReduceAxes r = resolve_reduce_axes(ctx, shape, axes, keepdims, noop);
+  if (r.noop) {
     ctx.set_output(0, ctx.input(0));  // the identity: the same device tensor
     return;
   }
-  std::vector<bool> reduced(shape.size(), axes.empty());
-  for (int64_t a : axes) {
-    const size_t d = axis_index(ctx, a, shape.size());
-    if (reduced[d]) ctx.decline("axis " + str(a) + " is given twice");
-    reduced[d] = true;
-  }
-  std::vector<int64_t> out_shape;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (!reduced[d]) out_shape.push_back(shape[d]);
-    else if (keepdims) out_shape.push_back(1);
-  }
-  record_reduce(ctx, reduced, Op, std::move(out_shape));
+  record_reduce(ctx, r.reduced, Op, std::move(r.out_shape));
 }
 
 /// GlobalAveragePool, GlobalMaxPool: every dim after N and C reduced, kept as 1.
@@ -240,8 +202,8 @@ void global_pool_kernel(DeviceKernelContext& ctx) {
 
 // ---------------------------------------------------------------- Softmax family, LpNormalization
 
-// Op codes of axis.comp.
-enum class AxisOp : uint32_t { kSoftmax = 0, kLogSoftmax, kHardmax, kLp1, kLp2 };
+// The op codes of axis.comp, from the list it includes.
+enum class AxisOp : uint32_t { AXIS_OPS(OP_CODE) };
 
 struct AxisParams {
   uint32_t groups, n, inner, op;
@@ -264,25 +226,19 @@ void record_axis(DeviceKernelContext& ctx, AxisOp op, int64_t outer, int64_t n, 
   dispatch_rows(ctx, shader_for("axis", x->dtype()), {x->range(), y->range()}, &p, sizeof p, outer * inner, n);
 }
 
-/// Softmax, LogSoftmax, Hardmax. Before opset 13 the input is coerced to 2-D at `axis` (default
-/// 1) and whole rows are normalized; from 13 on only `axis` (default -1) is.
+/// Softmax, LogSoftmax, Hardmax over the groups of runner/geometry.h's softmax_geometry.
 template <AxisOp Op>
 void softmax_kernel(DeviceKernelContext& ctx) {
   require_float(ctx, 0);
-  const std::vector<int64_t>& s = ctx.input_shape(0);
-  const bool coerce = ctx.opset() < 13;
-  const size_t a = s.empty() ? 0 : axis_index(ctx, ctx.attr_int("axis", coerce ? 1 : -1), s.size());
-  const int64_t outer = dims_product(s, 0, a);
-  const int64_t n = coerce ? dims_product(s, a, s.size()) : (s.empty() ? 1 : s[a]);
-  const int64_t inner = coerce ? 1 : (s.empty() ? 1 : dims_product(s, a + 1, s.size()));
-  record_axis(ctx, Op, outer, n, inner);
+  const SoftmaxGeometry g = softmax_geometry(ctx, ctx.opset(), ctx.input_shape(0));
+  record_axis(ctx, Op, g.outer, g.n, g.inner);
 }
 
 void lp_norm_kernel(DeviceKernelContext& ctx) {
   require_float(ctx, 0);
   const std::vector<int64_t>& s = ctx.input_shape(0);
   if (s.empty()) ctx.decline("a scalar input");
-  const size_t a = axis_index(ctx, ctx.attr_int("axis", -1), s.size());
+  const auto a = static_cast<size_t>(normalize_axis(ctx, ctx.attr_int("axis", -1), static_cast<int64_t>(s.size())));
   const int64_t p = ctx.attr_int("p", 2);
   if (p != 1 && p != 2) ctx.decline("p=" + str(p) + " (1 and 2 are defined)");
   record_axis(ctx, p == 1 ? AxisOp::kLp1 : AxisOp::kLp2, dims_product(s, 0, a), s[a], dims_product(s, a + 1, s.size()));
@@ -350,7 +306,7 @@ void layer_norm_kernel(DeviceKernelContext& ctx) {
   if (ctx.attr_int("stash_type", 1) != 1) ctx.decline("stash_type other than float");
   const std::vector<int64_t>& s = ctx.input_shape(0);
   if (s.empty()) ctx.decline("a scalar input");
-  const size_t a = axis_index(ctx, ctx.attr_int("axis", -1), s.size());
+  const auto a = static_cast<size_t>(normalize_axis(ctx, ctx.attr_int("axis", -1), static_cast<int64_t>(s.size())));
   const std::vector<int64_t> block(s.begin() + static_cast<std::ptrdiff_t>(a), s.end());
   const int64_t len = dims_product(s, a, s.size());
   const ParamMode scale = layer_norm_param(ctx, 1, block, len);
@@ -463,28 +419,28 @@ void pool_kernel(DeviceKernelContext& ctx) {
 }  // namespace
 
 void register_nn(KernelTable& t) {
-  t.add("", "MaxPool", 1, kMax, pool_kernel<true>);
-  t.add("", "AveragePool", 1, kMax, pool_kernel<false>);
-  t.add("", "GlobalAveragePool", 1, kMax, global_pool_kernel<ReduceOp::kMean>);
-  t.add("", "GlobalMaxPool", 1, kMax, global_pool_kernel<ReduceOp::kMaxNum>);
-  t.add("", "Softmax", 1, kMax, softmax_kernel<AxisOp::kSoftmax>);
-  t.add("", "LogSoftmax", 1, kMax, softmax_kernel<AxisOp::kLogSoftmax>);
-  t.add("", "Hardmax", 1, kMax, softmax_kernel<AxisOp::kHardmax>);
+  t.add("", "MaxPool", 1, kMaxOpset, pool_kernel<true>);
+  t.add("", "AveragePool", 1, kMaxOpset, pool_kernel<false>);
+  t.add("", "GlobalAveragePool", 1, kMaxOpset, global_pool_kernel<ReduceOp::kMean>);
+  t.add("", "GlobalMaxPool", 1, kMaxOpset, global_pool_kernel<ReduceOp::kMaxNum>);
+  t.add("", "Softmax", 1, kMaxOpset, softmax_kernel<AxisOp::kSoftmax>);
+  t.add("", "LogSoftmax", 1, kMaxOpset, softmax_kernel<AxisOp::kLogSoftmax>);
+  t.add("", "Hardmax", 1, kMaxOpset, softmax_kernel<AxisOp::kHardmax>);
   // ReduceSum takes axes as an input from opset 13, the others from opset 18.
-  t.add("", "ReduceSum", 1, kMax, reduce_kernel<ReduceOp::kSum, 13>);
-  t.add("", "ReduceMean", 1, kMax, reduce_kernel<ReduceOp::kMean, 18>);
-  t.add("", "ReduceMax", 1, kMax, reduce_kernel<ReduceOp::kMax, 18>);
-  t.add("", "ReduceMin", 1, kMax, reduce_kernel<ReduceOp::kMin, 18>);
-  t.add("", "ReduceProd", 1, kMax, reduce_kernel<ReduceOp::kProd, 18>);
-  t.add("", "ReduceL1", 1, kMax, reduce_kernel<ReduceOp::kL1, 18>);
-  t.add("", "ReduceL2", 1, kMax, reduce_kernel<ReduceOp::kL2, 18>);
-  t.add("", "ReduceLogSum", 1, kMax, reduce_kernel<ReduceOp::kLogSum, 18>);
-  t.add("", "ReduceLogSumExp", 1, kMax, reduce_kernel<ReduceOp::kLogSumExp, 18>);
-  t.add("", "ReduceSumSquare", 1, kMax, reduce_kernel<ReduceOp::kSumSquare, 18>);
-  t.add("", "BatchNormalization", 1, kMax, batch_norm_kernel);
-  t.add("", "InstanceNormalization", 1, kMax, instance_norm_kernel);
-  t.add("", "LayerNormalization", 17, kMax, layer_norm_kernel);
-  t.add("", "LpNormalization", 1, kMax, lp_norm_kernel);
+  t.add("", "ReduceSum", 1, kMaxOpset, reduce_kernel<ReduceOp::kSum, 13>);
+  t.add("", "ReduceMean", 1, kMaxOpset, reduce_kernel<ReduceOp::kMean, 18>);
+  t.add("", "ReduceMax", 1, kMaxOpset, reduce_kernel<ReduceOp::kMax, 18>);
+  t.add("", "ReduceMin", 1, kMaxOpset, reduce_kernel<ReduceOp::kMin, 18>);
+  t.add("", "ReduceProd", 1, kMaxOpset, reduce_kernel<ReduceOp::kProd, 18>);
+  t.add("", "ReduceL1", 1, kMaxOpset, reduce_kernel<ReduceOp::kL1, 18>);
+  t.add("", "ReduceL2", 1, kMaxOpset, reduce_kernel<ReduceOp::kL2, 18>);
+  t.add("", "ReduceLogSum", 1, kMaxOpset, reduce_kernel<ReduceOp::kLogSum, 18>);
+  t.add("", "ReduceLogSumExp", 1, kMaxOpset, reduce_kernel<ReduceOp::kLogSumExp, 18>);
+  t.add("", "ReduceSumSquare", 1, kMaxOpset, reduce_kernel<ReduceOp::kSumSquare, 18>);
+  t.add("", "BatchNormalization", 1, kMaxOpset, batch_norm_kernel);
+  t.add("", "InstanceNormalization", 1, kMaxOpset, instance_norm_kernel);
+  t.add("", "LayerNormalization", 17, kMaxOpset, layer_norm_kernel);
+  t.add("", "LpNormalization", 1, kMaxOpset, lp_norm_kernel);
 }
 
 }  // namespace onnxtool::runner::vulkan

@@ -14,8 +14,6 @@ namespace onnxtool::runner::vulkan {
 
 namespace {
 
-constexpr int kMax = 1000;
-
 struct StepParams {
   uint32_t n, cell, phase;
   uint32_t batch, hidden, inputs, seq, dirs;
@@ -175,9 +173,9 @@ void recurrent_kernel(DeviceKernelContext& ctx) {
 }  // namespace
 
 void register_recurrent(KernelTable& t) {
-  t.add("", "RNN", 1, kMax, recurrent_kernel<RecurrentCell::kRnn>);
-  t.add("", "GRU", 1, kMax, recurrent_kernel<RecurrentCell::kGru>);
-  t.add("", "LSTM", 1, kMax, recurrent_kernel<RecurrentCell::kLstm>);
+  t.add("", "RNN", 1, kMaxOpset, recurrent_kernel<RecurrentCell::kRnn>);
+  t.add("", "GRU", 1, kMaxOpset, recurrent_kernel<RecurrentCell::kGru>);
+  t.add("", "LSTM", 1, kMaxOpset, recurrent_kernel<RecurrentCell::kLstm>);
 }
 
 }  // namespace onnxtool::runner::vulkan

@@ -2,9 +2,11 @@
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
 #include "math.glsl"
+#include "op_codes.h"
 
 // c = f(a, b) with numpy broadcasting: the host gives the output's dims and each input's
-// strides in elements (0 along broadcast dims). Op codes: BinaryOp in elementwise.cpp.
+// strides in elements (0 along broadcast dims). Op codes: BINARY_OPS in op_codes.h.
+BINARY_OPS(OP_CODE)
 layout(std430, binding = 0) readonly buffer A { T a[]; };
 layout(std430, binding = 1) readonly buffer B { T b[]; };
 layout(std430, binding = 2) writeonly buffer C { T c[]; };
@@ -20,14 +22,14 @@ layout(push_constant) uniform Params {
 
 float apply(float x, float y) {
   switch (p.op) {
-    case 0: return x + y;
-    case 1: return x - y;
-    case 2: return x * y;
-    case 3: return x / y;
-    case 4: return pow_c(x, y);
-    case 5: return (isnan(x) || isnan(y)) ? x + y : max(x, y);
-    case 6: return (isnan(x) || isnan(y)) ? x + y : min(x, y);
-    case 7: return x >= 0.0 ? x : x * y;
+    case kAdd: return x + y;
+    case kSub: return x - y;
+    case kMul: return x * y;
+    case kDiv: return x / y;
+    case kPow: return pow_c(x, y);
+    case kMax: return (isnan(x) || isnan(y)) ? x + y : max(x, y);
+    case kMin: return (isnan(x) || isnan(y)) ? x + y : min(x, y);
+    case kPRelu: return x >= 0.0 ? x : x * y;
   }
   return x;
 }

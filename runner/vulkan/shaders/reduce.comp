@@ -1,12 +1,13 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "common.glsl"
+#include "op_codes.h"
 #include "rows.glsl"
 
 // Reduce*: one workgroup per output element. The host merges neighbouring dims of the input
 // into kept and reduced groups; an output's first element is found from its index through the
-// kept dims, each reduced element from its index through the reduced dims. Op codes: ReduceOp
-// in runner/vulkan/nn.cpp.
+// kept dims, each reduced element from its index through the reduced dims. Op codes:
+// REDUCE_OPS in op_codes.h.
 //
 // A reduction too long for one workgroup's loops (kMaxLoopIterations in runner/vulkan/backend.h)
 // runs in two dispatches: STAGE_PARTIAL gives each output `chunks` workgroups, each reducing
@@ -36,24 +37,14 @@ layout(push_constant) uniform Params {
 #define STAGE_PARTIAL 1u
 #define STAGE_COMBINE 2u
 
-#define OP_SUM 0u
-#define OP_MEAN 1u
-#define OP_MAX 2u
-#define OP_MIN 3u
-#define OP_PROD 4u
-#define OP_L1 5u
-#define OP_L2 6u
-#define OP_LOG_SUM 7u
-#define OP_LOG_SUM_EXP 8u
-#define OP_SUM_SQUARE 9u
-#define OP_MAX_NUM 10u  // GlobalMaxPool: NaN is ignored
+REDUCE_OPS(OP_CODE)
 
 uint combine_of(uint op) {
   switch (op) {
-    case OP_MAX: return COMBINE_MAX;
-    case OP_MIN: return COMBINE_MIN;
-    case OP_PROD: return COMBINE_MUL;
-    case OP_MAX_NUM: return COMBINE_MAX_NUM;
+    case kMax: return COMBINE_MAX;
+    case kMin: return COMBINE_MIN;
+    case kProd: return COMBINE_MUL;
+    case kMaxNum: return COMBINE_MAX_NUM;
   }
   return COMBINE_ADD;
 }
@@ -62,9 +53,9 @@ uint combine_of(uint op) {
 float term(uint op, float v) {
   if (p.stage == STAGE_COMBINE) return v;
   switch (op) {
-    case OP_L1: return abs(v);
-    case OP_L2:
-    case OP_SUM_SQUARE: return v * v;
+    case kL1: return abs(v);
+    case kL2:
+    case kSumSquare: return v * v;
   }
   return v;
 }
@@ -92,7 +83,7 @@ void main() {
   }
   uint t = gl_LocalInvocationID.x, step = gl_WorkGroupSize.x;
   float result;
-  if (p.op == OP_LOG_SUM_EXP) {
+  if (p.op == kLogSumExp) {
     // Shifted by the maximum (NaN ignored, like std::max) when it is finite.
     float m = neg_inf();
     for (uint r = first + t; r < end; r += step) m = combine(COMBINE_MAX_NUM, m, load(base + red_offset(r)));
@@ -108,9 +99,9 @@ void main() {
     for (uint r = first + t; r < end; r += step) acc = combine(how, acc, term(p.op, load(base + red_offset(r))));
     acc = row_reduce(how, acc);
     // A mean's partials are shares of the whole count; L2 and LogSum finish on the whole sum.
-    if (p.op == OP_MEAN && p.stage != STAGE_COMBINE) acc /= float(p.red);
-    else if (p.op == OP_L2 && p.stage != STAGE_PARTIAL) acc = sqrt(acc);
-    else if (p.op == OP_LOG_SUM && p.stage != STAGE_PARTIAL) acc = log(acc);
+    if (p.op == kMean && p.stage != STAGE_COMBINE) acc /= float(p.red);
+    else if (p.op == kL2 && p.stage != STAGE_PARTIAL) acc = sqrt(acc);
+    else if (p.op == kLogSum && p.stage != STAGE_PARTIAL) acc = log(acc);
     result = acc;
   }
   if (t != 0u) return;
