@@ -486,7 +486,7 @@ std::vector<Value*> Graph::implicit_inputs(const Node* node) const {
   return result;
 }
 
-void Graph::topological_sort() {
+std::vector<size_t> Graph::topological_order() const {
   if (edited()) compact();
   const size_t n = nodes_.size();
   std::unordered_map<const Node*, size_t> index;
@@ -529,8 +529,13 @@ void Graph::topological_sort() {
     }
     throw Error(ErrorKind::kFailed, "graph '" + name + "' has a cycle through " + names);
   }
+  return order;
+}
+
+void Graph::topological_sort() {
+  const std::vector<size_t> order = topological_order();
   std::vector<std::unique_ptr<Node>> sorted;
-  sorted.reserve(n);
+  sorted.reserve(order.size());
   for (size_t i : order) {
     nodes_[i]->index_ = sorted.size();
     sorted.push_back(std::move(nodes_[i]));

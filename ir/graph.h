@@ -292,9 +292,12 @@ class Graph {
   /// tests assert this count stays constant as graphs grow.
   size_t position_rebuilds() const { return position_rebuilds_; }
 
-  /// Reorders nodes topologically, keeping the current order wherever it is already valid.
-  /// Uses of outer-scope values inside subgraphs count as inputs of the node holding them.
-  /// Throws Error(kFailed) naming the nodes of a cycle.
+  /// Positions in nodes() in a topological order that keeps the list's order wherever it is
+  /// already valid (Kahn's algorithm, the smallest position first). Uses of outer-scope values
+  /// inside subgraphs count as inputs of the node holding them. Throws Error(kFailed) naming the
+  /// nodes of a cycle.
+  std::vector<size_t> topological_order() const;
+  /// Reorders nodes as topological_order() says.
   void topological_sort();
   /// The values a node's subgraphs use from this graph or above (implicit inputs), in first-use
   /// order, without duplicates.

@@ -11,7 +11,6 @@
 #include <cstring>
 #include <map>
 #include <optional>
-#include <queue>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -377,36 +376,7 @@ class Planner {
 
   static std::vector<const ir::Node*> sorted_nodes(const ir::Graph& g) {
     std::vector<const ir::Node*> order;
-    const auto& nodes = g.nodes();
-    std::unordered_map<const ir::Node*, size_t> index;
-    for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i].get()] = i;
-    std::vector<size_t> pending(nodes.size(), 0);
-    std::vector<std::vector<size_t>> succ(nodes.size());
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      auto deps = nodes[i]->inputs();
-      for (ir::Value* v : g.implicit_inputs(nodes[i].get())) deps.push_back(v);
-      for (const ir::Value* v : deps) {
-        if (!v || !v->producer()) continue;
-        auto it = index.find(v->producer());
-        if (it == index.end()) continue;
-        succ[it->second].push_back(i);
-        pending[i]++;
-      }
-    }
-    // Smallest index first keeps the file order when it is valid. A heap, not a scan of the
-    // ready list: a wide graph has as many ready nodes as branches.
-    std::priority_queue<size_t, std::vector<size_t>, std::greater<>> ready;
-    for (size_t i = 0; i < nodes.size(); ++i)
-      if (!pending[i]) ready.push(i);
-    while (!ready.empty()) {
-      const size_t i = ready.top();
-      ready.pop();
-      order.push_back(nodes[i].get());
-      for (size_t s : succ[i])
-        if (--pending[s] == 0) ready.push(s);
-    }
-    if (order.size() != nodes.size())
-      throw Error(ErrorKind::kFailed, "graph '" + g.name + "' has a cycle; it cannot run");
+    for (size_t i : g.topological_order()) order.push_back(g.nodes()[i].get());
     return order;
   }
 
