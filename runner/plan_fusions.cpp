@@ -2,6 +2,8 @@
 // a QDQ model run on the quantized tensors (plan_quantized_convs). The steps they absorb stay in
 // the plan, skipped unless an observer wants their values.
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <string>
 
 #include "ir/error.h"
@@ -11,6 +13,161 @@
 
 namespace onnxtool::runner {
 
+namespace {
+
+/// What plan_epilogues knows of a plan: each slot's readers, the slots that must stay, and the
+/// constant values (initializers, and Constant nodes' `value` tensors: exporters such as
+/// Paddle's write BatchNormalization's parameters as Constant nodes).
+class EpilogueFuser {
+ public:
+  explicit EpilogueFuser(GraphPlan& p)
+      : p_(p), readers_(static_cast<size_t>(p.n_slots)), pinned_(pinned_slots(p)),
+        constant_node_(static_cast<size_t>(p.n_slots), -1) {
+    for (size_t i = 0; i < p.steps.size(); ++i)
+      for (const auto& r : p.steps[i].inputs)
+        if (r.up == 0 && r.slot >= 0) {
+          auto& list = readers_[static_cast<size_t>(r.slot)];
+          if (list.empty() || list.back() != i) list.push_back(i);
+        }
+    for (size_t i = 0; i < p.steps.size(); ++i) {
+      const Step& st = p.steps[i];
+      if (st.constant && st.node->op_type == "Constant" && st.outputs.size() == 1 && st.outputs[0] >= 0 &&
+          st.node->attr("value"))
+        constant_node_[static_cast<size_t>(st.outputs[0])] = static_cast<int>(i);
+    }
+  }
+
+  /// The chain that alone reads Conv step `ci`'s output, applied to it.
+  void fuse(size_t ci) {
+    Step& conv = p_.steps[ci];
+    if (!op(conv, "Conv") || conv.constant || conv.outputs.size() != 1 || conv.outputs[0] < 0) return;
+    auto ep = std::make_shared<Epilogue>();
+    std::vector<size_t> absorbed;
+    int slot = conv.outputs[0];
+    // The output's rank and channels, from a constant weight (Mul and Add need them).
+    rank_ = channels_ = -1;
+    if (const Tensor* w = constant_value(local(conv, 1)); w && w->rank() >= 3) {
+      rank_ = static_cast<int64_t>(w->rank());
+      channels_ = w->dim(0);
+    }
+    for (;;) {
+      const auto s = static_cast<size_t>(slot);
+      if (pinned_[s] || readers_[s].empty() || readers_[s].size() > 2) break;
+      if (readers_[s].size() == 1) {
+        auto e = as_op(readers_[s][0], slot);
+        if (!e) break;
+        ep->ops.push_back(std::move(*e));
+        absorbed.push_back(readers_[s][0]);
+        slot = p_.steps[readers_[s][0]].outputs[0];
+        continue;
+      }
+      if (!fuse_gate(slot, *ep, absorbed)) break;
+    }
+    if (absorbed.empty()) return;
+    conv.epilogue = std::move(ep);
+    conv.absorbed = std::move(absorbed);
+    conv.fused_output = slot;
+    conv.fused_op_type = conv.node->op_type;
+    for (size_t a : conv.absorbed) conv.fused_op_type += "+" + p_.steps[a].node->op_type;
+  }
+
+ private:
+  static bool op(const Step& st, const char* type) {
+    return st.node->op_type == type && (st.node->domain.empty() || st.node->domain == "ai.onnx");
+  }
+
+  static int local(const Step& st, size_t i) { return i < st.inputs.size() && st.inputs[i].up == 0 ? st.inputs[i].slot : -1; }
+
+  const Tensor* constant_value(int slot) {
+    if (slot < 0) return nullptr;
+    const auto s = static_cast<size_t>(slot);
+    if (p_.constants[s].is_tensor()) return &p_.constants[s].tensor;
+    if (constant_node_[s] < 0) return nullptr;
+    auto it = decoded_.find(slot);
+    if (it == decoded_.end()) {
+      const ir::Attribute* value = p_.steps[static_cast<size_t>(constant_node_[s])].node->attr("value");
+      if (!value->t) return nullptr;
+      try {
+        it = decoded_.emplace(slot, from_ir(*value->t)).first;
+      } catch (const Error&) {
+        return nullptr;  // the Constant node reports its own error when it runs
+      }
+    }
+    return &it->second;
+  }
+
+  /// The epilogue op of step `si` reading `from` (its only input that does), or nullopt.
+  std::optional<EpilogueOp> as_op(size_t si, int from) {
+    const Step& st = p_.steps[si];
+    if (st.constant || st.outputs.size() != 1 || st.outputs[0] < 0) return std::nullopt;
+    std::vector<const Tensor*> constants;
+    size_t data = st.inputs.size(), reads = 0;
+    for (size_t i = 0; i < st.inputs.size(); ++i) {
+      const int c = local(st, i);
+      if (c == from) {
+        data = i;
+        ++reads;
+      }
+      constants.push_back(c != from ? constant_value(c) : nullptr);
+    }
+    if (reads != 1) return std::nullopt;
+    return epilogue_op(*st.node, st.opset, data, constants, rank_, channels_);
+  }
+
+  /// A gate on the two readers of `slot`: one is a Mul of the value by the end of a chain of up
+  /// to four ops that the other starts (SiLU: Sigmoid; HardSwish written out: Add, Clip), each
+  /// value of the chain read only by the next. Appends it and moves `slot` to the Mul's output.
+  bool fuse_gate(int& slot, Epilogue& ep, std::vector<size_t>& absorbed) {
+    const auto s = static_cast<size_t>(slot);
+    for (int k = 0; k < 2; ++k) {
+      const size_t mul_i = readers_[s][static_cast<size_t>(k)], start = readers_[s][static_cast<size_t>(1 - k)];
+      const Step& mul = p_.steps[mul_i];
+      if (!op(mul, "Mul") || mul.constant || mul.inputs.size() != 2 || mul.outputs.size() != 1 || mul.outputs[0] < 0)
+        continue;
+      EpilogueOp gate;
+      gate.kind = EpilogueOp::Kind::kGate;
+      std::vector<size_t> chain;
+      int at = slot;
+      size_t step_i = start;
+      bool ok = false;
+      while (chain.size() < 4) {
+        auto e = as_op(step_i, at);
+        if (!e) break;
+        gate.gate.push_back(std::move(*e));
+        chain.push_back(step_i);
+        at = p_.steps[step_i].outputs[0];
+        const auto& next = readers_[static_cast<size_t>(at)];
+        if (pinned_[static_cast<size_t>(at)] || next.size() != 1) break;
+        if (next[0] == mul_i) {
+          ok = true;
+          break;
+        }
+        step_i = next[0];
+      }
+      if (!ok) continue;
+      const int a = local(mul, 0), b = local(mul, 1);
+      if (a == slot && b == at) gate.swapped = false;
+      else if (a == at && b == slot) gate.swapped = true;
+      else continue;
+      ep.ops.push_back(std::move(gate));
+      absorbed.insert(absorbed.end(), chain.begin(), chain.end());
+      absorbed.push_back(mul_i);
+      slot = mul.outputs[0];
+      return true;
+    }
+    return false;
+  }
+
+  GraphPlan& p_;
+  std::vector<std::vector<size_t>> readers_;
+  std::vector<bool> pinned_;
+  std::vector<int> constant_node_;
+  std::map<int, Tensor> decoded_;
+  int64_t rank_ = -1, channels_ = -1;  ///< of the Conv being fused
+};
+
+}  // namespace
+
 /// Fuses into each float Conv the chain of activations that alone read its output
 /// (runner/cpu/epilogue.h): BatchNormalization with constant parameters, Relu, LeakyRelu,
 /// Sigmoid, HardSigmoid, HardSwish, Clip with constant bounds, Add, Sub, Mul and Div of a
@@ -18,137 +175,8 @@ namespace onnxtool::runner {
 /// Sigmoid + Mul; HardSwish written out: Add, Clip, Mul). No value of the chain but its last
 /// may be a graph output or read by a subgraph.
 void plan_epilogues(GraphPlan& p) {
-  std::vector<std::vector<size_t>> readers(static_cast<size_t>(p.n_slots));
-  for (size_t i = 0; i < p.steps.size(); ++i)
-    for (const auto& r : p.steps[i].inputs)
-      if (r.up == 0 && r.slot >= 0) {
-        auto& list = readers[static_cast<size_t>(r.slot)];
-        if (list.empty() || list.back() != i) list.push_back(i);
-      }
-  const std::vector<bool> pinned = pinned_slots(p);
-  const auto local = [&](const Step& st, size_t i) { return i < st.inputs.size() && st.inputs[i].up == 0 ? st.inputs[i].slot : -1; };
-  // Constant values known now: initializers, and Constant nodes' `value` tensors (exporters
-  // such as Paddle's write BatchNormalization's parameters as Constant nodes).
-  std::vector<int> constant_node(static_cast<size_t>(p.n_slots), -1);
-  for (size_t i = 0; i < p.steps.size(); ++i) {
-    const Step& st = p.steps[i];
-    if (st.constant && st.node->op_type == "Constant" && st.outputs.size() == 1 && st.outputs[0] >= 0 &&
-        st.node->attr("value"))
-      constant_node[static_cast<size_t>(st.outputs[0])] = static_cast<int>(i);
-  }
-  std::map<int, Tensor> decoded;
-  const auto constant_value = [&](int slot) -> const Tensor* {
-    if (slot < 0) return nullptr;
-    const auto s = static_cast<size_t>(slot);
-    if (p.constants[s].is_tensor()) return &p.constants[s].tensor;
-    if (constant_node[s] < 0) return nullptr;
-    auto it = decoded.find(slot);
-    if (it == decoded.end()) {
-      const ir::Attribute* value = p.steps[static_cast<size_t>(constant_node[s])].node->attr("value");
-      if (!value->t) return nullptr;
-      try {
-        it = decoded.emplace(slot, from_ir(*value->t)).first;
-      } catch (const Error&) {
-        return nullptr;  // the Constant node reports its own error when it runs
-      }
-    }
-    return &it->second;
-  };
-  const auto op = [](const Step& st, const char* type) {
-    return st.node->op_type == type && (st.node->domain.empty() || st.node->domain == "ai.onnx");
-  };
-  for (size_t ci = 0; ci < p.steps.size(); ++ci) {
-    Step& conv = p.steps[ci];
-    if (!op(conv, "Conv") || conv.constant || conv.outputs.size() != 1 || conv.outputs[0] < 0) continue;
-    auto ep = std::make_shared<Epilogue>();
-    std::vector<size_t> absorbed;
-    int slot = conv.outputs[0];
-    // The output's rank and channels, from a constant weight (Mul and Add need them).
-    int64_t rank = -1, channels = -1;
-    if (const Tensor* w = constant_value(local(conv, 1))) {
-      const Tensor& weight = *w;
-      if (weight.rank() >= 3) {
-        rank = static_cast<int64_t>(weight.rank());
-        channels = weight.dim(0);
-      }
-    }
-    // The epilogue op of step `si` reading `from` (its only input that does), or nullopt.
-    const auto as_op = [&](size_t si, int from) -> std::optional<EpilogueOp> {
-      const Step& st = p.steps[si];
-      if (st.constant || st.outputs.size() != 1 || st.outputs[0] < 0) return std::nullopt;
-      std::vector<const Tensor*> constants;
-      size_t data = st.inputs.size(), reads = 0;
-      for (size_t i = 0; i < st.inputs.size(); ++i) {
-        const int c = local(st, i);
-        if (c == from) {
-          data = i;
-          ++reads;
-        }
-        constants.push_back(c != from ? constant_value(c) : nullptr);
-      }
-      if (reads != 1) return std::nullopt;
-      return epilogue_op(*st.node, st.opset, data, constants, rank, channels);
-    };
-    for (;;) {
-      const auto s = static_cast<size_t>(slot);
-      if (pinned[s] || readers[s].empty() || readers[s].size() > 2) break;
-      if (readers[s].size() == 1) {
-        auto e = as_op(readers[s][0], slot);
-        if (!e) break;
-        ep->ops.push_back(std::move(*e));
-        absorbed.push_back(readers[s][0]);
-        slot = p.steps[readers[s][0]].outputs[0];
-        continue;
-      }
-      // A gate: one reader is a Mul of the value by the end of a chain of up to four ops that
-      // the other reader starts (SiLU: Sigmoid; HardSwish written out: Add, Clip), each
-      // value of the chain read only by the next.
-      bool fused = false;
-      for (int k = 0; k < 2 && !fused; ++k) {
-        const size_t mul_i = readers[s][static_cast<size_t>(k)], start = readers[s][static_cast<size_t>(1 - k)];
-        const Step& mul = p.steps[mul_i];
-        if (!op(mul, "Mul") || mul.constant || mul.inputs.size() != 2 || mul.outputs.size() != 1 || mul.outputs[0] < 0)
-          continue;
-        EpilogueOp gate;
-        gate.kind = EpilogueOp::Kind::kGate;
-        std::vector<size_t> chain;
-        int at = slot;
-        size_t step_i = start;
-        bool ok = false;
-        while (chain.size() < 4) {
-          auto e = as_op(step_i, at);
-          if (!e) break;
-          gate.gate.push_back(std::move(*e));
-          chain.push_back(step_i);
-          at = p.steps[step_i].outputs[0];
-          const auto& next = readers[static_cast<size_t>(at)];
-          if (pinned[static_cast<size_t>(at)] || next.size() != 1) break;
-          if (next[0] == mul_i) {
-            ok = true;
-            break;
-          }
-          step_i = next[0];
-        }
-        if (!ok) continue;
-        const int a = local(mul, 0), b = local(mul, 1);
-        if (a == slot && b == at) gate.swapped = false;
-        else if (a == at && b == slot) gate.swapped = true;
-        else continue;
-        ep->ops.push_back(std::move(gate));
-        absorbed.insert(absorbed.end(), chain.begin(), chain.end());
-        absorbed.push_back(mul_i);
-        slot = mul.outputs[0];
-        fused = true;
-      }
-      if (!fused) break;
-    }
-    if (absorbed.empty()) continue;
-    conv.epilogue = std::move(ep);
-    conv.absorbed = std::move(absorbed);
-    conv.fused_output = slot;
-    conv.fused_op_type = conv.node->op_type;
-    for (size_t a : conv.absorbed) conv.fused_op_type += "+" + p.steps[a].node->op_type;
-  }
+  EpilogueFuser fuser(p);
+  for (size_t ci = 0; ci < p.steps.size(); ++ci) fuser.fuse(ci);
 }
 
 /// Slots whose values must exist as they are: graph outputs and values subgraphs read.
