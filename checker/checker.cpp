@@ -85,7 +85,36 @@ class Checker {
 
   void check_model_fields();
   void check_opsets(const std::vector<ir::OpsetId>& opsets, const std::string& where);
+  /// Where a name was defined first, for SSA messages: a graph input or initializer (`what`), or
+  /// a node output (`node`). A node's label is built only for a message: building one per output
+  /// would cost a string per node on every valid model.
+  struct Definition {
+    const char* what;
+    const ir::Node* node;
+    std::string label() const { return node ? node->describe() + " output" : what; }
+  };
+  /// What check_graph learns of one graph as it goes, phase by phase.
+  struct GraphWalk {
+    ir::Graph& g;
+    const GraphCtx& ctx;
+    const Scope* outer;  ///< the names of the enclosing graphs (null: a main graph or function)
+    std::unordered_map<std::string, Definition> defined_by;
+    std::unordered_set<std::string> input_names, init_names;
+    std::unordered_map<std::string, size_t> producer;  ///< the node that outputs each name
+    std::vector<std::vector<std::string>> uses;        ///< per node, the names it reads (subgraphs' too)
+    std::vector<bool> in_cycle;
+  };
+
   void check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer);
+  void define(GraphWalk& w, const std::string& name, const Definition& def, long index);
+  void check_graph_inputs(GraphWalk& w);
+  void check_initializers(GraphWalk& w);
+  void index_nodes(GraphWalk& w);
+  void find_cycles(GraphWalk& w);
+  /// Order and definedness: walks the nodes with the names available so far, each node's
+  /// subgraphs seeing the names before it.
+  void check_nodes_in_order(GraphWalk& w, Scope& available);
+  void check_graph_outputs(GraphWalk& w, const Scope& available);
   void check_value_type(const ir::TypeInfo& t, const GraphCtx& ctx, const std::string& name,
                         const char* role);
   void check_node(ir::Node& n, long index, const GraphCtx& ctx);
@@ -211,120 +240,129 @@ void Checker::check_value_type(const ir::TypeInfo& t, const GraphCtx& ctx, const
 
 void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer) {
   graphs_.emplace_back(&g, ctx);
-  const bool is_sub = outer != nullptr;
   if (ctx.depth > kMaxGraphDepth) {
     report("graph.nesting").in(ctx.path).error("subgraphs nested deeper than " + std::to_string(kMaxGraphDepth) + " levels");
     return;
   }
-  // Where each name was defined first, for SSA messages: a graph input or initializer (`what`),
-  // or a node output (`node`). A node's label is built only for a message: building one per
-  // output would cost a string per node on every valid model.
-  struct Definition {
-    const char* what;
-    const ir::Node* node;
-    std::string label() const { return node ? node->describe() + " output" : what; }
-  };
-  std::unordered_map<std::string, Definition> defined_by;
-  auto define = [&](const std::string& name, const Definition& def, long index) {
-    if (name.empty()) return;
-    auto [it, fresh] = defined_by.emplace(name, def);
-    if (!fresh) {
-      report("graph.ssa")
-          .in(ctx.path)
-          .at(def.node, index)
-          .tensor(name)
-          .error("'" + name + "' is defined more than once: as " + it->second.label() + " and as " + def.label());
-      return;
-    }
-    if (outer && outer->visible(name))
-      report("graph.shadowing")
-          .in(ctx.path)
-          .at(def.node, index)
-          .tensor(name)
-          .error("'" + name + "' (" + def.label() + ") shadows a value of an enclosing graph");
-  };
+  GraphWalk w{g, ctx, outer};
+  check_graph_inputs(w);
+  check_initializers(w);
+  index_nodes(w);
+  find_cycles(w);
+  Scope available;
+  available.parent = outer;
+  for (const auto& vi : g.inputs) available.names.insert(vi.value->name());
+  for (const auto& name : w.init_names) available.names.insert(name);
+  check_nodes_in_order(w, available);
+  check_graph_outputs(w, available);
+  for (const auto& vi : g.value_info)
+    if (vi.type && vi.type->kind != ir::TypeInfo::Kind::kUnset)
+      check_value_type(*vi.type, ctx, vi.value->name(), "value_info");
+  check_quant_scales(g, ctx);
+}
 
-  std::unordered_set<std::string> input_names;
-  for (const auto& vi : g.inputs) {
+void Checker::define(GraphWalk& w, const std::string& name, const Definition& def, long index) {
+  if (name.empty()) return;
+  auto [it, fresh] = w.defined_by.emplace(name, def);
+  if (!fresh) {
+    report("graph.ssa")
+        .in(w.ctx.path)
+        .at(def.node, index)
+        .tensor(name)
+        .error("'" + name + "' is defined more than once: as " + it->second.label() + " and as " + def.label());
+    return;
+  }
+  if (w.outer && w.outer->visible(name))
+    report("graph.shadowing")
+        .in(w.ctx.path)
+        .at(def.node, index)
+        .tensor(name)
+        .error("'" + name + "' (" + def.label() + ") shadows a value of an enclosing graph");
+}
+
+void Checker::check_graph_inputs(GraphWalk& w) {
+  const bool is_sub = w.outer != nullptr;
+  for (const auto& vi : w.g.inputs) {
     const std::string& name = vi.value->name();
-    if (name.empty()) report("graph.empty-name").in(ctx.path).error("a graph input has an empty name");
-    if (!input_names.insert(name).second) {
-      report("graph.duplicate-input").in(ctx.path).tensor(name).error("graph input '" + name + "' is listed twice");
+    if (name.empty()) report("graph.empty-name").in(w.ctx.path).error("a graph input has an empty name");
+    if (!w.input_names.insert(name).second) {
+      report("graph.duplicate-input").in(w.ctx.path).tensor(name).error("graph input '" + name + "' is listed twice");
       continue;
     }
-    define(name, {"graph input", nullptr}, -1);
-    if (!ctx.in_function && !is_sub) check_value_type(vi.type.value_or(ir::TypeInfo{}), ctx, name, "graph input");
+    define(w, name, {"graph input", nullptr}, -1);
+    if (!w.ctx.in_function && !is_sub) check_value_type(vi.type.value_or(ir::TypeInfo{}), w.ctx, name, "graph input");
     else if (vi.type && vi.type->kind != ir::TypeInfo::Kind::kUnset)
-      check_value_type(*vi.type, ctx, name, "graph input");  // optional in subgraphs
+      check_value_type(*vi.type, w.ctx, name, "graph input");  // optional in subgraphs
   }
-  std::unordered_set<std::string> init_names;
+}
+
+void Checker::check_initializers(GraphWalk& w) {
+  const bool is_sub = w.outer != nullptr;
   auto add_initializer = [&](const std::string& name, const char* what) {
     if (name.empty()) {
       report("graph.empty-name")
-          .in(ctx.path)
+          .in(w.ctx.path)
           .error(std::string(what[0] == 'i' ? "an " : "a ") + what + " has an empty name");
       return;
     }
-    if (!init_names.insert(name).second) {
+    if (!w.init_names.insert(name).second) {
       report("graph.duplicate-initializer")
-          .in(ctx.path)
+          .in(w.ctx.path)
           .tensor(name)
           .error(std::string(what) + " '" + name + "' is listed twice");
       return;
     }
-    if (input_names.count(name)) {
+    if (w.input_names.count(name)) {
       if (is_sub && model_.ir_version >= 4)
         report("graph.initializer-input")
-            .in(ctx.path)
+            .in(w.ctx.path)
             .tensor(name)
             .error("'" + name + "' is both an input and an initializer of a subgraph (not allowed from IR 4)");
       return;
     }
-    if (model_.ir_version > 0 && model_.ir_version < 4 && !ctx.in_function)
+    if (model_.ir_version > 0 && model_.ir_version < 4 && !w.ctx.in_function)
       report("graph.initializer-not-input")
-          .in(ctx.path)
+          .in(w.ctx.path)
           .tensor(name)
           .error(std::string(what) + " '" + name + "' is not a graph input (required before IR 4)");
-    define(name, {what, nullptr}, -1);
+    define(w, name, {what, nullptr}, -1);
   };
-  for (const auto& t : g.initializers()) add_initializer(t->name, "initializer");
-  for (const auto& s : g.sparse_initializers) add_initializer(s.name(), "sparse initializer");
-  if (!g.sparse_initializers.empty() && model_.ir_version > 0 && model_.ir_version < 6)
-    report("model.ir-feature").in(ctx.path).error("sparse initializers need IR version 6");
+  for (const auto& t : w.g.initializers()) add_initializer(t->name, "initializer");
+  for (const auto& s : w.g.sparse_initializers) add_initializer(s.name(), "sparse initializer");
+  if (!w.g.sparse_initializers.empty() && model_.ir_version > 0 && model_.ir_version < 6)
+    report("model.ir-feature").in(w.ctx.path).error("sparse initializers need IR version 6");
+}
 
-  // Node outputs, in order; note which node produces each name for order messages.
-  const auto& nodes = g.nodes();
-  const bool counted = ctx.depth == 0 && !ctx.in_function && !nodes.empty();  // the progress of the main graph's
-  if (counted) ir::report_progress(options_.progress, "checking nodes", 0, static_cast<int64_t>(nodes.size()));
-  std::unordered_map<std::string, size_t> producer;
+void Checker::index_nodes(GraphWalk& w) {
+  const auto& nodes = w.g.nodes();
   for (size_t i = 0; i < nodes.size(); ++i) {
     for (const ir::Value* v : nodes[i]->outputs()) {
       if (!v) continue;
-      define(v->name(), {nullptr, nodes[i].get()}, static_cast<long>(i));
-      producer.emplace(v->name(), i);
+      define(w, v->name(), {nullptr, nodes[i].get()}, static_cast<long>(i));
+      w.producer.emplace(v->name(), i);
     }
   }
+  w.uses.resize(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (const ir::Value* v : nodes[i]->inputs())
+      if (v) w.uses[i].push_back(v->name());
+    for (const ir::Value* v : w.g.implicit_inputs(nodes[i].get())) w.uses[i].push_back(v->name());
+  }
+}
 
-  // Cycles: Kahn over the producer relation (uses in subgraphs count).
+void Checker::find_cycles(GraphWalk& w) {
+  // Kahn over the producer relation by name (uses in subgraphs count): a model may link names
+  // that its values do not.
+  const auto& nodes = w.g.nodes();
   std::vector<size_t> pending(nodes.size(), 0);
   std::vector<std::vector<size_t>> succ(nodes.size());
-  auto node_uses = [&](size_t i) {
-    std::vector<std::string> names;
-    for (const ir::Value* v : nodes[i]->inputs())
-      if (v) names.push_back(v->name());
-    for (const ir::Value* v : g.implicit_inputs(nodes[i].get())) names.push_back(v->name());
-    return names;
-  };
-  std::vector<std::vector<std::string>> uses(nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    uses[i] = node_uses(i);
-    for (const auto& name : uses[i]) {
-      auto it = producer.find(name);
-      if (it == producer.end()) continue;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const auto& name : w.uses[i]) {
+      auto it = w.producer.find(name);
+      if (it == w.producer.end()) continue;
       succ[it->second].push_back(i);
       pending[i]++;
     }
-  }
   std::vector<size_t> ready;
   for (size_t i = 0; i < nodes.size(); ++i)
     if (!pending[i]) ready.push_back(i);
@@ -336,31 +374,31 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
     for (size_t s : succ[i])
       if (--pending[s] == 0) ready.push_back(s);
   }
-  std::vector<bool> in_cycle(nodes.size(), false);
-  if (done != nodes.size()) {
-    std::string names;
-    int listed = 0;
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      if (!pending[i]) continue;
-      in_cycle[i] = true;
-      if (listed < 5) names += (listed++ ? ", " : "") + nodes[i]->describe();
-    }
-    report("graph.cycle").in(ctx.path).error("the graph has a cycle through " + names);
+  w.in_cycle.assign(nodes.size(), false);
+  if (done == nodes.size()) return;
+  std::string names;
+  int listed = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!pending[i]) continue;
+    w.in_cycle[i] = true;
+    if (listed < 5) names += (listed++ ? ", " : "") + nodes[i]->describe();
   }
+  report("graph.cycle").in(w.ctx.path).error("the graph has a cycle through " + names);
+}
 
-  // Order and definedness: walk the nodes with the names available so far.
-  Scope available;
-  available.parent = outer;
-  for (const auto& vi : g.inputs) available.names.insert(vi.value->name());
-  for (const auto& name : init_names) available.names.insert(name);
+void Checker::check_nodes_in_order(GraphWalk& w, Scope& available) {
+  const GraphCtx& ctx = w.ctx;
+  const auto& nodes = w.g.nodes();
+  const bool counted = ctx.depth == 0 && !ctx.in_function && !nodes.empty();  // the progress of the main graph's
+  if (counted) ir::report_progress(options_.progress, "checking nodes", 0, static_cast<int64_t>(nodes.size()));
   for (size_t i = 0; i < nodes.size(); ++i) {
     ir::Node& n = *nodes[i];
     const long index = static_cast<long>(i);
-    for (const auto& name : uses[i]) {
+    for (const auto& name : w.uses[i]) {
       if (available.visible(name)) continue;
-      auto it = producer.find(name);
-      if (it != producer.end()) {
-        if (!in_cycle[i])
+      auto it = w.producer.find(name);
+      if (it != w.producer.end()) {
+        if (!w.in_cycle[i])
           report("graph.topological-order")
               .in(ctx.path)
               .at(&n, index)
@@ -395,29 +433,28 @@ void Checker::check_graph(ir::Graph& g, const GraphCtx& ctx, const Scope* outer)
     for (const ir::Value* v : n.outputs())
       if (v) available.names.insert(v->name());
   }
+}
 
+void Checker::check_graph_outputs(GraphWalk& w, const Scope& available) {
+  const bool is_sub = w.outer != nullptr;
   std::unordered_set<std::string> output_names;
-  for (const auto& vi : g.outputs) {
+  for (const auto& vi : w.g.outputs) {
     const std::string& name = vi.value->name();
     if (name.empty()) {
-      report("graph.empty-name").in(ctx.path).error("a graph output has an empty name");
+      report("graph.empty-name").in(w.ctx.path).error("a graph output has an empty name");
       continue;
     }
     if (!output_names.insert(name).second)
-      report("graph.duplicate-output").in(ctx.path).tensor(name).error("graph output '" + name + "' is listed twice");
+      report("graph.duplicate-output").in(w.ctx.path).tensor(name).error("graph output '" + name + "' is listed twice");
     if (!available.visible(name))
       report("graph.output-undefined")
-          .in(ctx.path)
+          .in(w.ctx.path)
           .tensor(name)
           .error("graph output '" + name + "' is not produced by any node, input or initializer");
-    if (!ctx.in_function && !is_sub) check_value_type(vi.type.value_or(ir::TypeInfo{}), ctx, name, "graph output");
+    if (!w.ctx.in_function && !is_sub) check_value_type(vi.type.value_or(ir::TypeInfo{}), w.ctx, name, "graph output");
     else if (vi.type && vi.type->kind != ir::TypeInfo::Kind::kUnset)
-      check_value_type(*vi.type, ctx, name, "graph output");  // optional in subgraphs
+      check_value_type(*vi.type, w.ctx, name, "graph output");  // optional in subgraphs
   }
-  for (const auto& vi : g.value_info)
-    if (vi.type && vi.type->kind != ir::TypeInfo::Kind::kUnset)
-      check_value_type(*vi.type, ctx, vi.value->name(), "value_info");
-  check_quant_scales(g, ctx);
 }
 
 void Checker::check_node(ir::Node& n, long index, const GraphCtx& ctx) {
