@@ -369,8 +369,19 @@ std::string serialize_value(const Value& v, const std::string& name) {
 
 }  // namespace
 
-Tensor read_npy(const std::string& path) {
-  TensorFile f(path);
+namespace {
+
+/// What a .npy header says.
+struct NpyHeader {
+  DataType type = DataType::kUndefined;
+  uint64_t string_unit = 0, string_width = 0;  ///< strings: bytes per code unit, units per element
+  std::vector<int64_t> shape;
+  std::string shape_text;
+  uint64_t data_offset = 0;
+};
+
+/// The header's dictionary, one line, after the magic and the version's length field.
+std::string npy_header_text(TensorFile& f, const std::string& path, uint64_t& data_offset) {
   unsigned char prefix[12] = {};
   if (f.size() < 10) throw_input_error(path + ": not a .npy file (" + std::to_string(f.size()) + " bytes, bad magic)");
   f.read(prefix, 10);
@@ -398,6 +409,12 @@ Tensor read_npy(const std::string& path) {
   f.read(header.data(), header_len);
   for (char& c : header)
     if (c == '\n' || c == '\r' || c == '\0') c = ' ';  // keep messages quoting the header on one line
+  data_offset = offset + header_len;
+  return header;
+}
+
+/// The element type of the header's descr (strings: their unit and width in `h`).
+void read_npy_dtype(const std::string& header, const std::string& path, NpyHeader& h) {
   const std::string descr_q = dict_value(header, "descr", path);
   if (descr_q.size() < 2 || descr_q.front() != '\'' || descr_q.back() != '\'')
     throw_input_error(path + ": .npy descr must be a simple type, got " + descr_q.substr(0, 40));
@@ -411,56 +428,92 @@ Tensor read_npy(const std::string& path) {
     throw_input_error(path + ": big-endian .npy data (" + descr + ") is not supported; save it little-endian");
   if (descr == "|O" || descr == "O")
     throw_input_error(path + ": .npy holds Python objects (dtype '|O'); only numeric, bool and string arrays are read");
-  DataType type = DataType::kUndefined;
   for (const auto& t : kNpyTypes)
-    if (descr == t.descr) type = t.type;
+    if (descr == t.descr) h.type = t.type;
   // Strings: '<Un' holds n UTF-32 code units per element, '|Sn' n bytes, both padded with NULs.
-  uint64_t string_unit = 0, string_width = 0;
-  if (type == DataType::kUndefined && descr.size() >= 2 && std::strchr("<|", descr[0]) && (descr[1] == 'U' || descr[1] == 'S')) {
+  if (h.type == DataType::kUndefined && descr.size() >= 2 && std::strchr("<|", descr[0]) && (descr[1] == 'U' || descr[1] == 'S')) {
     const std::string digits = descr.substr(2);
     if (digits.empty() || digits.size() > 9 || !std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
       throw_input_error(path + ": malformed .npy string dtype '" + descr.substr(0, 40) + "' (expected '<U' or '|S' and a length)");
-    type = DataType::kString;
-    string_unit = descr[1] == 'U' ? 4 : 1;
-    string_width = std::stoull(digits);
+    h.type = DataType::kString;
+    h.string_unit = descr[1] == 'U' ? 4 : 1;
+    h.string_width = std::stoull(digits);
     // numpy writes strings at least one unit wide ('<U1' for ''): a width of 0 would let a
     // header alone stand for any number of elements, with no data behind them.
-    if (string_width == 0)
+    if (h.string_width == 0)
       throw_input_error(path + ": .npy string dtype '" + descr.substr(0, 40) + "' has length 0 (numpy writes at least 1)");
   }
-  if (type == DataType::kUndefined)
+  if (h.type == DataType::kUndefined)
     throw_input_error(path + ": .npy dtype '" + descr.substr(0, 40) + "' is not supported");
+}
+
+/// The header's order (C only) and shape.
+void read_npy_shape(const std::string& header, const std::string& path, NpyHeader& h) {
   const std::string order = dict_value(header, "fortran_order", path);
   if (order == "True") throw_input_error(path + ": Fortran-order .npy data is not supported; save it in C order");
   if (order != "False") throw_input_error(path + ": malformed .npy fortran_order " + order.substr(0, 40));
-  const std::string shape_text = dict_value(header, "shape", path);
-  if (shape_text.size() < 2 || shape_text.front() != '(' || shape_text.back() != ')')
-    throw_input_error(path + ": malformed .npy shape " + shape_text.substr(0, 60));
-  std::vector<int64_t> shape;
-  for (size_t i = 1; i + 1 < shape_text.size();) {
-    while (i + 1 < shape_text.size() && (shape_text[i] == ' ' || shape_text[i] == ',')) ++i;
-    if (i + 1 >= shape_text.size()) break;
+  const std::string& text = h.shape_text = dict_value(header, "shape", path);
+  if (text.size() < 2 || text.front() != '(' || text.back() != ')')
+    throw_input_error(path + ": malformed .npy shape " + text.substr(0, 60));
+  for (size_t i = 1; i + 1 < text.size();) {
+    while (i + 1 < text.size() && (text[i] == ' ' || text[i] == ',')) ++i;
+    if (i + 1 >= text.size()) break;
     size_t j = i;
-    while (j + 1 < shape_text.size() && std::isdigit(static_cast<unsigned char>(shape_text[j]))) ++j;
-    if (j == i || j - i > 18) throw_input_error(path + ": malformed .npy shape " + shape_text.substr(0, 60));
-    shape.push_back(std::stoll(shape_text.substr(i, j - i)));
+    while (j + 1 < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
+    if (j == i || j - i > 18) throw_input_error(path + ": malformed .npy shape " + text.substr(0, 60));
+    h.shape.push_back(std::stoll(text.substr(i, j - i)));
     i = j;
   }
+}
+
+/// `count` string elements of `item` bytes each, NUL-padded (UTF-32 or bytes), into `t`.
+void read_npy_strings(TensorFile& f, const std::string& path, const NpyHeader& h, int64_t count, uint64_t bytes, Tensor& t) {
+  const uint64_t item = h.string_unit * h.string_width;
+  std::string data(static_cast<size_t>(bytes), '\0');
+  f.read(data.data(), bytes);
+  auto& strings = t.mutable_strings();
+  for (int64_t i = 0; i < count; ++i) {
+    const char* p = data.data() + static_cast<uint64_t>(i) * item;
+    std::string& s = strings[static_cast<size_t>(i)];
+    if (h.string_unit == 1) {
+      s.assign(p, static_cast<size_t>(h.string_width));
+    } else {
+      for (uint64_t k = 0; k < h.string_width; ++k) {
+        uint32_t c;
+        std::memcpy(&c, p + 4 * k, 4);  // little-endian, as the descr says
+        if (!is_code_point(c))
+          throw_input_error(path + ": string element " + std::to_string(i) + " holds " + std::to_string(c) +
+                            ", not a unicode code point");
+        append_utf8(s, c);
+      }
+    }
+    // NumPy pads with NULs and drops trailing ones when reading.
+    while (!s.empty() && s.back() == '\0') s.pop_back();
+  }
+}
+
+}  // namespace
+
+Tensor read_npy(const std::string& path) {
+  TensorFile f(path);
+  NpyHeader h;
+  const std::string header = npy_header_text(f, path, h.data_offset);
+  read_npy_dtype(header, path, h);
+  read_npy_shape(header, path, h);
   int64_t count;
   try {
-    count = shape_size(shape);
+    count = shape_size(h.shape);
   } catch (const Error&) {
-    throw_input_error(path + ": .npy shape " + shape_text.substr(0, 60) + " has too many elements");
+    throw_input_error(path + ": .npy shape " + h.shape_text.substr(0, 60) + " has too many elements");
   }
-  const uint64_t item = string_unit * string_width;
+  const uint64_t item = h.string_unit * h.string_width;
   std::optional<uint64_t> bytes;
-  if (type != DataType::kString) bytes = ir::storage_bytes(type, static_cast<uint64_t>(count));
+  if (h.type != DataType::kString) bytes = ir::storage_bytes(h.type, static_cast<uint64_t>(count));
   else if (item == 0 || static_cast<uint64_t>(count) <= UINT64_MAX / item) bytes = item * static_cast<uint64_t>(count);
-  const uint64_t data_offset = offset + header_len;
-  if (!bytes || f.size() - data_offset < *bytes)
-    throw_input_error(path + ": .npy data (" + std::to_string(f.size() - data_offset) +
-                      " bytes) is shorter than its shape " + shape_string(shape) + " needs");
-  if (type == DataType::kString) {
+  if (!bytes || f.size() - h.data_offset < *bytes)
+    throw_input_error(path + ": .npy data (" + std::to_string(f.size() - h.data_offset) +
+                      " bytes) is shorter than its shape " + shape_string(h.shape) + " needs");
+  if (h.type == DataType::kString) {
     // In memory every element is a std::string of its own (32 bytes besides its characters):
     // 100 MB of '|S1' data is 3.3 GB. Refused past half the machine.
     const double memory = static_cast<double>(physical_memory());
@@ -469,33 +522,13 @@ Tensor read_npy(const std::string& path) {
       throw_input_error(path + ": .npy of " + std::to_string(count) + " strings would take " + std::to_string(static_cast<int64_t>(need / 1e9)) +
                         " GB in memory, more than half of this machine's");
   }
-  Tensor t(type, shape);
-  if (type == DataType::kString) {
-    std::string data(static_cast<size_t>(*bytes), '\0');
-    f.read(data.data(), *bytes);
-    auto& strings = t.mutable_strings();
-    for (int64_t i = 0; i < count; ++i) {
-      const char* p = data.data() + static_cast<uint64_t>(i) * item;
-      std::string& s = strings[static_cast<size_t>(i)];
-      if (string_unit == 1) {
-        s.assign(p, static_cast<size_t>(string_width));
-      } else {
-        for (uint64_t k = 0; k < string_width; ++k) {
-          uint32_t c;
-          std::memcpy(&c, p + 4 * k, 4);  // little-endian, as the descr says
-          if (!is_code_point(c))
-            throw_input_error(path + ": string element " + std::to_string(i) + " holds " + std::to_string(c) +
-                              ", not a unicode code point");
-          append_utf8(s, c);
-        }
-      }
-      // NumPy pads with NULs and drops trailing ones when reading.
-      while (!s.empty() && s.back() == '\0') s.pop_back();
-    }
+  Tensor t(h.type, h.shape);
+  if (h.type == DataType::kString) {
+    read_npy_strings(f, path, h, count, *bytes, t);
     return t;
   }
   if (*bytes) f.read(t.mutable_raw(), *bytes);
-  if (type == DataType::kBool) {
+  if (h.type == DataType::kBool) {
     // NumPy bools are one byte, 0 or 1; any other byte would not be a valid bool downstream.
     auto* p = static_cast<uint8_t*>(t.mutable_raw());
     for (int64_t i = 0; i < count; ++i) p[i] = p[i] != 0;
