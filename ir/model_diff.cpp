@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -127,13 +128,10 @@ std::string tensor_change(const Tensor& a, const Tensor& b) {
   return s.str();
 }
 
-}  // namespace
+using Add = std::function<void(std::string kind, std::string subject, std::string detail)>;
 
-ModelDiff diff_models(const Model& a, const Model& b) {
-  ModelDiff d;
-  auto add = [&d](std::string kind, std::string subject, std::string detail) {
-    d.differences.push_back({std::move(kind), std::move(subject), std::move(detail)});
-  };
+/// IR version, opsets, producer and metadata.
+void diff_model_fields(const Model& a, const Model& b, const Add& add) {
   if (a.ir_version != b.ir_version) add("ir_version", "model", std::to_string(a.ir_version) + " -> " + std::to_string(b.ir_version));
   std::map<std::string, int64_t> oa, ob;
   for (const auto& o : a.opset_import) oa[o.domain == "ai.onnx" ? "" : o.domain] = o.version;
@@ -157,14 +155,10 @@ ModelDiff diff_models(const Model& a, const Model& b) {
   }
   for (const auto& [k, v] : mb)
     if (!ma.count(k)) add("metadata_added", k, v);
-  if (!a.graph || !b.graph) {
-    if (!a.graph != !b.graph) add("graph", "model", a.graph ? "removed" : "added");
-    return d;
-  }
-  const Graph& ga = *a.graph;
-  const Graph& gb = *b.graph;
+}
 
-  // Inputs and outputs by name, in order.
+/// Inputs and outputs by name, in order.
+void diff_io(const Graph& ga, const Graph& gb, const Add& add) {
   for (const auto* which : {"input", "output"}) {
     const auto& la = std::string(which) == "input" ? ga.inputs : ga.outputs;
     const auto& lb = std::string(which) == "input" ? gb.inputs : gb.outputs;
@@ -178,23 +172,28 @@ ModelDiff diff_models(const Model& a, const Model& b) {
     for (const auto& [n, v] : xb)
       if (!xa.count(n)) add(std::string(which) + "_added", n, type_of(*v));
   }
+}
 
-  // Nodes: by (unique, non-empty) name, then by structure.
-  d.nodes_a = ga.nodes().size();
-  d.nodes_b = gb.nodes().size();
+/// Nodes of a matched to nodes of b: by (unique, non-empty) name, then by structure.
+struct NodeMatch {
+  std::vector<std::pair<const Node*, const Node*>> pairs;
+  std::vector<const Node*> removed;  ///< of a, unmatched
+  std::set<const Node*> matched_b;
+};
+
+NodeMatch match_nodes(const Graph& ga, const Graph& gb, ModelDiff& d) {
+  NodeMatch m;
   std::map<std::string, const Node*> by_name_b;
   std::map<std::string, int> name_count_b;
   for (const auto& n : gb.nodes()) name_count_b[n->name]++;
   for (const auto& n : gb.nodes())
     if (!n->name.empty() && name_count_b[n->name] == 1) by_name_b[n->name] = n.get();
-  std::set<const Node*> matched_b;
-  std::vector<std::pair<const Node*, const Node*>> pairs;
   std::vector<const Node*> unmatched_a;
   for (const auto& n : ga.nodes()) {
     auto it = n->name.empty() ? by_name_b.end() : by_name_b.find(n->name);
-    if (it != by_name_b.end() && it->second->op_type == n->op_type && !matched_b.count(it->second)) {
-      pairs.push_back({n.get(), it->second});
-      matched_b.insert(it->second);
+    if (it != by_name_b.end() && it->second->op_type == n->op_type && !m.matched_b.count(it->second)) {
+      m.pairs.push_back({n.get(), it->second});
+      m.matched_b.insert(it->second);
       ++d.matched_by_name;
     } else {
       unmatched_a.push_back(n.get());
@@ -202,49 +201,63 @@ ModelDiff diff_models(const Model& a, const Model& b) {
   }
   std::multimap<std::string, const Node*> by_structure_b;
   for (const auto& n : gb.nodes())
-    if (!matched_b.count(n.get())) by_structure_b.insert({structure(*n), n.get()});
-  std::vector<const Node*> removed;
+    if (!m.matched_b.count(n.get())) by_structure_b.insert({structure(*n), n.get()});
   for (const Node* n : unmatched_a) {
     auto it = by_structure_b.find(structure(*n));
     if (it != by_structure_b.end()) {
-      pairs.push_back({n, it->second});
-      matched_b.insert(it->second);
+      m.pairs.push_back({n, it->second});
+      m.matched_b.insert(it->second);
       by_structure_b.erase(it);
       ++d.matched_by_structure;
     } else {
-      removed.push_back(n);
+      m.removed.push_back(n);
     }
   }
+  return m;
+}
+
+/// What changed between two matched nodes: op, inputs, outputs, attributes.
+std::vector<std::string> node_changes(const Node& x, const Node& y) {
+  std::vector<std::string> changes;
+  if (x.op_type != y.op_type || x.domain != y.domain) changes.push_back("op " + x.qualified_op() + " -> " + y.qualified_op());
+  if (value_names(x.inputs()) != value_names(y.inputs())) changes.push_back("inputs " + value_names(x.inputs()) + " -> " + value_names(y.inputs()));
+  if (value_names(x.outputs()) != value_names(y.outputs())) changes.push_back("outputs " + value_names(x.outputs()) + " -> " + value_names(y.outputs()));
+  const auto aa = attr_map(x), ab = attr_map(y);
+  for (const auto& [k, v] : aa) {
+    auto it = ab.find(k);
+    if (it == ab.end()) changes.push_back("attribute " + k + " removed (was " + v + ")");
+    else if (it->second != v) changes.push_back("attribute " + k + " " + v + " -> " + it->second);
+  }
+  for (const auto& [k, v] : ab)
+    if (!aa.count(k)) changes.push_back("attribute " + k + " added (" + v + ")");
+  return changes;
+}
+
+void diff_nodes(const Graph& ga, const Graph& gb, ModelDiff& d, const Add& add) {
+  d.nodes_a = ga.nodes().size();
+  d.nodes_b = gb.nodes().size();
+  const NodeMatch m = match_nodes(ga, gb, d);
   {
     // Order: b's positions of the matched pairs in a's order; what is outside their longest
     // increasing run moved.
     std::vector<std::pair<size_t, size_t>> at;
-    for (const auto& [x, y] : pairs) at.emplace_back(ga.node_index(x), gb.node_index(y));
+    for (const auto& [x, y] : m.pairs) at.emplace_back(ga.node_index(x), gb.node_index(y));
     std::sort(at.begin(), at.end());
     std::vector<size_t> old_positions;
     for (const auto& [ia, ib] : at) old_positions.push_back(ib);
     d.reordered = moved_count(old_positions);
   }
-  for (const Node* n : removed) add("node_removed", n->describe(), n->op_type + value_names(n->inputs()) + " -> " + value_names(n->outputs()));
+  for (const Node* n : m.removed) add("node_removed", n->describe(), n->op_type + value_names(n->inputs()) + " -> " + value_names(n->outputs()));
   for (const auto& n : gb.nodes())
-    if (!matched_b.count(n.get())) add("node_added", n->describe(), n->op_type + value_names(n->inputs()) + " -> " + value_names(n->outputs()));
-  for (const auto& [x, y] : pairs) {
-    std::vector<std::string> changes;
-    if (x->op_type != y->op_type || x->domain != y->domain) changes.push_back("op " + x->qualified_op() + " -> " + y->qualified_op());
-    if (value_names(x->inputs()) != value_names(y->inputs())) changes.push_back("inputs " + value_names(x->inputs()) + " -> " + value_names(y->inputs()));
-    if (value_names(x->outputs()) != value_names(y->outputs())) changes.push_back("outputs " + value_names(x->outputs()) + " -> " + value_names(y->outputs()));
-    const auto aa = attr_map(*x), ab = attr_map(*y);
-    for (const auto& [k, v] : aa) {
-      auto it = ab.find(k);
-      if (it == ab.end()) changes.push_back("attribute " + k + " removed (was " + v + ")");
-      else if (it->second != v) changes.push_back("attribute " + k + " " + v + " -> " + it->second);
-    }
-    for (const auto& [k, v] : ab)
-      if (!aa.count(k)) changes.push_back("attribute " + k + " added (" + v + ")");
+    if (!m.matched_b.count(n.get())) add("node_added", n->describe(), n->op_type + value_names(n->inputs()) + " -> " + value_names(n->outputs()));
+  for (const auto& [x, y] : m.pairs) {
+    const std::vector<std::string> changes = node_changes(*x, *y);
     if (!changes.empty()) add("node_changed", x->describe(), join(changes));
   }
+}
 
-  // Initializers by name.
+/// Initializers by name.
+void diff_initializers(const Graph& ga, const Graph& gb, const Add& add) {
   std::map<std::string, const Tensor*> ia, ib;
   for (const auto& t : ga.initializers()) ia[t->name] = t.get();
   for (const auto& t : gb.initializers()) ib[t->name] = t.get();
@@ -259,6 +272,23 @@ ModelDiff diff_models(const Model& a, const Model& b) {
   }
   for (const auto& [n, t] : ib)
     if (!ia.count(n)) add("initializer_added", n, std::string(data_type_name(t->type())));
+}
+
+}  // namespace
+
+ModelDiff diff_models(const Model& a, const Model& b) {
+  ModelDiff d;
+  const Add add = [&d](std::string kind, std::string subject, std::string detail) {
+    d.differences.push_back({std::move(kind), std::move(subject), std::move(detail)});
+  };
+  diff_model_fields(a, b, add);
+  if (!a.graph || !b.graph) {
+    if (!a.graph != !b.graph) add("graph", "model", a.graph ? "removed" : "added");
+    return d;
+  }
+  diff_io(*a.graph, *b.graph, add);
+  diff_nodes(*a.graph, *b.graph, d, add);
+  diff_initializers(*a.graph, *b.graph, add);
   return d;
 }
 
