@@ -1067,6 +1067,44 @@ std::string serialize_tensor(const Tensor& tensor) {
   return enc.tensor(tensor).flatten();
 }
 
+namespace {
+
+/// Which tensors go to the side file, at which offsets (4096-aligned, in model order).
+struct ExternalPlan {
+  std::unordered_map<const Tensor*, ExternalSlot> slots;
+  std::vector<const Tensor*> order;
+};
+
+ExternalPlan plan_external(const Model& model, const std::string& data_name, ExternalData mode, uint64_t threshold) {
+  ExternalPlan p;
+  uint64_t offset = 0;
+  auto add = [&](const Tensor& t) {
+    Bytes b = t.raw_bytes();
+    p.slots.emplace(&t, ExternalSlot{data_name, offset, b.size()});
+    p.order.push_back(&t);
+    offset += b.size();
+    offset = (offset + 4095) / 4096 * 4096;
+  };
+  Model& m = const_cast<Model&>(model);  // for_each_tensor visits mutably; nothing is changed
+  for_each_tensor(m, [&](Tensor& t, const std::string&) {
+    if (t.type() == DataType::kString) return;
+    if (mode == ExternalData::kKeep && t.is_external()) add(t);
+    if (mode == ExternalData::kExternalize && (t.is_external() || t.data_bytes() >= threshold)) add(t);
+  });
+  return p;
+}
+
+void write_external_data(OutputFile& f, const ExternalPlan& p) {
+  for (const Tensor* t : p.order) {
+    Bytes b = t->raw_bytes();
+    f.pad_to(p.slots.at(t).offset);
+    f.write(b.data(), b.size());
+  }
+  f.sync();
+}
+
+}  // namespace
+
 SaveReport save_model(const Model& model, const std::string& path, const SaveOptions& options) {
   SaveReport report;
   const std::string data_name =
@@ -1075,55 +1113,22 @@ SaveReport save_model(const Model& model, const std::string& path, const SaveOpt
   if (!is_safe_relative(data_name))
     throw_usage_error(data_name + ": the external data file must be a relative path");
 
-  // Which tensors go to the side file, at which offsets (4096-aligned, in model order).
-  auto plan_for = [&](ExternalData mode, uint64_t threshold) {
-    std::unordered_map<const Tensor*, ExternalSlot> plan;
-    std::vector<const Tensor*> order;
-    uint64_t offset = 0;
-    auto add = [&](const Tensor& t) {
-      Bytes b = t.raw_bytes();
-      ExternalSlot slot{data_name, offset, b.size()};
-      plan.emplace(&t, slot);
-      order.push_back(&t);
-      offset += b.size();
-      offset = (offset + 4095) / 4096 * 4096;
-    };
-    Model& m = const_cast<Model&>(model);  // for_each_tensor visits mutably; nothing is changed
-    for_each_tensor(m, [&](Tensor& t, const std::string&) {
-      if (t.type() == DataType::kString) return;
-      if (mode == ExternalData::kKeep && t.is_external()) add(t);
-      if (mode == ExternalData::kExternalize && (t.is_external() || t.data_bytes() >= threshold)) add(t);
-    });
-    return std::make_pair(std::move(plan), std::move(order));
-  };
-
-  auto [plan, order] = plan_for(options.external, options.size_threshold);
+  ExternalPlan external = plan_external(model, data_name, options.external, options.size_threshold);
   Rope rope;
   {
-    Encoder enc(&plan, true);
+    Encoder enc(&external.slots, true);
     rope = enc.model(model);
   }
   if (rope.size() > kMaxProtoBytes) {
-    auto [big_plan, big_order] = plan_for(ExternalData::kExternalize, options.size_threshold);
-    plan = std::move(big_plan);
-    order = std::move(big_order);
-    Encoder enc(&plan, true);
+    external = plan_external(model, data_name, ExternalData::kExternalize, options.size_threshold);
+    Encoder enc(&external.slots, true);
     rope = enc.model(model);
     report.auto_external = true;
     if (rope.size() > kMaxProtoBytes)
       throw Error(ErrorKind::kFailed, path + ": the model is over 2 GB even with its weights as external data");
   }
-
-  // (The plan and order are parameters: a lambda may not capture structured bindings in C++17.)
-  const auto write_data = [](OutputFile& f, const std::unordered_map<const Tensor*, ExternalSlot>& slots,
-                             const std::vector<const Tensor*>& tensors) {
-    for (const Tensor* t : tensors) {
-      Bytes b = t->raw_bytes();
-      f.pad_to(slots.at(t).offset);
-      f.write(b.data(), b.size());
-    }
-    f.sync();
-  };
+  const auto& plan = external.slots;
+  const auto& order = external.order;
   // A model with a side file is a pair: written under the directory's lock, so that two
   // writers of one path do not leave one's model with the other's data.
   std::optional<DirectoryLock> lock;
@@ -1144,7 +1149,7 @@ SaveReport save_model(const Model& model, const std::string& path, const SaveOpt
     // paths: a link found there was not asked for, and following it would write anywhere.
     data_file = std::make_unique<OutputFile>(data_path, data_path + " (the external data file)", AtSymlink::kRefuse);
     if (data_file->is_stream()) throw_usage_error(data_path + ": the external data file must be a regular file");
-    write_data(*data_file, plan, order);
+    write_external_data(*data_file, external);
     report.data_bytes = data_file->written();
     report.data_path = data_path;
     report.external_tensors = order.size();
@@ -1171,7 +1176,7 @@ SaveReport save_model(const Model& model, const std::string& path, const SaveOpt
     // file behind). The copy, not a second hard link: loaders refuse external data files with
     // more than one link.
     OutputFile side_file(data_file->target());
-    write_data(side_file, plan, order);
+    write_external_data(side_file, external);
     side.path = side_file.keep_beside();
     const std::string side_location =
         std::filesystem::path(side.path).lexically_relative(std::filesystem::path(dir_of(path))).generic_string();
