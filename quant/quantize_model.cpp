@@ -155,6 +155,73 @@ QuantizeReport unchanged_report(QuantizeReport&& r) {
   return none;
 }
 
+/// The preprocessing of quantize_model: static mode moves older models to
+/// kStaticPreprocessOpset when the converter can, then the optimize pipeline.
+void preprocess_model(ir::Model& model, const QuantizeOptions& options, QuantizeReport& moved) {
+  ir::report_progress(options.progress, "preprocessing", 0, 1);
+  // Static QDQ keeps the ops it does not quantize in float between DequantizeLinear and
+  // QuantizeLinear: a decomposed hard-swish (Add, Clip, Mul, Div) would cost four float ops and
+  // three extra roundings where HardSwish (opset 14) costs one op and none. The quantizer
+  // itself needs only opset 10, or 13 per channel.
+  if (options.mode == Mode::kStatic && model.onnx_opset() < kStaticPreprocessOpset) {
+    ir::Model copy = copy_model(model);
+    try {
+      ensure_opset(copy, kStaticPreprocessOpset, moved);
+      model = std::move(copy);
+    } catch (const Error&) {
+      moved = QuantizeReport{};
+    }
+  }
+  passes::optimize(model, passes::OptimizeOptions{});
+  ir::report_progress(options.progress, "preprocessing", 1, 1);
+}
+
+/// Whether dynamic or weight-only quantization without sample folders has something to
+/// measure on random samples (a trial on a copy, sizes from the static shapes, quantizes a
+/// node), and then the free dims of `random` at the first size the float model runs on (as
+/// verification sizes them). Throws kFailed when it runs on none.
+bool size_random_samples(ir::Model& model, const QuantizeOptions& checked, runner::FeedOptions& random) {
+  ir::Model trial = copy_model(model);
+  QuantizeOptions unmeasured = checked;
+  unmeasured.auto_exclude = false;
+  unmeasured.progress = {};
+  const QuantizeReport tried =
+      checked.mode == Mode::kDynamic ? quantize_dynamic(trial, unmeasured) : quantize_weight_only(trial, unmeasured);
+  if (tried.quantized_nodes == 0) return false;
+  runner::Session session(model);
+  try {
+    runner::feeds_that_run(session, random, [&](std::map<std::string, runner::Value>& f) { session.run(f); }, &random.free_dim);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kInternal || e.kind() == ErrorKind::kUsage) throw;
+    throw Error(ErrorKind::kFailed,
+                std::string("cannot measure the accuracy: the model does not run on random inputs (") + e.what() +
+                    "); give samples or value ranges, or quantize it unmeasured",
+                Parameter{}, {"sample_dirs", "input_range", "no_verify"});
+  }
+  return true;
+}
+
+/// A float16/bfloat16 model's quantization is not kept when its weights come out larger: what
+/// stays float is float32 now.
+void judge_against_half(ir::Model& model, int64_t half_bytes, QuantizeReport& report) {
+  const int64_t after = initializer_bytes(model);
+  if (report.quantized_nodes == 0 || after <= half_bytes) return;
+  report.unchanged = Unchanged::kLargerThanHalf;
+  report.half_weight_bytes = half_bytes;
+  report.result_weight_bytes = after;
+  report.quantized_nodes = 0;
+}
+
+/// Nor a quantization estimated at less than kWorthSpeedup, unless op types were named (they
+/// force it whatever the estimate); weight-only mode is for size, not speed.
+void judge_speed(const QuantizeOptions& options, QuantizeReport& report) {
+  if (report.quantized_nodes > 0 && options.op_types.empty() && options.mode != Mode::kWeightOnly &&
+      report.estimated_speedup > 0 && report.estimated_speedup < kWorthSpeedup) {
+    report.unchanged = Unchanged::kSlowerEstimate;
+    report.quantized_nodes = 0;
+  }
+}
+
 }  // namespace
 
 QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, bool preprocess,
@@ -179,24 +246,7 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
   const bool half = has_half_precision(model);
   const int64_t half_bytes = half ? initializer_bytes(model) : 0;
   if (half) convert::to_fp32(model);
-  if (preprocess) {
-    ir::report_progress(options.progress, "preprocessing", 0, 1);
-    // Static QDQ keeps the ops it does not quantize in float between DequantizeLinear and
-    // QuantizeLinear: a decomposed hard-swish (Add, Clip, Mul, Div) would cost four float ops and
-    // three extra roundings where HardSwish (opset 14) costs one op and none. The quantizer
-    // itself needs only opset 10, or 13 per channel.
-    if (options.mode == Mode::kStatic && model.onnx_opset() < kStaticPreprocessOpset) {
-      ir::Model copy = copy_model(model);
-      try {
-        ensure_opset(copy, kStaticPreprocessOpset, moved);
-        model = std::move(copy);
-      } catch (const Error&) {
-        moved = QuantizeReport{};
-      }
-    }
-    passes::optimize(model, passes::OptimizeOptions{});
-    ir::report_progress(options.progress, "preprocessing", 1, 1);
-  }
+  if (preprocess) preprocess_model(model, options, moved);
   SampleSource source = [&](size_t index, std::map<std::string, runner::Value>& feeds) {
     if (index >= sample_dirs.size()) return false;
     runner::FeedOptions f;
@@ -218,29 +268,9 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
   runner::FeedOptions random = options.random_feeds;
   random.random = true;
   checked.samples_random = sample_dirs.empty();  // measured on random samples, or not at all
-  bool use_random = sample_dirs.empty() && options.mode != Mode::kStatic && options.random_samples > 0;
-  if (use_random) {
-    ir::Model trial = copy_model(model);
-    QuantizeOptions unmeasured = checked;
-    unmeasured.auto_exclude = false;
-    unmeasured.progress = {};
-    const QuantizeReport tried =
-        options.mode == Mode::kDynamic ? quantize_dynamic(trial, unmeasured) : quantize_weight_only(trial, unmeasured);
-    use_random = tried.quantized_nodes > 0;
-  }
-  if (use_random) {
-    runner::Session session(model);
-    try {
-      runner::feeds_that_run(session, random, [&](std::map<std::string, runner::Value>& f) { session.run(f); }, &random.free_dim);
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::kInternal || e.kind() == ErrorKind::kUsage) throw;
-      throw Error(ErrorKind::kFailed,
-                  std::string("cannot measure the accuracy: the model does not run on random inputs (") + e.what() +
-                      "); give samples or value ranges, or quantize it unmeasured",
-                  Parameter{}, {"sample_dirs", "input_range", "no_verify"});
-    }
-    checked.sample_count = options.random_samples;
-  }
+  const bool use_random = sample_dirs.empty() && options.mode != Mode::kStatic && options.random_samples > 0 &&
+                          size_random_samples(model, checked, random);
+  if (use_random) checked.sample_count = options.random_samples;
   SampleSource random_source = [&](size_t index, std::map<std::string, runner::Value>& feeds) {
     if (index >= static_cast<size_t>(options.random_samples)) return false;
     runner::FeedOptions f = random;
@@ -256,24 +286,10 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
   if (use_random) report.random_samples = runner::random_inputs_description(random);
   if (half) {
     report.reference = "float16/bfloat16 weights computed in float32";
-    const int64_t after = initializer_bytes(model);
-    if (report.quantized_nodes > 0 && after > half_bytes) {
-      // What stays float is float32 now: fewer int8 weights than that would make the model
-      // larger than the float16 one.
-      report.unchanged = Unchanged::kLargerThanHalf;
-      report.half_weight_bytes = half_bytes;
-      report.result_weight_bytes = after;
-      report.quantized_nodes = 0;
-    } else if (report.quantized_nodes > 0) {
-      restore_io_types(*model.graph, input_types, output_types);
-    }
+    judge_against_half(model, half_bytes, report);
+    if (report.quantized_nodes > 0) restore_io_types(*model.graph, input_types, output_types);
   }
-  // Named op types force the quantization whatever the estimate.
-  if (report.quantized_nodes > 0 && options.op_types.empty() && options.mode != Mode::kWeightOnly &&
-      report.estimated_speedup > 0 && report.estimated_speedup < kWorthSpeedup) {
-    report.unchanged = Unchanged::kSlowerEstimate;
-    report.quantized_nodes = 0;
-  }
+  judge_speed(options, report);
   if (moved.opset_to) {
     report.opset_from = moved.opset_from;
     report.opset_to = std::max(report.opset_to, moved.opset_to);
