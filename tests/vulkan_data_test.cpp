@@ -45,8 +45,6 @@ Tensor int32_list(std::vector<int32_t> v) {
 
 Tensor bools(std::vector<int64_t> shape) { return random_ints(DataType::kBool, std::move(shape), 0, 1); }
 
-int cases_run = 0;
-
 /// Runs op on the CPU and the device; `on_device` says whether the node must run on the device
 /// (otherwise it must have been declined, and the results still agree).
 void check_variants(const std::string& op, int64_t opset, const std::vector<In>& inputs,
@@ -78,7 +76,6 @@ void check_variants(const std::string& op, int64_t opset, const std::vector<In>&
     for (size_t i = 0; i < outputs; ++i) b.output(n->output(i), out_type);
   }
   const auto r = run_on_both(b.m, feeds);
-  cases_run += static_cast<int>(variants.size());
   CHECK_MESSAGE(r.mismatch.empty(), op << " opset " << opset << ": " << r.mismatch);
   if (on_device) {
     CHECK_MESSAGE(r.placement.device_nodes == variants.size(), op << " opset " << opset << " did not run on the device: "
@@ -293,11 +290,6 @@ TEST_SUITE("vulkan_data") {
     // Blocked quantization declines.
     check("DequantizeLinear", 21, {data(qi), init(random_float({2, 3, 7}))}, {attr_int("axis", 2), attr_int("block_size", 2)},
           1, false);
-  }
-
-  TEST_CASE("count") {
-    if (!vulkan_available()) return;
-    MESSAGE("vulkan_data generated cases so far: " << cases_run);
   }
 }
 
