@@ -5,8 +5,9 @@
 # earlier one failed (except a ctest whose build failed); the exit status is non-zero when
 # anything failed. The last line is the total over both ctest runs: "N passed, M failed".
 #
-# A test whose data (fetched by testdata/fetch_models.sh) is missing is skipped, not passed; with
-# the environment variable CI set (.ci/run sets it), any skipped test fails the run.
+# A test that cannot run (data or tools that testdata/fetch_models.sh fetches, a Vulkan device,
+# disk room) is skipped, not passed; with the environment variable CI set (.ci/run sets it), any
+# skipped test fails the run.
 #
 # ONNXTOOL_BUILD_DIR changes the build directories (default build and build-asan: DIR and DIR-asan).
 set -uo pipefail
@@ -58,7 +59,7 @@ run_ctest() {
     local f t
     f="$(sed -E 's/.*tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\1/' <<<"$line")"
     t="$(sed -E 's/.*tests passed, ([0-9]+) tests failed out of ([0-9]+).*/\2/' <<<"$line")"
-    # ctest lists tests that exited 77 (missing data) as "NAME (Skipped)" and counts them as passed.
+    # ctest lists tests that exited 77 (could not run) as "NAME (Skipped)" and counts them as passed.
     local s
     s="$(grep -cE '^[[:space:]]*[0-9]+ - .* \(Skipped\)$' "$log" || true)"
     passed=$((passed + t - f - s))
@@ -66,11 +67,11 @@ run_ctest() {
     skipped=$((skipped + s))
     stage_note=" ($((t - f - s)) passed, $f failed, $s skipped)"
     if [[ $s -gt 0 ]]; then
-      echo "skipped for missing data:"
+      echo "skipped, for want of:"
       grep -h "ONNXTOOL-SKIP" "$dir"/Testing/Temporary/LastTest*.log 2>/dev/null | sort -u | head -n 20
     fi
     if [[ $s -gt 0 && -n ${CI:-} ]]; then
-      echo "CI is set and $s test(s) were skipped for missing data (testdata/fetch_models.sh fetches it)"
+      echo "CI is set and $s test(s) were skipped (testdata/fetch_models.sh fetches the data and tools)"
       status=1
     fi
   elif grep -q 'No tests were found' "$log"; then
@@ -111,7 +112,7 @@ ONNXTOOL_FUZZ_DIR="${build_dir}-fuzz" stage "fuzz" scripts/fuzz.sh --seconds "${
 echo
 echo "== summary"
 printf '%s\n' "${summary[@]}"
-[[ $skipped -eq 0 ]] || echo "$skipped skipped for missing data"
+[[ $skipped -eq 0 ]] || echo "$skipped skipped (could not run)"
 echo "$passed passed, $failed failed"
 if [[ $any_failure -ne 0 || $failed -ne 0 || ($skipped -ne 0 && -n ${CI:-}) ]]; then
   exit 1

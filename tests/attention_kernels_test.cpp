@@ -18,13 +18,6 @@ using namespace testing;  // NOLINT: the kernel-test harness
 
 const double kInf = std::numeric_limits<double>::infinity();
 
-Tensor uniform(std::vector<int64_t> shape, float lo = -1, float hi = 1) {
-  Tensor t(DataType::kFloat, std::move(shape));
-  std::uniform_real_distribution<float> d(lo, hi);
-  for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<float>()[i] = d(rng());
-  return t;
-}
-
 double at(const Tensor& t, int64_t i) { return t.data<float>()[i]; }
 
 // ---------------------------------------------------------------- attention reference
@@ -117,7 +110,8 @@ TEST_SUITE("attention_kernels") {
   TEST_CASE("Attention 4-D MHA at odd sizes, default scale, every qk_matmul_output_mode") {
     for (int mode = 0; mode < 4; ++mode) {
       const int64_t b = 2, h = 3, sq = 5, skv = 7, d = 9, dv = 5;
-      const Tensor q = uniform({b, h, sq, d}), k = uniform({b, h, skv, d}), v = uniform({b, h, skv, dv});
+      const Tensor q = random_float({b, h, sq, d}, -1, 1), k = random_float({b, h, skv, d}, -1, 1),
+                   v = random_float({b, h, skv, dv}, -1, 1);
       auto out = run_checked({"Attention", 23, {q, k, v}, {attr_int("qk_matmul_output_mode", mode)}, 4});
       const AttnRef r = attention_ref(doubles(q), doubles(k), doubles(v), b, h, h, sq, skv, d, dv, 1 / std::sqrt(9.0), 0,
                                       mode, [](int64_t, int64_t, int64_t, int64_t) { return 0.0; });
@@ -132,7 +126,8 @@ TEST_SUITE("attention_kernels") {
 
   TEST_CASE("Attention 3-D GQA with a 2-D bool mask, scale and softcap") {
     const int64_t b = 2, hq = 6, hkv = 2, sq = 3, skv = 5, d = 4, dv = 3;
-    const Tensor q = uniform({b, sq, hq * d}, -3, 3), k = uniform({b, skv, hkv * d}, -3, 3), v = uniform({b, skv, hkv * dv});
+    const Tensor q = random_float({b, sq, hq * d}, -3, 3), k = random_float({b, skv, hkv * d}, -3, 3),
+                 v = random_float({b, skv, hkv * dv}, -1, 1);
     Tensor mask(DataType::kBool, {sq, skv});
     for (int64_t i = 0; i < mask.size(); ++i) mask.mutable_data<uint8_t>()[i] = (i * 7 % 3) != 0;
     for (int mode : {1, 2}) {
@@ -154,9 +149,10 @@ TEST_SUITE("attention_kernels") {
 
   TEST_CASE("Attention additive 3-D mask, short mask padded with -inf, fully masked row is zero") {
     const int64_t b = 1, h = 2, sq = 3, skv = 6, d = 5;
-    const Tensor q = uniform({b, h, sq, d}), k = uniform({b, h, skv, d}), v = uniform({b, h, skv, d});
+    const Tensor q = random_float({b, h, sq, d}, -1, 1), k = random_float({b, h, skv, d}, -1, 1),
+                 v = random_float({b, h, skv, d}, -1, 1);
     // (h, q, 4): keys 4 and 5 are padded; row (h=1, i=2) is all -inf.
-    Tensor mask = uniform({h, sq, 4});
+    Tensor mask = random_float({h, sq, 4}, -1, 1);
     for (int64_t j = 0; j < 4; ++j) mask.mutable_data<float>()[(1 * sq + 2) * 4 + j] = -INFINITY;
     const Tensor y = run1({"Attention", 24, {q, k, v, mask}});
     const AttnRef r = attention_ref(doubles(q), doubles(k), doubles(v), b, h, h, sq, skv, d, d, 1 / std::sqrt(5.0), 0, 0,
@@ -169,8 +165,9 @@ TEST_SUITE("attention_kernels") {
 
   TEST_CASE("Attention causal with past key/value (bottom-right) and present outputs") {
     const int64_t b = 2, h = 2, sq = 3, past = 4, d = 3;
-    const Tensor q = uniform({b, h, sq, d}), k = uniform({b, h, sq, d}), v = uniform({b, h, sq, d});
-    const Tensor pk = uniform({b, h, past, d}), pv = uniform({b, h, past, d});
+    const Tensor q = random_float({b, h, sq, d}, -1, 1), k = random_float({b, h, sq, d}, -1, 1),
+                 v = random_float({b, h, sq, d}, -1, 1);
+    const Tensor pk = random_float({b, h, past, d}, -1, 1), pv = random_float({b, h, past, d}, -1, 1);
     auto out = run_checked({"Attention", 23, {q, k, v, Tensor(), pk, pv}, {attr_int("is_causal", 1)}, 3});
     const int64_t total = past + sq;
     std::vector<double> kk, vv;
@@ -188,7 +185,8 @@ TEST_SUITE("attention_kernels") {
 
   TEST_CASE("Attention-24 nonpad_kv_seqlen with causal offset and Attention-25 sliding window") {
     const int64_t b = 2, h = 1, sq = 3, skv = 7, d = 4;
-    const Tensor q = uniform({b, h, sq, d}), k = uniform({b, h, skv, d}), v = uniform({b, h, skv, d});
+    const Tensor q = random_float({b, h, sq, d}, -1, 1), k = random_float({b, h, skv, d}, -1, 1),
+                 v = random_float({b, h, skv, d}, -1, 1);
     const Tensor nonpad = ints({5, 2});
     const Tensor y = run1({"Attention", 24, {q, k, v, Tensor(), Tensor(), Tensor(), nonpad}, {attr_int("is_causal", 1)}});
     const int64_t np[2] = {5, 2};
@@ -210,7 +208,8 @@ TEST_SUITE("attention_kernels") {
   }
 
   TEST_CASE("Attention float16 computes through float") {
-    const Tensor q = uniform({1, 2, 3, 4}), k = uniform({1, 2, 5, 4}), v = uniform({1, 2, 5, 4});
+    const Tensor q = random_float({1, 2, 3, 4}, -1, 1), k = random_float({1, 2, 5, 4}, -1, 1),
+                 v = random_float({1, 2, 5, 4}, -1, 1);
     const Tensor y = run1({"Attention", 23, {to_half(q), to_half(k), to_half(v)}});
     REQUIRE(y.dtype() == DataType::kFloat16);
     auto hd = [](const Tensor& t) {
@@ -225,23 +224,25 @@ TEST_SUITE("attention_kernels") {
   }
 
   TEST_CASE("Attention rejects bad heads, lone past_key and bad mask shapes") {
-    const Tensor q = uniform({1, 3, 2, 4}), k = uniform({1, 2, 2, 4}), v = uniform({1, 2, 2, 4});
+    const Tensor q = random_float({1, 3, 2, 4}, -1, 1), k = random_float({1, 2, 2, 4}, -1, 1),
+                 v = random_float({1, 2, 2, 4}, -1, 1);
     check_fails({"Attention", 23, {q, k, v}}, "multiple");
-    const Tensor q2 = uniform({1, 2, 2, 4});
-    check_fails({"Attention", 23, {q2, k, v, Tensor(), uniform({1, 2, 1, 4})}}, "together");
-    check_fails({"Attention", 23, {q2, k, v, uniform({3, 2, 2})}}, "broadcast");
-    check_fails({"Attention", 23, {uniform({1, 2, 8}), uniform({1, 2, 8}), uniform({1, 2, 8})}}, "q_num_heads");
+    const Tensor q2 = random_float({1, 2, 2, 4}, -1, 1);
+    check_fails({"Attention", 23, {q2, k, v, Tensor(), random_float({1, 2, 1, 4}, -1, 1)}}, "together");
+    check_fails({"Attention", 23, {q2, k, v, random_float({3, 2, 2}, -1, 1)}}, "broadcast");
+    const Tensor q8 = random_float({1, 2, 8}, -1, 1), k8 = random_float({1, 2, 8}, -1, 1), v8 = random_float({1, 2, 8}, -1, 1);
+    check_fails({"Attention", 23, {q8, k8, v8}}, "q_num_heads");
   }
 
   TEST_CASE("RotaryEmbedding 4-D without position_ids, 3-D with position_ids, interleaved and partial") {
     for (int interleaved : {0, 1})
       for (int64_t rot : {0, 4}) {
         const int64_t b = 2, h = 3, s = 5, d = 6, r = rot == 0 ? d : rot, half = r / 2, maxpos = 9;
-        const Tensor x4 = uniform({b, h, s, d});
-        const Tensor cos3 = uniform({b, s, half}), sin3 = uniform({b, s, half});
-        const Tensor x3 = uniform({b, s, h * d});
-        const Tensor cos2 = uniform({maxpos, half}), sin2 = uniform({maxpos, half});
-        Tensor pos = random_ints<int64_t>(DataType::kInt64, {b, s}, 0, maxpos - 1);
+        const Tensor x4 = random_float({b, h, s, d}, -1, 1);
+        const Tensor cos3 = random_float({b, s, half}, -1, 1), sin3 = random_float({b, s, half}, -1, 1);
+        const Tensor x3 = random_float({b, s, h * d}, -1, 1);
+        const Tensor cos2 = random_float({maxpos, half}, -1, 1), sin2 = random_float({maxpos, half}, -1, 1);
+        Tensor pos = random_ints(DataType::kInt64, {b, s}, 0, maxpos - 1);
         std::vector<Attr> attrs = {attr_int("interleaved", interleaved), attr_int("rotary_embedding_dim", rot)};
         const Tensor y4 = run1({"RotaryEmbedding", 23, {x4, cos3, sin3}, attrs});
         attrs.push_back(attr_int("num_heads", h));
@@ -282,15 +283,17 @@ TEST_SUITE("attention_kernels") {
   }
 
   TEST_CASE("RotaryEmbedding rejects an odd rotary dim and out-of-range positions") {
-    const Tensor x = uniform({1, 1, 2, 6});
-    check_fails({"RotaryEmbedding", 23, {x, uniform({1, 2, 3}), uniform({1, 2, 3})}, {attr_int("rotary_embedding_dim", 3)}},
+    const Tensor x = random_float({1, 1, 2, 6}, -1, 1);
+    check_fails({"RotaryEmbedding", 23, {x, random_float({1, 2, 3}, -1, 1), random_float({1, 2, 3}, -1, 1)},
+                 {attr_int("rotary_embedding_dim", 3)}},
                 "even");
-    check_fails({"RotaryEmbedding", 23, {x, uniform({4, 3}), uniform({4, 3}), ints({0, 4}, {1, 2})}}, "position id");
+    check_fails({"RotaryEmbedding", 23, {x, random_float({4, 3}, -1, 1), random_float({4, 3}, -1, 1), ints({0, 4}, {1, 2})}},
+                "position id");
   }
 
   TEST_CASE("TensorScatter linear and circular against the spec's loop") {
     const int64_t b = 2, heads = 3, maxlen = 7, len = 3, d = 5;
-    const Tensor past = uniform({b, heads, maxlen, d}), upd = uniform({b, heads, len, d});
+    const Tensor past = random_float({b, heads, maxlen, d}, -1, 1), upd = random_float({b, heads, len, d}, -1, 1);
     for (const char* mode : {"linear", "circular"}) {
       const Tensor wi = std::string(mode) == "linear" ? ints({4, 0}) : ints({5, 13});
       const Tensor y = run1({"TensorScatter", 24, {past, upd, wi}, {attr_string("mode", mode)}});
@@ -305,7 +308,7 @@ TEST_SUITE("attention_kernels") {
       check_close(y, want, 0);
     }
     // Without write_indices, along axis 1 of a 3-D cache.
-    const Tensor p3 = uniform({2, 4, 3}), u3 = uniform({2, 2, 3});
+    const Tensor p3 = random_float({2, 4, 3}, -1, 1), u3 = random_float({2, 2, 3}, -1, 1);
     const Tensor y3 = run1({"TensorScatter", 24, {p3, u3}, {attr_int("axis", 1)}});
     std::vector<double> want3 = doubles(p3);
     for (int64_t bb = 0; bb < 2; ++bb)
@@ -317,17 +320,18 @@ TEST_SUITE("attention_kernels") {
   }
 
   TEST_CASE("SwiGLU against Swish(A) * B, and rejects broadcasting") {
-    const Tensor a = uniform({3, 7}, -5, 5), bv = uniform({3, 7}, -5, 5);
+    const Tensor a = random_float({3, 7}, -5, 5), bv = random_float({3, 7}, -5, 5);
     const Tensor y = run1({"SwiGLU", 28, {a, bv}, {attr_float("alpha", 1.5f)}});
     std::vector<double> want;
     for (int64_t i = 0; i < a.size(); ++i) want.push_back(at(a, i) / (1 + std::exp(-1.5 * at(a, i))) * at(bv, i));
     check_close(y, want, 1e-6);
-    check_fails({"SwiGLU", 28, {a, uniform({1, 7})}}, "same type and shape");
+    check_fails({"SwiGLU", 28, {a, random_float({1, 7}, -1, 1)}}, "same type and shape");
   }
 
   TEST_CASE("CausalConvWithState with and without past state, bias and silu") {
     const int64_t b = 2, c = 3, len = 5, k = 4;
-    const Tensor x = uniform({b, c, len}), w = uniform({c, 1, k}), bias = uniform({c}), past = uniform({b, c, k - 1});
+    const Tensor x = random_float({b, c, len}, -1, 1), w = random_float({c, 1, k}, -1, 1),
+                 bias = random_float({c}, -1, 1), past = random_float({b, c, k - 1}, -1, 1);
     for (bool with_past : {false, true})
       for (const char* act : {"none", "silu"}) {
         std::vector<Tensor> in = {x, w, bias};
@@ -349,20 +353,21 @@ TEST_SUITE("attention_kernels") {
         check_close(out[0], want_y, 1e-5);
         check_close(out[1], want_s, 0);
       }
-    check_fails({"CausalConvWithState", 27, {x, uniform({c, 2, k})}, {}, 2}, "weight");
+    check_fails({"CausalConvWithState", 27, {x, random_float({c, 2, k}, -1, 1)}, {}, 2}, "weight");
   }
 
   TEST_CASE("LinearAttention: the four update rules with GQA, per-head and per-key decay") {
     const int64_t b = 2, t = 4, hq = 4, hkv = 2, dk = 3, dv = 5;
-    const Tensor q = uniform({b, t, hq * dk}), k = uniform({b, t, hkv * dk}), v = uniform({b, t, hkv * dv});
-    const Tensor past = uniform({b, hkv, dk, dv});
+    const Tensor q = random_float({b, t, hq * dk}, -1, 1), k = random_float({b, t, hkv * dk}, -1, 1),
+                 v = random_float({b, t, hkv * dv}, -1, 1);
+    const Tensor past = random_float({b, hkv, dk, dv}, -1, 1);
     for (const char* rule : {"linear", "gated", "delta", "gated_delta"})
       for (int64_t decay_w : {hkv, hkv * dk}) {
         const std::string r = rule;
         const bool gating = r == "gated" || r == "gated_delta", delta = r == "delta" || r == "gated_delta";
         if (!gating && decay_w != hkv) continue;
-        const Tensor decay = uniform({b, t, decay_w}, -0.5f, 0.0f);
-        const Tensor beta = uniform({b, t, hkv}, 0.0f, 1.0f);
+        const Tensor decay = random_float({b, t, decay_w}, -0.5f, 0.0f);
+        const Tensor beta = random_float({b, t, hkv}, 0.0f, 1.0f);
         std::vector<Tensor> in = {q, k, v, past, gating ? decay : Tensor(), delta ? beta : Tensor()};
         auto out = run_checked({"LinearAttention", 27, in,
                                 {attr_int("q_num_heads", hq), attr_int("kv_num_heads", hkv), attr_string("update_rule", rule)},

@@ -20,6 +20,7 @@
 #include "runner/cpu/elementwise_util.h"
 #include "runner/session.h"
 #include "tests/empty_model.h"
+#include "tests/random_feed.h"
 
 namespace onnxtool {
 namespace {
@@ -99,16 +100,14 @@ AttrSetter int_attr(const std::string& name, int64_t v) {
 
 // ---------------------------------------------------------------- tensors
 
-std::mt19937& rng() {
-  static std::mt19937 gen(20240611);
+/// This file's stream of random data, seeded apart from the kernel tests' testing::rng().
+testing::Rng& rng() {
+  static testing::Rng gen(20240611);
   return gen;
 }
 
 Tensor random_floats(std::vector<int64_t> shape, float lo = -3.0f, float hi = 3.0f) {
-  Tensor t(DataType::kFloat, std::move(shape));
-  std::uniform_real_distribution<float> dist(lo, hi);
-  for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<float>()[i] = dist(rng());
-  return t;
+  return testing::uniform_tensor(rng(), std::move(shape), lo, hi);
 }
 
 template <class T>

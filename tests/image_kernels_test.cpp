@@ -16,13 +16,6 @@ using namespace testing;  // NOLINT: the kernel-test harness
 
 double at(const Tensor& t, int64_t i) { return t.data<float>()[i]; }
 
-Tensor uniform(std::vector<int64_t> shape, float lo = -1, float hi = 1) {
-  Tensor t(DataType::kFloat, std::move(shape));
-  std::uniform_real_distribution<float> d(lo, hi);
-  for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<float>()[i] = d(rng());
-  return t;
-}
-
 /// Bilinear sample of a plane at pixel coordinates, zeros outside.
 double bilinear(const Tensor& x, int64_t plane, int64_t h, int64_t w, double y, double xx) {
   const double y0 = std::floor(y), x0 = std::floor(xx);
@@ -49,7 +42,7 @@ TEST_SUITE("image_kernels") {
     const int64_t n = 2, c = 3, ih = 7, iw = 6, bh = 2, bw = 3, sh = 2, sw = 1, dh = 2, dw = 1;
     const int64_t pt = 1, pl = 0, pb = 2, pr = 1;
     const int64_t nh = (ih + pt + pb - (dh * (bh - 1) + 1)) / sh + 1, nw = (iw + pl + pr - (dw * (bw - 1) + 1)) / sw + 1;
-    const Tensor in = uniform({n, c * bh * bw, nh * nw});
+    const Tensor in = random_float({n, c * bh * bw, nh * nw}, -1, 1);
     const Tensor y = run1({"Col2Im", 18, {in, ints({ih, iw}), ints({bh, bw})},
                            {attr_ints("strides", {sh, sw}), attr_ints("dilations", {dh, dw}), attr_ints("pads", {pt, pl, pb, pr})}});
     std::vector<double> want(static_cast<size_t>(n * c * ih * iw), 0.0);
@@ -65,16 +58,16 @@ TEST_SUITE("image_kernels") {
                     at(in, ((b * c * bh * bw) + (ch * bh + ky) * bw + kx) * nh * nw + ly * nw + lx);
               }
     check_close(y, want, 1e-6);
-    check_fails({"Col2Im", 18, {uniform({1, 6, 5}), ints({5, 5}), ints({2, 3})}}, "blocks");
+    check_fails({"Col2Im", 18, {random_float({1, 6, 5}, -1, 1), ints({5, 5}), ints({2, 3})}}, "blocks");
   }
 
   TEST_CASE("CenterCropPad: crop, pad, both, with axes, on strings") {
-    const Tensor x = uniform({20, 10, 3});
+    const Tensor x = random_float({20, 10, 3}, -1, 1);
     const Tensor y = run1({"CenterCropPad", 18, {x, ints({10, 7, 3})}});
     check_same(y, gather_reference(x, {10, 7, 3}, [](const std::vector<int64_t>& i) {
                  return ((i[0] + 5) * 10 + i[1] + 1) * 3 + i[2];
                }));
-    const Tensor x2 = uniform({10, 7, 3});
+    const Tensor x2 = random_float({10, 7, 3}, -1, 1);
     const Tensor y2 = run1({"CenterCropPad", 18, {x2, ints({20, 10})}, {attr_ints("axes", {0, -2})}});
     check_same(y2, gather_reference(x2, {20, 10, 3}, [](const std::vector<int64_t>& i) -> int64_t {
                  const int64_t a = i[0] - 5, b = i[1] - 1;
@@ -96,7 +89,7 @@ TEST_SUITE("image_kernels") {
         if (align) return len > 1 ? -1.0 + 2.0 * i / (len - 1) : -1.0;
         return (2.0 * i + 1) / len - 1;
       };
-      const Tensor th2 = uniform({n, 2, 3});
+      const Tensor th2 = random_float({n, 2, 3}, -1, 1);
       const Tensor g2 = run1({"AffineGrid", 20, {th2, ints({n, 3, h, w})}, {attr_int("align_corners", align)}});
       REQUIRE(g2.shape() == std::vector<int64_t>{n, h, w, 2});
       std::vector<double> want;
@@ -107,7 +100,7 @@ TEST_SUITE("image_kernels") {
               want.push_back(at(th2, b * 6 + r * 3) * base(x, w) + at(th2, b * 6 + r * 3 + 1) * base(y, h) +
                              at(th2, b * 6 + r * 3 + 2));
       check_close(g2, want, 1e-6);
-      const Tensor th3 = uniform({n, 3, 4});
+      const Tensor th3 = random_float({n, 3, 4}, -1, 1);
       const Tensor g3 = run1({"AffineGrid", 20, {th3, ints({n, 1, d, h, w})}, {attr_int("align_corners", align)}});
       REQUIRE(g3.shape() == std::vector<int64_t>{n, d, h, w, 3});
       want.clear();
@@ -120,15 +113,17 @@ TEST_SUITE("image_kernels") {
                                at(th3, b * 12 + r * 4 + 2) * base(z, d) + at(th3, b * 12 + r * 4 + 3));
       check_close(g3, want, 1e-6);
     }
-    check_fails({"AffineGrid", 20, {uniform({2, 2, 3}), ints({2, 3, 4})}}, "size");
+    check_fails({"AffineGrid", 20, {random_float({2, 2, 3}, -1, 1), ints({2, 3, 4})}}, "size");
   }
 
   TEST_CASE("DeformConv: bilinear taps with offsets, mask, groups and offset groups") {
     const int64_t n = 2, ic = 4, ih = 6, iw = 5, oc = 6, group = 2, og = 2, kh = 2, kw = 3;
     const int64_t sh = 1, sw = 2, ph = 1, pw = 1, dh = 2, dw = 1;
     const int64_t oh = (ih + 2 * ph - (dh * (kh - 1) + 1)) / sh + 1, ow = (iw + 2 * pw - (dw * (kw - 1) + 1)) / sw + 1;
-    const Tensor x = uniform({n, ic, ih, iw}), w = uniform({oc, ic / group, kh, kw}), b = uniform({oc});
-    const Tensor off = uniform({n, og * kh * kw * 2, oh, ow}, -1.5f, 1.5f), mask = uniform({n, og * kh * kw, oh, ow}, 0, 1);
+    const Tensor x = random_float({n, ic, ih, iw}, -1, 1), w = random_float({oc, ic / group, kh, kw}, -1, 1),
+                 b = random_float({oc}, -1, 1);
+    const Tensor off = random_float({n, og * kh * kw * 2, oh, ow}, -1.5f, 1.5f),
+                 mask = random_float({n, og * kh * kw, oh, ow}, 0, 1);
     for (bool with_mask : {false, true}) {
       std::vector<Tensor> in = {x, w, off, b};
       if (with_mask) in.push_back(mask);
@@ -159,7 +154,7 @@ TEST_SUITE("image_kernels") {
             }
       check_close(y, want, 1e-5);
     }
-    check_fails({"DeformConv", 19, {x, w, uniform({n, 3, oh, ow})}, {attr_int("group", group)}}, "offset");
+    check_fails({"DeformConv", 19, {x, w, random_float({n, 3, oh, ow}, -1, 1)}, {attr_int("group", group)}}, "offset");
   }
 
   TEST_CASE("BitCast keeps the bits and checks the widths") {

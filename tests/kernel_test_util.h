@@ -1,6 +1,6 @@
 // Shared harness of the kernel tests: one-node models run with one and with three threads (the
-// bytes must agree), tensor builders, attribute builders and comparisons. Included by the
-// *_kernels_test.cpp files only.
+// bytes must agree), tensor builders (random ones: tests/random_feed.h), attribute builders and
+// comparisons. Included by the *_kernels_test.cpp files only.
 #pragma once
 
 #include <doctest/doctest.h>
@@ -10,7 +10,6 @@
 #include <cstring>
 #include <functional>
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -19,6 +18,7 @@
 #include "ir/tensor.h"
 #include "runner/session.h"
 #include "tests/empty_model.h"
+#include "tests/random_feed.h"
 
 namespace onnxtool::testing {
 
@@ -112,26 +112,6 @@ inline std::vector<Tensor> run_checked(const NodeCase& c) {
 inline Tensor run1(const NodeCase& c) { return run_checked(c)[0]; }
 
 // ---------------------------------------------------------------- tensors
-
-inline std::mt19937& rng() {
-  static std::mt19937 g(1234);
-  return g;
-}
-
-inline Tensor random_float(std::vector<int64_t> shape) {
-  Tensor t(DataType::kFloat, std::move(shape));
-  std::uniform_real_distribution<float> d(-10, 10);
-  for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<float>()[i] = d(rng());
-  return t;
-}
-
-template <class T>
-inline Tensor random_ints(DataType type, std::vector<int64_t> shape, int64_t lo, int64_t hi) {
-  Tensor t(type, std::move(shape));
-  std::uniform_int_distribution<int64_t> d(lo, hi);
-  for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<T>()[i] = static_cast<T>(d(rng()));
-  return t;
-}
 
 inline Tensor ints(std::vector<int64_t> v, std::vector<int64_t> shape = {}) {
   if (shape.empty()) shape = {static_cast<int64_t>(v.size())};

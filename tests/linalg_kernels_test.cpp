@@ -163,8 +163,8 @@ TEST_CASE("MatMul double, float16 and the integer types") {
   CHECK(yh.dtype() == DataType::kFloat16);
   check_near(yh, matmul_reference(ar, br, &shape), 2e-3);
 
-  const Tensor ia = random_ints<int32_t>(DataType::kInt32, {2, 5, 7}, -50, 50);
-  const Tensor ib = random_ints<int32_t>(DataType::kInt32, {7, 3}, -50, 50);
+  const Tensor ia = random_ints(DataType::kInt32, {2, 5, 7}, -50, 50);
+  const Tensor ib = random_ints(DataType::kInt32, {7, 3}, -50, 50);
   const Tensor yi = run1(NodeCase("MatMul", 13, {ia, ib}));
   REQUIRE(yi.shape() == std::vector<int64_t>{2, 5, 3});
   for (int64_t bi = 0; bi < 2; ++bi)
@@ -174,8 +174,8 @@ TEST_CASE("MatMul double, float16 and the integer types") {
         for (int64_t p = 0; p < 7; ++p) acc += ia.data<int32_t>()[bi * 35 + i * 7 + p] * ib.data<int32_t>()[p * 3 + j];
         CHECK(yi.data<int32_t>()[bi * 15 + i * 3 + j] == acc);
       }
-  const Tensor ua = random_ints<uint64_t>(DataType::kUInt64, {4, 6}, 0, 1000);
-  const Tensor ub = random_ints<uint64_t>(DataType::kUInt64, {6}, 0, 1000);
+  const Tensor ua = random_ints(DataType::kUInt64, {4, 6}, 0, 1000);
+  const Tensor ub = random_ints(DataType::kUInt64, {6}, 0, 1000);
   const Tensor yu = run1(NodeCase("MatMul", 13, {ua, ub}));
   REQUIRE(yu.shape() == std::vector<int64_t>{4});
   for (int64_t i = 0; i < 4; ++i) {
@@ -260,9 +260,9 @@ TEST_CASE("Gemm: C omitted (opset 11+), opset 6 broadcast attribute, double and 
   check_near(run1(NodeCase("Gemm", 6, {a, b, c}, {attr_int("broadcast", 1)})), gemm_reference(a, b, &c, false, false, 1, 1), 1e-5);
   check_near(run1(NodeCase("Gemm", 13, {to_double(a), to_double(b), to_double(c)}, {attr_float("alpha", 2.0f)})),
              gemm_reference(a, b, &c, false, false, 2, 1), 1e-12);
-  const Tensor ia = random_ints<int32_t>(DataType::kInt32, {3, 4}, -9, 9);
-  const Tensor ib = random_ints<int32_t>(DataType::kInt32, {4, 2}, -9, 9);
-  const Tensor ic = random_ints<int32_t>(DataType::kInt32, {2}, -9, 9);
+  const Tensor ia = random_ints(DataType::kInt32, {3, 4}, -9, 9);
+  const Tensor ib = random_ints(DataType::kInt32, {4, 2}, -9, 9);
+  const Tensor ic = random_ints(DataType::kInt32, {2}, -9, 9);
   const Tensor y = run1(NodeCase("Gemm", 13, {ia, ib, ic}, {attr_float("alpha", 2.0f), attr_float("beta", 3.0f)}));
   for (int64_t i = 0; i < 3; ++i)
     for (int64_t j = 0; j < 2; ++j) {
@@ -407,8 +407,7 @@ TEST_CASE("Conv 2-D: general, strided, dilated, padded, grouped, 1x1 and depthwi
 }
 
 TEST_CASE("Conv's float product: every row count of a tile, column tails, any split gives the same bytes") {
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  Rng rng(7);
   for (const auto& size : std::vector<std::tuple<int64_t, int64_t, int64_t>>{
            {1, 1, 1}, {3, 5, 47}, {8, 27, 48}, {9, 16, 49}, {16, 64, 96}, {17, 33, 150}, {7, 0, 20}, {24, 300, 200}}) {
     // (No structured bindings: clang 14 cannot capture them in CAPTURE's lambda.)
@@ -416,15 +415,15 @@ TEST_CASE("Conv's float product: every row count of a tile, column tails, any sp
     CAPTURE(m);
     CAPTURE(k);
     CAPTURE(n);
-    std::vector<float> w(static_cast<size_t>(m * k)), b(static_cast<size_t>(k * n)), bias(static_cast<size_t>(m));
-    for (auto* v : {&w, &b, &bias})
-      for (float& e : *v) e = dist(rng);
+    const Tensor wt = uniform_tensor(rng, {m, k}, -2, 2), bt = uniform_tensor(rng, {k, n}, -2, 2);
+    const Tensor bias_t = uniform_tensor(rng, {m}, -2, 2);
+    const float *w = wt.data<float>(), *b = bt.data<float>(), *bias = bias_t.data<float>();
     // The whole product in one call, with and without the bias.
     std::vector<float> whole(static_cast<size_t>(m * n)), plain(static_cast<size_t>(m * n));
     std::vector<int64_t> rows(static_cast<size_t>(k));
     for (int64_t p = 0; p < k; ++p) rows[size_t(p)] = p * n;
-    runner::cpu::conv_gemm_f32(m, n, k, w.data(), k, b.data(), rows.data(), whole.data(), n, bias.data());
-    runner::cpu::conv_gemm_f32(m, n, k, w.data(), k, b.data(), rows.data(), plain.data(), n, nullptr);
+    runner::cpu::conv_gemm_f32(m, n, k, w, k, b, rows.data(), whole.data(), n, bias);
+    runner::cpu::conv_gemm_f32(m, n, k, w, k, b, rows.data(), plain.data(), n, nullptr);
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         double want = 0;
@@ -438,8 +437,8 @@ TEST_CASE("Conv's float product: every row count of a tile, column tails, any sp
     for (int64_t r0 = 0; r0 < m; r0 += 5)
       for (int64_t c0 = 0; c0 < n; c0 += 13) {
         const int64_t cols = std::min<int64_t>(13, n - c0);
-        runner::cpu::conv_gemm_f32(std::min<int64_t>(5, m - r0), cols, k, w.data() + r0 * k, k, b.data() + c0, rows.data(),
-                                   split.data() + r0 * n + c0, n, bias.data() + r0);
+        runner::cpu::conv_gemm_f32(std::min<int64_t>(5, m - r0), cols, k, w + r0 * k, k, b + c0, rows.data(),
+                                   split.data() + r0 * n + c0, n, bias + r0);
       }
     CHECK(std::memcmp(split.data(), whole.data(), whole.size() * sizeof(float)) == 0);
   }
@@ -625,10 +624,10 @@ TEST_CASE("Det: 2x2, 3x3 with pivoting, batches, singular matrices") {
 
 TEST_CASE("MatMulInteger: uint8 x int8 with scalar and per-column zero points") {
   const int64_t m = 5, k = 9, n = 7;
-  const Tensor a = random_ints<uint8_t>(DataType::kUInt8, {2, m, k}, 0, 255);
-  const Tensor b = random_ints<int8_t>(DataType::kInt8, {k, n}, -128, 127);
+  const Tensor a = random_ints(DataType::kUInt8, {2, m, k}, 0, 255);
+  const Tensor b = random_ints(DataType::kInt8, {k, n}, -128, 127);
   const Tensor az = scalar_of<uint8_t>(DataType::kUInt8, 131);
-  const Tensor bz = random_ints<int8_t>(DataType::kInt8, {n}, -5, 5);
+  const Tensor bz = random_ints(DataType::kInt8, {n}, -5, 5);
   const Tensor y = run1(NodeCase("MatMulInteger", 10, {a, b, az, bz}));
   REQUIRE(y.dtype() == DataType::kInt32);
   REQUIRE(y.shape() == std::vector<int64_t>{2, m, n});
@@ -646,12 +645,12 @@ TEST_CASE("MatMulInteger: uint8 x int8 with scalar and per-column zero points") 
   for (int64_t p = 0; p < k; ++p) acc += a.data<uint8_t>()[p] * b.data<int8_t>()[p * n];
   CHECK(y0.data<int32_t>()[0] == acc);
   check_fails(NodeCase("MatMulInteger", 10, {random_float({2, 2}), b}), "uint8 or int8");
-  check_fails(NodeCase("MatMulInteger", 10, {a, b, az, random_ints<int8_t>(DataType::kInt8, {3}, 0, 1)}), "zero point");
+  check_fails(NodeCase("MatMulInteger", 10, {a, b, az, random_ints(DataType::kInt8, {3}, 0, 1)}), "zero point");
 }
 
 TEST_CASE("ConvInteger: zero points, padding and groups") {
-  const Tensor x = random_ints<uint8_t>(DataType::kUInt8, {1, 4, 6, 7}, 0, 255);
-  const Tensor w = random_ints<uint8_t>(DataType::kUInt8, {6, 2, 3, 3}, 0, 255);
+  const Tensor x = random_ints(DataType::kUInt8, {1, 4, 6, 7}, 0, 255);
+  const Tensor w = random_ints(DataType::kUInt8, {6, 2, 3, 3}, 0, 255);
   const ConvSpec s{{1, 2}, {1, 1}, {1, 0}, {1, 2}, 2};
   // Reference through the float reference on zero-point-shifted values (all exact in double).
   Tensor xf(DataType::kFloat, x.shape()), wf(DataType::kFloat, w.shape());
@@ -743,11 +742,11 @@ TEST_CASE("MatMulInteger: batch broadcasting both ways, int8 x uint8, per-row A 
   // A broadcast over B's batches (one GEMM per batch) and B shared by A's batches (one merged GEMM).
   for (const auto& [sa, sb] : std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
            {{17, 33}, {3, 33, 19}}, {{2, 3, 17, 33}, {33, 19}}, {{3, 1, 5, 40}, {1, 2, 40, 35}}}) {
-    const Tensor a = random_ints<int8_t>(DataType::kInt8, sa, -128, 127);
-    const Tensor b = random_ints<uint8_t>(DataType::kUInt8, sb, 0, 255);
+    const Tensor a = random_ints(DataType::kInt8, sa, -128, 127);
+    const Tensor b = random_ints(DataType::kUInt8, sb, 0, 255);
     const int64_t m = sa[sa.size() - 2], k = sa.back(), n = sb.back();
-    const Tensor az = random_ints<int8_t>(DataType::kInt8, {m}, -128, 127);
-    const Tensor bz = random_ints<uint8_t>(DataType::kUInt8, {n}, 0, 255);
+    const Tensor az = random_ints(DataType::kInt8, {m}, -128, 127);
+    const Tensor bz = random_ints(DataType::kUInt8, {n}, 0, 255);
     Tensor af(DataType::kFloat, sa), bf(DataType::kFloat, sb);
     for (int64_t i = 0; i < a.size(); ++i) af.mutable_data<float>()[i] = a.data<int8_t>()[i] - az.data<int8_t>()[i / k % m];
     for (int64_t i = 0; i < b.size(); ++i) bf.mutable_data<float>()[i] = b.data<uint8_t>()[i] - bz.data<uint8_t>()[i % n];
@@ -759,8 +758,8 @@ TEST_CASE("MatMulInteger: batch broadcasting both ways, int8 x uint8, per-row A 
     for (int64_t i = 0; i < y.size(); ++i) wrong += y.data<int32_t>()[i] != static_cast<int32_t>(want[static_cast<size_t>(i)]);
     CHECK(wrong == 0);
   }
-  check_fails(NodeCase("MatMulInteger", 10, {random_ints<uint8_t>(DataType::kUInt8, {2, 3}, 0, 255),
-                                             random_ints<uint8_t>(DataType::kUInt8, {3, 2}, 0, 255), ints({1})}),
+  check_fails(NodeCase("MatMulInteger", 10, {random_ints(DataType::kUInt8, {2, 3}, 0, 255),
+                                             random_ints(DataType::kUInt8, {3, 2}, 0, 255), ints({1})}),
               "zero point must be uint8 or int8");
 }
 
@@ -771,9 +770,9 @@ void check_conv_integer(const std::vector<int64_t>& xs, const std::vector<int64_
   const DataType tx = std::is_signed_v<TX> ? DataType::kInt8 : DataType::kUInt8;
   const DataType tw = std::is_signed_v<TW> ? DataType::kInt8 : DataType::kUInt8;
   const int64_t xlo = std::is_signed_v<TX> ? -128 : 0, wlo = std::is_signed_v<TW> ? -128 : 0;
-  const Tensor x = random_ints<TX>(tx, xs, xlo, xlo + 255), w = random_ints<TW>(tw, ws, wlo, wlo + 255);
+  const Tensor x = random_ints(tx, xs, xlo, xlo + 255), w = random_ints(tw, ws, wlo, wlo + 255);
   const Tensor xz = scalar_of<TX>(tx, static_cast<TX>(xlo + 77));
-  const Tensor wz = random_ints<TW>(tw, {ws[0]}, wlo, wlo + 255);
+  const Tensor wz = random_ints(tw, {ws[0]}, wlo, wlo + 255);
   const int64_t per_m = w.size() / ws[0];
   Tensor xf(DataType::kFloat, xs), wf(DataType::kFloat, ws);
   for (int64_t i = 0; i < x.size(); ++i) xf.mutable_data<float>()[i] = static_cast<float>(x.data<TX>()[i] - (xlo + 77));
@@ -809,9 +808,9 @@ void check_qdq_conv(const std::vector<int64_t>& xs, const std::vector<int64_t>& 
   const DataType tx = std::is_signed_v<TX> ? DataType::kInt8 : DataType::kUInt8;
   const DataType tw = std::is_signed_v<TW> ? DataType::kInt8 : DataType::kUInt8;
   const int64_t xlo = std::is_signed_v<TX> ? -128 : 0, wlo = std::is_signed_v<TW> ? -128 : 0, m = ws[0];
-  const Tensor x = random_ints<TX>(tx, xs, xlo, xlo + 255), w = random_ints<TW>(tw, ws, wlo, wlo + 255);
+  const Tensor x = random_ints(tx, xs, xlo, xlo + 255), w = random_ints(tw, ws, wlo, wlo + 255);
   const Tensor xz = scalar_of<TX>(tx, static_cast<TX>(xlo + 93));
-  const Tensor wz = random_ints<TW>(tw, {m}, wlo + 100, wlo + 155);
+  const Tensor wz = random_ints(tw, {m}, wlo + 100, wlo + 155);
   const Tensor xscale = scalar_float(0.0371f), b = random_float({m});
   Tensor wscale(DataType::kFloat, {m});
   for (int64_t i = 0; i < m; ++i) wscale.mutable_data<float>()[i] = 0.002f * static_cast<float>(i + 3);
@@ -882,8 +881,8 @@ TEST_CASE("QLinearMatMul: uint8 and int8, per-tensor and per-column, saturation"
   const int64_t m = 4, k = 6, n = 5;
   for (int opset : {10, 21}) {
     CAPTURE(opset);
-    const Tensor a = random_ints<uint8_t>(DataType::kUInt8, {m, k}, 0, 255);
-    const Tensor b = random_ints<uint8_t>(DataType::kUInt8, {k, n}, 0, 255);
+    const Tensor a = random_ints(DataType::kUInt8, {m, k}, 0, 255);
+    const Tensor b = random_ints(DataType::kUInt8, {k, n}, 0, 255);
     const float sa = 0.02f, sy = 0.5f;
     Tensor sb(DataType::kFloat, {n});
     Tensor zb(DataType::kUInt8, {n});
@@ -926,8 +925,8 @@ TEST_CASE("QLinearMatMul: uint8 and int8, per-tensor and per-column, saturation"
 }
 
 TEST_CASE("QLinearConv: per-output-channel weight scale and zero point, int32 bias") {
-  const Tensor x = random_ints<uint8_t>(DataType::kUInt8, {1, 3, 7, 6}, 0, 255);
-  const Tensor w = random_ints<int8_t>(DataType::kInt8, {4, 3, 3, 3}, -127, 127);
+  const Tensor x = random_ints(DataType::kUInt8, {1, 3, 7, 6}, 0, 255);
+  const Tensor w = random_ints(DataType::kInt8, {4, 3, 3, 3}, -127, 127);
   const ConvSpec s{{2, 1}, {1, 1}, {1, 1}, {1, 1}};
   const float xs = 0.05f, ys = 0.7f;
   Tensor ws(DataType::kFloat, {4}), wz(DataType::kInt8, {4});

@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <random>
 #include <string>
 #include <variant>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "ir/shape_inference.h"
 #include "ir/tensor.h"
 #include "tests/kernel_test_util.h"
+#include "tests/random_feed.h"
 
 namespace onnxtool::testing {
 
@@ -27,7 +27,7 @@ using DimSpec = std::variant<int64_t, std::string>;
 struct ModelBuilder {
   ir::Model m;
   ir::Graph* g;
-  std::mt19937 rng{42};
+  Rng rng{42};
 
   explicit ModelBuilder(int64_t opset, int64_t ir_version = 8) {
     m = empty_model(opset, ir_version);
@@ -45,12 +45,7 @@ struct ModelBuilder {
 
   /// A float initializer of uniform random values in [lo, hi).
   ir::Value* weight(const std::string& name, std::vector<int64_t> dims, float lo = -1, float hi = 1) {
-    int64_t n = 1;
-    for (int64_t d : dims) n *= d;
-    std::vector<float> v(static_cast<size_t>(n));
-    std::uniform_real_distribution<float> dist(lo, hi);
-    for (float& x : v) x = dist(rng);
-    return g->add_initializer(ir::make_tensor(name, ir::DataType::kFloat, dims, v.data(), v.size() * sizeof(float)));
+    return uniform_initializer(*g, rng, name, std::move(dims), lo, hi);
   }
 
   /// An int64 initializer: a vector, or a scalar when `scalar` is set (one value).

@@ -62,13 +62,6 @@ void check_near(const Tensor& got, const std::vector<double>& want, double tol) 
     }
 }
 
-Tensor uniform(std::vector<int64_t> shape, float lo, float hi) {
-  Tensor t(DataType::kFloat, std::move(shape));
-  std::uniform_real_distribution<float> d(lo, hi);
-  for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<float>()[i] = d(rng());
-  return t;
-}
-
 Tensor to_double(const Tensor& t) {
   Tensor d(DataType::kDouble, t.shape());
   for (int64_t i = 0; i < t.size(); ++i) d.mutable_data<double>()[i] = t.data<float>()[i];
@@ -418,10 +411,10 @@ TEST_CASE("MaxPool on double, int8 and uint8 inputs") {
   Pool p{{3, 3}, {2, 2}, {1, 1, 1, 1}, {}, "", 1};
   CHECK(check_pool("MaxPool", 12, to_double(random_float({2, 3, 7, 13})), p, true));
   // The padding never wins, even when every element is negative.
-  CHECK(check_pool("MaxPool", 12, random_ints<int8_t>(DataType::kInt8, {2, 3, 13, 7}, -128, -1), p));
-  CHECK(check_pool("MaxPool", 12, random_ints<int8_t>(DataType::kInt8, {3, 5, 7, 7}, -128, 127), p));
-  CHECK(check_pool("MaxPool", 12, random_ints<uint8_t>(DataType::kUInt8, {1, 3, 13, 13}, 0, 255), p));
-  CHECK(check_pool("MaxPool", 12, random_ints<uint8_t>(DataType::kUInt8, {2, 1, 7, 7}, 0, 3), Pool{{2, 3}, {1, 1}, {}, {}, "", 0}));
+  CHECK(check_pool("MaxPool", 12, random_ints(DataType::kInt8, {2, 3, 13, 7}, -128, -1), p));
+  CHECK(check_pool("MaxPool", 12, random_ints(DataType::kInt8, {3, 5, 7, 7}, -128, 127), p));
+  CHECK(check_pool("MaxPool", 12, random_ints(DataType::kUInt8, {1, 3, 13, 13}, 0, 255), p));
+  CHECK(check_pool("MaxPool", 12, random_ints(DataType::kUInt8, {2, 1, 7, 7}, 0, 3), Pool{{2, 3}, {1, 1}, {}, {}, "", 0}));
 }
 
 // ---------------------------------------------------------------- MaxPool float32 fast path
@@ -719,8 +712,8 @@ TEST_CASE("BatchNormalization inference mode (opsets 9, 14, 15) at odd sizes") {
         CAPTURE(shape.size());
         CAPTURE(opset);
         const int64_t c = shape[1];
-        const Tensor x = random_float(shape), scale = uniform({c}, -2, 2), b = uniform({c}, -2, 2), mean = uniform({c}, -2, 2),
-                     var = uniform({c}, 0.2f, 3);
+        const Tensor x = random_float(shape), scale = random_float({c}, -2, 2), b = random_float({c}, -2, 2),
+                     mean = random_float({c}, -2, 2), var = random_float({c}, 0.2f, 3);
         std::vector<Attr> attrs;
         if (eps != 1e-5f) attrs.push_back(attr_float("epsilon", eps));
         const Tensor y = run1({"BatchNormalization", opset, {x, scale, b, mean, var}, attrs});
@@ -728,8 +721,8 @@ TEST_CASE("BatchNormalization inference mode (opsets 9, 14, 15) at odd sizes") {
         check_close(y, batch_norm_reference(x, scale, b, mean, var, eps), kFloatTol);
       }
   // double
-  const Tensor x = random_float({2, 3, 7}), s = uniform({3}, -2, 2), b = uniform({3}, -2, 2), m = uniform({3}, -2, 2),
-               v = uniform({3}, 0.2f, 3);
+  const Tensor x = random_float({2, 3, 7}), s = random_float({3}, -2, 2), b = random_float({3}, -2, 2),
+               m = random_float({3}, -2, 2), v = random_float({3}, 0.2f, 3);
   const Tensor y = run1({"BatchNormalization", 15, {to_double(x), to_double(s), to_double(b), to_double(m), to_double(v)}});
   REQUIRE(y.dtype() == DataType::kDouble);
   const auto want = batch_norm_reference(x, s, b, m, v, 1e-5f);
@@ -738,10 +731,10 @@ TEST_CASE("BatchNormalization inference mode (opsets 9, 14, 15) at odd sizes") {
 
 TEST_CASE("BatchNormalization rejects parameters of the wrong length") {
   check_fails(NodeCase("BatchNormalization", 15,
-                       {random_float({2, 3, 7}), random_float({2}), random_float({3}), random_float({3}), uniform({3}, 1, 2)}),
+                       {random_float({2, 3, 7}), random_float({2}), random_float({3}), random_float({3}), random_float({3}, 1, 2)}),
               "scale");
   check_fails(NodeCase("BatchNormalization", 15,
-                       {random_float({2, 3, 7}), random_float({3}), random_float({3}), random_float({3}), uniform({5}, 1, 2)}),
+                       {random_float({2, 3, 7}), random_float({3}), random_float({3}), random_float({3}), random_float({5}, 1, 2)}),
               "input_var");
 }
 
@@ -752,7 +745,7 @@ TEST_CASE("InstanceNormalization (opsets 6 and 22) at odd sizes") {
       for (float eps : {1e-5f, 1e-3f}) {
         CAPTURE(shape.size());
         const int64_t c = shape[1];
-        const Tensor x = random_float(shape), scale = uniform({c}, -2, 2), b = uniform({c}, -2, 2);
+        const Tensor x = random_float(shape), scale = random_float({c}, -2, 2), b = random_float({c}, -2, 2);
         std::vector<Attr> attrs;
         if (eps != 1e-5f) attrs.push_back(attr_float("epsilon", eps));
         const Tensor y = run1({"InstanceNormalization", opset, {x, scale, b}, attrs});
@@ -784,7 +777,7 @@ TEST_CASE("LayerNormalization: axis -1 and inner axes, with and without bias, Me
     for (bool with_bias : {false, true}) {
       std::vector<float> y_alone;  // Y without Mean and InvStdDev (float32's own path): the same bits
       const std::vector<int64_t> param(c.shape.end() - static_cast<std::ptrdiff_t>(c.scale_dims), c.shape.end());
-      const Tensor x = random_float(c.shape), scale = uniform(param, -2, 2), b = uniform(param, -2, 2);
+      const Tensor x = random_float(c.shape), scale = random_float(param, -2, 2), b = random_float(param, -2, 2);
       for (size_t outputs : {size_t{1}, size_t{3}}) {
         CAPTURE(c.shape.size());
         CAPTURE(c.axis);
@@ -815,7 +808,7 @@ TEST_CASE("LayerNormalization: axis -1 and inner axes, with and without bias, Me
     }
   // Scale and B broadcast to the normalized block [5, 7] from [1, 7] and [5, 1].
   {
-    const Tensor x = random_float({3, 5, 7}), scale = uniform({1, 7}, -2, 2), b = uniform({5, 1}, -2, 2);
+    const Tensor x = random_float({3, 5, 7}), scale = random_float({1, 7}, -2, 2), b = random_float({5, 1}, -2, 2);
     const Tensor y = run1({"LayerNormalization", 17, {x, scale, b}, {attr_int("axis", 1)}});
     check_close(y, layer_norm_reference(x, 1, scale, &b, 1e-5f).y, kFloatTol);
   }
@@ -838,7 +831,8 @@ TEST_CASE("GroupNormalization: per-group parameters (opset 18) and per-channel (
         CAPTURE(c.groups);
         CAPTURE(opset);
         const int64_t params = opset >= 21 ? c.shape[1] : c.groups;
-        const Tensor x = random_float(c.shape), scale = uniform({params}, -2, 2), b = uniform({params}, -2, 2);
+        const Tensor x = random_float(c.shape), scale = random_float({params}, -2, 2),
+                     b = random_float({params}, -2, 2);
         std::vector<Attr> attrs{attr_int("num_groups", c.groups)};
         if (eps != 1e-5f) attrs.push_back(attr_float("epsilon", eps));
         const Tensor y = run1({"GroupNormalization", opset, {x, scale, b}, attrs});

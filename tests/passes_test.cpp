@@ -7,7 +7,6 @@
 #include <cmath>
 #include <functional>
 #include <map>
-#include <random>
 #include <set>
 
 #include "ir/error.h"
@@ -54,21 +53,6 @@ std::vector<Value> run(ir::Model& m, const std::map<std::string, Value>& feeds) 
   return s.run(feeds);
 }
 
-std::map<std::string, Value> random_feeds(const ir::Model& m) {
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> dist(-2, 2);
-  std::map<std::string, Value> feeds;
-  for (const auto& vi : m.graph->inputs) {
-    if (vi.value->is_initializer()) continue;
-    std::vector<int64_t> dims;
-    for (const auto& d : vi.value->type.shape->dims) dims.push_back(d.value);
-    Tensor t(DataType::kFloat, dims);
-    for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<float>()[i] = dist(rng);
-    feeds[vi.value->name()] = Value::of(t);
-  }
-  return feeds;
-}
-
 void check_close(const std::vector<Value>& a, const std::vector<Value>& b) {
   REQUIRE(a.size() == b.size());
   for (size_t i = 0; i < a.size(); ++i) {
@@ -94,7 +78,7 @@ ir::Model optimize_checked(const std::function<ir::Model()>& make, std::vector<s
   passes::OptimizeOptions o;
   o.only = std::move(passes);
   passes::optimize(after, o);
-  const auto feeds = random_feeds(before);
+  const auto feeds = testing::random_feeds(before, 7, -2, 2);
   check_close(run(before, feeds), run(after, feeds));
   // Idempotent: optimizing again writes the same bytes.
   const std::string once = ir::serialize_model(after);
@@ -492,7 +476,7 @@ TEST_SUITE("passes") {
     // Both branches against the original.
     for (const bool c : {true, false}) {
       ir::Model before = make();
-      std::map<std::string, runner::Value> feeds = random_feeds(before);
+      std::map<std::string, runner::Value> feeds = testing::random_feeds(before, 7, -2, 2);
       Tensor flag(DataType::kBool, {});
       flag.mutable_data<uint8_t>()[0] = c;
       feeds["cond"] = runner::Value::of(flag);

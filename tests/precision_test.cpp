@@ -8,7 +8,6 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -24,6 +23,7 @@
 #include "runner/verify.h"
 #include "tests/empty_model.h"
 #include "tests/model_builder.h"
+#include "tests/random_feed.h"
 #include "tests/test_data.h"
 
 namespace onnxtool {
@@ -42,7 +42,7 @@ constexpr double kHalfAbs = 1e-3;
 struct Builder {
   ir::Model m;
   ir::Graph* g;
-  std::mt19937 rng{42};
+  testing::Rng rng{42};
 
   explicit Builder(int64_t opset) {
     m = testing::empty_model(opset);
@@ -58,12 +58,7 @@ struct Builder {
     return g->add_input(name, type(t, dims)).value;
   }
   ir::Value* weight(ir::Graph& graph, const std::string& name, std::vector<int64_t> dims) {
-    int64_t n = 1;
-    for (int64_t d : dims) n *= d;
-    std::vector<float> v(static_cast<size_t>(n));
-    std::uniform_real_distribution<float> dist(-0.5f, 0.5f);
-    for (float& x : v) x = dist(rng);
-    return graph.add_initializer(ir::make_tensor(name, DataType::kFloat, dims, v.data(), v.size() * sizeof(float)));
+    return testing::uniform_initializer(graph, rng, name, std::move(dims), -0.5f, 0.5f);
   }
   ir::Value* weight(const std::string& name, std::vector<int64_t> dims) { return weight(*g, name, std::move(dims)); }
   ir::Value* floats(const std::string& name, std::vector<float> v) {
@@ -111,19 +106,12 @@ void require_valid(ir::Model& m) {
   REQUIRE(sink.error_count() == 0);
 }
 
-/// Random float inputs for every fed input (fixed seed), shaped by the declared static dims.
+/// testing::random_feeds (seed 7, values in [-1, 1)) as the float vectors run() takes.
 std::map<std::string, std::vector<float>> random_inputs(const ir::Model& m, const std::vector<int64_t>& dynamic_dims = {}) {
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> dist(-1, 1);
   std::map<std::string, std::vector<float>> out;
-  for (const auto& vi : m.graph->inputs) {
-    if (vi.value->is_initializer() || vi.value->type.data_type() == DataType::kBool) continue;
-    int64_t n = 1;
-    const auto& dims = vi.value->type.shape->dims;
-    for (size_t i = 0; i < dims.size(); ++i) n *= dims[i].is_static() ? dims[i].value : dynamic_dims.at(i);
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& x : v) x = dist(rng);
-    out[vi.value->name()] = v;
+  for (const auto& [name, feed] : testing::random_feeds(m, 7, -1, 1, dynamic_dims)) {
+    const float* v = feed.tensor.data<float>();
+    out[name].assign(v, v + feed.tensor.size());
   }
   return out;
 }

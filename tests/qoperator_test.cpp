@@ -12,7 +12,6 @@
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -27,6 +26,7 @@
 #include "runner/tensor_io.h"
 #include "tests/empty_model.h"
 #include "tests/model_builder.h"
+#include "tests/random_feed.h"
 #include "tests/test_data.h"
 
 namespace onnxtool {
@@ -47,7 +47,7 @@ constexpr double kMinCosine = 0.99;
 struct Builder {
   ir::Model m;
   ir::Graph* g;
-  std::mt19937 rng{42};
+  testing::Rng rng{42};
 
   Builder() {
     m = testing::empty_model(13);
@@ -60,12 +60,7 @@ struct Builder {
     return g->add_input(name, ir::TypeInfo::tensor(DataType::kFloat, s)).value;
   }
   ir::Value* weight(const std::string& name, const std::vector<int64_t>& dims, float range) {
-    int64_t n = 1;
-    for (int64_t d : dims) n *= d;
-    std::vector<float> v(static_cast<size_t>(n));
-    std::uniform_real_distribution<float> dist(-range, range);
-    for (float& x : v) x = dist(rng);
-    return g->add_initializer(ir::make_tensor(name, DataType::kFloat, dims, v.data(), v.size() * sizeof(float)));
+    return testing::uniform_initializer(*g, rng, name, dims, -range, range);
   }
   ir::Node* node(const std::string& op, const std::vector<ir::Value*>& in, const std::string& out) {
     return g->add_node(op, in, {out}, "", out + "_node");
@@ -95,28 +90,13 @@ ir::Model classifier() {
   return std::move(b.m);
 }
 
-/// Random feeds for every graph input (uniform in [-1, 1], fixed seed).
-Feeds random_feeds(const ir::Model& m, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  Feeds feeds;
-  for (const auto& vi : m.graph->inputs) {
-    std::vector<int64_t> dims;
-    for (const auto& d : vi.value->type.shape->dims) dims.push_back(d.value);
-    Tensor t(DataType::kFloat, dims);
-    for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<float>()[i] = dist(rng);
-    feeds[vi.value->name()] = Value::of(t);
-  }
-  return feeds;
-}
-
 /// Static QDQ quantization calibrated on 8 random samples.
 void quantize_qdq(ir::Model& m, quant::QuantizeOptions o) {
   o.mode = quant::Mode::kStatic;
   o.format = quant::Format::kQdq;
   quant::quantize_static(m, o, [&](size_t sample, Feeds& feeds) {
     if (sample == 8) return false;
-    feeds = random_feeds(m, 100 + static_cast<uint32_t>(sample));
+    feeds = testing::random_feeds(m, 100 + static_cast<uint32_t>(sample), -1, 1);
     return true;
   });
 }
@@ -269,7 +249,7 @@ void check_conversion(const quant::QuantizeOptions& o, int64_t convs, int64_t ma
   CHECK(topologically_sorted(*qop.graph));
   CHECK(unused_nodes_and_initializers(*qop.graph) == 0);
 
-  const Feeds feeds = random_feeds(fp32, 7);
+  const Feeds feeds = testing::random_feeds(fp32, 7, -1, 1);
   const auto ref = run_logits(fp32, feeds);
   const auto dq = run_logits(qdq, feeds);
   const auto op = run_logits(qop, feeds);
@@ -430,7 +410,7 @@ TEST_SUITE("qoperator") {
     CHECK(checker_errors(b.m) == 0);
     CHECK(unused_nodes_and_initializers(*b.m.graph) == 0);
     runner::Session s(b.m, runner::SessionOptions{1});
-    CHECK(s.run(random_feeds(b.m, 3)).size() == 2);
+    CHECK(s.run(testing::random_feeds(b.m, 3, -1, 1)).size() == 2);
   }
 
   TEST_CASE("subgraphs are left alone, and what they read from the main graph stays") {
@@ -474,7 +454,7 @@ TEST_SUITE("qoperator") {
     CHECK(checker_errors(m) == 0);
     CHECK(unused_nodes_and_initializers(g) == 0);
     runner::Session s(m, runner::SessionOptions{1});
-    const auto out = s.run(random_feeds(m, 5));
+    const auto out = s.run(testing::random_feeds(m, 5, -1, 1));
     REQUIRE(out.size() == 3);
     const Tensor& ours = out[1].tensor;
     const Tensor& branch_q = out[2].tensor;
@@ -512,7 +492,7 @@ TEST_SUITE("qoperator") {
       REQUIRE(::mkdtemp(pattern.data()) != nullptr);
       const fs::path dir = pattern;
       ir::save_model(m, (dir / "model.onnx").string());
-      const Feeds feeds = random_feeds(m, 7);
+      const Feeds feeds = testing::random_feeds(m, 7, -1, 1);
       runner::write_npy((dir / "x.npy").string(), feeds.at("x").tensor);
       const fs::path script = testing::source_dir() / "tests" / "ort" / "ort_run.js";
       const std::string command = "ONNXTOOL_ORT_DIR='" + ort.string() + "' node '" + script.string() + "' '" +

@@ -8,7 +8,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <random>
 #include <set>
 
 #include "ir/error.h"
@@ -21,6 +20,7 @@
 #include "quant/quantize.h"
 #include "runner/session.h"
 #include "tests/empty_model.h"
+#include "tests/random_feed.h"
 
 namespace onnxtool {
 namespace {
@@ -33,7 +33,7 @@ using runner::Tensor;
 struct TinyModel {
   ir::Model m = testing::empty_model(14);
   ir::Graph& g = *m.graph;
-  std::mt19937 rng;
+  testing::Rng rng;
   ir::Value* x;
   TinyModel(std::vector<int64_t> dims, uint32_t seed) : rng(seed) {
     ir::Shape shape;
@@ -41,12 +41,7 @@ struct TinyModel {
     x = g.add_input("x", ir::TypeInfo::tensor(ir::DataType::kFloat, shape)).value;
   }
   ir::Value* constant(const std::string& name, std::vector<int64_t> dims) {
-    std::uniform_real_distribution<float> dist(-1, 1);
-    int64_t n = 1;
-    for (int64_t d : dims) n *= d;
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& f : v) f = dist(rng);
-    return g.add_initializer(ir::make_tensor(name, ir::DataType::kFloat, dims, v.data(), v.size() * 4));
+    return testing::uniform_initializer(g, rng, name, std::move(dims), -1, 1);
   }
   ir::Node* node(const std::string& op, std::vector<ir::Value*> in, const std::string& out) {
     return g.add_node(op, in, {out}, "", out + "_node");
@@ -314,15 +309,14 @@ TEST_SUITE("quant") {
 
   TEST_CASE("float32 statistics, summarized in parallel chunks, equal those of the same values as double") {
     // Several chunks of 2^15 and a partial one; NaN and Inf scattered; values over 12 octaves.
-    std::mt19937 rng(7);
-    std::uniform_real_distribution<float> dist(-1, 1);
+    testing::Rng rng(7);
     const int64_t n = 3 * 32768 + 1001;
-    Tensor f(ir::DataType::kFloat, {n}), d(ir::DataType::kDouble, {n});
+    Tensor f = testing::uniform_tensor(rng, {n}, -1, 1), d(ir::DataType::kDouble, {n});
     for (int64_t i = 0; i < n; ++i) {
-      float v = dist(rng) * std::ldexp(1.0f, static_cast<int>(i % 12));
+      float& v = f.mutable_data<float>()[i];
+      v *= std::ldexp(1.0f, static_cast<int>(i % 12));
       if (i % 977 == 5) v = NAN;
       if (i % 1231 == 7) v = i % 2 ? INFINITY : -INFINITY;
-      f.mutable_data<float>()[i] = v;
       d.mutable_data<double>()[i] = v;
     }
     quant::TensorStats a, b, minmax_only;
@@ -431,13 +425,10 @@ TEST_SUITE("quant") {
     o.mode = quant::Mode::kStatic;
     o.op_types = {"Conv", "Mul"};  // 2-channel Convs: the speed estimate alone would keep them float
     o.error_samples = 2;
-    std::uniform_real_distribution<float> dist(-10, 10);
     const auto report = quant::quantize_static(m, o, [&](size_t sample, std::map<std::string, runner::Value>& feeds) {
       if (sample == 4) return false;
-      std::mt19937 rng(5 + static_cast<uint32_t>(sample));
-      Tensor t(ir::DataType::kFloat, {1, 2, 6, 6});
-      for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<float>()[i] = dist(rng);
-      feeds["x"] = runner::Value::of(t);
+      testing::Rng rng(5 + static_cast<uint32_t>(sample));
+      feeds["x"] = runner::Value::of(testing::uniform_tensor(rng, {1, 2, 6, 6}, -10, 10));
       return true;
     });
     // y is read only by HardSwish (constant below -3): its range starts at -3 (within the step
@@ -461,13 +452,10 @@ TEST_SUITE("quant") {
     quant::QuantizeOptions o;
     o.mode = quant::Mode::kStatic;
     o.error_samples = 2;
-    std::uniform_real_distribution<float> dist(-3, 3);
     auto samples = [&](size_t sample, std::map<std::string, runner::Value>& feeds) {
       if (sample == 4) return false;
-      std::mt19937 rng(7 + static_cast<uint32_t>(sample));
-      Tensor t(ir::DataType::kFloat, {1, 2, 4, 4});
-      for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<float>()[i] = dist(rng);
-      feeds["x"] = runner::Value::of(t);
+      testing::Rng rng(7 + static_cast<uint32_t>(sample));
+      feeds["x"] = runner::Value::of(testing::uniform_tensor(rng, {1, 2, 4, 4}, -3, 3));
       return true;
     };
     const auto report = quant::quantize_static(m, o, samples);
@@ -521,11 +509,8 @@ TEST_SUITE("quant") {
     o_.error_samples = 2;
     quant::quantize_static(t.m, o_, [&](size_t sample, std::map<std::string, runner::Value>& feeds) {
       if (sample == 4) return false;
-      std::mt19937 rng(3 + static_cast<uint32_t>(sample));
-      std::normal_distribution<float> dist(0, 1);
-      Tensor x(ir::DataType::kFloat, {1, 8, 64});
-      for (int64_t i = 0; i < x.size(); ++i) x.mutable_data<float>()[i] = dist(rng);
-      feeds["x"] = runner::Value::of(x);
+      testing::Rng rng(3 + static_cast<uint32_t>(sample));
+      feeds["x"] = runner::Value::of(testing::normal_tensor(rng, {1, 8, 64}, 0, 1));
       return true;
     });
     std::set<std::string> quantized;  // what QuantizeLinear nodes read
@@ -563,11 +548,8 @@ TEST_SUITE("quant") {
     o.error_samples = 2;
     auto samples = [&](size_t sample, std::map<std::string, runner::Value>& feeds) {
       if (sample == 4) return false;
-      std::mt19937 rng(9 + static_cast<uint32_t>(sample));
-      std::uniform_real_distribution<float> dist(-1, 1);
-      Tensor x(ir::DataType::kFloat, {1, 4, 8, 8});
-      for (int64_t i = 0; i < x.size(); ++i) x.mutable_data<float>()[i] = dist(rng);
-      feeds["x"] = runner::Value::of(x);
+      testing::Rng rng(9 + static_cast<uint32_t>(sample));
+      feeds["x"] = runner::Value::of(testing::uniform_tensor(rng, {1, 4, 8, 8}, -1, 1));
       return true;
     };
     const auto report = quant::quantize_static(t.m, o, samples);
@@ -634,10 +616,8 @@ TEST_SUITE("quant") {
 
     // The windows are the Conv's: y within a few quantization steps of float, on inputs of
     // every sign.
-    std::mt19937 rng(5);
-    std::uniform_real_distribution<float> dist(-1, 1);
-    Tensor x(ir::DataType::kFloat, {2, 128, 200});
-    for (int64_t i = 0; i < x.size(); ++i) x.mutable_data<float>()[i] = dist(rng);
+    testing::Rng rng(5);
+    const Tensor x = testing::uniform_tensor(rng, {2, 128, 200}, -1, 1);
     runner::Session a(reference), b(t.m);
     const Tensor want = a.run({{"x", runner::Value::of(x)}}, {"y"})[0].tensor;
     const Tensor got = b.run({{"x", runner::Value::of(x)}}, {"y"})[0].tensor;
@@ -670,11 +650,8 @@ TEST_SUITE("quant") {
     ir::Model forced = quant::copy_model(t.m);
     auto samples = [&](size_t sample, std::map<std::string, runner::Value>& feeds) {
       if (sample == 2) return false;
-      std::mt19937 rng(9 + static_cast<uint32_t>(sample));
-      std::uniform_real_distribution<float> dist(0, 1);
-      Tensor x(ir::DataType::kFloat, {1, 3, 32, 32});
-      for (int64_t i = 0; i < x.size(); ++i) x.mutable_data<float>()[i] = dist(rng);
-      feeds["x"] = runner::Value::of(x);
+      testing::Rng rng(9 + static_cast<uint32_t>(sample));
+      feeds["x"] = runner::Value::of(testing::uniform_tensor(rng, {1, 3, 32, 32}, 0, 1));
       return true;
     };
     quant::QuantizeOptions o;
@@ -708,10 +685,8 @@ TEST_SUITE("quant") {
     o.error_samples = 4;
     const auto report = quant::quantize_static(t.m, o, [&](size_t sample, std::map<std::string, runner::Value>& feeds) {
       if (sample == 8) return false;
-      std::mt19937 rng(11 + static_cast<uint32_t>(sample));
-      std::normal_distribution<float> small(0, 1);
-      Tensor x(ir::DataType::kFloat, {1, 2, 8, 8});
-      for (int64_t i = 0; i < x.size(); ++i) x.mutable_data<float>()[i] = small(rng);
+      testing::Rng rng(11 + static_cast<uint32_t>(sample));
+      Tensor x = testing::normal_tensor(rng, {1, 2, 8, 8}, 0, 1);
       x.mutable_data<float>()[sample] = 40;  // one outlier per sample
       feeds["x"] = runner::Value::of(x);
       return true;
@@ -758,11 +733,8 @@ TEST_SUITE("quant") {
             doctest::Approx(bits == 4 ? 0.1875 : 0.3125));
       // The runner reads the packed weights back: y close to float (per-block steps only).
       std::map<std::string, runner::Value> feeds;
-      Tensor x(ir::DataType::kFloat, {1, 4, 64});
-      std::mt19937 rng(1);
-      std::uniform_real_distribution<float> dist(-1, 1);
-      for (int64_t i = 0; i < x.size(); ++i) x.mutable_data<float>()[i] = dist(rng);
-      feeds["x"] = runner::Value::of(x);
+      testing::Rng rng(1);
+      feeds["x"] = runner::Value::of(testing::uniform_tensor(rng, {1, 4, 64}, -1, 1));
       runner::Session a(original), b(t.m);
       const auto want = a.run(feeds), got = b.run(feeds);
       double dot = 0, aa = 0, bb = 0;
@@ -779,13 +751,11 @@ TEST_SUITE("quant") {
 
   TEST_CASE("minmax, moving average, percentile and entropy ranges") {
     quant::TensorStats s;
-    std::mt19937 rng(3);
-    std::normal_distribution<float> d(0, 1);
+    testing::Rng rng(3);
     for (int k = 0; k < 20; ++k) {
-      std::vector<float> v(4096);
-      for (float& x : v) x = d(rng);
-      if (k == 7) v[0] = 60;  // one outlier
-      s.observe(floats(v), 0.01);
+      Tensor x = testing::normal_tensor(rng, {4096}, 0, 1);
+      if (k == 7) x.mutable_data<float>()[0] = 60;  // one outlier
+      s.observe(x, 0.01);
     }
     quant::CalibrationOptions o;
     const auto mm = quant::calibrated_range(s, o);

@@ -56,17 +56,8 @@ int64_t count_of(const std::vector<int64_t>& shape) {
 
 /// Random integers of a quantized type, over [lo, hi] clipped to the type's range.
 Tensor random_q(const QType& q, std::vector<int64_t> shape, double lo, double hi) {
-  std::uniform_int_distribution<int64_t> d(static_cast<int64_t>(std::max(lo, q.lo)), static_cast<int64_t>(std::min(hi, q.hi)));
-  std::vector<double> v(static_cast<size_t>(count_of(shape)));
-  for (double& e : v) e = static_cast<double>(d(rng()));
-  return make(q.type, std::move(shape), v);
-}
-
-Tensor uniform(std::vector<int64_t> shape, float lo, float hi) {
-  Tensor t(DataType::kFloat, std::move(shape));
-  std::uniform_real_distribution<float> d(lo, hi);
-  for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<float>()[i] = d(rng());
-  return t;
+  return random_ints(q.type, std::move(shape), static_cast<int64_t>(std::max(lo, q.lo)),
+                     static_cast<int64_t>(std::min(hi, q.hi)));
 }
 
 /// How element i of x finds its scale and zero point: per tensor (axis unused), per axis, or
@@ -258,7 +249,7 @@ TEST_CASE("QuantizeLinear and DequantizeLinear per axis: axis 0, 1 (default), -1
           const int64_t a = axis < 0 ? axis + static_cast<int64_t>(shape.size()) : axis;
           if (a < 0 || a >= static_cast<int64_t>(shape.size())) continue;
           const int64_t len = shape[static_cast<size_t>(a)];
-          const Tensor x = random_float(shape), scale = uniform({len}, 0.02f, 0.2f);
+          const Tensor x = random_float(shape), scale = random_float({len}, 0.02f, 0.2f);
           const Tensor zp = random_q(*q, {len}, -20, 200);
           Params p;
           p.per_tensor = false;
@@ -287,7 +278,7 @@ TEST_CASE("QuantizeLinear and DequantizeLinear on 16-bit types (opset 21): per t
       p.axis = -1;
       const int64_t len = shape.back();
       const Tensor zpa = random_q(*q, {len}, -30000, 30000);
-      check_quantize(21, *q, x, uniform({len}, 1e-4f, 1e-3f), &zpa, p);
+      check_quantize(21, *q, x, random_float({len}, 1e-4f, 1e-3f), &zpa, p);
     }
 }
 
@@ -303,7 +294,7 @@ TEST_CASE("QuantizeLinear and DequantizeLinear blocked (opset 21): block_size al
       const int64_t a = c.axis < 0 ? c.axis + static_cast<int64_t>(c.shape.size()) : c.axis;
       std::vector<int64_t> pshape = c.shape;
       pshape[static_cast<size_t>(a)] = (pshape[static_cast<size_t>(a)] + c.block - 1) / c.block;
-      const Tensor x = random_float(c.shape), scale = uniform(pshape, 0.02f, 0.2f);
+      const Tensor x = random_float(c.shape), scale = random_float(pshape, 0.02f, 0.2f);
       const Tensor zp = random_q(*q, pshape, -20, 200);
       Params p;
       p.per_tensor = false;
@@ -315,7 +306,7 @@ TEST_CASE("QuantizeLinear and DequantizeLinear blocked (opset 21): block_size al
 }
 
 TEST_CASE("QuantizeLinear of int32 input and output_dtype without a zero point") {
-  Tensor x = random_ints<int32_t>(DataType::kInt32, {3, 13}, -3000, 3000);
+  Tensor x = random_ints(DataType::kInt32, {3, 13}, -3000, 3000);
   const Tensor zp = make(DataType::kUInt8, {}, {128});
   check_quantize(13, kUInt8, x, scalar(7.3f), &zp, {});
   // Zero point omitted: output_dtype picks the type (opset 21), uint8 otherwise.
@@ -329,7 +320,7 @@ TEST_CASE("QuantizeLinear of int32 input and output_dtype without a zero point")
 
 TEST_CASE("DequantizeLinear of int32 with zero point 0, and the extremes of each type") {
   for (const auto& shape : kShapes) {
-    const Tensor x = random_ints<int32_t>(DataType::kInt32, shape, -2000000000, 2000000000);
+    const Tensor x = random_ints(DataType::kInt32, shape, -2000000000, 2000000000);
     const Tensor s = scalar(3.1e-7f);
     const Tensor zero = make(DataType::kInt32, {}, {0});
     check_close(run1({"DequantizeLinear", 13, {x, s, zero}}), dequantize_reference(x, s, &zero, {}), kDequantizeTol);
@@ -338,7 +329,7 @@ TEST_CASE("DequantizeLinear of int32 with zero point 0, and the extremes of each
     Params p;
     p.per_tensor = false;
     p.axis = 0;
-    const Tensor sa = uniform({shape[0]}, 1e-7f, 1e-6f);
+    const Tensor sa = random_float({shape[0]}, 1e-7f, 1e-6f);
     check_close(run1({"DequantizeLinear", 13, {x, sa}, {attr_int("axis", 0)}}), dequantize_reference(x, sa, nullptr, p),
                 kDequantizeTol);
   }
@@ -356,9 +347,9 @@ TEST_CASE("DynamicQuantizeLinear: the spec's scale, zero point and values") {
   // Random data at odd sizes: both signs, only positive (zero point 0), only negative (255).
   for (const auto& shape : kShapes) {
     check_dynamic(random_float(shape));
-    check_dynamic(uniform(shape, 0.5f, 9));
-    check_dynamic(uniform(shape, -9, -0.5f));
-    check_dynamic(uniform(shape, -0.01f, 3));
+    check_dynamic(random_float(shape, 0.5f, 9));
+    check_dynamic(random_float(shape, -9, -0.5f));
+    check_dynamic(random_float(shape, -0.01f, 3));
   }
   // Extremes whose difference is exact: the scale is 15.875 / 255 in any precision.
   Tensor x = random_float({13, 7});
@@ -395,8 +386,8 @@ TEST_CASE("DynamicQuantizeLinear rounds half to even") {
 
 TEST_CASE("Quantization kernels reject bad inputs") {
   const Tensor x = random_float({3, 5});
-  check_fails(NodeCase("QuantizeLinear", 13, {x, uniform({4}, 0.1f, 1)}, {attr_int("axis", 1)}), "per-axis scale");
-  check_fails(NodeCase("QuantizeLinear", 21, {x, uniform({3, 2}, 0.1f, 1)}, {attr_int("axis", 1), attr_int("block_size", 2)}),
+  check_fails(NodeCase("QuantizeLinear", 13, {x, random_float({4}, 0.1f, 1)}, {attr_int("axis", 1)}), "per-axis scale");
+  check_fails(NodeCase("QuantizeLinear", 21, {x, random_float({3, 2}, 0.1f, 1)}, {attr_int("axis", 1), attr_int("block_size", 2)}),
               "blocked scale");
   check_fails(NodeCase("DequantizeLinear", 13, {make(DataType::kUInt8, {2}, {1, 2}), scalar(0.5f), make(DataType::kInt8, {}, {0})}),
               "different types");

@@ -9,7 +9,6 @@
 #include <cstring>
 #include <functional>
 #include <numeric>
-#include <random>
 
 #include "ir/error.h"
 #include "ir/graph.h"
@@ -45,8 +44,8 @@ TEST_SUITE("tensor_kernels") {
         CAPTURE(a);
         CAPTURE(b);
         check_transpose(random_float({a, b}), {1, 0});
-        check_transpose(random_ints<int64_t>(DataType::kInt64, {2, a, b}, -5, 5), {0, 2, 1});
-        check_transpose(random_ints<uint8_t>(DataType::kUInt8, {3, a, b}, 0, 255), {2, 0, 1});
+        check_transpose(random_ints(DataType::kInt64, {2, a, b}, -5, 5), {0, 2, 1});
+        check_transpose(random_ints(DataType::kUInt8, {3, a, b}, 0, 255), {2, 0, 1});
       }
     // The NCHW <-> NHWC fast paths and every 4-D permutation on a small odd shape.
     const Tensor nchw = random_float({2, 7, 13, 5});
@@ -148,7 +147,7 @@ TEST_SUITE("tensor_kernels") {
       const Tensor want_row = gather_reference(row, {3, n}, [&](const std::vector<int64_t>& c) { return c[1]; });
       check_same(run1({"Expand", 13, {row, ints({3, 1})}}), want_row);
 
-      const Tensor x = random_ints<int32_t>(DataType::kInt32, {3, n}, -100, 100);
+      const Tensor x = random_ints(DataType::kInt32, {3, n}, -100, 100);
       const Tensor tiled = gather_reference(x, {6, 2 * n}, [&](const std::vector<int64_t>& c) { return (c[0] % 3) * n + c[1] % n; });
       check_same(run1({"Tile", 13, {x, ints({2, 2})}}), tiled);
     }
@@ -270,7 +269,7 @@ TEST_SUITE("tensor_kernels") {
     for (int64_t n : kOdd) {
       CAPTURE(n);
       const Tensor x = random_float({3, n, 4});
-      const Tensor idx = random_ints<int64_t>(DataType::kInt64, {2, 5}, -n, n - 1);
+      const Tensor idx = random_ints(DataType::kInt64, {2, 5}, -n, n - 1);
       const Tensor g = run1({"Gather", 13, {x, idx}, {attr_int("axis", 1)}});
       const Tensor want = gather_reference(x, {3, 2, 5, 4}, [&](const std::vector<int64_t>& c) {
         int64_t j = idx.data<int64_t>()[c[1] * 5 + c[2]];
@@ -279,7 +278,7 @@ TEST_SUITE("tensor_kernels") {
       });
       check_same(g, want);
 
-      const Tensor ei = random_ints<int32_t>(DataType::kInt32, {3, n, 2}, -4, 3);
+      const Tensor ei = random_ints(DataType::kInt32, {3, n, 2}, -4, 3);
       const Tensor ge = run1({"GatherElements", 13, {x, ei}, {attr_int("axis", 2)}});
       const Tensor want_e = gather_reference(x, {3, n, 2}, [&](const std::vector<int64_t>& c) {
         int64_t j = ei.data<int32_t>()[(c[0] * n + c[1]) * 2 + c[2]];
@@ -289,7 +288,7 @@ TEST_SUITE("tensor_kernels") {
       check_same(ge, want_e);
 
       // batch_dims = 1: indices [3, 2, 1] pick rows of each batch.
-      const Tensor ni = random_ints<int64_t>(DataType::kInt64, {3, 2, 1}, 0, n - 1);
+      const Tensor ni = random_ints(DataType::kInt64, {3, 2, 1}, 0, n - 1);
       const Tensor gn = run1({"GatherND", 13, {x, ni}, {attr_int("batch_dims", 1)}});
       const Tensor want_n = gather_reference(x, {3, 2, 4}, [&](const std::vector<int64_t>& c) {
         return (c[0] * n + ni.data<int64_t>()[c[0] * 2 + c[1]]) * 4 + c[2];
@@ -324,7 +323,7 @@ TEST_SUITE("tensor_kernels") {
     CHECK(std::vector<int64_t>(small[1].data<int64_t>(), small[1].data<int64_t>() + 3) == std::vector<int64_t>{6, 1, 4});
     // Along a middle axis at odd sizes: values are the sorted prefix of each column.
     for (int64_t n : kOdd) {
-      const Tensor y = random_ints<int32_t>(DataType::kInt32, {2, n, 3}, -3, 3);
+      const Tensor y = random_ints(DataType::kInt32, {2, n, 3}, -3, 3);
       const int64_t k = std::min<int64_t>(n, 5);
       const auto r = run_checked({"TopK", 11, {y, ints({k}, {1})}, {attr_int("axis", 1)}, 2});
       for (int64_t a = 0; a < 2; ++a)

@@ -17,20 +17,24 @@ inline std::string onnxtool_binary() { return ONNXTOOL_BINARY; }
 /// The exit code ctest reads as "skipped" (SKIP_RETURN_CODE in tests/CMakeLists.txt).
 inline constexpr int kSkipExitCode = 77;
 
-/// Whether a test of this run gave up because data that testdata/fetch_models.sh provides is
-/// missing.
-inline bool& data_skipped() {
+/// Whether a test of this run gave up for want of something the machine lacks.
+inline bool& run_skipped() {
   static bool skipped = false;
   return skipped;
 }
 
-/// Marks this run as skipped for missing data: prints "ONNXTOOL-SKIP: <what>" and makes the test
-/// binary exit with kSkipExitCode when nothing failed, so that ctest reports the suite as skipped
-/// rather than passed (and scripts/test.sh fails under CI). The caller returns from its test case.
-inline void skip_missing_data(const std::string& what) {
-  data_skipped() = true;
-  std::printf("ONNXTOOL-SKIP: %s (testdata/fetch_models.sh installs it)\n", what.c_str());
+/// Marks this run as skipped: prints "ONNXTOOL-SKIP: <why>" and makes the test binary exit with
+/// kSkipExitCode when nothing failed, so that ctest reports the suite as skipped rather than
+/// passed (and scripts/test.sh fails under CI). The caller returns from its test case.
+inline void skip_run(const std::string& why) {
+  run_skipped() = true;
+  std::printf("ONNXTOOL-SKIP: %s\n", why.c_str());
   std::fflush(stdout);
+}
+
+/// skip_run for data that testdata/fetch_models.sh provides.
+inline void skip_missing_data(const std::string& what) {
+  skip_run(what + " (testdata/fetch_models.sh installs it)");
 }
 
 /// The real models fetched by testdata/fetch_models.sh (PaddleOCR det/rec/cls, Silero VAD).

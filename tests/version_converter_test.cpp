@@ -190,14 +190,14 @@ TEST_SUITE("version_converter") {
   }
 
   TEST_CASE("integers below the versions that added them: through double when exact, else refused") {
-    const Tensor a = random_ints<int32_t>(DataType::kInt32, {2, 3}, -1000000, 1000000);
-    const Tensor b = random_ints<int32_t>(DataType::kInt32, {3}, -1000000, 1000000);
+    const Tensor a = random_ints(DataType::kInt32, {2, 3}, -1000000, 1000000);
+    const Tensor b = random_ints(DataType::kInt32, {3}, -1000000, 1000000);
     auto max = converts_equal(one_node("Max", 13, {a, b}, {}), {a, b}, 7);  // through double, then broadcast
     CHECK(find_op(*max.graph, "Cast"));
     converts_equal(one_node("Min", 12, {a, a}, {}), {a, a}, 11);
     converts_equal(one_node("Greater", 13, {a, b}, {}), {a, b}, 8);
     converts_equal(one_node("Relu", 14, {a}, {}), {a}, 13);
-    const Tensor small = random_ints<uint8_t>(DataType::kUInt8, {4}, 0, 255);
+    const Tensor small = random_ints(DataType::kUInt8, {4}, 0, 255);
     converts_equal(one_node("Equal", 13, {small, small}, {}), {small, small}, 7);
 
     // Clip's bounds are constants of the input's type: written in double for Clip-11, then as
@@ -209,7 +209,7 @@ TEST_SUITE("version_converter") {
     auto clipped = converts_equal(std::move(clip), {a}, 9);
     CHECK(find_op(*clipped.graph, "Clip")->attr("min"));
 
-    const Tensor wide = random_ints<int64_t>(DataType::kInt64, {3}, -5, 5);
+    const Tensor wide = random_ints(DataType::kInt64, {3}, -5, 5);
     auto less = one_node("Less", 9, {wide, wide}, {});
     try {
       convert::convert_opset(less, 8);

@@ -23,13 +23,6 @@ std::vector<double> as_doubles(const Tensor& t) {
   return v;
 }
 
-Tensor uniform(std::vector<int64_t> shape, float lo, float hi) {
-  Tensor t(DataType::kFloat, std::move(shape));
-  std::uniform_real_distribution<float> d(lo, hi);
-  for (int64_t i = 0; i < t.size(); ++i) t.mutable_data<float>()[i] = d(rng());
-  return t;
-}
-
 // ---------------------------------------------------------------- GridSample references
 
 /// Bilinear (or nearest) sampling of one 2-D plane at normalized (gx, gy), written the
@@ -58,7 +51,7 @@ void check_grid_sample_2d(int64_t h, int64_t w, int64_t oh, int64_t ow, bool ali
                           const std::string& padding, int64_t opset) {
   const int64_t n = 2, c = 3;
   const Tensor x = random_float({n, c, h, w});
-  const Tensor grid = uniform({n, oh, ow, 2}, -1.3f, 1.3f);
+  const Tensor grid = random_float({n, oh, ow, 2}, -1.3f, 1.3f);
   const Tensor y = run1({"GridSample", opset, {x, grid},
                          {attr_string("mode", mode), attr_string("padding_mode", padding), attr_int("align_corners", align)}});
   REQUIRE(y.shape() == std::vector<int64_t>{n, c, oh, ow});
@@ -98,7 +91,7 @@ TEST_SUITE("vision_kernels") {
     Tensor flat(DataType::kFloat, {1, 2, 5, 4});
     for (int64_t i = 0; i < flat.size(); ++i) flat.mutable_data<float>()[i] = 2.5f;
     for (const char* padding : {"border", "reflection"}) {
-      y = run1({"GridSample", 16, {flat, uniform({1, 3, 7, 2}, -1.5f, 1.5f)},
+      y = run1({"GridSample", 16, {flat, random_float({1, 3, 7, 2}, -1.5f, 1.5f)},
                 {attr_string("mode", "bicubic"), attr_string("padding_mode", padding)}});
       check_close(y, std::vector<double>(42, 2.5), 1e-5);
     }
@@ -109,7 +102,7 @@ TEST_SUITE("vision_kernels") {
     for (int64_t z = 0; z < d; ++z)
       for (int64_t yy = 0; yy < h; ++yy)
         for (int64_t xx = 0; xx < w; ++xx) vol.mutable_data<float>()[(z * h + yy) * w + xx] = static_cast<float>(xx + 10 * yy + 100 * z);
-    const Tensor grid = uniform({1, 2, 3, 7, 3}, -1, 1);
+    const Tensor grid = random_float({1, 2, 3, 7, 3}, -1, 1);
     y = run1({"GridSample", 20, {vol, grid}, {attr_int("align_corners", 1)}});
     REQUIRE(y.shape() == std::vector<int64_t>{1, 1, 2, 3, 7});
     std::vector<double> want;
@@ -119,7 +112,7 @@ TEST_SUITE("vision_kernels") {
     }
     check_close(y, want, 1e-5);
     // Integer input, nearest: plain pixel picks.
-    const Tensor img = random_ints<int32_t>(DataType::kInt32, {1, 1, 3, 3}, -100, 100);
+    const Tensor img = random_ints(DataType::kInt32, {1, 1, 3, 3}, -100, 100);
     const Tensor yi = run1({"GridSample", 20, {img, floats({-1, -1, 1, 1, 0, 0}, {1, 1, 3, 2})},
                             {attr_string("mode", "nearest"), attr_int("align_corners", 1)}});
     CHECK(yi.data<int32_t>()[0] == img.data<int32_t>()[0]);

@@ -3,11 +3,12 @@
 // under broadcasting, in float32 and float16, against the CPU runner.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
-#include <random>
 
 #include "tests/model_builder.h"
+#include "tests/random_feed.h"
 #include "tests/vulkan_test_util.h"
 
 namespace onnxtool {
@@ -19,16 +20,12 @@ using testing::ModelBuilder;
 /// A float32 or float16 tensor of `shape`: uniform in [-scale, scale) with the special values at
 /// the front (as many as fit).
 Tensor data(ir::DataType type, const std::vector<int64_t>& shape, float scale, uint32_t seed) {
-  Tensor t(type, shape);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-scale, scale);
+  testing::Rng rng(seed);
+  Tensor t = testing::uniform_tensor(rng, shape, -scale, scale, type);
   const float special[] = {std::numeric_limits<float>::quiet_NaN(), INFINITY, -INFINITY, 0.0f, -0.0f, 30.0f, -30.0f,
                            1e-3f, 0.5f, -0.5f, 2.5f};
-  for (int64_t i = 0; i < t.size(); ++i) {
-    const float v = i < static_cast<int64_t>(std::size(special)) ? special[i] : dist(rng);
-    if (type == ir::DataType::kFloat) t.mutable_data<float>()[i] = v;
-    else t.mutable_data<uint16_t>()[i] = runner::float_to_half(v);
-  }
+  for (int64_t i = 0; i < std::min<int64_t>(t.size(), std::size(special)); ++i)
+    runner::set_element_from_double(t, i, special[i]);
   return t;
 }
 

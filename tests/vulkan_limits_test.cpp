@@ -8,11 +8,10 @@
 // node with a reason naming the loop bound (the node ran on the CPU).
 #include <doctest/doctest.h>
 
-#include <random>
-
 #include "ir/graph.h"
 #include "ir/tensor.h"
 #include "tests/kernel_test_util.h"
+#include "tests/random_feed.h"
 #include "tests/vulkan_test_util.h"
 
 namespace onnxtool {
@@ -31,18 +30,10 @@ Attr is(const char* name, std::vector<int64_t> v) { return testing::attr_ints(na
 /// them (or a few iterations per element) in the unsplit row kernels.
 constexpr int64_t kLong = int64_t{1} << 23;
 
-/// Uniform values in [lo, hi).
+/// Uniform values in [lo, hi), from one stream through the file's cases.
 Tensor rand_t(std::vector<int64_t> shape, double lo, double hi, DataType type = DataType::kFloat) {
-  static std::mt19937 rng(11);
-  std::uniform_real_distribution<float> d(static_cast<float>(lo), static_cast<float>(hi));
-  Tensor t(type, std::move(shape));
-  if (type == DataType::kFloat) {
-    float* p = t.mutable_data<float>();
-    for (int64_t k = 0; k < t.size(); ++k) p[k] = d(rng);
-  } else {
-    for (int64_t k = 0; k < t.size(); ++k) runner::set_element_from_double(t, k, d(rng));
-  }
-  return t;
+  static testing::Rng rng(11);
+  return testing::uniform_tensor(rng, std::move(shape), lo, hi, type);
 }
 
 Tensor full_t(std::vector<int64_t> shape, float v) {

@@ -8,11 +8,11 @@
 
 #include <cmath>
 #include <map>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "tests/model_builder.h"
+#include "tests/random_feed.h"
 #include "tests/vulkan_test_util.h"
 
 namespace onnxtool {
@@ -30,14 +30,6 @@ struct In {
   std::string name;
   std::vector<int64_t> shape;
 };
-
-/// A tensor of uniform values in [-1, 1) of the given float type.
-Tensor random_tensor(DataType type, const std::vector<int64_t>& shape, std::mt19937& rng) {
-  Tensor t(type, shape);
-  std::uniform_real_distribution<float> d(-1, 1);
-  for (int64_t i = 0; i < t.size(); ++i) runner::set_element_from_double(t, i, d(rng));
-  return t;
-}
 
 /// The number of products each output of `op` sums (at most): the accumulation length K.
 int64_t sum_length(const std::string& op, const std::vector<In>& inputs, const std::vector<Attr>& attrs) {
@@ -106,11 +98,11 @@ void check(const std::string& op, int64_t opset, const std::vector<In>& inputs, 
   testing::ModelBuilder b(opset);
   std::vector<ir::Value*> values;
   std::map<std::string, runner::Value> feeds;
-  std::mt19937 rng(7);
+  testing::Rng rng(7);
   for (const auto& in : inputs) {
     std::vector<testing::DimSpec> dims(in.shape.begin(), in.shape.end());
     values.push_back(b.input(in.name, type, dims));
-    feeds[in.name] = runner::Value::of(random_tensor(type, in.shape, rng));
+    feeds[in.name] = runner::Value::of(testing::uniform_tensor(rng, in.shape, -1, 1, type));
   }
   b.output(b.op(op, values, "y", attrs), type);
   if (type == DataType::kFloat16 && on_device) check_fp16_arithmetic(b.m, op, inputs, attrs, feeds, opset);

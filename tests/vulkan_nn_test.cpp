@@ -4,11 +4,10 @@
 // device, or to have been declined where the kernel must decline.
 #include <doctest/doctest.h>
 
-#include <random>
-
 #include "ir/graph.h"
 #include "ir/tensor.h"
 #include "tests/kernel_test_util.h"
+#include "tests/random_feed.h"
 #include "tests/vulkan_test_util.h"
 
 namespace onnxtool {
@@ -27,13 +26,11 @@ Attr s(const char* name, std::string v) { return testing::attr_string(name, std:
 Attr ss(const char* name, std::vector<std::string> v) { return testing::attr_strings(name, std::move(v)); }
 Attr fs(const char* name, std::vector<float> v) { return testing::attr_floats(name, std::move(v)); }
 
-/// Uniform values in [lo, hi) of a float type.
+/// Uniform values in [lo, hi) of a float type (drawn as doubles), from one stream through the
+/// file's cases.
 Tensor rand_t(std::vector<int64_t> shape, DataType type = DataType::kFloat, double lo = -3, double hi = 3) {
-  static std::mt19937 rng(7);
-  std::uniform_real_distribution<double> d(lo, hi);
-  Tensor t(type, std::move(shape));
-  for (int64_t k = 0; k < t.size(); ++k) runner::set_element_from_double(t, k, d(rng));
-  return t;
+  static testing::Rng rng(7);
+  return testing::uniform_tensor<double>(rng, std::move(shape), lo, hi, type);
 }
 
 Tensor ints_t(std::vector<int64_t> v) {

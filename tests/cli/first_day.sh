@@ -147,7 +147,7 @@ expect_tool "run: an input left out" 2 "(use --input cond=FILE, --inputs DIR or 
 json_field() {  # FIELD: the last command's stdout parsed as JSON, FIELD printed
   "$PYTHON" -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' "$WORK/stdout" "$1" 2>/dev/null
 }
-if [[ -n $PYTHON ]]; then
+if has_python json; then
   expect_tool "check --json of a missing file" 2 "no such file" -- check "$WORK/missing.onnx" --json
   [[ $(json_field exit_code) == 2 && $(json_field ok) == False && $(json_field error) == *"no such file"* ]] && ok ||
     fail "check --json of a missing file: stdout is not the JSON failure: $(head -c 300 "$WORK/stdout")"
@@ -156,16 +156,20 @@ if [[ -n $PYTHON ]]; then
     fail "a usage error with --json: stdout is not the JSON failure: $(head -c 300 "$WORK/stdout")"
   expect_tool "inspect --json" 0 "" -- inspect "$M" --json
   [[ $(json_field schema_version) == 2 ]] && ok || fail "inspect --json has no schema_version"
+else
+  missing_data "$PYTHON (the --json documents)"
 fi
 
 # Several models in one check: each checked, the exit code the worst of them.
 expect_tool "check of two valid models" 0 "2 models: all valid" -- check "$M" "$IF"
 expect_tool "check of a valid model and a missing one" 2 "missing.onnx: no such file" -- check "$M" "$WORK/missing.onnx"
 grep -q "tiny_cnn.onnx: valid" "$WORK/stdout" && ok || fail "check of several models: the valid one is not reported: $(cat "$WORK/stdout")"
-if [[ -n $PYTHON ]]; then
+if has_python json; then
   "$ONNXTOOL" check "$M" "$WORK/missing.onnx" --json >"$WORK/stdout" 2>/dev/null
   [[ $? == 2 && $(json_field exit_code) == 2 && $(json_field valid) == False ]] && ok ||
     fail "check --json of several models: $(head -c 300 "$WORK/stdout")"
+else
+  missing_data "$PYTHON (the --json document of several models)"
 fi
 
 # check --max-errors takes a count: -1 (its internal "no limit") is refused like any negative.

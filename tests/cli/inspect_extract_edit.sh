@@ -23,6 +23,7 @@ has() {
 }
 # json_is LABEL FILE EXPR: the python expression over `d` (the JSON document in FILE) is true.
 json_is() {
+  has_python json || { missing_data "$PYTHON (JSON check: $1)"; return; }
   if "$PYTHON" -c "import json,sys; d=json.load(open(sys.argv[1])); sys.exit(0 if ($3) else 1)" "$2" 2>/dev/null; then ok
   else fail "$1: not ($3): $(head -c 400 "$2")"; fi
 }
@@ -37,13 +38,11 @@ if grep -qE "^(nodes|initializers) \(|^order:" "$WORK/stdout"; then fail "inspec
 expect_tool "inspect: subgraph ops apart" 0 "of which in subgraphs (" -- inspect "$IF"
 expect_tool "inspect: subgraph nodes listed" 0 " in main/select:then_branch:" -- inspect "$IF" --nodes
 expect_tool "inspect --json --nodes --initializers" 0 "" -- inspect "$M" --json --nodes --initializers
-if has_python json; then
-  json_is "inspect json: nodes" "$WORK/stdout" "len(d['nodes']) == 6 and d['nodes'][0]['outputs'][0]['type'] == 'float[N,8,32,32]'"
-  json_is "inspect json: attributes" "$WORK/stdout" "d['nodes'][0]['attributes']['kernel_shape'] == [3, 3]"
-  json_is "inspect json: initializers" "$WORK/stdout" \
-    "len(d['initializers']) == 4 and d['initializers'][0]['bytes'] > 0 and d['initializers'][0]['external'] is False"
-  json_is "inspect json: sorted" "$WORK/stdout" "d['topologically_sorted'] is True and d['unsorted'] is None and d['subgraph_op_counts'] == {}"
-fi
+json_is "inspect json: nodes" "$WORK/stdout" "len(d['nodes']) == 6 and d['nodes'][0]['outputs'][0]['type'] == 'float[N,8,32,32]'"
+json_is "inspect json: attributes" "$WORK/stdout" "d['nodes'][0]['attributes']['kernel_shape'] == [3, 3]"
+json_is "inspect json: initializers" "$WORK/stdout" \
+  "len(d['initializers']) == 4 and d['initializers'][0]['bytes'] > 0 and d['initializers'][0]['external'] is False"
+json_is "inspect json: sorted" "$WORK/stdout" "d['topologically_sorted'] is True and d['unsorted'] is None and d['subgraph_op_counts'] == {}"
 if has_python onnx; then
   # Two nodes in reverse order, and two names that sanitize to the same file stem.
   "$PYTHON" - "$WORK" <<'EOF'
@@ -125,7 +124,7 @@ for t in conv1_out relu1_out pool1_out flat logits probs; do
   [[ -s $WORK/dump/$t.npy ]] && ok || fail "run --dump-dir: no $t.npy"
 done
 [[ -s $WORK/dump/index.json ]] && ok || fail "run --dump-dir: no index.json"
-has_python json && json_is "dump index" "$WORK/dump/index.json" \
+json_is "dump index" "$WORK/dump/index.json" \
   "d['tensors']['pool1_out'] == {'file': 'pool1_out.npy', 'node': 'pool1', 'op_type': 'MaxPool', 'dtype': 'float', 'shape': [1, 8, 16, 16]}"
 "$ONNXTOOL" run "$M" --random --outputs relu1_out --output-dir "$WORK/one" >/dev/null 2>&1
 cmp -s "$WORK/one/relu1_out.npy" "$WORK/dump/relu1_out.npy" && ok || fail "run --dump-dir: relu1_out differs from run --outputs relu1_out"
@@ -133,7 +132,7 @@ touch "$WORK/plainfile"
 expect_tool "run --dump-dir a file" 2 "--dump-dir $WORK/plainfile: exists and is not a directory" -- run "$M" --random --dump-dir "$WORK/plainfile"
 expect_tool "run --dump-dir: subgraph model" 0 "dumped 2 values to $WORK/ifdump (1 of them runs of subgraph values; 0 skipped" -- \
   run "$IF" --random --dump-dir "$WORK/ifdump"
-has_python json && json_is "dump index: the branch taken and the other" "$WORK/ifdump/index.json" \
+json_is "dump index: the branch taken and the other" "$WORK/ifdump/index.json" \
   "[(t['name'], [r['file'] for r in t['runs']]) for t in d['subgraph_tensors']] == [('then_y', ['then_y.0.npy']), ('else_y', [])]"
 cmp -s "$WORK/ifdump/then_y.0.npy" "$WORK/ifdump/y.npy" && ok || fail "run --dump-dir: then_y.0.npy is not the If's output"
 
@@ -239,7 +238,7 @@ fi
 
 # --- a real model with If subgraphs reading outer values: Silero VAD v5 on real-shaped inputs
 VAD=$MODELS/silero_vad_v5.onnx
-if [[ -f $VAD ]] && has_python numpy; then
+if [[ -f $VAD ]] && has_python numpy onnx; then
   mkdir -p "$WORK/vad_in"
   "$PYTHON" -c "
 import numpy as np, sys
@@ -273,7 +272,7 @@ for out, branch_out in zip(if_0.output, taken[0].output):
 assert checked == len(if_0.output), checked
 EOF
 else
-  missing_data "$VAD and numpy"
+  missing_data "$VAD, numpy and python3-onnx"
 fi
 
 finish

@@ -88,6 +88,8 @@ int renameat(int from_dir, const char* from, int to_dir, const char* to) {
 SHIM
   cc -shared -fPIC -o "$WORK/slow_rename.so" "$WORK/slow_rename.c" -ldl || fail "the rename shim does not build"
   slow=(env LD_PRELOAD="$WORK/slow_rename.so" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0")
+else
+  missing_data "a C compiler (cc) for the slow-rename shim (the races run, but seldom show)"
 fi
 mkdir -p "$WORK/out"
 mixed=0 errors=0

@@ -10,7 +10,8 @@ What onnxruntime's latency gains is measured by bench/optimize_speed.sh, not her
 assertion among parallel ctest entries fails on noise (rec measured 26.9 -> 31.5 ms there, and
 48.4 -> 42.3 ms with the two models' runs alternating in one process).
 Models onnxruntime 1.30 cannot load (opset-6 ops it dropped) are listed as skipped.
-Prints one line per model and a summary; exits 1 on any failure.
+Prints one line per model and a summary; exits 1 on any failure, else 77 when a model or the
+suite is missing (testdata/fetch_models.sh installs them).
 
 Usage: optimize_vs_ort.py ONNXTOOL SOURCE_DIR CACHE_DIR [BACKEND_DATA]
 """
@@ -24,7 +25,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ort_util import finish, judge_setup, verify_args
+from ort_util import finish, judge_setup, missing_data, verify_args
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -103,10 +104,14 @@ pc = os.path.join(backend, "pytorch-converted")
 if os.path.isdir(pc):
     for c in sorted(os.listdir(pc)):
         cases.append(("pytorch-converted/" + c, os.path.join(pc, c, "model.onnx"), os.path.join(pc, c)))
+else:
+    missing_data(f"the ONNX backend suite's {pc}")
 for name in REAL:
     path = os.path.join(cache_dir, "models", name + ".onnx")
     if os.path.exists(path):
         cases.append((name, path, None))
+    else:
+        missing_data(path)
 
 failures = []
 skipped = []

@@ -11,7 +11,8 @@ tests/make_quant_data.py), then
    optimizations off, so both compute the same QDQ graph): cosine >= 0.998 per output unless
    the case asks less, with its reason (the max abs difference is printed);
  - quantized weights are at most 0.27x their fp32 bytes (from --json).
-Prints one line per case with the measured figures, and exits 1 on any failure.
+Prints one line per case with the measured figures, and exits 1 on any failure, else 77 when a
+model is missing (testdata/fetch_models.sh installs it).
 
 Usage: quantize_vs_ort.py ONNXTOOL SOURCE_DIR CACHE_DIR
 """
@@ -23,7 +24,7 @@ import tempfile
 
 import numpy as np
 
-from ort_util import concatenated_outputs as outputs_of, cosine, finish, judge_setup, ort_batch, safe_name, sample_folders, skip_all
+from ort_util import concatenated_outputs as outputs_of, cosine, finish, judge_setup, missing_data, ort_batch, safe_name, sample_folders, skip_all
 
 onnxtool, source_dir, cache_dir, ort_run, env = judge_setup(sys.argv)
 r = subprocess.run(["/usr/bin/python3", os.path.join(source_dir, "tests", "make_quant_data.py"), cache_dir],
@@ -85,7 +86,7 @@ for k, (model, mode, flags, target, *rest) in enumerate(CASES):
         continue
     src = os.path.join(cache_dir, "models", model + ".onnx")
     if not os.path.exists(src):
-        print(f"skip {label}: model missing")
+        missing_data(f"{label}: {src}")
         continue
     out = os.path.join(work, f"q{k}.onnx")
     cmd = [onnxtool, "quantize", src, "-o", out, "--mode", mode, "--json"] + flags
