@@ -2,7 +2,7 @@
 #include "convert/adapter_context.h"
 
 #include "ir/error.h"
-#include "passes/rewrite.h"
+#include "ir/graph_util.h"
 
 namespace onnxtool::convert {
 
@@ -46,7 +46,7 @@ const Node* next_node(const Graph& g, const Node& n) {
 Node* AdapterContext::add_after(Graph& g, Node& n, size_t index, const std::string& op) {
   Value* y = n.output(index);
   const std::string name = y->name();
-  g.rename(y, passes::unique_name(g, name + "_before_" + op));
+  g.rename(y, ir::unique_name(g, name + "_before_" + op));
   y->type = ir::TypeInfo{};
   Node* after = g.add_node(op, {y}, {name}, "", node_name(base(n) + "_" + op), next_node(g, n));
   for (size_t i = 0; i < g.outputs.size(); ++i)
@@ -70,9 +70,9 @@ void trim_inputs(Node& n) {
 
 std::optional<ir::TypedValues> AdapterContext::const_values(const Value* v) const {
   if (!v) return std::nullopt;
-  if (const ir::Tensor* t = passes::constant_of(model_, v)) return ir::read_values(*t);
+  if (const ir::Tensor* t = ir::constant_of(model_, v)) return ir::read_values(*t);
   const Node* p = v->producer();
-  if (!p || !passes::is_op(p, "Constant") || p->attributes.size() != 1) return std::nullopt;
+  if (!p || !ir::is_op(p, "Constant") || p->attributes.size() != 1) return std::nullopt;
   const Attribute& a = p->attributes[0];
   ir::TypedValues out;
   if (a.name == "value" && a.t) return ir::read_values(*a.t);
@@ -104,23 +104,23 @@ Value* AdapterContext::add_ints(Graph& g, const Node& n, const std::string& what
   // Written directly: int64 values such as INT64_MAX do not survive a trip through double.
   const std::vector<int64_t> dims =
       scalar ? std::vector<int64_t>{} : std::vector<int64_t>{static_cast<int64_t>(v.size())};
-  return g.add_initializer(ir::make_tensor(passes::unique_name(g, base(n) + "_" + what), DataType::kInt64, dims,
+  return g.add_initializer(ir::make_tensor(ir::unique_name(g, base(n) + "_" + what), DataType::kInt64, dims,
                                            v.data(), v.size() * sizeof(int64_t)));
 }
 
 Value* AdapterContext::add_scalar(Graph& g, const Node& n, const std::string& what, DataType type, double v) {
   ++report_.added_nodes;
-  return passes::add_constant(g, base(n) + "_" + what, type, {}, {v});
+  return ir::add_constant(g, base(n) + "_" + what, type, {}, {v});
 }
 
 Value* AdapterContext::add_floats(Graph& g, const Node& n, const std::string& what, const std::vector<double>& v) {
   ++report_.added_nodes;
-  return passes::add_constant(g, base(n) + "_" + what, DataType::kFloat, {static_cast<int64_t>(v.size())}, v);
+  return ir::add_constant(g, base(n) + "_" + what, DataType::kFloat, {static_cast<int64_t>(v.size())}, v);
 }
 
 Value* AdapterContext::add_cast(Graph& g, const Node& n, Value* x, DataType to) {
   ++report_.added_nodes;
-  Node* cast = g.add_node("Cast", {x}, {passes::unique_name(g, x->name() + "_as_" + std::string(ir::data_type_name(to)))},
+  Node* cast = g.add_node("Cast", {x}, {ir::unique_name(g, x->name() + "_as_" + std::string(ir::data_type_name(to)))},
                           "", node_name(base(n) + "_Cast"), &n);
   cast->set_attr(Attribute::make_int("to", static_cast<int64_t>(to)));
   cast->output(0)->type = ir::TypeInfo::tensor(to, x->type.is_tensor() ? x->type.shape : std::nullopt);

@@ -57,8 +57,8 @@ class AdapterContext {
   ir::Value* add_scalar(ir::Graph& g, const ir::Node& n, const std::string& what, ir::DataType type, double v);
   ir::Value* add_floats(ir::Graph& g, const ir::Node& n, const std::string& what, const std::vector<double>& v);
 
-  /// A node name used nowhere in the model (value names are made unique per graph by
-  /// passes::unique_name; node names must be unique across it).
+  /// A node name used nowhere in the model (value names are made unique by ir::unique_name;
+  /// node names must be unique across it).
   std::string node_name(const std::string& base) { return node_names_.fresh(base); }
 
   /// Moves output `index` of `n` to a new name and adds `op` after `n`, reading it and writing

@@ -9,7 +9,7 @@
 
 #include "convert/adapter_context.h"
 #include "ir/error.h"
-#include "passes/rewrite.h"
+#include "ir/graph_util.h"
 
 namespace onnxtool::convert {
 
@@ -317,13 +317,13 @@ void softmax_up(AdapterContext& cx, Graph& g, Node& n, int) {
   const std::string name = y->name();
   const std::string b = base(n);
   Node* shape =
-      g.add_node("Shape", {x}, {passes::unique_name(g, b + "_shape")}, "", cx.node_name(b + "_Shape"), &n);
+      g.add_node("Shape", {x}, {ir::unique_name(g, b + "_shape")}, "", cx.node_name(b + "_Shape"), &n);
   Node* flat =
-      g.add_node("Flatten", {x}, {passes::unique_name(g, b + "_flat")}, "", cx.node_name(b + "_Flatten"), &n);
+      g.add_node("Flatten", {x}, {ir::unique_name(g, b + "_flat")}, "", cx.node_name(b + "_Flatten"), &n);
   flat->set_attr(Attribute::make_int("axis", n.attr_int("axis", 1)));
   n.set_input(0, flat->output(0));
   n.set_attr(Attribute::make_int("axis", -1));
-  g.rename(y, passes::unique_name(g, name + "_2d"));
+  g.rename(y, ir::unique_name(g, name + "_2d"));
   y->type = ir::TypeInfo{};  // now the 2-D result; inference sets its type
   Node* reshape = g.add_node("Reshape", {y, shape->output(0)}, {name}, "", cx.node_name(b + "_Reshape"),
                              next_node(g, n));
@@ -356,13 +356,13 @@ void softmax_down(AdapterContext& cx, Graph& g, Node& n, int) {
   for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(i);
   std::swap(perm[static_cast<size_t>(axis)], perm[static_cast<size_t>(last)]);
   const std::string b = base(n);
-  Node* t1 = g.add_node("Transpose", {n.input(0)}, {passes::unique_name(g, b + "_moved")}, "",
+  Node* t1 = g.add_node("Transpose", {n.input(0)}, {ir::unique_name(g, b + "_moved")}, "",
                         cx.node_name(b + "_Transpose"), &n);
   t1->set_attr(Attribute::make_ints("perm", perm));
   n.set_input(0, t1->output(0));
   Value* y = n.output(0);
   const std::string name = y->name();
-  g.rename(y, passes::unique_name(g, name + "_moved"));
+  g.rename(y, ir::unique_name(g, name + "_moved"));
   y->type = ir::TypeInfo{};  // now the transposed result
   Node* t2 = g.add_node("Transpose", {y}, {name}, "", cx.node_name(b + "_Transpose_back"), next_node(g, n));
   t2->set_attr(Attribute::make_ints("perm", perm));
@@ -479,7 +479,7 @@ void shape_down_15(AdapterContext& cx, Graph& g, Node& n, int) {
   n.remove_attr("end");
   Value* out = n.output(0);
   const std::string name = out->name();
-  g.rename(out, passes::unique_name(g, name + "_full"));
+  g.rename(out, ir::unique_name(g, name + "_full"));
   out->type = ir::TypeInfo{};  // now the full shape
   const Node* next = next_node(g, n);
   std::vector<Value*> inputs = {out};
@@ -565,7 +565,7 @@ Value* broadcast_by_tile(AdapterContext& cx, Graph& g, Node& n, size_t index, co
   if (lead > 0) {
     std::vector<int64_t> axes(lead);
     for (size_t i = 0; i < lead; ++i) axes[i] = static_cast<int64_t>(i);
-    Node* u = g.add_node("Unsqueeze", {x}, {passes::unique_name(g, stem + "_unsqueezed")}, "",
+    Node* u = g.add_node("Unsqueeze", {x}, {ir::unique_name(g, stem + "_unsqueezed")}, "",
                          cx.node_name(stem + "_Unsqueeze"), &n);
     u->set_attr(Attribute::make_ints("axes", axes));
     u->output(0)->type = ir::TypeInfo::tensor(elem_type(x), ir::Shape{dims});
@@ -588,14 +588,14 @@ Value* broadcast_by_tile(AdapterContext& cx, Graph& g, Node& n, size_t index, co
                                     " is broadcast to a shape that is not static and is not static itself");
       divisors.push_back(std::max<int64_t>(d.value, 1));  // a 0 dim meets a 0 dim: 0 / 1 copies
     }
-    Node* shape = g.add_node("Shape", {full}, {passes::unique_name(g, stem + "_full_shape")}, "",
+    Node* shape = g.add_node("Shape", {full}, {ir::unique_name(g, stem + "_full_shape")}, "",
                              cx.node_name(stem + "_Shape"), &n);
     Node* div = g.add_node("Div", {shape->output(0), cx.add_ints(g, n, "dims", divisors)},
-                           {passes::unique_name(g, stem + "_repeats")}, "", cx.node_name(stem + "_Div"), &n);
+                           {ir::unique_name(g, stem + "_repeats")}, "", cx.node_name(stem + "_Div"), &n);
     times = div->output(0);
     cx.report().added_nodes += 2;
   }
-  Node* tile = g.add_node("Tile", {x, times}, {passes::unique_name(g, stem + "_broadcast")}, "",
+  Node* tile = g.add_node("Tile", {x, times}, {ir::unique_name(g, stem + "_broadcast")}, "",
                           cx.node_name(stem + "_Tile"), &n);
   tile->output(0)->type = ir::TypeInfo::tensor(elem_type(x), ir::Shape{out});
   ++cx.report().added_nodes;
@@ -717,7 +717,7 @@ void constant_down_9(AdapterContext& cx, Graph& g, Node& n, int) {
   Value* out = n.output(0);
   ir::Tensor value = *a->t;
   value.name = out->name();
-  g.rename(out, passes::unique_name(g, value.name + "_replaced"));
+  g.rename(out, ir::unique_name(g, value.name + "_replaced"));
   Value* init = g.add_initializer(std::move(value));
   for (size_t i = 0; i < g.outputs.size(); ++i)
     if (g.outputs[i].value == out) g.set_output_value(i, init);

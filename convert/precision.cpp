@@ -25,6 +25,7 @@
 #include "convert/runtime_departures.h"
 #include "ir/diagnostic.h"
 #include "ir/error.h"
+#include "ir/graph_util.h"
 #include "ir/op_schema.h"
 #include "ir/shape_inference.h"
 #include "passes/rewrite.h"
@@ -178,7 +179,7 @@ constexpr DtypeOp kDtypeOps[] = {{"RandomNormal", true},      {"RandomUniform", 
 
 const DtypeOp* dtype_op(const ir::Node& n) {
   for (const DtypeOp& d : kDtypeOps)
-    if (passes::is_op(&n, d.op)) return &d;
+    if (ir::is_op(&n, d.op)) return &d;
   return nullptr;
 }
 
@@ -290,12 +291,12 @@ class HalfConverter {
 
   static bool is_integer_cast(const ir::Node& n) {
     const ir::Value* in = n.input(0);
-    return passes::is_op(&n, "Cast") && in && in->type.is_tensor() && in->type.elem_type != 0 &&
+    return ir::is_op(&n, "Cast") && in && in->type.is_tensor() && in->type.elem_type != 0 &&
            !ir::is_float_type(in->type.data_type());
   }
 
   bool is_constant(const ir::Value* v) const {
-    return passes::constant_of(model_, v) || (v->producer() && passes::is_op(v->producer(), "Constant"));
+    return ir::constant_of(model_, v) || (v->producer() && ir::is_op(v->producer(), "Constant"));
   }
 
   /// A scalar or 1-D float32 value: the shape of the values shape computations work on.
@@ -381,7 +382,7 @@ class HalfConverter {
   }
 
   static bool is_convertible_constant(const ir::Node& n) {
-    if (!passes::is_op(&n, "Constant")) return false;
+    if (!ir::is_op(&n, "Constant")) return false;
     if (const ir::Attribute* a = n.attr("value"); a && a->t) return a->t->type() == DataType::kFloat;
     return n.attr("value_float") || n.attr("value_floats");
   }
@@ -404,7 +405,7 @@ class HalfConverter {
     // node after its first producer went). Nothing proves float16 is safe for it.
     if (!v.producer()) return Precision::kFull;
     const ir::Node& producer = *v.producer();
-    if (passes::is_op(&producer, "Constant") && !blocked_.count(&producer))
+    if (ir::is_op(&producer, "Constant") && !blocked_.count(&producer))
       return is_convertible_constant(producer) ? constant_precision(v) : Precision::kFull;
     if (is_integer_cast(producer) && !blocked_.count(&producer)) return integer_cast_precision(v);
     return slot_precision(producer, true, v.producer_output());
@@ -430,7 +431,7 @@ class HalfConverter {
       if (v->is_initializer()) {
         retype_tensor(*v->initializer(), DataType::kFloat16);
         ++report_.converted_initializers;
-      } else if (v->producer() && passes::is_op(v->producer(), "Constant")) {
+      } else if (v->producer() && ir::is_op(v->producer(), "Constant")) {
         constant_to_half(*v->producer());
         ++report_.converted_initializers;
       }
@@ -478,9 +479,9 @@ class HalfConverter {
         ir::Value* out = n->output(0);
         auto it = target_.find(out);
         if (blocked_.count(n.get()) || it == target_.end() || it->second != Precision::kHalf) continue;
-        if (passes::is_op(n.get(), "Cast")) {
+        if (ir::is_op(n.get(), "Cast")) {
           if (n->attr_int("to", 0) == kFloat) n->set_attr(ir::Attribute::make_int("to", kHalf));
-        } else if (passes::is_op(n.get(), "ConstantOfShape")) {
+        } else if (ir::is_op(n.get(), "ConstantOfShape")) {
           // The default value is a float32 zero; a float16 output needs an explicit one.
           if (ir::Attribute* a = n->attr("value"); a && a->t) retype_tensor(*a->t, DataType::kFloat16);
           else n->set_attr(ir::Attribute::make_tensor("value", half_tensor({1}, {0.0f})));
@@ -591,7 +592,7 @@ bool widen_tensor(ir::Tensor& t) {
 
 /// Cast `to` and `dtype` attributes naming float16/bfloat16 become float32.
 bool widen_dtype_attributes(ir::Node& n) {
-  const char* attr = passes::is_op(&n, "Cast") ? "to" : dtype_op(n) ? "dtype" : nullptr;
+  const char* attr = ir::is_op(&n, "Cast") ? "to" : dtype_op(n) ? "dtype" : nullptr;
   if (!attr) return false;
   const ir::Attribute* a = n.attr(attr);
   if (!a || !is_half_type(static_cast<int32_t>(a->i))) return false;
@@ -605,7 +606,7 @@ int64_t remove_redundant_casts(ir::Graph& g) {
   int64_t removed = 0;
   std::vector<ir::Node*> casts;
   for (const auto& n : g.nodes())
-    if (passes::is_op(n.get(), "Cast")) casts.push_back(n.get());
+    if (ir::is_op(n.get(), "Cast")) casts.push_back(n.get());
   for (ir::Node* n : casts) {
     ir::Value* in = n->input(0);
     const bool to_float = n->attr_int("to", 0) == static_cast<int64_t>(DataType::kFloat);
@@ -635,7 +636,7 @@ PrecisionReport to_fp32(ir::Model& model) {
     for (const auto& t : g->initializers()) report.converted_initializers += widen_tensor(*t);
     for (const auto& n : g->nodes()) {
       widened_any |= widen_dtype_attributes(*n);
-      if (passes::is_op(n.get(), "Constant") || passes::is_op(n.get(), "ConstantOfShape"))
+      if (ir::is_op(n.get(), "Constant") || ir::is_op(n.get(), "ConstantOfShape"))
         if (ir::Attribute* a = n->attr("value"); a && a->t) report.converted_initializers += widen_tensor(*a->t);
     }
   }

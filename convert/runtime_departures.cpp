@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <unordered_set>
 
-#include "passes/rewrite.h"
+#include "ir/graph_util.h"
 
 namespace onnxtool::convert {
 namespace {
@@ -12,7 +12,7 @@ namespace {
 /// Nodes that only move or relabel elements: their output holds the input's values.
 bool is_view(const ir::Node* n) {
   for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity"})
-    if (passes::is_op(n, op)) return true;
+    if (ir::is_op(n, op)) return true;
   return false;
 }
 
@@ -38,8 +38,8 @@ bool is_float32(const ir::Value* v) { return v && v->type.is_tensor() && v->type
 std::vector<const ir::Node*> match_peak_picking(const ir::Graph& graph) {
   std::unordered_set<const ir::Node*> keep;
   for (const auto& n : graph.nodes()) {
-    if (!n || !(passes::is_op(n.get(), "Equal") || passes::is_op(n.get(), "GreaterOrEqual") ||
-                passes::is_op(n.get(), "LessOrEqual")))
+    if (!n || !(ir::is_op(n.get(), "Equal") || ir::is_op(n.get(), "GreaterOrEqual") ||
+                ir::is_op(n.get(), "LessOrEqual")))
       continue;
     for (size_t side = 0; side < 2; ++side) {
       std::vector<const ir::Node*> path;
@@ -47,7 +47,7 @@ std::vector<const ir::Node*> match_peak_picking(const ir::Graph& graph) {
       const ir::Value* maximum = viewed(n->input(1 - side), path);
       if (!is_float32(x) || !maximum || !maximum->producer()) continue;
       const ir::Node* m = maximum->producer();
-      if (!(passes::is_op(m, "MaxPool") || passes::is_op(m, "GlobalMaxPool") || passes::is_op(m, "ReduceMax"))) continue;
+      if (!(ir::is_op(m, "MaxPool") || ir::is_op(m, "GlobalMaxPool") || ir::is_op(m, "ReduceMax"))) continue;
       if (viewed(m->input(0), path) != x) continue;
       keep.insert(n.get());
       keep.insert(m);

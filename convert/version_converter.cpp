@@ -21,7 +21,6 @@
 #include "ir/error.h"
 #include "ir/op_schema.h"
 #include "ir/shape_inference.h"
-#include "passes/rewrite.h"
 
 namespace onnxtool::convert {
 

@@ -1,7 +1,9 @@
 // Typed reading of constant tensors (see constant.h).
 #include "ir/constant.h"
 
+#include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "ir/error.h"
 
@@ -29,6 +31,15 @@ T load(const uint8_t* p) {
   T v;
   std::memcpy(&v, p, sizeof(T));
   return v;
+}
+
+/// A tensor of `type` whose elements are encode(value), element type T.
+template <typename T, class Encode>
+Tensor encoded(std::string name, DataType type, std::vector<int64_t> dims, const std::vector<double>& values,
+               Encode encode) {
+  std::vector<T> elements(values.size());
+  std::transform(values.begin(), values.end(), elements.begin(), encode);
+  return make_tensor(std::move(name), type, std::move(dims), elements.data(), elements.size() * sizeof(T));
 }
 
 }  // namespace
@@ -105,6 +116,26 @@ std::optional<TypedValues> read_values(const Tensor& t, size_t max_elements) {
   if ((v.ints = read_ints(t, max_elements))) return v;
   if ((v.floats = read_floats(t, max_elements))) return v;
   return std::nullopt;
+}
+
+Tensor make_float_tensor(std::string name, DataType type, std::vector<int64_t> dims, const std::vector<double>& values) {
+  const auto count = element_count(dims.data(), dims.size());
+  if (!count || *count != values.size())
+    throw Error(ErrorKind::kInternal, "make_float_tensor: " + std::to_string(values.size()) + " values do not fit dims");
+  switch (type) {
+    case DataType::kFloat:
+      return encoded<float>(std::move(name), type, std::move(dims), values, [](double v) { return static_cast<float>(v); });
+    case DataType::kDouble:
+      return encoded<double>(std::move(name), type, std::move(dims), values, [](double v) { return v; });
+    case DataType::kFloat16:
+      return encoded<uint16_t>(std::move(name), type, std::move(dims), values,
+                               [](double v) { return float_to_half(static_cast<float>(v)); });
+    case DataType::kBFloat16:
+      return encoded<uint16_t>(std::move(name), type, std::move(dims), values,
+                               [](double v) { return float_to_bfloat16(static_cast<float>(v)); });
+    default:
+      throw Error(ErrorKind::kInternal, "make_float_tensor: " + std::string(data_type_name(type)) + " is not a floating-point type");
+  }
 }
 
 }  // namespace onnxtool::ir

@@ -1,11 +1,13 @@
 // Typed reading of constant tensors: integers are read as int64 and floats as double, and never
-// one through the other (INT64_MAX does not survive a trip through double).
+// one through the other (INT64_MAX does not survive a trip through double). And the writing of
+// floating-point ones from doubles.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "ir/tensor.h"
@@ -38,5 +40,13 @@ struct TypedValues {
 /// read_ints or read_floats by the tensor's type; nullopt for other types (strings, float8...).
 std::optional<TypedValues> read_values(const Tensor& tensor,
                                        size_t max_elements = std::numeric_limits<size_t>::max());
+
+/// A float, double, float16 or bfloat16 tensor holding `values` (one per element of `dims`) as
+/// raw_data: read_floats' inverse. float16 and bfloat16 are rounded twice, to float and then to 16
+/// bits (not once, as double_to_half does), the way the runner stores a double
+/// (runner::set_element_from_double): a constant a rewrite computes gets the bits the runner's
+/// kernels would give it. Throws Error(kInternal) for another type or a count that does not match
+/// dims.
+Tensor make_float_tensor(std::string name, DataType type, std::vector<int64_t> dims, const std::vector<double>& values);
 
 }  // namespace onnxtool::ir

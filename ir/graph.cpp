@@ -180,11 +180,27 @@ std::string Node::describe() const {
 
 // ---------------------------------------------------------------- Graph
 
+Graph::Graph(Graph* parent) { set_parent(parent); }
+
 Graph::~Graph() {
+  // Children are orphaned first: those destroyed with our nodes then need not unlink themselves
+  // one by one, and one that outlives us (moved out of its node) does not point at freed memory.
+  for (Graph* child : children_) child->parent_ = nullptr;
+  children_.clear();
   // Nodes of subgraphs may hold uses of our values; they are destroyed with our nodes. Clear
   // the node list first so that no node outlives the values it points to.
   inserted_.clear();
   nodes_.clear();
+  set_parent(nullptr);
+}
+
+void Graph::set_parent(Graph* parent) {
+  if (parent_) {
+    auto& siblings = parent_->children_;
+    siblings.erase(std::remove(siblings.begin(), siblings.end(), this), siblings.end());
+  }
+  parent_ = parent;
+  if (parent_) parent_->children_.push_back(this);
 }
 
 int Graph::depth() const {
@@ -202,6 +218,17 @@ Value* Graph::lookup(std::string_view value_name) const {
   for (const Graph* g = this; g; g = g->parent_)
     if (Value* v = g->find(value_name)) return v;
   return nullptr;
+}
+
+bool Graph::defined_below(std::string_view value_name) const {
+  std::vector<const Graph*> pending(children_.begin(), children_.end());
+  while (!pending.empty()) {
+    const Graph* g = pending.back();
+    pending.pop_back();
+    if (g->find(value_name)) return true;
+    pending.insert(pending.end(), g->children_.begin(), g->children_.end());
+  }
+  return false;
 }
 
 Value* Graph::value(const std::string& value_name) {
@@ -696,11 +723,9 @@ void NameGenerator::collect(Graph& graph) {
 }
 
 std::string NameGenerator::fresh(std::string_view base) {
-  std::string candidate(base);
-  for (size_t k = 1; candidate.empty() || used_.count(candidate); ++k)
-    candidate = std::string(base) + "_" + std::to_string(k);
-  used_.insert(candidate);
-  return candidate;
+  std::string name = fresh_name(base, [this](const std::string& candidate) { return used_.count(candidate) > 0; });
+  used_.insert(name);
+  return name;
 }
 
 int64_t sort_graphs(Model& model) {

@@ -206,7 +206,7 @@ size_t moved_count(const std::vector<size_t>& old_positions);
 /// A graph: GraphProto. Nodes are kept in file order until topological_sort() reorders them.
 class Graph {
  public:
-  explicit Graph(Graph* parent = nullptr) : parent_(parent) {}
+  explicit Graph(Graph* parent = nullptr);
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
   ~Graph();
@@ -223,7 +223,8 @@ class Graph {
   std::string unknown;
 
   Graph* parent() const { return parent_; }
-  void set_parent(Graph* parent) { parent_ = parent; }
+  /// Makes `parent` the enclosing graph (nullptr: none), as for a subgraph of one of its nodes.
+  void set_parent(Graph* parent);
   /// Nesting depth: 0 for a top-level graph.
   int depth() const;
 
@@ -232,6 +233,10 @@ class Graph {
   Value* find(std::string_view value_name) const;
   /// Looks in this graph, then in the enclosing graphs (outer scope).
   Value* lookup(std::string_view value_name) const;
+  /// True when a graph nested in this one, at any depth, has a value of that name: a graph whose
+  /// parent is this one or nested in it (the subgraphs of its nodes, and those of nodes removed
+  /// during a walk until it ends). O(nested graphs), so free for a graph without subgraphs.
+  bool defined_below(std::string_view value_name) const;
   /// The value of that name in scope, or a new undefined value in this graph.
   Value* resolve(const std::string& value_name);
   /// The value of that name in this graph, created (undefined) if missing.
@@ -320,7 +325,11 @@ class Graph {
   bool edited() const { return removed_slots_ || !inserted_.empty(); }
   /// Applies pending insertions and drops removed slots, renumbering every node: one walk.
   void compact() const;
-  Graph* parent_;
+  Graph* parent_ = nullptr;
+  // The graphs whose parent this is (kept by set_parent), so that defined_below needs no scan of
+  // the nodes for subgraphs. A graph destroyed before its children (one moved out of its node)
+  // leaves them without a parent rather than pointing at freed memory.
+  std::vector<Graph*> children_;
   // Node positions are cached in Node::index_, so node_index() (hence every "node #i" label) is
   // O(1), and edits are deferred, so that a pass inserting or removing a node per match stays
   // linear (a vector insert or erase shifts everything after it: quadratic, minutes on a few
@@ -472,13 +481,25 @@ void for_each_tensor(const Model& model, const std::function<void(const Tensor&,
 /// to IR 4. Raised from below IR 4, the main graph's initializers stay constants: no longer listed.
 void fit_initializer_inputs(Model& model, int64_t ir_before);
 
+/// The one scheme of fresh names (NameGenerator::fresh, ir::unique_name): `base` itself when it
+/// is neither empty nor taken, else the first of base_1, base_2, ... that is not taken.
+template <class Taken>
+std::string fresh_name(std::string_view base, Taken taken) {
+  std::string candidate(base);
+  for (size_t k = 1; candidate.empty() || taken(candidate); ++k)
+    candidate = std::string(base) + "_" + std::to_string(k);
+  return candidate;
+}
+
 /// Makes fresh value and node names that collide with no name anywhere in a model (all graphs,
 /// subgraphs and function bodies). Deterministic: the same model and requests give the same names.
+/// For many names at once: it collects the model's names once. One value name in one graph:
+/// ir::unique_name (ir/graph_util.h), which needs no collection.
 class NameGenerator {
  public:
   explicit NameGenerator(Model& model);
   explicit NameGenerator(Graph& root);
-  /// `base` itself if unused, else base_1, base_2, ...; the name is then reserved.
+  /// fresh_name(base) among the names unused so far; the name is then reserved.
   std::string fresh(std::string_view base);
 
  private:

@@ -4,8 +4,8 @@
 #include <set>
 #include <unordered_set>
 
+#include "ir/graph_util.h"
 #include "passes/pass_list.h"
-#include "passes/rewrite.h"
 
 namespace onnxtool::passes {
 
@@ -118,7 +118,7 @@ PassStats eliminate_common_subexpressions(ir::Model& model, const PassContext&) 
     std::vector<ir::Value*> duplicates;
     for (const auto& t : g.initializers()) {
       ir::Value* v = g.find(t->name);
-      if (!v || v->initializer() != t.get() || !constant_of(model, v) || v->is_graph_output()) continue;
+      if (!v || v->initializer() != t.get() || !ir::constant_of(model, v) || v->is_graph_output()) continue;
       const std::string key = tensor_key(*t);
       if (key.empty()) continue;
       auto [it, fresh] = seen_tensors.emplace(key, v);

@@ -3,7 +3,6 @@
 #include <unordered_set>
 
 #include "passes/pass_list.h"
-#include "passes/rewrite.h"
 
 namespace onnxtool::passes {
 

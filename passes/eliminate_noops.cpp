@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "ir/constant.h"
+#include "ir/graph_util.h"
 #include "passes/pass_list.h"
 #include "passes/rewrite.h"
 
@@ -32,7 +33,7 @@ bool same_elem_type(const ir::Value* a, const ir::Value* b) {
 
 /// Constant input i in its own kind (integers as int64, floats as double), or nullopt.
 std::optional<ir::TypedValues> const_input(const ir::Model& m, const ir::Node& n, size_t i) {
-  const ir::Tensor* t = constant_of(m, n.input(i));
+  const ir::Tensor* t = ir::constant_of(m, n.input(i));
   if (!t) return std::nullopt;
   return ir::read_values(*t);
 }
@@ -77,9 +78,9 @@ ir::Value* passthrough(const ir::Model& m, const ir::Node& n) {
     // Starts 0, ends past any dim (INT_MAX or more, as exporters write "to the end"), steps 1:
     // the whole tensor, whatever its shape.
     const bool attrs = m.opset_version("").value_or(0) < 10;
-    const auto starts = ints_input_or_attr(m, n, 1, attrs ? "starts" : "");
-    const auto ends = ints_input_or_attr(m, n, 2, attrs ? "ends" : "");
-    const auto steps = n.input(4) ? ints_input_or_attr(m, n, 4, "") : std::optional<std::vector<int64_t>>(std::vector<int64_t>{});
+    const auto starts = ir::ints_input_or_attr(m, n, 1, attrs ? "starts" : "");
+    const auto ends = ir::ints_input_or_attr(m, n, 2, attrs ? "ends" : "");
+    const auto steps = n.input(4) ? ir::ints_input_or_attr(m, n, 4, "") : std::optional<std::vector<int64_t>>(std::vector<int64_t>{});
     if (starts && ends && steps && std::all_of(starts->begin(), starts->end(), [](int64_t v) { return v == 0; }) &&
         std::all_of(ends->begin(), ends->end(), [](int64_t v) { return v >= 2147483647; }) &&
         std::all_of(steps->begin(), steps->end(), [](int64_t v) { return v == 1; }))
@@ -93,7 +94,7 @@ ir::Value* passthrough(const ir::Model& m, const ir::Node& n) {
     // With positive steps an output as long as the input along every axis can only be the whole
     // input; a negative step of the same length reverses it.
     if (!n.input(4)) return x;
-    const auto steps = constant_ints(m, n.input(4));
+    const auto steps = ir::constant_ints(m, n.input(4));
     return steps && std::all_of(steps->begin(), steps->end(), [](int64_t v) { return v > 0; }) ? x : nullptr;
   }
   if (op == "Transpose") {
@@ -118,7 +119,7 @@ ir::Value* squeeze_pair(const ir::Model& m, const ir::Node& n) {
   const ir::Node* u = mid ? mid->producer() : nullptr;
   if (!u || u->op_type != "Unsqueeze" || !u->domain.empty()) return nullptr;
   auto axes_of = [&](const ir::Node& k) -> std::optional<std::vector<int64_t>> {
-    if (k.input(1)) return constant_ints(m, k.input(1));
+    if (k.input(1)) return ir::constant_ints(m, k.input(1));
     return k.attr_ints("axes");
   };
   const auto a = axes_of(*u), b = axes_of(n);
@@ -133,8 +134,8 @@ bool merge_reshapes(const ir::Model& m, ir::Graph& g, ir::Node& n) {
   if (n.op_type != "Reshape" || !n.domain.empty() || !n.input(1)) return false;
   ir::Value* mid = n.input(0);
   ir::Node* first = mid ? mid->producer() : nullptr;
-  if (!first || first->op_type != "Reshape" || !first->domain.empty() || !has_single_use(mid)) return false;
-  const auto s2 = constant_ints(m, n.input(1));
+  if (!first || first->op_type != "Reshape" || !first->domain.empty() || !ir::has_single_use(mid)) return false;
+  const auto s2 = ir::constant_ints(m, n.input(1));
   if (!s2 || std::any_of(s2->begin(), s2->end(), [](int64_t v) { return v == 0; })) return false;
   n.set_input(0, first->input(0));
   g.remove_node(first);  // its only reader was n; it precedes n, so the caller has passed it
@@ -150,7 +151,7 @@ bool merge_reshapes(const ir::Model& m, ir::Graph& g, ir::Node& n) {
 /// output keeps its name: when it cannot, the node stays.
 PassStats eliminate_noops(ir::Model& model, const PassContext&) {
   PassStats stats;
-  for_each_node(model, [&](ir::Graph& g, ir::Node* n) {
+  ir::for_each_node(model, [&](ir::Graph& g, ir::Node* n) {
     if (merge_reshapes(model, g, *n)) ++stats.removed;
     ir::Value* through = passthrough(model, *n);
     if (!through) through = squeeze_pair(model, *n);

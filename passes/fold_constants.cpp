@@ -7,9 +7,9 @@
 
 #include "ir/diagnostic.h"
 #include "ir/error.h"
+#include "ir/graph_util.h"
 #include "ir/shape_inference.h"
 #include "passes/pass_list.h"
-#include "passes/rewrite.h"
 #include "runner/session.h"
 
 namespace onnxtool::passes {
@@ -69,7 +69,7 @@ std::vector<runner::Tensor> evaluate(const ir::Model& model, const ir::Node& nod
   for (size_t i = 0; i < node.outputs().size(); ++i)
     outs.push_back(node.output(i) && !node.output(i)->name().empty() ? "out" + std::to_string(i) : "");
   ir::Node* n = g.add_node(node.op_type, ins, outs, node.domain, node.name);
-  for (const auto& a : node.attributes) n->set_attr(copy_attribute(a));
+  for (const auto& a : node.attributes) n->set_attr(ir::copy_attribute(a));
   for (size_t i = 0; i < outs.size(); ++i)
     if (!outs[i].empty()) g.add_output(n->output(i), std::nullopt);
   try {
@@ -121,7 +121,7 @@ std::optional<runner::Tensor> fold_shape(const ir::Node& n) {
 /// The dims a Shape node outputs, -1 where unknown; nullopt when the rank is unknown.
 std::optional<std::vector<int64_t>> partial_shape(const ir::Value* v) {
   const ir::Node* s = v ? v->producer() : nullptr;
-  if (!is_op(s, "Shape") || !s->input(0) || !s->input(0)->type.is_tensor() || !s->input(0)->type.shape) return std::nullopt;
+  if (!ir::is_op(s, "Shape") || !s->input(0) || !s->input(0)->type.is_tensor() || !s->input(0)->type.shape) return std::nullopt;
   std::vector<int64_t> dims;
   for (const ir::Dim& d : s->input(0)->type.shape->dims) dims.push_back(d.kind == ir::Dim::Kind::kValue ? d.value : -1);
   const int64_t rank = static_cast<int64_t>(dims.size());
@@ -138,9 +138,9 @@ std::optional<runner::Tensor> fold_shape_pick(const ir::Model& model, const ir::
   const int64_t size = static_cast<int64_t>(dims->size());
   std::vector<int64_t> picked;
   bool scalar = false;
-  if (is_op(&n, "Gather")) {
-    const ir::Tensor* t = constant_of(model, n.input(1));
-    const auto idx = constant_ints(model, n.input(1));
+  if (ir::is_op(&n, "Gather")) {
+    const ir::Tensor* t = ir::constant_of(model, n.input(1));
+    const auto idx = ir::constant_ints(model, n.input(1));
     if (!idx || n.attr_int("axis", 0) != 0) return std::nullopt;
     scalar = t->dims.empty();
     if (t->dims.size() > 1) return std::nullopt;
@@ -149,18 +149,18 @@ std::optional<runner::Tensor> fold_shape_pick(const ir::Model& model, const ir::
       if (i < 0 || i >= size) return std::nullopt;
       picked.push_back((*dims)[static_cast<size_t>(i)]);
     }
-  } else if (is_op(&n, "Slice")) {
+  } else if (ir::is_op(&n, "Slice")) {
     const bool attrs = model.onnx_opset() < 10;  // Slice-1 takes starts/ends/axes as attributes
-    const auto starts = ints_input_or_attr(model, n, 1, attrs ? "starts" : "");
-    const auto ends = ints_input_or_attr(model, n, 2, attrs ? "ends" : "");
+    const auto starts = ir::ints_input_or_attr(model, n, 1, attrs ? "starts" : "");
+    const auto ends = ir::ints_input_or_attr(model, n, 2, attrs ? "ends" : "");
     if (!starts || !ends || starts->size() != 1 || ends->size() != 1) return std::nullopt;
     if (n.input(3) || n.attr("axes")) {
-      const auto axes = ints_input_or_attr(model, n, 3, attrs ? "axes" : "");
+      const auto axes = ir::ints_input_or_attr(model, n, 3, attrs ? "axes" : "");
       if (!axes || axes->size() != 1 || ((*axes)[0] != 0 && (*axes)[0] != -1)) return std::nullopt;
     }
     int64_t step = 1;
     if (n.input(4)) {
-      const auto steps = ints_input_or_attr(model, n, 4, "");
+      const auto steps = ir::ints_input_or_attr(model, n, 4, "");
       if (!steps || steps->size() != 1) return std::nullopt;
       step = (*steps)[0];
     }
@@ -181,7 +181,7 @@ std::optional<runner::Tensor> fold_shape_pick(const ir::Model& model, const ir::
 /// The node producing `v`, looking through Casts between integer types.
 const ir::Node* through_casts(const ir::Value* v, const ir::Value** at) {
   const ir::Node* p = v ? v->producer() : nullptr;
-  while (is_op(p, "Cast") && p->input(0)) {
+  while (ir::is_op(p, "Cast") && p->input(0)) {
     v = p->input(0);
     p = v->producer();
   }
@@ -193,16 +193,16 @@ const ir::Node* through_casts(const ir::Value* v, const ir::Value** at) {
 /// (Gather/Slice, through Casts) => Reshape(x, constant) with 0 ("copy this dim") for the picked
 /// dims. Returns the constant shape, or nullopt.
 std::optional<std::vector<int64_t>> reshape_target(const ir::Model& model, const ir::Node& reshape) {
-  if (!is_op(&reshape, "Reshape") || reshape.attr_int("allowzero", 0) != 0 || !reshape.input(1)) return std::nullopt;
+  if (!ir::is_op(&reshape, "Reshape") || reshape.attr_int("allowzero", 0) != 0 || !reshape.input(1)) return std::nullopt;
   const ir::Value* shape = nullptr;
   const ir::Node* concat = through_casts(reshape.input(1), &shape);
-  if (!is_op(concat, "Concat")) return std::nullopt;
+  if (!ir::is_op(concat, "Concat")) return std::nullopt;
   const ir::Value* x = reshape.input(0);
   std::vector<int64_t> target;
   for (const ir::Value* part : concat->inputs()) {
     if (!part) return std::nullopt;
-    if (constant_of(model, part)) {
-      const auto v = constant_ints(model, part);
+    if (ir::constant_of(model, part)) {
+      const auto v = ir::constant_ints(model, part);
       if (!v) return std::nullopt;
       for (int64_t d : *v) {
         if (d == 0) return std::nullopt;  // a literal 0 would copy a dim; keep the model's meaning simple
@@ -214,15 +214,15 @@ std::optional<std::vector<int64_t>> reshape_target(const ir::Model& model, const
     const ir::Node* pick = through_casts(part, &src);
     const ir::Value* shape_value = nullptr;
     const ir::Node* shape_node = pick && pick->input(0) ? through_casts(pick->input(0), &shape_value) : nullptr;
-    if (!is_op(shape_node, "Shape") || shape_node->input(0) != x || shape_node->attr("start") || shape_node->attr("end"))
+    if (!ir::is_op(shape_node, "Shape") || shape_node->input(0) != x || shape_node->attr("start") || shape_node->attr("end"))
       return std::nullopt;
     std::optional<std::vector<int64_t>> index;
-    if (is_op(pick, "Gather") && pick->attr_int("axis", 0) == 0) {
-      index = ints_input_or_attr(model, *pick, 1, "");
-    } else if (is_op(pick, "Slice")) {
+    if (ir::is_op(pick, "Gather") && pick->attr_int("axis", 0) == 0) {
+      index = ir::ints_input_or_attr(model, *pick, 1, "");
+    } else if (ir::is_op(pick, "Slice")) {
       const bool attrs = model.onnx_opset() < 10;
-      const auto starts = ints_input_or_attr(model, *pick, 1, attrs ? "starts" : "");
-      const auto ends = ints_input_or_attr(model, *pick, 2, attrs ? "ends" : "");
+      const auto starts = ir::ints_input_or_attr(model, *pick, 1, attrs ? "starts" : "");
+      const auto ends = ir::ints_input_or_attr(model, *pick, 2, attrs ? "ends" : "");
       // starts is checked first so that starts + 1 cannot overflow.
       if (pick->input(4) || !starts || !ends || starts->size() != 1 || ends->size() != 1 || (*starts)[0] < 0 ||
           (*starts)[0] == std::numeric_limits<int64_t>::max() || (*ends)[0] != (*starts)[0] + 1)
@@ -234,15 +234,6 @@ std::optional<std::vector<int64_t>> reshape_target(const ir::Model& model, const
   }
   if (std::count(target.begin(), target.end(), -1) > 1) return std::nullopt;
   return target;
-}
-
-/// Whether `name` is taken in `g`, an enclosing graph of it, or a graph nested in it: a name
-/// new there neither shadows nor is shadowed.
-bool name_taken(ir::Graph& g, const std::string& name) {
-  if (g.lookup(name)) return true;
-  bool taken = false;
-  ir::for_each_graph(g, [&](ir::Graph& sub) { taken = taken || sub.find(name) != nullptr; });
-  return taken;
 }
 
 /// The results of folds inside subgraphs that derive from an enclosing graph's tensor, stored as
@@ -263,9 +254,7 @@ class Hoisted {
       }
     if (!key.empty())
       if (const auto it = by_content_.find({&host, key}); it != by_content_.end()) return it->second;
-    std::string name = base + "_hoisted";
-    for (int k = 1; name_taken(host, name); ++k) name = base + "_hoisted_" + std::to_string(k);
-    t.name = name;
+    t.name = ir::unique_name(host, base + "_hoisted");
     ir::Value* v = host.add_initializer(std::move(t));
     if (!key.empty()) by_content_[{&host, key}] = v;
     return v;
@@ -316,7 +305,7 @@ PassStats fold_constants(ir::Model& model, const PassContext& context) {
             inputs.push_back(nullptr);
             continue;
           }
-          const ir::Tensor* t = constant_of(model, v);
+          const ir::Tensor* t = ir::constant_of(model, v);
           if (!t) constant = false;
           inputs.push_back(t);
         }
@@ -335,7 +324,7 @@ PassStats fold_constants(ir::Model& model, const PassContext& context) {
       ir::Graph* host = &g;
       uint64_t largest = 0;
       for (const ir::Value* v : n->inputs()) {
-        const ir::Tensor* t = v ? constant_of(model, v) : nullptr;
+        const ir::Tensor* t = v ? ir::constant_of(model, v) : nullptr;
         const uint64_t bytes = t ? t->data_bytes() : 0;
         if (t && (bytes > largest || (bytes == largest && v->graph() == &g))) {
           largest = bytes;
@@ -366,7 +355,7 @@ PassStats fold_constants(ir::Model& model, const PassContext& context) {
         runner::Tensor t(ir::DataType::kInt64, {static_cast<int64_t>(target->size())});
         std::copy(target->begin(), target->end(), t.mutable_data<int64_t>());
         const std::string base = n->input(1)->name();
-        n->set_input(1, g.add_initializer(runner::to_ir(t, unique_name(g, base + "_folded"))));
+        n->set_input(1, g.add_initializer(runner::to_ir(t, ir::unique_name(g, base + "_folded"))));
         ++stats.folded;
       }
   });

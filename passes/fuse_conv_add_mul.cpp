@@ -1,5 +1,6 @@
 // Pass fuse_conv_add_mul: folds a per-channel constant Mul or Add after a Conv or ConvTranspose into
 // its weights.
+#include "ir/graph_util.h"
 #include "passes/pass_list.h"
 #include "passes/rewrite.h"
 
@@ -12,20 +13,20 @@ namespace onnxtool::passes {
 /// collapses in one run; fuse_conv_batchnorm, which runs first, only sees it right after the Conv).
 PassStats fuse_conv_add_mul(ir::Model& model, const PassContext&) {
   PassStats stats;
-  for_each_node(model, [&](ir::Graph& g, ir::Node* op) {
-    const bool mul = is_op(op, "Mul");
-    if (is_op(op, "BatchNormalization")) {
+  ir::for_each_node(model, [&](ir::Graph& g, ir::Node* op) {
+    const bool mul = ir::is_op(op, "Mul");
+    if (ir::is_op(op, "BatchNormalization")) {
       if (fold_batchnorm_into_producer(model, g, op)) ++stats.fused;
       return;
     }
-    if (!mul && !is_op(op, "Add")) return;
+    if (!mul && !ir::is_op(op, "Add")) return;
     for (size_t side = 0; side < 2; ++side) {
       ir::Value* y = op->input(side);
       ir::Node* conv = y ? y->producer() : nullptr;
       const auto out = conv ? conv_output_channels(model, *conv) : std::nullopt;
-      if (!out || single_consumer(y) != op) continue;
-      const auto c = float_constant(model, op->input(1 - side));
-      const auto w = float_constant(model, conv->input(1));
+      if (!out || ir::single_consumer(y) != op) continue;
+      const auto c = ir::float_constant(model, op->input(1 - side));
+      const auto w = ir::float_constant(model, conv->input(1));
       if (!c || !w || c->type != w->type) continue;
       const auto v = channel_vector(*c, out->weight_rank, 1, out->channels);
       if (!v) continue;

@@ -1,5 +1,6 @@
 // Pass fuse_conv_batchnorm: folds an inference BatchNormalization into the Conv or ConvTranspose
 // before it.
+#include "ir/graph_util.h"
 #include "passes/pass_list.h"
 #include "passes/rewrite.h"
 
@@ -12,7 +13,7 @@ namespace onnxtool::passes {
 /// name; the BatchNormalization's output name survives.
 PassStats fuse_conv_batchnorm(ir::Model& model, const PassContext&) {
   PassStats stats;
-  for_each_node(model, [&](ir::Graph& g, ir::Node* bn) {
+  ir::for_each_node(model, [&](ir::Graph& g, ir::Node* bn) {
     if (fold_batchnorm_into_producer(model, g, bn)) ++stats.fused;
   });
   return stats;

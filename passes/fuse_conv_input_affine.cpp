@@ -2,6 +2,7 @@
 // input into the Conv's weight and bias.
 #include <algorithm>
 
+#include "ir/graph_util.h"
 #include "passes/pass_list.h"
 #include "passes/rewrite.h"
 
@@ -25,11 +26,11 @@ struct InputAffine {
   std::vector<double> per_channel;
 };
 std::optional<InputAffine> input_affine(const ir::Model& m, const ir::Value* x, std::string_view op,
-                                        const FloatConstant& w, int64_t channels) {
+                                        const ir::FloatConstant& w, int64_t channels) {
   ir::Node* n = x ? x->producer() : nullptr;
-  if (!is_op(n, op) || n->inputs().size() != 2 || !has_single_use(x)) return std::nullopt;
+  if (!ir::is_op(n, op) || n->inputs().size() != 2 || !ir::has_single_use(x)) return std::nullopt;
   for (size_t side = 0; side < 2; ++side) {
-    const auto c = float_constant(m, n->input(1 - side));
+    const auto c = ir::float_constant(m, n->input(1 - side));
     if (!c || c->type != w.type || !n->input(side)) continue;
     // The data side must already have the Conv input's rank and channels: the constant must not
     // broadcast it (removing the node would change what the Conv reads).
@@ -54,9 +55,9 @@ std::optional<InputAffine> input_affine(const ir::Model& m, const ir::Value* x, 
 /// offsets the Conv's input far from zero and costs float16 and int8 their precision.
 PassStats fuse_conv_input_affine(ir::Model& model, const PassContext&) {
   PassStats stats;
-  for_each_node(model, [&](ir::Graph& g, ir::Node* conv) {
-    if (!is_op(conv, "Conv") || conv->inputs().size() < 2) return;
-    const auto w0 = float_constant(model, conv->input(1));
+  ir::for_each_node(model, [&](ir::Graph& g, ir::Node* conv) {
+    if (!ir::is_op(conv, "Conv") || conv->inputs().size() < 2) return;
+    const auto w0 = ir::float_constant(model, conv->input(1));
     // An empty weight has nothing to fold into, and its other dims may be any size at all
     // (channel vectors of that size were allocated).
     if (!w0 || w0->dims.size() < 3 || w0->values.empty()) return;
@@ -65,7 +66,7 @@ PassStats fuse_conv_input_affine(ir::Model& model, const PassContext&) {
     if (group < 1 || cout % group != 0) return;
     const int64_t channels = cin_g * group;
     if (conv->input(2)) {  // a bias, when there is one, must be a constant the folds can rewrite
-      const auto b = float_constant(model, conv->input(2));
+      const auto b = ir::float_constant(model, conv->input(2));
       if (!b || b->type != w0->type || b->values.size() != static_cast<size_t>(cout)) return;
     }
     int64_t inner = 1;  // kernel elements per (o, c')
@@ -78,11 +79,11 @@ PassStats fuse_conv_input_affine(ir::Model& model, const PassContext&) {
     const std::string base = conv->name.empty() ? "Conv" : conv->name;
     // Each fold replaces the Conv's weight or bias; the next round reads the new ones.
     for (;;) {
-      const auto w = float_constant(model, conv->input(1));
+      const auto w = ir::float_constant(model, conv->input(1));
       if (auto mul = input_affine(model, conv->input(0), "Mul", *w, channels)) {
         std::vector<double> weights = w->values;
         for (size_t i = 0; i < weights.size(); ++i) weights[i] *= mul->per_channel[in_channel(i)];
-        conv->set_input(1, add_constant(g, base + "_weight_fused", w->type, w->dims, weights));
+        conv->set_input(1, ir::add_constant(g, base + "_weight_fused", w->type, w->dims, weights));
         conv->set_input(0, mul->data);
         g.remove_node(mul->node);
         ++stats.fused;
@@ -91,11 +92,11 @@ PassStats fuse_conv_input_affine(ir::Model& model, const PassContext&) {
       auto add = input_affine(model, conv->input(0), "Add", *w, channels);
       if (!add || !unpadded(*conv)) break;
       std::vector<double> bias(static_cast<size_t>(cout), 0.0);
-      if (conv->input(2)) bias = float_constant(model, conv->input(2))->values;
+      if (conv->input(2)) bias = ir::float_constant(model, conv->input(2))->values;
       for (size_t i = 0; i < w->values.size(); ++i)
         bias[static_cast<size_t>(static_cast<int64_t>(i) / (cin_g * inner))] += w->values[i] * add->per_channel[in_channel(i)];
       while (conv->inputs().size() < 3) conv->append_input(nullptr);
-      conv->set_input(2, add_constant(g, base + "_bias_fused", w->type, {cout}, bias));
+      conv->set_input(2, ir::add_constant(g, base + "_bias_fused", w->type, {cout}, bias));
       conv->set_input(0, add->data);
       g.remove_node(add->node);
       ++stats.fused;

@@ -1,6 +1,7 @@
 // Pass fuse_gelu: the decomposed erf form of GELU becomes Gelu (opset 20 and later).
 #include <cmath>
 
+#include "ir/graph_util.h"
 #include "passes/pass_list.h"
 #include "passes/rewrite.h"
 
@@ -13,35 +14,36 @@ namespace onnxtool::passes {
 PassStats fuse_gelu(ir::Model& model, const PassContext&) {
   PassStats stats;
   if (model.onnx_opset() < 20) return stats;
-  for_each_node(model, [&](ir::Graph& g, ir::Node* erf) {
-    if (!is_op(erf, "Erf")) return;
+  ir::for_each_node(model, [&](ir::Graph& g, ir::Node* erf) {
+    if (!ir::is_op(erf, "Erf")) return;
     ir::Node* pre = erf->input(0) ? erf->input(0)->producer() : nullptr;
-    if (!pre || single_consumer(pre->output(0)) != erf) return;
+    if (!pre || ir::single_consumer(pre->output(0)) != erf) return;
     ir::Value* x = pre->input(0);
-    const bool scaled = (is_op(pre, "Div") && near_value(scalar_constant(model, pre->input(1)), std::sqrt(2.0))) ||
-                        (is_op(pre, "Mul") && near_value(scalar_constant(model, pre->input(1)), std::sqrt(0.5)));
+    const bool scaled = (ir::is_op(pre, "Div") && near_value(ir::scalar_constant(model, pre->input(1)), std::sqrt(2.0))) ||
+                        (ir::is_op(pre, "Mul") && near_value(ir::scalar_constant(model, pre->input(1)), std::sqrt(0.5)));
     if (!scaled || !x) return;
-    ir::Node* add = single_consumer(erf->output(0));
-    if (!is_op(add, "Add") || !near_value(scalar_constant(model, other_input(*add, erf->output(0))), 1.0)) return;
-    ir::Node* m1 = single_consumer(add->output(0));
-    if (!is_op(m1, "Mul")) return;
-    ir::Value* o1 = other_input(*m1, add->output(0));
+    ir::Node* add = ir::single_consumer(erf->output(0));
+    if (!ir::is_op(add, "Add") || !near_value(ir::scalar_constant(model, ir::other_input(*add, erf->output(0))), 1.0)) return;
+    ir::Node* m1 = ir::single_consumer(add->output(0));
+    if (!ir::is_op(m1, "Mul")) return;
+    ir::Value* o1 = ir::other_input(*m1, add->output(0));
     std::vector<ir::Node*> chain{pre, erf, add, m1};
     ir::Node* last = nullptr;
     if (o1 == x) {  // (x * (1 + erf)) * 0.5
-      ir::Node* m2 = single_consumer(m1->output(0));
-      if (is_op(m2, "Mul") && near_value(scalar_constant(model, other_input(*m2, m1->output(0))), 0.5)) last = m2;
-    } else if (near_value(scalar_constant(model, o1), 0.5)) {  // ((1 + erf) * 0.5) * x
-      ir::Node* m2 = single_consumer(m1->output(0));
-      if (is_op(m2, "Mul") && other_input(*m2, m1->output(0)) == x) last = m2;
+      ir::Node* m2 = ir::single_consumer(m1->output(0));
+      if (ir::is_op(m2, "Mul") && near_value(ir::scalar_constant(model, ir::other_input(*m2, m1->output(0))), 0.5)) last = m2;
+    } else if (near_value(ir::scalar_constant(model, o1), 0.5)) {  // ((1 + erf) * 0.5) * x
+      ir::Node* m2 = ir::single_consumer(m1->output(0));
+      if (ir::is_op(m2, "Mul") && ir::other_input(*m2, m1->output(0)) == x) last = m2;
     } else if (ir::Node* h = o1 ? o1->producer() : nullptr;
-               is_op(h, "Mul") && single_consumer(o1) == m1 && other_input(*h, x) && near_value(scalar_constant(model, other_input(*h, x)), 0.5)) {
+               ir::is_op(h, "Mul") && ir::single_consumer(o1) == m1 && ir::other_input(*h, x) &&
+               near_value(ir::scalar_constant(model, ir::other_input(*h, x)), 0.5)) {
       chain.insert(chain.begin(), h);  // (x * 0.5) * (1 + erf)
       last = m1;
     }
     if (!last) return;
     if (last != m1) chain.push_back(last);
-    ir::Node* gelu = g.add_node("Gelu", {x}, {unique_name(g, last->output(0)->name() + "_gelu")}, "", erf->name, last);
+    ir::Node* gelu = g.add_node("Gelu", {x}, {ir::unique_name(g, last->output(0)->name() + "_gelu")}, "", erf->name, last);
     if (replace_chain(g, chain, gelu)) ++stats.fused;
   });
   return stats;

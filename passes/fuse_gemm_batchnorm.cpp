@@ -1,4 +1,5 @@
 // Pass fuse_gemm_batchnorm: folds an inference BatchNormalization into the Gemm before it.
+#include "ir/graph_util.h"
 #include "passes/pass_list.h"
 #include "passes/rewrite.h"
 
@@ -9,11 +10,11 @@ namespace onnxtool::passes {
 /// present (an absent C is created with beta set to 1).
 PassStats fuse_gemm_batchnorm(ir::Model& model, const PassContext&) {
   PassStats stats;
-  for_each_node(model, [&](ir::Graph& g, ir::Node* bn) {
-    if (!is_op(bn, "BatchNormalization")) return;
+  ir::for_each_node(model, [&](ir::Graph& g, ir::Node* bn) {
+    if (!ir::is_op(bn, "BatchNormalization")) return;
     ir::Value* y = bn->input(0);
     ir::Node* gemm = y ? y->producer() : nullptr;
-    if (!is_op(gemm, "Gemm") || single_consumer(y) != bn) return;
+    if (!ir::is_op(gemm, "Gemm") || ir::single_consumer(y) != bn) return;
     if (gemm->input(2) && gemm->attr_float("beta", 1.0f) != 1.0f) return;
     if (model.onnx_opset() < 7) return;  // Gemm-6 needs the broadcast attribute for a [N] C
     const auto affine = batchnorm_affine(model, *bn);

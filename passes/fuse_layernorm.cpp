@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ir/graph_util.h"
 #include "passes/pass_list.h"
 #include "passes/rewrite.h"
 
@@ -14,7 +15,7 @@ namespace {
 /// input: returns the first axis, or -1.
 int64_t trailing_axis(const ir::Model& m, const ir::Node& r, int64_t rank) {
   if (r.attr_int("keepdims", 1) != 1) return -1;
-  const auto axes = ints_input_or_attr(m, r, 1, "axes");
+  const auto axes = ir::ints_input_or_attr(m, r, 1, "axes");
   if (!axes || axes->empty()) return -1;
   std::vector<int64_t> a;
   for (int64_t x : *axes) a.push_back(x < 0 ? x + rank : x);
@@ -34,8 +35,8 @@ int64_t trailing_axis(const ir::Model& m, const ir::Node& r, int64_t rank) {
 PassStats fuse_layernorm(ir::Model& model, const PassContext&) {
   PassStats stats;
   if (model.onnx_opset() < 17) return stats;
-  for_each_node(model, [&](ir::Graph& g, ir::Node* r1) {
-    if (!is_op(r1, "ReduceMean")) return;
+  ir::for_each_node(model, [&](ir::Graph& g, ir::Node* r1) {
+    if (!ir::is_op(r1, "ReduceMean")) return;
     ir::Value* x = r1->input(0);
     if (!x || !x->type.is_tensor() || !x->type.shape) return;
     const auto& xdims = x->type.shape->dims;
@@ -52,7 +53,7 @@ PassStats fuse_layernorm(ir::Model& model, const PassContext&) {
       if (xdims[static_cast<size_t>(i)].kind == ir::Dim::Kind::kValue) norm_shape.push_back(xdims[static_cast<size_t>(i)].value);
     if (norm_shape.size() != static_cast<size_t>(rank - axis)) return;  // normalized dims must be known
     auto fits = [&](const ir::Value* v) {
-      const auto c = float_constant(model, v);
+      const auto c = ir::float_constant(model, v);
       if (!c || c->type != x->type.data_type()) return false;
       std::vector<int64_t> dims = c->dims;
       while (!dims.empty() && dims.front() == 1 && dims.size() > norm_shape.size()) dims.erase(dims.begin());
@@ -62,14 +63,14 @@ PassStats fuse_layernorm(ir::Model& model, const PassContext&) {
     ir::Node* last = div;
     ir::Value* gamma = nullptr;
     ir::Value* beta = nullptr;
-    if (ir::Node* mul = single_consumer(div->output(0)); is_op(mul, "Mul")) {
-      ir::Value* gv = other_input(*mul, div->output(0));
+    if (ir::Node* mul = ir::single_consumer(div->output(0)); ir::is_op(mul, "Mul")) {
+      ir::Value* gv = ir::other_input(*mul, div->output(0));
       if (gv && fits(gv)) {
         gamma = gv;
         chain.push_back(mul);
         last = mul;
-        if (ir::Node* add = single_consumer(mul->output(0)); is_op(add, "Add")) {
-          ir::Value* bv = other_input(*add, mul->output(0));
+        if (ir::Node* add = ir::single_consumer(mul->output(0)); ir::is_op(add, "Add")) {
+          ir::Value* bv = ir::other_input(*add, mul->output(0));
           if (bv && fits(bv)) {
             beta = bv;
             chain.push_back(add);
@@ -87,17 +88,17 @@ PassStats fuse_layernorm(ir::Model& model, const PassContext&) {
       int64_t n = 1;
       for (int64_t s : norm_shape) n *= s;
       if (v) {
-        const auto c = float_constant(model, v);
+        const auto c = ir::float_constant(model, v);
         if (c->dims == norm_shape) return v;
-        return add_constant(g, base + "_reshaped", type, norm_shape, c->values);
+        return ir::add_constant(g, base + "_reshaped", type, norm_shape, c->values);
       }
-      return add_constant(g, base + (fill == 1 ? "_scale" : "_bias"), type, norm_shape, std::vector<double>(static_cast<size_t>(n), fill));
+      return ir::add_constant(g, base + (fill == 1 ? "_scale" : "_bias"), type, norm_shape, std::vector<double>(static_cast<size_t>(n), fill));
     };
     ir::Value* scale = flat(gamma, 1);
     ir::Value* bias = beta ? flat(beta, 0) : nullptr;
     std::vector<ir::Value*> ins{x, scale};
     if (bias) ins.push_back(bias);
-    ir::Node* ln = g.add_node("LayerNormalization", ins, {unique_name(g, last->output(0)->name() + "_ln")}, "",
+    ir::Node* ln = g.add_node("LayerNormalization", ins, {ir::unique_name(g, last->output(0)->name() + "_ln")}, "",
                               r1->name, last);
     ln->set_attr(ir::Attribute::make_int("axis", axis));
     ln->set_attr(ir::Attribute::make_float("epsilon", static_cast<float>(norm->eps)));

@@ -1,4 +1,5 @@
 // Pass fuse_matmul_add: MatMul followed by Add of a bias becomes one Gemm.
+#include "ir/graph_util.h"
 #include "passes/pass_list.h"
 #include "passes/rewrite.h"
 
@@ -26,13 +27,13 @@ bool has_rank(const ir::Value* v, size_t rank) {
 PassStats fuse_matmul_add(ir::Model& model, const PassContext&) {
   PassStats stats;
   if (model.onnx_opset() < 7) return stats;
-  for_each_node(model, [&](ir::Graph& g, ir::Node* add) {
-    if (!is_op(add, "Add")) return;
+  ir::for_each_node(model, [&](ir::Graph& g, ir::Node* add) {
+    if (!ir::is_op(add, "Add")) return;
     for (size_t side = 0; side < 2; ++side) {
       ir::Value* y = add->input(side);
       ir::Node* mm = y ? y->producer() : nullptr;
       ir::Value* c = add->input(1 - side);
-      if (!is_op(mm, "MatMul") || single_consumer(y) != add || !c) continue;
+      if (!ir::is_op(mm, "MatMul") || ir::single_consumer(y) != add || !c) continue;
       ir::Value* a = mm->input(0);
       ir::Value* b = mm->input(1);
       if (!has_rank(a, 2) || !has_rank(b, 2) || !is_gemm_type(a) || !has_rank(y, 2)) continue;
@@ -48,7 +49,7 @@ PassStats fuse_matmul_add(ir::Model& model, const PassContext&) {
         else if (d.value != 1 && !(o.kind == ir::Dim::Kind::kValue && o.value == d.value)) ok = false;
       }
       if (!ok) continue;
-      const std::string out = unique_name(g, y->name() + "_gemm");
+      const std::string out = ir::unique_name(g, y->name() + "_gemm");
       ir::Node* gemm = g.add_node("Gemm", {a, b, c}, {out}, "", mm->name, add);
       gemm->output(0)->type = add->output(0)->type;
       if (!bypass_node(g, add, gemm->output(0))) {

@@ -1,8 +1,8 @@
 // Pass fuse_pad_conv: a zero constant Pad of the spatial dims before Conv or AveragePool
 // becomes the consumer's own pads.
 #include "ir/constant.h"
+#include "ir/graph_util.h"
 #include "passes/pass_list.h"
-#include "passes/rewrite.h"
 
 namespace onnxtool::passes {
 
@@ -12,22 +12,22 @@ namespace onnxtool::passes {
 /// is NOTSET. (MaxPool is left alone: its padding is -inf, not zero.)
 PassStats fuse_pad_conv(ir::Model& model, const PassContext&) {
   PassStats stats;
-  for_each_node(model, [&](ir::Graph& g, ir::Node* consumer) {
-    const bool conv = is_op(consumer, "Conv");
-    if (!conv && !(is_op(consumer, "AveragePool") && consumer->attr_int("count_include_pad", 0) == 1)) return;
+  ir::for_each_node(model, [&](ir::Graph& g, ir::Node* consumer) {
+    const bool conv = ir::is_op(consumer, "Conv");
+    if (!conv && !(ir::is_op(consumer, "AveragePool") && consumer->attr_int("count_include_pad", 0) == 1)) return;
     if (consumer->attr_string("auto_pad", "NOTSET") != "NOTSET") return;
     ir::Value* padded = consumer->input(0);
     ir::Node* pad = padded ? padded->producer() : nullptr;
-    if (!is_op(pad, "Pad") || single_consumer(padded) != consumer) return;
+    if (!ir::is_op(pad, "Pad") || ir::single_consumer(padded) != consumer) return;
     if (pad->attr_string("mode", "constant") != "constant" || pad->input(3)) return;
     if (pad->input(2)) {
-      const ir::Tensor* t = constant_of(model, pad->input(2));
+      const ir::Tensor* t = ir::constant_of(model, pad->input(2));
       const auto values = t ? ir::read_values(*t) : std::nullopt;
       if (!values || values->size() != 1 || !values->all_equal(0)) return;
     } else if (pad->attr_float("value", 0.0f) != 0.0f) {
       return;
     }
-    const auto pads = ints_input_or_attr(model, *pad, 1, model.onnx_opset() >= 11 ? "" : "pads");
+    const auto pads = ir::ints_input_or_attr(model, *pad, 1, model.onnx_opset() >= 11 ? "" : "pads");
     if (!pads || pads->size() % 2 || pads->size() < 6) return;
     const size_t rank = pads->size() / 2, spatial = rank - 2;
     bool ok = (*pads)[0] == 0 && (*pads)[1] == 0 && (*pads)[rank] == 0 && (*pads)[rank + 1] == 0;

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "ir/graph_util.h"
 #include "passes/pass_list.h"
-#include "passes/rewrite.h"
 
 namespace onnxtool::passes {
 
@@ -17,8 +17,8 @@ struct Bounds {
 
 /// The clamp range of a Relu or Clip (attribute bounds before opset 11, constant inputs after).
 std::optional<Bounds> bounds_of(const ir::Model& m, const ir::Node& n) {
-  if (is_op(&n, "Relu")) return Bounds{0, kInf};
-  if (!is_op(&n, "Clip")) return std::nullopt;
+  if (ir::is_op(&n, "Relu")) return Bounds{0, kInf};
+  if (!ir::is_op(&n, "Clip")) return std::nullopt;
   Bounds b;
   if (m.onnx_opset() < 11) {
     b.lo = n.attr_float("min", -std::numeric_limits<float>::max());
@@ -27,7 +27,7 @@ std::optional<Bounds> bounds_of(const ir::Model& m, const ir::Node& n) {
   }
   for (size_t i = 1; i < 3; ++i) {
     if (!n.input(i)) continue;
-    const auto c = float_constant(m, n.input(i));
+    const auto c = ir::float_constant(m, n.input(i));
     if (!c || c->values.size() != 1) return std::nullopt;
     (i == 1 ? b.lo : b.hi) = c->values[0];
   }
@@ -41,15 +41,15 @@ std::optional<Bounds> bounds_of(const ir::Model& m, const ir::Node& n) {
 /// name and output; Clip-11+ bounds become new initializers of the input's type.
 PassStats fuse_relu_clip(ir::Model& model, const PassContext&) {
   PassStats stats;
-  for_each_node(model, [&](ir::Graph& g, ir::Node* second) {
+  ir::for_each_node(model, [&](ir::Graph& g, ir::Node* second) {
     const auto b2 = bounds_of(model, *second);
     if (!b2) return;
     ir::Value* mid = second->input(0);
     ir::Node* first = mid ? mid->producer() : nullptr;
     const auto b1 = first ? bounds_of(model, *first) : std::nullopt;
-    if (!b1 || single_consumer(mid) != second) return;
+    if (!b1 || ir::single_consumer(mid) != second) return;
     const Bounds b{std::max(b1->lo, b2->lo), std::min(b1->hi, b2->hi)};
-    if (is_op(second, "Clip")) {
+    if (ir::is_op(second, "Clip")) {
       if (model.onnx_opset() < 11) {
         second->set_attr(ir::Attribute::make_float("min", static_cast<float>(b.lo)));
         second->set_attr(ir::Attribute::make_float("max", static_cast<float>(b.hi)));
@@ -60,10 +60,10 @@ PassStats fuse_relu_clip(ir::Model& model, const PassContext&) {
         if (t != ir::DataType::kFloat && t != ir::DataType::kDouble && t != ir::DataType::kFloat16) return;
         const std::string base = second->name.empty() ? "clip" : second->name;
         while (second->inputs().size() < 3) second->append_input(nullptr);
-        if (b.lo > -kInf) second->set_input(1, add_constant(g, base + "_min", t, {}, {b.lo}));
-        if (b.hi < kInf) second->set_input(2, add_constant(g, base + "_max", t, {}, {b.hi}));
+        if (b.lo > -kInf) second->set_input(1, ir::add_constant(g, base + "_min", t, {}, {b.lo}));
+        if (b.hi < kInf) second->set_input(2, ir::add_constant(g, base + "_max", t, {}, {b.hi}));
       }
-    } else if (!is_op(first, "Relu")) {
+    } else if (!ir::is_op(first, "Relu")) {
       return;  // Clip -> Relu: the merged range needs a Clip; left for a Clip-first rewrite
     }
     second->set_input(0, first->input(0));

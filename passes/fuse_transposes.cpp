@@ -1,4 +1,5 @@
 // Pass fuse_transposes: two consecutive Transposes become one (or none).
+#include "ir/graph_util.h"
 #include "passes/pass_list.h"
 #include "passes/rewrite.h"
 
@@ -9,11 +10,11 @@ namespace onnxtool::passes {
 /// (a missing perm reverses the dims and needs the rank, which the perm of the other supplies).
 PassStats fuse_transposes(ir::Model& model, const PassContext&) {
   PassStats stats;
-  for_each_node(model, [&](ir::Graph& g, ir::Node* second) {
-    if (!is_op(second, "Transpose")) return;
+  ir::for_each_node(model, [&](ir::Graph& g, ir::Node* second) {
+    if (!ir::is_op(second, "Transpose")) return;
     ir::Value* mid = second->input(0);
     ir::Node* first = mid ? mid->producer() : nullptr;
-    if (!is_op(first, "Transpose") || single_consumer(mid) != second) return;
+    if (!ir::is_op(first, "Transpose") || ir::single_consumer(mid) != second) return;
     const auto p1 = first->attr_ints("perm");
     const auto p2 = second->attr_ints("perm");
     if (p1.empty() || p1.size() != p2.size()) return;

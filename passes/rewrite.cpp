@@ -1,22 +1,12 @@
-// Shared helpers of the passes.
+// Shared rewrites of the passes.
 #include "passes/rewrite.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "ir/constant.h"
-#include "ir/error.h"
-#include "runner/session.h"
+#include "ir/graph_util.h"
 
 namespace onnxtool::passes {
-
-const ir::Tensor* constant_of(const ir::Model& model, const ir::Value* value) {
-  if (!value || !value->is_initializer()) return nullptr;
-  // From IR version 4 on, an initializer that is also a graph input is a default the caller may
-  // override, so it is not a constant.
-  if (value->is_graph_input() && model.ir_version >= 4) return nullptr;
-  return value->initializer();
-}
 
 bool replace_chain(ir::Graph& graph, const std::vector<ir::Node*>& chain, ir::Node* fused) {
   ir::Node* last = chain.back();
@@ -27,10 +17,6 @@ bool replace_chain(ir::Graph& graph, const std::vector<ir::Node*>& chain, ir::No
   }
   for (auto it = chain.rbegin() + 1; it != chain.rend(); ++it) graph.remove_node(*it);
   return true;
-}
-
-bool has_single_use(const ir::Value* value) {
-  return value && !value->is_graph_output() && value->uses().size() == 1;
 }
 
 bool bypass_node(ir::Graph& graph, ir::Node* node, ir::Value* replacement) {
@@ -76,94 +62,44 @@ bool fold_node_into(ir::Graph& graph, ir::Node* node, ir::Value* replacement) {
   return true;
 }
 
-std::optional<std::vector<int64_t>> constant_ints(const ir::Model& model, const ir::Value* value) {
-  const ir::Tensor* t = constant_of(model, value);
-  return t ? ir::read_ints(*t) : std::nullopt;
-}
-
-std::optional<FloatConstant> float_constant(const ir::Model& model, const ir::Value* value) {
-  const ir::Tensor* t = constant_of(model, value);
-  if (!t) return std::nullopt;
-  auto values = ir::read_floats(*t);
-  if (!values) return std::nullopt;
-  return FloatConstant{t->type(), t->dims, std::move(*values)};
-}
-
-ir::Value* add_constant(ir::Graph& graph, const std::string& base, ir::DataType type, std::vector<int64_t> dims,
-                        const std::vector<double>& values) {
-  if (type != ir::DataType::kFloat && type != ir::DataType::kDouble && type != ir::DataType::kFloat16 &&
-      type != ir::DataType::kBFloat16)
-    throw Error(ErrorKind::kInternal, "add_constant: not a floating-point type (integers: add_int64_constant)");
-  runner::Tensor t(type, std::move(dims));
-  for (int64_t i = 0; i < t.size(); ++i) runner::set_element_from_double(t, i, values[static_cast<size_t>(i)]);
-  return graph.add_initializer(runner::to_ir(t, unique_name(graph, base)));
-}
-
-ir::Value* add_int64_constant(ir::Graph& graph, const std::string& base, std::vector<int64_t> dims,
-                              const std::vector<int64_t>& values) {
-  return graph.add_initializer(ir::make_tensor(unique_name(graph, base), ir::DataType::kInt64, std::move(dims),
-                                               values.data(), values.size() * sizeof(int64_t)));
-}
-
-ir::Node* single_consumer(const ir::Value* value) {
-  return has_single_use(value) ? value->uses().front().node : nullptr;
-}
-
-bool is_op(const ir::Node* node, std::string_view op_type) {
-  return node && node->op_type == op_type && (node->domain.empty() || node->domain == "ai.onnx");
-}
-
-std::optional<double> scalar_constant(const ir::Model& model, const ir::Value* value) {
-  const auto c = float_constant(model, value);
-  if (!c || c->values.size() != 1) return std::nullopt;
-  return c->values[0];
-}
-
 bool near_value(std::optional<double> value, double want) {
   return value && std::fabs(*value - want) <= (want == 0 ? 1e-6 : 1e-4 * std::fabs(want));
-}
-
-ir::Value* other_input(const ir::Node& node, const ir::Value* known) {
-  if (node.inputs().size() != 2) return nullptr;
-  if (node.input(0) == known) return node.input(1);
-  if (node.input(1) == known) return node.input(0);
-  return nullptr;
 }
 
 std::optional<DecomposedNorm> match_decomposed_norm(const ir::Model& model, ir::Node* mean) {
   DecomposedNorm n;
   n.mean = mean;
-  if (!is_op(mean, "ReduceMean") || !mean->input(0)) return std::nullopt;
+  if (!ir::is_op(mean, "ReduceMean") || !mean->input(0)) return std::nullopt;
   const ir::Value* x = mean->input(0);
-  n.sub = single_consumer(mean->output(0));
-  if (!is_op(n.sub, "Sub") || n.sub->input(0) != x || n.sub->input(1) != mean->output(0)) return std::nullopt;
+  n.sub = ir::single_consumer(mean->output(0));
+  if (!ir::is_op(n.sub, "Sub") || n.sub->input(0) != x || n.sub->input(1) != mean->output(0)) return std::nullopt;
   const ir::Value* d = n.sub->output(0);
   if (d->is_graph_output() || d->uses().size() != 2) return std::nullopt;
   for (const auto& u : d->uses()) {
     ir::Node* reader = u.node;
-    if (is_op(reader, "Div") && reader->input(0) == d) n.div = reader;
-    else if (is_op(reader, "Pow") && reader->input(0) == d && scalar_constant(model, reader->input(1)) == 2.0) n.square = reader;
-    else if (is_op(reader, "Mul") && reader->input(0) == d && reader->input(1) == d) n.square = reader;
+    if (ir::is_op(reader, "Div") && reader->input(0) == d) n.div = reader;
+    else if (ir::is_op(reader, "Pow") && reader->input(0) == d && ir::scalar_constant(model, reader->input(1)) == 2.0) n.square = reader;
+    else if (ir::is_op(reader, "Mul") && reader->input(0) == d && reader->input(1) == d) n.square = reader;
   }
   if (!n.square || !n.div) return std::nullopt;
-  n.variance = single_consumer(n.square->output(0));
-  if (!is_op(n.variance, "ReduceMean")) return std::nullopt;
-  n.add_eps = single_consumer(n.variance->output(0));
-  if (!is_op(n.add_eps, "Add")) return std::nullopt;
-  const auto eps = scalar_constant(model, other_input(*n.add_eps, n.variance->output(0)));
+  n.variance = ir::single_consumer(n.square->output(0));
+  if (!ir::is_op(n.variance, "ReduceMean")) return std::nullopt;
+  n.add_eps = ir::single_consumer(n.variance->output(0));
+  if (!ir::is_op(n.add_eps, "Add")) return std::nullopt;
+  const auto eps = ir::scalar_constant(model, ir::other_input(*n.add_eps, n.variance->output(0)));
   if (!eps) return std::nullopt;
   n.eps = *eps;
-  n.sqrt = single_consumer(n.add_eps->output(0));
-  if (!is_op(n.sqrt, "Sqrt") || single_consumer(n.sqrt->output(0)) != n.div || n.div->input(1) != n.sqrt->output(0))
+  n.sqrt = ir::single_consumer(n.add_eps->output(0));
+  if (!ir::is_op(n.sqrt, "Sqrt") || ir::single_consumer(n.sqrt->output(0)) != n.div || n.div->input(1) != n.sqrt->output(0))
     return std::nullopt;
   return n;
 }
 
 std::optional<OutputChannels> conv_output_channels(const ir::Model& model, const ir::Node& node) {
-  const bool transposed = is_op(&node, "ConvTranspose");
-  if (!transposed && !is_op(&node, "Conv")) return std::nullopt;
+  const bool transposed = ir::is_op(&node, "ConvTranspose");
+  if (!transposed && !ir::is_op(&node, "Conv")) return std::nullopt;
   if (transposed && node.attr_int("group", 1) != 1) return std::nullopt;
-  const auto w = float_constant(model, node.input(1));
+  const auto w = ir::float_constant(model, node.input(1));
   const size_t axis = transposed ? 1 : 0;
   // An empty weight has nothing to fold into, and its other dims may be any size at all.
   if (!w || w->dims.size() <= axis || w->values.empty()) return std::nullopt;
@@ -171,11 +107,11 @@ std::optional<OutputChannels> conv_output_channels(const ir::Model& model, const
 }
 
 bool fold_batchnorm_into_producer(const ir::Model& model, ir::Graph& graph, ir::Node* bn) {
-  if (!is_op(bn, "BatchNormalization")) return false;
+  if (!ir::is_op(bn, "BatchNormalization")) return false;
   ir::Value* x = bn->input(0);
   ir::Node* conv = x ? x->producer() : nullptr;
   const auto out = conv ? conv_output_channels(model, *conv) : std::nullopt;
-  if (!out || single_consumer(x) != bn) return false;
+  if (!out || ir::single_consumer(x) != bn) return false;
   const auto affine = batchnorm_affine(model, *bn);
   return affine && fold_channel_affine(model, graph, *conv, 1, out->weight_axis, 2, affine->scale, affine->shift) &&
          fold_node_into(graph, bn, x);
@@ -184,13 +120,13 @@ bool fold_batchnorm_into_producer(const ir::Model& model, ir::Graph& graph, ir::
 bool fold_channel_affine(const ir::Model& model, ir::Graph& graph, ir::Node& node, size_t weight_index,
                          size_t weight_axis, size_t bias_index, const std::vector<double>& scale,
                          const std::vector<double>& shift) {
-  const auto w = float_constant(model, node.input(weight_index));
+  const auto w = ir::float_constant(model, node.input(weight_index));
   if (!w || weight_axis >= w->dims.size()) return false;
   const int64_t channels = w->dims[weight_axis];
   if (channels != static_cast<int64_t>(scale.size()) || scale.size() != shift.size()) return false;
   std::vector<double> bias(scale.size(), 0.0);
   if (node.input(bias_index)) {
-    const auto b = float_constant(model, node.input(bias_index));
+    const auto b = ir::float_constant(model, node.input(bias_index));
     if (!b || b->type != w->type || b->values.size() != scale.size()) return false;
     bias = b->values;
   }
@@ -201,14 +137,14 @@ bool fold_channel_affine(const ir::Model& model, ir::Graph& graph, ir::Node& nod
   for (size_t i = 0; i < weights.size(); ++i) weights[i] *= scale[static_cast<size_t>((static_cast<int64_t>(i) / inner) % channels)];
   for (size_t c = 0; c < bias.size(); ++c) bias[c] = bias[c] * scale[c] + shift[c];
   const std::string base = node.name.empty() ? node.op_type : node.name;
-  node.set_input(weight_index, add_constant(graph, base + "_weight_fused", w->type, w->dims, weights));
-  ir::Value* b = add_constant(graph, base + "_bias_fused", w->type, {channels}, bias);
+  node.set_input(weight_index, ir::add_constant(graph, base + "_weight_fused", w->type, w->dims, weights));
+  ir::Value* b = ir::add_constant(graph, base + "_bias_fused", w->type, {channels}, bias);
   while (node.inputs().size() <= bias_index) node.append_input(nullptr);
   node.set_input(bias_index, b);
   return true;
 }
 
-std::optional<std::vector<double>> channel_vector(const FloatConstant& c, size_t rank, size_t axis, int64_t channels) {
+std::optional<std::vector<double>> channel_vector(const ir::FloatConstant& c, size_t rank, size_t axis, int64_t channels) {
   if (c.dims.size() > rank) return std::nullopt;
   // Right-align the constant's dims with the output's; every dim but the channel one must be 1.
   const size_t offset = rank - c.dims.size();
@@ -226,14 +162,14 @@ std::optional<std::vector<double>> channel_vector(const FloatConstant& c, size_t
 }
 
 std::optional<ChannelAffine> batchnorm_affine(const ir::Model& model, const ir::Node& bn) {
-  if (!is_op(&bn, "BatchNormalization") || bn.inputs().size() < 5) return std::nullopt;
+  if (!ir::is_op(&bn, "BatchNormalization") || bn.inputs().size() < 5) return std::nullopt;
   if (bn.attr_int("training_mode", 0) != 0) return std::nullopt;
   if (model.onnx_opset() < 7 && bn.attr_int("is_test", 0) == 0) return std::nullopt;
   if (model.onnx_opset() < 9 && bn.attr_int("spatial", 1) != 1) return std::nullopt;
   for (size_t i = 1; i < bn.outputs().size(); ++i)
     if (bn.output(i) && (bn.output(i)->is_graph_output() || !bn.output(i)->uses().empty())) return std::nullopt;
-  std::vector<std::optional<FloatConstant>> p;
-  for (size_t i = 1; i < 5; ++i) p.push_back(float_constant(model, bn.input(i)));
+  std::vector<std::optional<ir::FloatConstant>> p;
+  for (size_t i = 1; i < 5; ++i) p.push_back(ir::float_constant(model, bn.input(i)));
   for (const auto& c : p)
     if (!c || c->values.size() != p[0]->values.size()) return std::nullopt;
   const double eps = bn.attr_float("epsilon", 1e-5f);
@@ -244,41 +180,6 @@ std::optional<ChannelAffine> batchnorm_affine(const ir::Model& model, const ir::
     a.shift.push_back(p[1]->values[c] - p[2]->values[c] * s);
   }
   return a;
-}
-
-std::optional<std::vector<int64_t>> ints_input_or_attr(const ir::Model& model, const ir::Node& node, size_t index,
-                                                       std::string_view attr) {
-  if (node.input(index)) return constant_ints(model, node.input(index));
-  if (!node.attr(attr)) return std::nullopt;
-  return node.attr_ints(attr);
-}
-
-std::string unique_name(const ir::Graph& graph, const std::string& base) {
-  if (!graph.lookup(base)) return base;
-  for (int i = 1;; ++i) {
-    std::string n = base + "_" + std::to_string(i);
-    if (!graph.lookup(n)) return n;
-  }
-}
-
-ir::Attribute copy_attribute(const ir::Attribute& a) {
-  ir::Attribute c;
-  c.name = a.name;
-  c.ref_attr_name = a.ref_attr_name;
-  c.type = a.type;
-  c.f = a.f;
-  c.i = a.i;
-  c.s = a.s;
-  c.t = a.t;
-  c.sparse_tensor = a.sparse_tensor;
-  c.tp = a.tp;
-  c.floats = a.floats;
-  c.ints = a.ints;
-  c.strings = a.strings;
-  c.tensors = a.tensors;
-  c.sparse_tensors = a.sparse_tensors;
-  c.type_protos = a.type_protos;
-  return c;
 }
 
 }  // namespace onnxtool::passes

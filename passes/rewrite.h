@@ -1,28 +1,15 @@
-// Shared helpers of the passes: constants, safe node removal, and attribute access.
+// Shared rewrites of the passes: safe node removal and replacement, and the fusions more than one
+// pass makes. The graph helpers they build on (constants, matching, fresh names) are ir/graph_util.h.
 #pragma once
 
+#include <cstdint>
 #include <optional>
-#include <string_view>
-#include <string>
 #include <vector>
 
 #include "ir/graph.h"
-#include "ir/tensor.h"
+#include "ir/graph_util.h"
 
 namespace onnxtool::passes {
-
-/// The walk of every pass: fn(graph, node) for each node of each graph of the model (subgraphs
-/// included, parents first), in graph order. fn matches and rewrites; it may add and remove nodes
-/// (ir::Graph::for_each_node: a node removed before its turn is skipped, added nodes are not
-/// visited).
-template <class Fn>
-void for_each_node(ir::Model& model, Fn fn) {
-  ir::for_each_graph(model, [&](ir::Graph& g) { g.for_each_node([&](ir::Node* n) { fn(g, n); }); });
-}
-
-/// The tensor a value always holds: a non-overridable initializer (an initializer that is not
-/// also a graph input, or any initializer below IR version 4), or nullptr.
-const ir::Tensor* constant_of(const ir::Model& model, const ir::Value* value);
 
 /// Removes `node` (one output) and lets every user of its output read `replacement` instead.
 /// A graph output keeps its name: when the output is a graph output, `replacement` is renamed
@@ -43,46 +30,8 @@ bool fold_node_into(ir::Graph& graph, ir::Node* node, ir::Value* replacement);
 /// be handed over, removes `fused` instead, leaves the chain, and returns false.
 bool replace_chain(ir::Graph& graph, const std::vector<ir::Node*>& chain, ir::Node* fused);
 
-/// True when the value's only readers are nodes (no graph output) and there is exactly one.
-bool has_single_use(const ir::Value* value);
-
-/// The elements of an integer (or bool) constant as int64, exactly; nullopt when `value` is not a
-/// constant of such a type. Integers are never read through a floating type (see ir/constant.h).
-std::optional<std::vector<int64_t>> constant_ints(const ir::Model& model, const ir::Value* value);
-
-/// A floating-point constant (float, double, float16 or bfloat16) read as doubles; nullopt for
-/// integer constants, which have constant_ints.
-struct FloatConstant {
-  ir::DataType type = ir::DataType::kUndefined;
-  std::vector<int64_t> dims;
-  std::vector<double> values;
-};
-std::optional<FloatConstant> float_constant(const ir::Model& model, const ir::Value* value);
-
-/// Adds an initializer of floating-point `type` holding `values` (rounded to the type) under a
-/// fresh name derived from `base`; returns its value. Integer types: add_int64_constant.
-ir::Value* add_constant(ir::Graph& graph, const std::string& base, ir::DataType type, std::vector<int64_t> dims,
-                        const std::vector<double>& values);
-
-/// Adds an int64 initializer holding `values` exactly under a fresh name derived from `base`.
-ir::Value* add_int64_constant(ir::Graph& graph, const std::string& base, std::vector<int64_t> dims,
-                              const std::vector<int64_t>& values);
-
-/// The one node reading `value`, when the value has exactly one use and is no graph output.
-ir::Node* single_consumer(const ir::Value* value);
-
-/// True for the default domain ("" or "ai.onnx") and that op type.
-bool is_op(const ir::Node* node, std::string_view op_type);
-
-/// The value of a floating-point constant holding exactly one number, or nullopt (integer
-/// constants included: compare those with constant_ints).
-std::optional<double> scalar_constant(const ir::Model& model, const ir::Value* value);
-
 /// True when `value` is within a relative 1e-4 of `want` (absolute 1e-6 when want is 0).
 bool near_value(std::optional<double> value, double want);
-
-/// The other input of a binary node one of whose two inputs is `known`, or nullptr.
-ir::Value* other_input(const ir::Node& node, const ir::Value* known);
 
 /// A decomposed layer normalization's first stage, as exporters write it before
 /// LayerNormalization (opset 17): mean = ReduceMean(x); d = Sub(x, mean); var = ReduceMean(d^2)
@@ -131,7 +80,7 @@ bool fold_channel_affine(const ir::Model& model, ir::Graph& graph, ir::Node& nod
 
 /// Per-channel values of a constant that broadcasts against an output of rank `rank` along axis
 /// `axis` only (scalar, [C], [C,1,1], [1,C,1,1]...), expanded to `channels`; nullopt otherwise.
-std::optional<std::vector<double>> channel_vector(const FloatConstant& c, size_t rank, size_t axis, int64_t channels);
+std::optional<std::vector<double>> channel_vector(const ir::FloatConstant& c, size_t rank, size_t axis, int64_t channels);
 
 /// An inference-mode BatchNormalization with constant parameters as y = x * scale[c] + shift[c]
 /// (scale = gamma / sqrt(var + eps), shift = beta - mean * scale); nullopt when the node is in
@@ -140,16 +89,5 @@ struct ChannelAffine {
   std::vector<double> scale, shift;
 };
 std::optional<ChannelAffine> batchnorm_affine(const ir::Model& model, const ir::Node& bn);
-
-/// Integer constant input, or the ints attribute of that name when the input is absent (for ops
-/// whose attribute became an input: Pad pads, Squeeze axes...). nullopt when neither is known.
-std::optional<std::vector<int64_t>> ints_input_or_attr(const ir::Model& model, const ir::Node& node, size_t index,
-                                                       std::string_view attr);
-
-/// A fresh value name in `graph` derived from `base` (base, base_1, base_2, ...).
-std::string unique_name(const ir::Graph& graph, const std::string& base);
-
-/// A copy of an attribute that holds no subgraph (graph-valued attributes are not copied).
-ir::Attribute copy_attribute(const ir::Attribute& a);
 
 }  // namespace onnxtool::passes

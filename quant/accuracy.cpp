@@ -7,9 +7,9 @@
 #include <set>
 
 #include "ir/error.h"
+#include "ir/graph_util.h"
 #include "ir/model_io.h"
 #include "ir/shape_inference.h"
-#include "passes/rewrite.h"
 #include "quant/op_rules.h"
 #include "runner/compare.h"
 #include "runner/session.h"
@@ -161,8 +161,8 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
     if (node->op_type != "DequantizeLinear" || !node->domain.empty() || node->inputs().size() < 2 || !node->output(0)) continue;
     const auto it = dq_to_float.find(node->output(0)->name());
     if (it == dq_to_float.end() || !node->input(0)) continue;
-    const ir::Tensor* scale = passes::constant_of(quantized, node->input(1));
-    const ir::Tensor* zero = node->inputs().size() > 2 && node->input(2) ? passes::constant_of(quantized, node->input(2)) : nullptr;
+    const ir::Tensor* scale = ir::constant_of(quantized, node->input(1));
+    const ir::Tensor* zero = node->inputs().size() > 2 && node->input(2) ? ir::constant_of(quantized, node->input(2)) : nullptr;
     if (!scale || scale->type() != ir::DataType::kFloat || scale->element_count() != 1u) continue;
     if (node->inputs().size() > 2 && node->input(2) && (!zero || zero->element_count() != 1u)) continue;
     if (q_to_float.count(node->input(0)->name())) continue;  // read by several: each watched as it is

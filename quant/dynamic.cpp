@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "ir/error.h"
+#include "ir/graph_util.h"
 #include "ir/shape_inference.h"
 #include "passes/pass.h"
 #include "passes/rewrite.h"
@@ -76,10 +77,10 @@ class DynamicQuantizer {
       : model_(model), g_(graph), o_(options), report_(report) {}
 
   bool rewrite(ir::Node* n) {
-    if (passes::is_op(n, "MatMul")) return matmul(n);
-    if (passes::is_op(n, "Gemm")) return gemm(n);
-    if (passes::is_op(n, "Conv")) return conv(n);
-    if (passes::is_op(n, "LSTM") || passes::is_op(n, "GRU") || passes::is_op(n, "RNN")) return recurrent(n);
+    if (ir::is_op(n, "MatMul")) return matmul(n);
+    if (ir::is_op(n, "Gemm")) return gemm(n);
+    if (ir::is_op(n, "Conv")) return conv(n);
+    if (ir::is_op(n, "LSTM") || ir::is_op(n, "GRU") || ir::is_op(n, "RNN")) return recurrent(n);
     return false;
   }
 
@@ -91,9 +92,9 @@ class DynamicQuantizer {
     if (it != inputs_.end()) return it->second;
     const std::string b = x->name();
     ir::Node* dq = g_.add_node("DynamicQuantizeLinear", {x},
-                               {passes::unique_name(g_, b + "_quantized"), passes::unique_name(g_, b + "_scale"),
-                                passes::unique_name(g_, b + "_zero_point")},
-                               "", passes::unique_name(g_, b + "_DynamicQuantizeLinear"), before);
+                               {ir::unique_name(g_, b + "_quantized"), ir::unique_name(g_, b + "_scale"),
+                                ir::unique_name(g_, b + "_zero_point")},
+                               "", ir::unique_name(g_, b + "_DynamicQuantizeLinear"), before);
     DynamicInput d{dq->output(0), dq->output(1), dq->output(2)};
     inputs_[x] = d;
     return d;
@@ -102,16 +103,16 @@ class DynamicQuantizer {
   /// Integer product -> float: Cast(int32 -> float) * (x_scale * w_scale).
   ir::Value* dequantize(ir::Value* product, ir::Value* x_scale, ir::Value* w_scale, const std::string& b,
                         const ir::Node* before, const std::vector<int64_t>& scale_shape) {
-    ir::Node* cast = g_.add_node("Cast", {product}, {passes::unique_name(g_, b + "_float")}, "", b + "_cast", before);
+    ir::Node* cast = g_.add_node("Cast", {product}, {ir::unique_name(g_, b + "_float")}, "", b + "_cast", before);
     cast->set_attr(ir::Attribute::make_int("to", static_cast<int64_t>(ir::DataType::kFloat)));
     ir::Value* ws = w_scale;
     if (!scale_shape.empty()) {
       std::vector<int64_t> shape = scale_shape;
-      ws = passes::add_int64_constant(g_, b + "_scale_shape", {static_cast<int64_t>(shape.size())}, shape);
-      ws = g_.add_node("Reshape", {w_scale, ws}, {passes::unique_name(g_, b + "_weight_scale")}, "", b + "_scale_reshape", before)->output(0);
+      ws = ir::add_int64_constant(g_, b + "_scale_shape", {static_cast<int64_t>(shape.size())}, shape);
+      ws = g_.add_node("Reshape", {w_scale, ws}, {ir::unique_name(g_, b + "_weight_scale")}, "", b + "_scale_reshape", before)->output(0);
     }
-    ir::Value* scale = g_.add_node("Mul", {x_scale, ws}, {passes::unique_name(g_, b + "_output_scale")}, "", b + "_scale_mul", before)->output(0);
-    return g_.add_node("Mul", {cast->output(0), scale}, {passes::unique_name(g_, b + "_dequantized")}, "", b + "_dequantize", before)->output(0);
+    ir::Value* scale = g_.add_node("Mul", {x_scale, ws}, {ir::unique_name(g_, b + "_output_scale")}, "", b + "_scale_mul", before)->output(0);
+    return g_.add_node("Mul", {cast->output(0), scale}, {ir::unique_name(g_, b + "_dequantized")}, "", b + "_dequantize", before)->output(0);
   }
 
   void account(const ir::Node* n, const QuantizedWeight& w, const std::vector<double>& values, int64_t inner, int64_t channels) {
@@ -156,7 +157,7 @@ class DynamicQuantizer {
     const DynamicInput x = quantize_input(a, n);
     const std::string b = base(n);
     ir::Value* zp = scalar_zero_point(qw, b);
-    ir::Node* mm = g_.add_node("MatMulInteger", {x.q, qw.data, x.zero_point, zp}, {passes::unique_name(g_, b + "_int32")}, "",
+    ir::Node* mm = g_.add_node("MatMulInteger", {x.q, qw.data, x.zero_point, zp}, {ir::unique_name(g_, b + "_int32")}, "",
                                b + "_MatMulInteger", n);
     ir::Value* y = dequantize(mm->output(0), x.scale, qw.scale, b, n, {});
     account(n, qw, w->values, 1, cols);
@@ -169,7 +170,7 @@ class DynamicQuantizer {
     const ir::DataType dt = data_type_of(o_.weight_type);
     const uint8_t z = o_.weight_type == QuantType::kInt8 ? static_cast<uint8_t>(static_cast<int8_t>(w.zero_points[0]))
                                                          : static_cast<uint8_t>(w.zero_points[0]);
-    return g_.add_initializer(ir::make_tensor(passes::unique_name(g_, b + "_weight_zero_point"), dt, {}, &z, 1));
+    return g_.add_initializer(ir::make_tensor(ir::unique_name(g_, b + "_weight_zero_point"), dt, {}, &z, 1));
   }
 
   bool gemm(ir::Node* n) {
@@ -194,22 +195,22 @@ class DynamicQuantizer {
     const DynamicInput x = quantize_input(a, n);
     const std::string b = base(n);
     ir::Node* mm = g_.add_node("MatMulInteger", {x.q, qw.data, x.zero_point, scalar_zero_point(qw, b)},
-                               {passes::unique_name(g_, b + "_int32")}, "", b + "_MatMulInteger", n);
+                               {ir::unique_name(g_, b + "_int32")}, "", b + "_MatMulInteger", n);
     ir::Value* y = dequantize(mm->output(0), x.scale, qw.scale, b, n, {});
     if (ir::Value* c = n->input(2); c && beta != 0) {
       ir::Value* bias = c;
       if (beta != 1) {
-        const auto cv = passes::float_constant(model_, c);
+        const auto cv = ir::float_constant(model_, c);
         if (cv) {
           std::vector<double> scaled = cv->values;
           for (double& v : scaled) v *= beta;
-          bias = passes::add_constant(g_, c->name() + "_beta", cv->type, cv->dims, scaled);
+          bias = ir::add_constant(g_, c->name() + "_beta", cv->type, cv->dims, scaled);
         } else {
-          bias = g_.add_node("Mul", {c, passes::add_constant(g_, b + "_beta", ir::DataType::kFloat, {}, {beta})},
-                             {passes::unique_name(g_, b + "_bias")}, "", b + "_beta_mul", n)->output(0);
+          bias = g_.add_node("Mul", {c, ir::add_constant(g_, b + "_beta", ir::DataType::kFloat, {}, {beta})},
+                             {ir::unique_name(g_, b + "_bias")}, "", b + "_beta_mul", n)->output(0);
         }
       }
-      y = g_.add_node("Add", {y, bias}, {passes::unique_name(g_, b + "_biased")}, "", b + "_bias_add", n)->output(0);
+      y = g_.add_node("Add", {y, bias}, {ir::unique_name(g_, b + "_biased")}, "", b + "_bias_add", n)->output(0);
     }
     account(n, qw, values, 1, dims[1]);
     return finish(n, y);
@@ -227,22 +228,22 @@ class DynamicQuantizer {
     const DynamicInput xq = quantize_input(x, n);
     const std::string b = base(n);
     ir::Node* ci = g_.add_node("ConvInteger", {xq.q, qw.data, xq.zero_point, scalar_zero_point(qw, b)},
-                               {passes::unique_name(g_, b + "_int32")}, "", b + "_ConvInteger", n);
+                               {ir::unique_name(g_, b + "_int32")}, "", b + "_ConvInteger", n);
     for (const char* a : {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"})
-      if (const ir::Attribute* at = n->attr(a)) ci->set_attr(passes::copy_attribute(*at));
+      if (const ir::Attribute* at = n->attr(a)) ci->set_attr(ir::copy_attribute(*at));
     const int64_t m = w->dims[0];
     std::vector<int64_t> channel_shape(w->dims.size(), 1);
     channel_shape[1] = m;
     ir::Value* y = dequantize(ci->output(0), xq.scale, qw.scale, b, n, o_.per_channel ? channel_shape : std::vector<int64_t>{});
     if (ir::Value* bias = n->input(2)) {
-      const auto bv = passes::float_constant(model_, bias);
-      ir::Value* shaped = bv ? passes::add_constant(g_, bias->name() + "_channels", bv->type, channel_shape, bv->values) : nullptr;
+      const auto bv = ir::float_constant(model_, bias);
+      ir::Value* shaped = bv ? ir::add_constant(g_, bias->name() + "_channels", bv->type, channel_shape, bv->values) : nullptr;
       if (!shaped) {
-        ir::Value* s = passes::add_int64_constant(g_, b + "_bias_shape", {static_cast<int64_t>(channel_shape.size())},
+        ir::Value* s = ir::add_int64_constant(g_, b + "_bias_shape", {static_cast<int64_t>(channel_shape.size())},
                                                   channel_shape);
-        shaped = g_.add_node("Reshape", {bias, s}, {passes::unique_name(g_, b + "_bias")}, "", b + "_bias_reshape", n)->output(0);
+        shaped = g_.add_node("Reshape", {bias, s}, {ir::unique_name(g_, b + "_bias")}, "", b + "_bias_reshape", n)->output(0);
       }
-      y = g_.add_node("Add", {y, shaped}, {passes::unique_name(g_, b + "_biased")}, "", b + "_bias_add", n)->output(0);
+      y = g_.add_node("Add", {y, shaped}, {ir::unique_name(g_, b + "_biased")}, "", b + "_bias_add", n)->output(0);
     }
     int64_t inner = 1;
     for (size_t i = 1; i < w->dims.size(); ++i) inner *= w->dims[i];
@@ -256,7 +257,7 @@ class DynamicQuantizer {
   /// its windows gathered as uint8: R [N, F, k*C] with R[n, f, j*C + c] = X[n, c, f*s + j*d];
   /// then Y = Transpose(R * W' + B) with W'[j*C + c, m] = W[m, c, j]. The windows repeat input
   /// elements exactly, so their quantization is that of X.
-  bool conv_windows(ir::Node* n, const passes::FloatConstant& w) {
+  bool conv_windows(ir::Node* n, const ir::FloatConstant& w) {
     const int64_t m = w.dims[0], c = w.dims[1], k = w.dims[2];
     const int64_t stride = n->attr_ints("strides", {1}).at(0), dilation = n->attr_ints("dilations", {1}).at(0);
     const std::vector<int64_t> pads = n->attr_ints("pads", {0, 0});
@@ -271,10 +272,10 @@ class DynamicQuantizer {
         quantize_weight(g_, n->input(1)->name(), values, {k * c, m}, o_.per_channel ? 1 : -1, o_.weight_type, po);
     const std::string b = base(n);
     const auto op = [&](const std::string& type, const std::vector<ir::Value*>& in, const std::string& what) {
-      return g_.add_node(type, in, {passes::unique_name(g_, b + "_" + what)}, "", passes::unique_name(g_, b + "_" + what), n);
+      return g_.add_node(type, in, {ir::unique_name(g_, b + "_" + what)}, "", ir::unique_name(g_, b + "_" + what), n);
     };
     const auto ints = [&](const std::string& what, std::vector<int64_t> dims, std::vector<int64_t> v) {
-      return passes::add_int64_constant(g_, b + "_" + what, std::move(dims), std::move(v));
+      return ir::add_int64_constant(g_, b + "_" + what, std::move(dims), std::move(v));
     };
     ir::Value* x = n->input(0);
     if (pads[0] != 0 || pads[1] != 0)
@@ -297,7 +298,7 @@ class DynamicQuantizer {
     gather->set_attr(ir::Attribute::make_int("axis", 1));
     ir::Value* rows = op("Reshape", {gather->output(0), ints("rows", {3}, {0, 0, -1})}, "windows_flat")->output(0);
     ir::Node* mm = g_.add_node("MatMulInteger", {rows, qw.data, xq.zero_point, scalar_zero_point(qw, b)},
-                               {passes::unique_name(g_, b + "_int32")}, "", b + "_MatMulInteger", n);
+                               {ir::unique_name(g_, b + "_int32")}, "", b + "_MatMulInteger", n);
     ir::Value* y = dequantize(mm->output(0), xq.scale, qw.scale, b, n, {});
     if (ir::Value* bias = n->input(2)) y = op("Add", {y, bias}, "biased")->output(0);
     ir::Node* back = op("Transpose", {y}, "channels_first");
@@ -320,8 +321,8 @@ class DynamicQuantizer {
       const std::string name = n->input(index)->name();
       const QuantizedWeight qw = quantize_weight(g_, name, w->values, w->dims, per_axis ? 1 : -1, o_.weight_type, po);
       ir::Node* dq = g_.add_node("DequantizeLinear", {qw.data, qw.scale, qw.zero_point},
-                                 {passes::unique_name(g_, name + "_dequantized")}, "",
-                                 passes::unique_name(g_, name + "_DequantizeLinear"), n);
+                                 {ir::unique_name(g_, name + "_dequantized")}, "",
+                                 ir::unique_name(g_, name + "_DequantizeLinear"), n);
       if (per_axis) dq->set_attr(ir::Attribute::make_int("axis", 1));
       dq->output(0)->type = n->input(index)->type;
       n->set_input(index, dq->output(0));
@@ -461,7 +462,7 @@ void rewrite_dynamic(ir::Model& model, const QuantizeOptions& options, QuantizeR
       const bool windows = conv_by_windows(*n);
       const double moved =
           node_elements(*n, elements) + (windows && sized ? e.int8_macs / static_cast<double>(conv1d_channels(*n)) : 0.0);
-      if (sized) e.gain = dynamic_gain(e.int8_macs, moved, passes::is_op(n, "Conv") && !windows);
+      if (sized) e.gain = dynamic_gain(e.int8_macs, moved, ir::is_op(n, "Conv") && !windows);
       if (!selected(*n, options)) {
         why = unselected_reason(*n, options);
       } else if (windows && options.samples_random && options.op_types.empty()) {
@@ -484,7 +485,7 @@ void rewrite_dynamic(ir::Model& model, const QuantizeOptions& options, QuantizeR
         why = {s.str(), {"op_types"}};
       } else if (!q.rewrite(n)) {
         why.text = "its weight is not a constant float tensor" +
-                   std::string(passes::is_op(n, "MatMul") ? " (a product of two activations, such as attention scores)" : "");
+                   std::string(ir::is_op(n, "MatMul") ? " (a product of two activations, such as attention scores)" : "");
       } else if (products) {
         estimated = estimated && sized;  // sizes unknown (no samples, dynamic shapes): no estimate
         if (sized) report.groups.push_back(std::move(e));

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "passes/rewrite.h"
+#include "ir/graph_util.h"
 
 namespace onnxtool::quant {
 
@@ -78,7 +78,7 @@ const std::vector<int64_t>* weight_dims(const ir::Model& model, const ir::Node& 
   const OpRule* rule = op_rule(node);
   if (!rule || rule->weight_input < 0 || !node.domain.empty()) return nullptr;
   if (!weight) weight = node.input(static_cast<size_t>(rule->weight_input));
-  const ir::Tensor* w = weight ? passes::constant_of(model, weight) : nullptr;  // its dims; the values stay encoded
+  const ir::Tensor* w = weight ? ir::constant_of(model, weight) : nullptr;  // its dims; the values stay encoded
   return w ? &w->dims : nullptr;
 }
 

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "ir/constant.h"
+#include "ir/graph_util.h"
 #include "passes/pass.h"
-#include "passes/rewrite.h"
 #include "quant/quantize.h"
 
 namespace onnxtool::quant {
@@ -46,8 +46,8 @@ bool unset_or_float(const ir::Node& n, std::string_view attr) {
 /// float scale of rank 0 or 1 and, when present, a constant zero point of the same shape.
 /// Blocked quantization (block_size) has no QLinear equivalent and is refused.
 std::optional<QuantInputs> quant_inputs(const ir::Model& model, const ir::Node* n, std::string_view op_type) {
-  if (!passes::is_op(n, op_type) || n->attr_int("block_size", 0) != 0) return std::nullopt;
-  const ir::Tensor* s = passes::constant_of(model, n->input(1));
+  if (!ir::is_op(n, op_type) || n->attr_int("block_size", 0) != 0) return std::nullopt;
+  const ir::Tensor* s = ir::constant_of(model, n->input(1));
   if (!s || s->type() != ir::DataType::kFloat || s->dims.size() > 1) return std::nullopt;
   QuantInputs q;
   q.data = n->input(0);
@@ -55,7 +55,7 @@ std::optional<QuantInputs> quant_inputs(const ir::Model& model, const ir::Node* 
   q.scales = ir::read_floats(*s).value_or(std::vector<double>{});
   if (q.scales.empty()) return std::nullopt;
   if ((q.zero_point = n->input(2))) {
-    const ir::Tensor* z = passes::constant_of(model, q.zero_point);
+    const ir::Tensor* z = ir::constant_of(model, q.zero_point);
     if (!z || z->dims != s->dims) return std::nullopt;
     q.type = z->type();
     q.zero_points = ir::read_ints(*z).value_or(std::vector<int64_t>{});
@@ -63,7 +63,7 @@ std::optional<QuantInputs> quant_inputs(const ir::Model& model, const ir::Node* 
   }
   if (!q.per_tensor()) {
     // Per-axis: the axis (default 1) must name a dimension of the data as large as the scale.
-    const ir::Tensor* data = passes::constant_of(model, q.data);
+    const ir::Tensor* data = ir::constant_of(model, q.data);
     if (!data) return std::nullopt;
     const auto rank = static_cast<int64_t>(data->dims.size());
     int64_t axis = n->attr_int("axis", 1);
@@ -94,7 +94,7 @@ std::optional<QuantInputs> dequantized_activation(const ir::Model& model, const 
 std::optional<QuantInputs> dequantized_weight(const ir::Model& model, const ir::Value* v) {
   auto q = dequantized(model, v);
   if (!q || !q->zero_point || !is_8bit(q->type)) return std::nullopt;
-  const ir::Tensor* data = passes::constant_of(model, q->data);
+  const ir::Tensor* data = ir::constant_of(model, q->data);
   if (!data || data->type() != q->type) return std::nullopt;
   return q;
 }
@@ -102,7 +102,7 @@ std::optional<QuantInputs> dequantized_weight(const ir::Model& model, const ir::
 /// The QuantizeLinear that is the only reader of an op's output (no graph output, no other node,
 /// no subgraph use), computing in float.
 ir::Node* output_quantize(const ir::Node& op) {
-  ir::Node* q = passes::single_consumer(op.output(0));
+  ir::Node* q = ir::single_consumer(op.output(0));
   if (!q || q->input(0) != op.output(0) || !unset_or_float(*q, "precision")) return nullptr;
   return q;
 }
@@ -117,7 +117,7 @@ ir::Value* quantized_bias(const ir::Model& model, const ir::Value* bias, const Q
                           int64_t channels) {
   const auto b = dequantized(model, bias);
   if (!b) return nullptr;
-  const ir::Tensor* data = passes::constant_of(model, b->data);
+  const ir::Tensor* data = ir::constant_of(model, b->data);
   if (!data || data->type() != ir::DataType::kInt32 || data->dims != std::vector<int64_t>{channels}) return nullptr;
   for (int64_t z : b->zero_points)
     if (z != 0) return nullptr;
@@ -165,7 +165,7 @@ std::optional<Group> match_common(const ir::Model& model, ir::Node* op) {
 std::optional<Group> match_conv(const ir::Model& model, ir::Node* conv) {
   auto g = match_common(model, conv);
   if (!g) return std::nullopt;
-  const std::vector<int64_t>& wdims = passes::constant_of(model, g->w.data)->dims;
+  const std::vector<int64_t>& wdims = ir::constant_of(model, g->w.data)->dims;
   if (wdims.size() < 3 || (!g->w.per_tensor() && g->w.axis != 0)) return std::nullopt;
   // onnxruntime refuses per-channel weight zero points that differ ("zero point of per-channel
   // filter must be same"); symmetric weights, which quantizers produce, always agree.
@@ -198,7 +198,7 @@ void rewrite(ir::Graph& g, const Group& group, const std::string& qop) {
                                     group.w.data, group.w.scale, group.w.zero_point,
                                     group.y.scale, group.y.zero_point};
   if (group.bias) inputs.push_back(group.bias);
-  ir::Node* fused = g.add_node(qop, inputs, {passes::unique_name(g, name + "_" + qop)}, "", group.op->name,
+  ir::Node* fused = g.add_node(qop, inputs, {ir::unique_name(g, name + "_" + qop)}, "", group.op->name,
                                group.quantize);
   // QLinearConv has exactly Conv's attributes; MatMul has none.
   fused->attributes = std::move(group.op->attributes);
@@ -223,7 +223,7 @@ int64_t qdq_to_qoperator(ir::Model& model) {
   // it sees the values earlier rewrites created.
   std::vector<ir::Node*> candidates;
   for (const auto& n : g.nodes())
-    if (passes::is_op(n.get(), "Conv") || passes::is_op(n.get(), "MatMul")) candidates.push_back(n.get());
+    if (ir::is_op(n.get(), "Conv") || ir::is_op(n.get(), "MatMul")) candidates.push_back(n.get());
   int64_t converted = 0;
   for (ir::Node* n : candidates) {
     const bool conv = n->op_type == "Conv";

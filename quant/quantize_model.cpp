@@ -6,8 +6,8 @@
 
 #include "convert/precision.h"
 #include "ir/error.h"
+#include "ir/graph_util.h"
 #include "passes/pass.h"
-#include "passes/rewrite.h"
 #include "quant/accuracy.h"
 #include "quant/quantize.h"
 #include "runner/feeds.h"
@@ -85,7 +85,7 @@ int64_t initializer_bytes(ir::Model& model) {
 void restore_io_types(ir::Graph& g, const std::vector<std::optional<ir::TypeInfo>>& inputs,
                       const std::vector<std::optional<ir::TypeInfo>>& outputs) {
   auto cast = [&](ir::Value* x, const std::string& name, ir::DataType to, const ir::Node* before) {
-    ir::Node* c = g.add_node("Cast", {x}, {name}, "", passes::unique_name(g, name + "_Cast"), before);
+    ir::Node* c = g.add_node("Cast", {x}, {name}, "", ir::unique_name(g, name + "_Cast"), before);
     c->set_attr(ir::Attribute::make_int("to", static_cast<int64_t>(to)));
     return c->output(0);
   };
@@ -93,9 +93,9 @@ void restore_io_types(ir::Graph& g, const std::vector<std::optional<ir::TypeInfo
     if (!is_half_tensor(inputs[i])) continue;
     ir::Value* widened = g.inputs[i].value;
     const std::string name = widened->name();
-    g.rename(widened, passes::unique_name(g, name + "_float"));
+    g.rename(widened, ir::unique_name(g, name + "_float"));
     ir::ValueInfo& half = g.add_input(name, inputs[i]);
-    ir::Value* x = cast(half.value, passes::unique_name(g, name + "_to_float"), ir::DataType::kFloat,
+    ir::Value* x = cast(half.value, ir::unique_name(g, name + "_to_float"), ir::DataType::kFloat,
                         g.nodes().empty() ? nullptr : g.nodes().front().get());
     x->type = widened->type;
     g.replace_all_uses(widened, x);
@@ -109,7 +109,7 @@ void restore_io_types(ir::Graph& g, const std::vector<std::optional<ir::TypeInfo
     ir::Value* widened = g.outputs[i].value;
     const std::string name = widened->name();
     if (widened->is_graph_input()) continue;  // an input passed through: restored with the inputs
-    g.rename(widened, passes::unique_name(g, name + "_float"));
+    g.rename(widened, ir::unique_name(g, name + "_float"));
     ir::Value* y = cast(widened, name, outputs[i]->data_type(), nullptr);
     y->type = *outputs[i];
     g.set_output_value(i, y);

@@ -1,7 +1,7 @@
 // The speed-up estimate of quantization (quant/speed.h).
 #include "quant/speed.h"
 
-#include "passes/rewrite.h"
+#include "ir/graph_util.h"
 #include "quant/op_rules.h"
 
 namespace onnxtool::quant {
@@ -23,7 +23,7 @@ double node_elements(const ir::Node& node, const ElementCount& elements) {
 }
 
 bool slow_integer_conv(const ir::Model& model, const ir::Node& node, const ir::Value* weight) {
-  if (!passes::is_op(&node, "Conv")) return false;
+  if (!ir::is_op(&node, "Conv")) return false;
   if (node.attr_int("group", 1) > 1) return true;
   const std::vector<int64_t>* dims = weight_dims(model, node, weight);
   return dims && dims->size() > 1 && (*dims)[1] < 8;
@@ -71,8 +71,8 @@ double element_count(const std::map<std::string, double>& sizes, const ir::Value
       for (const ir::Dim& d : v->type.shape->dims) n *= static_cast<double>(d.value);
       return n;
     }
-    const ir::Node* c = passes::single_consumer(v);
-    v = passes::is_op(c, "Relu") || passes::is_op(c, "Clip") ? c->output(0) : nullptr;
+    const ir::Node* c = ir::single_consumer(v);
+    v = ir::is_op(c, "Relu") || ir::is_op(c, "Clip") ? c->output(0) : nullptr;
   }
   return 0;
 }

@@ -9,6 +9,7 @@
 
 #include "convert/version_converter.h"
 #include "ir/error.h"
+#include "ir/graph_util.h"
 #include "ir/model_io.h"
 #include "ir/shape_inference.h"
 #include "passes/pass.h"
@@ -53,8 +54,8 @@ bool has_integer_kernel(const ir::Node& n) {
 /// The input interval outside which a node's output stays constant, for the activations that
 /// saturate; nullopt for the others.
 std::optional<Range> saturation_interval(const ir::Node& n) {
-  if (passes::is_op(&n, "HardSwish")) return Range{-3.0, std::numeric_limits<double>::infinity()};
-  if (passes::is_op(&n, "HardSigmoid")) {
+  if (ir::is_op(&n, "HardSwish")) return Range{-3.0, std::numeric_limits<double>::infinity()};
+  if (ir::is_op(&n, "HardSigmoid")) {
     const double alpha = n.attr_float("alpha", 0.2f), beta = n.attr_float("beta", 0.5f);
     if (!(alpha > 0)) return std::nullopt;
     return Range{-beta / alpha, (1.0 - beta) / alpha};
@@ -62,10 +63,10 @@ std::optional<Range> saturation_interval(const ir::Node& n) {
   return std::nullopt;
 }
 
-bool is_qdq(const ir::Node* n) { return passes::is_op(n, "QuantizeLinear") || passes::is_op(n, "DequantizeLinear"); }
+bool is_qdq(const ir::Node* n) { return ir::is_op(n, "QuantizeLinear") || ir::is_op(n, "DequantizeLinear"); }
 
 /// Ops whose output range is the input's clamped (they fold into the producer's output range).
-bool is_clamp(const ir::Node* n) { return passes::is_op(n, "Relu") || passes::is_op(n, "Clip"); }
+bool is_clamp(const ir::Node* n) { return ir::is_op(n, "Relu") || ir::is_op(n, "Clip"); }
 
 /// A Relu/Clip folded into its input's quantized range (what brings it back).
 struct FoldedClamp {
@@ -123,14 +124,14 @@ class StaticQuantizer {
   /// ConvTranspose: no integer kernel) whose float inputs are all dequantized (weights included)
   /// and whose output is quantized (a MatMul may keep a float output: MatMulIntegerToFloat).
   bool runs_in_integers(const ir::Node& n) const {
-    if (!static_rule(n) || passes::is_op(&n, "ConvTranspose")) return false;
+    if (!static_rule(n) || ir::is_op(&n, "ConvTranspose")) return false;
     bool any = false;
     for (ir::Value* in : n.inputs()) {
       if (!in || !is_float_tensor(in)) continue;
       if (!source_.count(in) && !weight_source_.count(in)) return false;
       any = true;
     }
-    return any && (dq_.count(n.output(0)) || passes::is_op(&n, "MatMul"));
+    return any && (dq_.count(n.output(0)) || ir::is_op(&n, "MatMul"));
   }
 
   /// What quantizing a group saves per sample (quant/speed.h): its integer products' MACs at
@@ -266,8 +267,8 @@ class StaticQuantizer {
       const size_t i = g_.node_index(x->producer());
       at = i + 1 < g_.nodes().size() ? g_.nodes()[i + 1].get() : nullptr;
     }
-    ir::Node* c = g_.add_node(f.op_type, inputs, {passes::unique_name(g_, f.output)}, "", passes::unique_name(g_, f.name), at);
-    for (const ir::Attribute& a : f.attributes) c->set_attr(passes::copy_attribute(a));
+    ir::Node* c = g_.add_node(f.op_type, inputs, {ir::unique_name(g_, f.output)}, "", ir::unique_name(g_, f.name), at);
+    for (const ir::Attribute& a : f.attributes) c->set_attr(ir::copy_attribute(a));
     c->output(0)->type = x->type;
     return c->output(0);
   }
@@ -316,7 +317,7 @@ class StaticQuantizer {
     const ir::DataType dt = data_type_of(o_.activation_type);
     const uint8_t z = o_.activation_type == QuantType::kInt8 ? static_cast<uint8_t>(static_cast<int8_t>(p.zero_point))
                                                              : static_cast<uint8_t>(p.zero_point);
-    ir::Value* zp = g_.add_initializer(ir::make_tensor(passes::unique_name(g_, b + "_zero_point"), dt, {}, &z, 1));
+    ir::Value* zp = g_.add_initializer(ir::make_tensor(ir::unique_name(g_, b + "_zero_point"), dt, {}, &z, 1));
     // Place the pair right after the producer (or first, for graph inputs), so every reader sees it.
     const ir::Node* at = before;
     if (x->producer() && x->producer()->graph() == &g_) {
@@ -325,10 +326,10 @@ class StaticQuantizer {
     } else if (!g_.nodes().empty()) {
       at = g_.nodes().front().get();
     }
-    ir::Node* q = g_.add_node("QuantizeLinear", {x, scale, zp}, {passes::unique_name(g_, b + "_quantized")}, "",
-                              passes::unique_name(g_, b + "_QuantizeLinear"), at);
-    ir::Node* dq = g_.add_node("DequantizeLinear", {q->output(0), scale, zp}, {passes::unique_name(g_, b + "_dequantized")}, "",
-                               passes::unique_name(g_, b + "_DequantizeLinear"), at);
+    ir::Node* q = g_.add_node("QuantizeLinear", {x, scale, zp}, {ir::unique_name(g_, b + "_quantized")}, "",
+                              ir::unique_name(g_, b + "_QuantizeLinear"), at);
+    ir::Node* dq = g_.add_node("DequantizeLinear", {q->output(0), scale, zp}, {ir::unique_name(g_, b + "_dequantized")}, "",
+                               ir::unique_name(g_, b + "_DequantizeLinear"), at);
     dq->output(0)->type = x->type;
     dq_[x] = dq->output(0);
     source_[dq->output(0)] = x;
@@ -364,8 +365,8 @@ class StaticQuantizer {
     // Read for the last time in this attempt: a mapped file's pages of it go back to the kernel.
     if (const ir::Tensor* t = n->input(index)->initializer(); t && t->raw_data) ir::release_pages(t->raw_data->data(), t->raw_data->size());
     ir::Node* dq = g_.add_node("DequantizeLinear", {qw.data, qw.scale, qw.zero_point},
-                               {passes::unique_name(g_, n->input(index)->name() + "_dequantized")}, "",
-                               passes::unique_name(g_, n->input(index)->name() + "_DequantizeLinear"), n);
+                               {ir::unique_name(g_, n->input(index)->name() + "_dequantized")}, "",
+                               ir::unique_name(g_, n->input(index)->name() + "_DequantizeLinear"), n);
     if (a >= 0) dq->set_attr(ir::Attribute::make_int("axis", a));
     const WeightSource source{n->input(index), static_cast<int64_t>(w->values.size() * 4),
                               static_cast<int64_t>(w->values.size() + qw.scales.size() * 5)};
@@ -380,7 +381,7 @@ class StaticQuantizer {
   /// never widened here: biases stay far inside int32 for the ranges onnxtool produces; a bias
   /// that would not fit is left in float.
   ir::Value* dq_bias(ir::Node* n, size_t index, const QuantParams& x, const QuantizedWeight& w) {
-    const auto b = passes::float_constant(model_, n->input(index));
+    const auto b = ir::float_constant(model_, n->input(index));
     if (!b || b->type != ir::DataType::kFloat || b->dims.size() != 1) return nullptr;
     const size_t m = b->values.size();
     if (w.scales.size() != 1 && w.scales.size() != m) return nullptr;
@@ -398,8 +399,8 @@ class StaticQuantizer {
     ir::Value* data = add_int32(g_, base + "_quantized", {static_cast<int64_t>(m)}, q);
     ir::Value* scale = add_float(g_, base + "_scale", sdims, scales);
     ir::Value* zp = add_int32(g_, base + "_zero_point", sdims, std::vector<int32_t>(scales.size(), 0));
-    ir::Node* dq = g_.add_node("DequantizeLinear", {data, scale, zp}, {passes::unique_name(g_, base + "_dequantized")}, "",
-                               passes::unique_name(g_, base + "_DequantizeLinear"), n);
+    ir::Node* dq = g_.add_node("DequantizeLinear", {data, scale, zp}, {ir::unique_name(g_, base + "_dequantized")}, "",
+                               ir::unique_name(g_, base + "_DequantizeLinear"), n);
     if (scales.size() > 1) dq->set_attr(ir::Attribute::make_int("axis", 0));
     weight_source_[dq->output(0)] = WeightSource{n->input(index)};
     return dq->output(0);
@@ -426,7 +427,7 @@ class StaticQuantizer {
       ir::Value* v = n->input(i);
       if (!is_float_tensor(v)) continue;
       if (has_weight(*n) && i >= 1) continue;  // weights and biases below
-      if (passes::constant_of(model_, v)) {
+      if (ir::constant_of(model_, v)) {
         if (ranges_.count(v->name())) constants.push_back(i);
         continue;
       }
@@ -472,7 +473,7 @@ class StaticQuantizer {
     // quantized, which lets runtimes run the whole group as one integer kernel (QLinearConv...).
     ir::Value* y = n->output(0);
     if (!is_float_tensor(y)) return "";
-    ir::Node* clamp = passes::single_consumer(y);
+    ir::Node* clamp = ir::single_consumer(y);
     if (!has_integer_kernel(*n) && !has_quantized_reader(is_clamp(clamp) ? clamp->output(0) : y)) return "";
     if (!o_.symmetric_activations) {
       if (is_clamp(clamp) && ranges_.count(clamp->output(0)->name())) {
@@ -480,7 +481,7 @@ class StaticQuantizer {
         const Range r = ranges_.at(clamped->name());
         const std::string clamped_name = clamped->name();
         FoldedClamp fold{clamp->op_type, clamp->name, clamped_name, {}, {}};
-        for (const ir::Attribute& a : clamp->attributes) fold.attributes.push_back(passes::copy_attribute(a));
+        for (const ir::Attribute& a : clamp->attributes) fold.attributes.push_back(ir::copy_attribute(a));
         for (size_t i = 1; i < clamp->inputs().size(); ++i) fold.extra_inputs.push_back(clamp->input(i));
         removed_.insert(clamp);  // freed by the bypass: run() must not visit it
         if (r.min >= 0 && passes::bypass_node(g_, clamp, y)) {
@@ -516,7 +517,7 @@ class StaticQuantizer {
 /// Ops whose output holds values of their first input, moved, selected or clamped.
 bool moves_values(const ir::Node& n) {
   for (const char* op : {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", "Identity", "Slice", "Expand", "Relu", "Clip"})
-    if (passes::is_op(&n, op)) return true;
+    if (ir::is_op(&n, op)) return true;
   return false;
 }
 
@@ -538,18 +539,18 @@ std::map<std::string, std::string> float_by_readers(ir::Model& model) {
     // constants, up to the last of them: onnxruntime runs a decomposed LayerNormalization
     // (ReduceMean, Sub, Pow, ReduceMean, Add, Sqrt, Div, Mul, Add) as one float kernel, which
     // quantized tensors inside would break. Its output, what the next layer reads, may be quantized.
-    const ir::Node* divisor = passes::is_op(node, "Div") && node->input(1) ? node->input(1)->producer() : nullptr;
-    if (passes::is_op(divisor, "Sqrt") ||
-        (passes::is_op(node, "Mul") && node->inputs().size() == 2 &&
-         (passes::is_op(node->input(0) ? node->input(0)->producer() : nullptr, "Reciprocal") ||
-          passes::is_op(node->input(1) ? node->input(1)->producer() : nullptr, "Reciprocal")))) {
+    const ir::Node* divisor = ir::is_op(node, "Div") && node->input(1) ? node->input(1)->producer() : nullptr;
+    if (ir::is_op(divisor, "Sqrt") ||
+        (ir::is_op(node, "Mul") && node->inputs().size() == 2 &&
+         (ir::is_op(node->input(0) ? node->input(0)->producer() : nullptr, "Reciprocal") ||
+          ir::is_op(node->input(1) ? node->input(1)->producer() : nullptr, "Reciprocal")))) {
       const std::string reason = "inside a normalization ('" + node->name +
                                  "' and its constant scale/shift): onnxruntime fuses a decomposed LayerNormalization into "
                                  "one float kernel, which 8-bit tensors inside would break";
       for (const ir::Value* v = node->output(0); v;) {
-        const ir::Node* next = passes::single_consumer(v);
-        const bool scales = (passes::is_op(next, "Mul") || passes::is_op(next, "Add")) && next->inputs().size() == 2 &&
-                            (passes::constant_of(model, next->input(0)) || passes::constant_of(model, next->input(1)));
+        const ir::Node* next = ir::single_consumer(v);
+        const bool scales = (ir::is_op(next, "Mul") || ir::is_op(next, "Add")) && next->inputs().size() == 2 &&
+                            (ir::constant_of(model, next->input(0)) || ir::constant_of(model, next->input(1)));
         if (!scales) break;
         reasons.emplace(v->name(), reason);
         v = next->output(0);
@@ -557,23 +558,23 @@ std::map<std::string, std::string> float_by_readers(ir::Model& model) {
     }
     std::vector<size_t> inputs = {0};
     const char* why = nullptr;
-    if (passes::is_op(node, "Log")) {
+    if (ir::is_op(node, "Log")) {
       why = "the logarithm turns the rounding of small values into large errors";
-    } else if (passes::is_op(node, "Sqrt") || passes::is_op(node, "Reciprocal")) {
+    } else if (ir::is_op(node, "Sqrt") || ir::is_op(node, "Reciprocal")) {
       why = "the rounding of small values becomes a large error of the result";
-    } else if (passes::is_op(node, "Exp")) {
+    } else if (ir::is_op(node, "Exp")) {
       why = "the rounding becomes a relative error of the result";
-    } else if (passes::is_op(node, "Pow")) {
+    } else if (ir::is_op(node, "Pow")) {
       why = "the power multiplies the relative rounding error";
-    } else if (passes::is_op(node, "Div")) {
+    } else if (ir::is_op(node, "Div")) {
       inputs = {1};
       why = "the rounding of a small divisor becomes a large error of the quotient";
-    } else if (const ir::Node* mean = passes::is_op(node, "Sub") && node->input(1) ? node->input(1)->producer() : nullptr;
-               passes::is_op(mean, "ReduceMean") && mean->input(0) == node->input(0)) {
+    } else if (const ir::Node* mean = ir::is_op(node, "Sub") && node->input(1) ? node->input(1)->producer() : nullptr;
+               ir::is_op(mean, "ReduceMean") && mean->input(0) == node->input(0)) {
       why = "minus its own mean (a normalization): the rounding is large against what is left";
-    } else if ((passes::is_op(node, "Equal") || passes::is_op(node, "GreaterOrEqual") || passes::is_op(node, "LessOrEqual")) &&
-               node->inputs().size() == 2 && node->input(0) && node->input(1) && !passes::constant_of(model, node->input(0)) &&
-               !passes::constant_of(model, node->input(1))) {
+    } else if ((ir::is_op(node, "Equal") || ir::is_op(node, "GreaterOrEqual") || ir::is_op(node, "LessOrEqual")) &&
+               node->inputs().size() == 2 && node->input(0) && node->input(1) && !ir::constant_of(model, node->input(0)) &&
+               !ir::constant_of(model, node->input(1))) {
       // Not against a constant (a threshold moves a few elements near it): two computed sides
       // are equal only where both round alike, and MaxPool's output, at a range of its own or
       // read beside an unquantized x, rounds otherwise than x (a peak mask lost every peak).
@@ -583,11 +584,11 @@ std::map<std::string, std::string> float_by_readers(ir::Model& model) {
     for (size_t input : why ? inputs : std::vector<size_t>{}) {
       const ir::Value* x = node->input(input);
       const std::string reason = std::string("read by ") + node->op_type + (node->name.empty() ? "" : " '" + node->name + "'") +
-                                 (passes::is_op(node, "Div") ? " as divisor" : "") + ": " + why;
+                                 (ir::is_op(node, "Div") ? " as divisor" : "") + ": " + why;
       // Back through the ops that only move or clamp values (a Conv's output unsqueezed before a
       // Pow, a MatMul's clipped before a Log):
       // their inputs carry the same values.
-      while (x && !(x->type.is_tensor() && x->type.data_type() != ir::DataType::kFloat) && !passes::constant_of(model, x) &&
+      while (x && !(x->type.is_tensor() && x->type.data_type() != ir::DataType::kFloat) && !ir::constant_of(model, x) &&
              reasons.emplace(x->name(), reason).second) {
         const ir::Node* p = x->producer();
         x = p && moves_values(*p) ? p->input(0) : nullptr;
@@ -626,8 +627,8 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
   std::set<const ir::Value*> unwatched;
   if (!options.symmetric_activations)
     for (const auto& node : model.graph->nodes()) {
-      const ir::Value* y = passes::is_op(node.get(), "Conv") ? node->output(0) : nullptr;
-      if (y && !y->is_graph_output() && passes::is_op(passes::single_consumer(y), "Relu")) unwatched.insert(y);
+      const ir::Value* y = ir::is_op(node.get(), "Conv") ? node->output(0) : nullptr;
+      if (y && !y->is_graph_output() && ir::is_op(ir::single_consumer(y), "Relu")) unwatched.insert(y);
     }
   {
     runner::SessionOptions session_options;
@@ -701,7 +702,7 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
   for (const auto& t : model.graph->initializers()) {
     const ir::Value* v = model.graph->find(t->name);
     if (!operands.count(v)) continue;
-    const auto c = passes::float_constant(model, v);
+    const auto c = ir::float_constant(model, v);
     if (!c || c->type != ir::DataType::kFloat || c->values.empty()) continue;
     const auto [lo, hi] = std::minmax_element(c->values.begin(), c->values.end());
     ranges[t->name] = extremes[t->name] = Range{std::min(*lo, 0.0), std::max(*hi, 0.0)};

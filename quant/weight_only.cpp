@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "ir/error.h"
+#include "ir/graph_util.h"
 #include "passes/pass.h"
-#include "passes/rewrite.h"
 #include "quant/accuracy.h"
 #include "quant/quantize.h"
 #include "quant/weights.h"
@@ -82,7 +82,7 @@ void rewrite_weight_only(ir::Model& model, const QuantizeOptions& options, Quant
     std::vector<ir::Node*> order;
     for (const auto& n : g.nodes()) order.push_back(n.get());
     for (ir::Node* n : order) {
-      if (!passes::is_op(n, "MatMul")) continue;
+      if (!ir::is_op(n, "MatMul")) continue;
       if (!selected(*n, options)) {
         FloatReason why = unselected_reason(*n, options);
         report.kept_float.push_back({n->name, n->op_type, n->output(0)->name(), std::move(why.text), std::move(why.options)});
@@ -102,16 +102,16 @@ void rewrite_weight_only(ir::Model& model, const QuantizeOptions& options, Quant
       ir::Value* data;
       if (options.bits == 4) {
         const std::vector<uint8_t> packed = pack_int4(q.values);
-        data = g.add_initializer(ir::make_tensor(passes::unique_name(g, base + "_int4"), ir::DataType::kInt4, {k, cols},
+        data = g.add_initializer(ir::make_tensor(ir::unique_name(g, base + "_int4"), ir::DataType::kInt4, {k, cols},
                                                  packed.data(), packed.size()));
       } else {
-        data = g.add_initializer(ir::make_tensor(passes::unique_name(g, base + "_int8"), ir::DataType::kInt8, {k, cols},
+        data = g.add_initializer(ir::make_tensor(ir::unique_name(g, base + "_int8"), ir::DataType::kInt8, {k, cols},
                                                  q.values.data(), q.values.size()));
       }
       const int64_t blocks = (k + block - 1) / block;
       ir::Value* scale = add_float(g, base + "_scale", {blocks, cols}, q.scales);
-      ir::Node* dq = g.add_node("DequantizeLinear", {data, scale}, {passes::unique_name(g, base + "_dequantized")}, "",
-                                passes::unique_name(g, base + "_DequantizeLinear"), n);
+      ir::Node* dq = g.add_node("DequantizeLinear", {data, scale}, {ir::unique_name(g, base + "_dequantized")}, "",
+                                ir::unique_name(g, base + "_DequantizeLinear"), n);
       dq->set_attr(ir::Attribute::make_int("axis", 0));
       dq->set_attr(ir::Attribute::make_int("block_size", block));
       dq->output(0)->type = n->input(1)->type;

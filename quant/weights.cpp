@@ -4,19 +4,19 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ir/graph_util.h"
 #include "ir/tensor.h"
-#include "passes/rewrite.h"
 #include "runner/thread_pool.h"
 
 namespace onnxtool::quant {
 
 ir::Value* add_float(ir::Graph& graph, const std::string& base, std::vector<int64_t> dims, const std::vector<float>& values) {
-  return graph.add_initializer(ir::make_tensor(passes::unique_name(graph, base), ir::DataType::kFloat, std::move(dims),
+  return graph.add_initializer(ir::make_tensor(ir::unique_name(graph, base), ir::DataType::kFloat, std::move(dims),
                                                values.data(), values.size() * sizeof(float)));
 }
 
 ir::Value* add_int32(ir::Graph& graph, const std::string& base, std::vector<int64_t> dims, const std::vector<int32_t>& values) {
-  return graph.add_initializer(ir::make_tensor(passes::unique_name(graph, base), ir::DataType::kInt32, std::move(dims),
+  return graph.add_initializer(ir::make_tensor(ir::unique_name(graph, base), ir::DataType::kInt32, std::move(dims),
                                                values.data(), values.size() * sizeof(int32_t)));
 }
 
@@ -70,18 +70,18 @@ QuantizedWeight quantize_weight(ir::Graph& graph, const std::string& base, const
     }
   });
   const ir::DataType dt = data_type_of(type);
-  w.data = graph.add_initializer(ir::make_tensor(passes::unique_name(graph, base + "_quantized"), dt, dims, q.data(), q.size()));
+  w.data = graph.add_initializer(ir::make_tensor(ir::unique_name(graph, base + "_quantized"), dt, dims, q.data(), q.size()));
   const std::vector<int64_t> pdims = axis >= 0 ? std::vector<int64_t>{channels} : std::vector<int64_t>{};
   w.scale = add_float(graph, base + "_scale", pdims, w.scales);
   std::vector<uint8_t> zp;
   for (int32_t z : w.zero_points) zp.push_back(type == QuantType::kInt8 ? static_cast<uint8_t>(static_cast<int8_t>(z)) : static_cast<uint8_t>(z));
-  w.zero_point = graph.add_initializer(ir::make_tensor(passes::unique_name(graph, base + "_zero_point"), dt, pdims, zp.data(), zp.size()));
+  w.zero_point = graph.add_initializer(ir::make_tensor(ir::unique_name(graph, base + "_zero_point"), dt, pdims, zp.data(), zp.size()));
   return w;
 }
 
-std::optional<passes::FloatConstant> quantizable_weight(const ir::Model& model, const ir::Value* v, size_t min_rank,
+std::optional<ir::FloatConstant> quantizable_weight(const ir::Model& model, const ir::Value* v, size_t min_rank,
                                                         size_t max_rank) {
-  auto w = passes::float_constant(model, v);
+  auto w = ir::float_constant(model, v);
   if (!w || w->type != ir::DataType::kFloat || w->values.empty() || w->dims.size() < min_rank || w->dims.size() > max_rank)
     return std::nullopt;
   return w;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "ir/graph.h"
-#include "passes/rewrite.h"
+#include "ir/graph_util.h"
 #include "quant/quant_params.h"
 
 namespace onnxtool::quant {
@@ -34,7 +34,7 @@ QuantizedWeight quantize_weight(ir::Graph& graph, const std::string& base, const
 /// The values of `v` when it is a float32 constant a weight can be quantized from: not empty
 /// (an empty weight stays float: its channel dim may be any size at all), rank within
 /// [min_rank, max_rank]; otherwise nullopt.
-std::optional<passes::FloatConstant> quantizable_weight(const ir::Model& model, const ir::Value* v, size_t min_rank = 0,
+std::optional<ir::FloatConstant> quantizable_weight(const ir::Model& model, const ir::Value* v, size_t min_rank = 0,
                                                         size_t max_rank = std::numeric_limits<size_t>::max());
 
 /// Adds a float initializer.

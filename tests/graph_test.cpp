@@ -1,5 +1,5 @@
 // Unit tests of the graph editing API (ir/graph.h): value links, renaming, fresh names,
-// topological order, subgraph walks and outer-scope lookup.
+// topological order, subgraph walks and outer-scope lookup; and ir/graph_util.h's fresh value names.
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -14,6 +14,7 @@
 
 #include "ir/error.h"
 #include "ir/graph.h"
+#include "ir/graph_util.h"
 #include "ir/model_io.h"
 #include "onnx.pb.h"
 
@@ -327,6 +328,84 @@ TEST_CASE("NameGenerator avoids every name in subgraphs and function bodies, det
   CHECK(from_sub.fresh("top_relu") == "top_relu_1");
   CHECK(from_sub.fresh("else_const") == "else_const_1");
   CHECK(from_sub.fresh("d") == "d_1");
+}
+
+TEST_CASE("unique_name avoids enclosing and nested graphs, not those beside, as NameGenerator names") {
+  auto m = empty_model();
+  Graph& g = *m->graph;
+  Value* x = g.add_input("x", float_type()).value;
+  Value* cond = g.add_input("cond", ir::TypeInfo::tensor(ir::DataType::kBool)).value;
+  Node* branch = g.add_node("If", {cond}, {"d"}, "", "if");
+  Graph* then_g = add_subgraph(branch, "then_branch", "then");
+  Node* inner = then_g->add_node("Relu", {then_g->resolve("x")}, {"inner"});
+  then_g->add_output(inner->output(0), float_type());
+  Node* loop = then_g->add_node("Loop", {}, {"l"}, "", "loop");
+  Graph* body = add_subgraph(loop, "body", "body");
+  body->add_node("Neg", {body->resolve("inner")}, {"deep"});
+  Graph* else_g = add_subgraph(branch, "else_branch", "else");
+  const float one = 1;
+  else_g->add_initializer(ir::make_tensor("else_const", ir::DataType::kFloat, {}, &one, 4));
+
+  CHECK(ir::unique_name(g, "new") == "new");
+  CHECK(ir::unique_name(g, "x") == "x_1");
+  CHECK(ir::unique_name(g, "inner") == "inner_1");  // a subgraph would see the new value
+  CHECK(ir::unique_name(g, "deep") == "deep_1");    // two levels down
+  CHECK(ir::unique_name(*then_g, "x") == "x_1");    // the new value would shadow the outer one
+  CHECK(ir::unique_name(*then_g, "deep") == "deep_1");
+  CHECK(ir::unique_name(*then_g, "else_const") == "else_const");  // the else branch never sees it
+  CHECK(ir::unique_name(*body, "d") == "d_1");
+
+  // One scheme: the same names as NameGenerator where both see the same names taken.
+  g.add_node("Relu", {x}, {"x_1"});
+  CHECK(ir::unique_name(g, "x") == "x_2");
+  CHECK(ir::NameGenerator(*m).fresh("x") == "x_2");
+  CHECK(ir::unique_name(g, "") == "_1");
+  CHECK(ir::NameGenerator(*m).fresh("") == "_1");
+
+  // A subgraph goes with its node.
+  g.remove_node(branch);
+  CHECK(ir::unique_name(g, "inner") == "inner");
+  CHECK_FALSE(g.defined_below("deep"));
+}
+
+TEST_CASE("a subgraph that outlives its parent graph is left without a parent") {
+  std::unique_ptr<Graph> kept;
+  {
+    auto m = empty_model();
+    Node* loop = m->graph->add_node("Loop", {}, {"l"}, "", "loop");
+    Graph* body = add_subgraph(loop, "body", "body");
+    body->add_node("Neg", {body->resolve("x")}, {"y"});
+    CHECK(m->graph->defined_below("y"));
+    kept = std::move(loop->attr("body")->g);
+    CHECK(kept->parent() == m->graph.get());
+  }
+  CHECK(kept->parent() == nullptr);  // not a dangling pointer: its destructor would follow it
+  Graph adopter;
+  kept->set_parent(&adopter);
+  CHECK(adopter.defined_below("y"));
+  kept->set_parent(nullptr);
+  CHECK_FALSE(adopter.defined_below("y"));
+}
+
+TEST_CASE("unique_name on a graph without subgraphs scans no node list") {
+  // Quantizing calls it per node of graphs of many thousand nodes, between insertions: it must not
+  // walk (and so compact) the node list each time.
+  auto rebuilds_for = [](int length) {
+    auto m = empty_model();
+    Graph& g = *m->graph;
+    Value* v = g.add_input("x", float_type()).value;
+    std::vector<Node*> nodes;
+    for (int i = 0; i < length; ++i) {
+      nodes.push_back(g.add_node("Relu", {v}, {"v" + std::to_string(i)}));
+      v = nodes.back()->output(0);
+    }
+    const size_t start = g.position_rebuilds();
+    for (Node* n : nodes) g.add_node("Identity", {n->input(0)}, {ir::unique_name(g, n->output(0)->name())}, "", "", n);
+    CHECK(g.find("v0_1") != nullptr);
+    return g.position_rebuilds() - start;
+  };
+  CHECK(rebuilds_for(400) == 0);
+  CHECK(rebuilds_for(40000) == 0);
 }
 
 /// Position of every node in the graph's current order.

@@ -19,8 +19,8 @@
 #include "checker/checker.h"
 #include "ir/constant.h"
 #include "ir/graph.h"
+#include "ir/graph_util.h"
 #include "ir/model_io.h"
-#include "passes/rewrite.h"
 #include "quant/quantize.h"
 #include "runner/session.h"
 #include "runner/tensor_io.h"
@@ -201,8 +201,8 @@ double logits_scale(const ir::Model& m) {
   for (const auto& n : m.graph->nodes())
     if (n->op_type == "Softmax") {
       const ir::Node* dq = n->input(0)->producer();
-      REQUIRE(passes::is_op(dq, "DequantizeLinear"));
-      return passes::scalar_constant(m, dq->input(1)).value();
+      REQUIRE(ir::is_op(dq, "DequantizeLinear"));
+      return ir::scalar_constant(m, dq->input(1)).value();
     }
   FAIL("no Softmax");
   return 0;
@@ -304,8 +304,8 @@ TEST_SUITE("qoperator") {
     CHECK(weight_dequantizers(qop) == 0);
     // The fused node keeps the Conv's name and attributes, and its output the QuantizeLinear's name.
     const ir::Model qdq = quantized_classifier(per_tensor());
-    const ir::Node* q = passes::single_consumer(producer_of(qdq, "c1")->output(0));
-    REQUIRE(passes::is_op(q, "QuantizeLinear"));
+    const ir::Node* q = ir::single_consumer(producer_of(qdq, "c1")->output(0));
+    REQUIRE(ir::is_op(q, "QuantizeLinear"));
     const ir::Node* fused = producer_of(qop, q->output(0)->name());
     REQUIRE(fused);
     CHECK(fused->op_type == "QLinearConv");
@@ -358,8 +358,8 @@ TEST_SUITE("qoperator") {
   TEST_CASE("a bias quantized with another scale than x_scale * w_scale stays in QDQ") {
     ir::Model m = quantized_classifier(per_tensor());
     ir::Node* bias_dq = producer_of(m, "c1")->input(2)->producer();
-    REQUIRE(passes::is_op(bias_dq, "DequantizeLinear"));
-    const ir::Tensor* scale = passes::constant_of(m, bias_dq->input(1));
+    REQUIRE(ir::is_op(bias_dq, "DequantizeLinear"));
+    const ir::Tensor* scale = ir::constant_of(m, bias_dq->input(1));
     const float doubled = static_cast<float>(ir::read_floats(*scale)->at(0) * 2);
     bias_dq->set_input(1, m.graph->add_initializer(ir::make_tensor("bias_scale_doubled", DataType::kFloat, scale->dims,
                                                                    &doubled, sizeof doubled)));
@@ -375,8 +375,8 @@ TEST_SUITE("qoperator") {
     ir::Node* c1 = producer_of(m, "c1");
     SUBCASE("per-channel weight zero points that differ") {
       ir::Node* w_dq = c1->input(1)->producer();
-      REQUIRE(passes::is_op(w_dq, "DequantizeLinear"));
-      const ir::Tensor* zp = passes::constant_of(m, w_dq->input(2));
+      REQUIRE(ir::is_op(w_dq, "DequantizeLinear"));
+      const ir::Tensor* zp = ir::constant_of(m, w_dq->input(2));
       REQUIRE(zp->type() == DataType::kInt8);
       std::vector<int8_t> z(8, 0);
       z[3] = 1;
@@ -385,7 +385,7 @@ TEST_SUITE("qoperator") {
     }
     SUBCASE("an activation DequantizeLinear without zero point") {
       ir::Node* x_dq = c1->input(0)->producer();
-      REQUIRE(passes::is_op(x_dq, "DequantizeLinear"));
+      REQUIRE(ir::is_op(x_dq, "DequantizeLinear"));
       x_dq->remove_input(2);
     }
     CHECK(quant::qdq_to_qoperator(m) == 1);
@@ -406,7 +406,7 @@ TEST_SUITE("qoperator") {
     CHECK(count_op(b.m, "QLinearConv") == 1);
     const ir::Node* flatten = producer_of(b.m, "f");
     REQUIRE(flatten);
-    CHECK(passes::is_op(flatten->input(0)->producer(), "DequantizeLinear"));
+    CHECK(ir::is_op(flatten->input(0)->producer(), "DequantizeLinear"));
     CHECK(checker_errors(b.m) == 0);
     CHECK(unused_nodes_and_initializers(*b.m.graph) == 0);
     runner::Session s(b.m, runner::SessionOptions{1});
@@ -417,8 +417,8 @@ TEST_SUITE("qoperator") {
     ir::Model m = quantized_classifier(per_tensor());
     ir::Graph& g = *m.graph;
     ir::Node* c1 = producer_of(m, "c1");
-    ir::Node* q1 = passes::single_consumer(c1->output(0));
-    REQUIRE(passes::is_op(q1, "QuantizeLinear"));
+    ir::Node* q1 = ir::single_consumer(c1->output(0));
+    REQUIRE(ir::is_op(q1, "QuantizeLinear"));
     const std::string q1_name = q1->output(0)->name();
     const ir::TypeInfo u8 = ir::TypeInfo::tensor(DataType::kUInt8);
     // The QuantizeLinear output is also a graph output: the QLinearConv takes the entry over.

@@ -12,8 +12,8 @@
 
 #include "ir/error.h"
 #include "ir/graph.h"
+#include "ir/graph_util.h"
 #include "ir/tensor.h"
-#include "passes/rewrite.h"
 #include "quant/accuracy.h"
 #include "quant/calibration.h"
 #include "quant/quant_params.h"
@@ -97,8 +97,8 @@ ir::Model nothing_to_gain_model() {
 double quantized_min(const ir::Model& m, const std::string& name) {
   for (const auto& n : m.graph->nodes()) {
     if (n->op_type != "QuantizeLinear" || n->input(0)->name() != name) continue;
-    const double scale = passes::scalar_constant(m, n->input(1)).value();
-    const auto zero_point = static_cast<double>(passes::constant_ints(m, n->input(2)).value().at(0));
+    const double scale = ir::scalar_constant(m, n->input(1)).value();
+    const auto zero_point = static_cast<double>(ir::constant_ints(m, n->input(2)).value().at(0));
     return -zero_point * scale;
   }
   FAIL("no QuantizeLinear reads " << name);
@@ -591,9 +591,9 @@ TEST_SUITE("quant") {
     conv->set_attr(ir::Attribute::make_ints("dilations", {2}));
     conv->set_attr(ir::Attribute::make_ints("pads", {3, 1}));
     t.g.add_output(conv->output(0), std::nullopt);
-    ir::Value* narrow = t.node("Slice", {t.x, passes::add_int64_constant(t.g, "from", {1}, {0}),
-                                         passes::add_int64_constant(t.g, "to", {1}, {4}),
-                                         passes::add_int64_constant(t.g, "axis", {1}, {1})}, "narrow")->output(0);
+    ir::Value* narrow = t.node("Slice", {t.x, ir::add_int64_constant(t.g, "from", {1}, {0}),
+                                         ir::add_int64_constant(t.g, "to", {1}, {4}),
+                                         ir::add_int64_constant(t.g, "axis", {1}, {1})}, "narrow")->output(0);
     t.g.add_output(t.node("Conv", {narrow, t.constant("w4", {8, 4, 3})}, "few")->output(0), std::nullopt);
     ir::Node* grouped = t.node("Conv", {t.x, t.constant("wg", {16, 32, 3})}, "grouped");
     grouped->set_attr(ir::Attribute::make_int("group", 4));
@@ -721,13 +721,13 @@ TEST_SUITE("quant") {
       CHECK(report.kept_float[0].node == "gram_node");
       CHECK(t.m.onnx_opset() == 21);
       const ir::Node* dq = t.m.graph->find("y")->producer()->input(1)->producer();
-      REQUIRE(passes::is_op(dq, "DequantizeLinear"));
+      REQUIRE(ir::is_op(dq, "DequantizeLinear"));
       CHECK(dq->attr_int("block_size", 0) == 16);
       CHECK(dq->attr_int("axis", 1) == 0);
       const ir::Tensor* data = dq->input(0)->initializer();
       REQUIRE(data);
       CHECK(data->data_type == static_cast<int32_t>(bits == 4 ? ir::DataType::kInt4 : ir::DataType::kInt8));
-      CHECK(passes::constant_of(t.m, dq->input(1))->dims == std::vector<int64_t>{4, 24});  // 64 rows in blocks of 16
+      CHECK(ir::constant_of(t.m, dq->input(1))->dims == std::vector<int64_t>{4, 24});  // 64 rows in blocks of 16
       // 4 bits: 0.5 byte per weight and a float scale per 16: 0.1875x of float.
       CHECK(static_cast<double>(report.quantized_weight_bytes) / static_cast<double>(report.float_weight_bytes) ==
             doctest::Approx(bits == 4 ? 0.1875 : 0.3125));

@@ -2,14 +2,16 @@
 // negative steps, clamped starts, in Slice, Range, Gather, Reshape and Unsqueeze axes. Each model
 // runs in the runner before and after the full optimize pipeline and opset conversions down and
 // up; outputs must be identical (these rewrites move integers, they compute nothing new). Also the
-// typed readers of ir/constant.h themselves.
+// typed readers of ir/constant.h themselves, and its float writer against the runner's.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
 #include <limits>
+#include <random>
 
 #include <unistd.h>
 
@@ -142,6 +144,49 @@ TEST_SUITE("typed_constants") {
     CHECK(v.all_equal(0));
     v.floats = std::vector<double>{9007199254740992.0};  // 2^53
     CHECK_FALSE(v.all_equal((int64_t{1} << 53) + 1));
+  }
+
+  TEST_CASE("make_float_tensor writes the bytes the runner stores: float16 and bfloat16 through float") {
+    const double inf = std::numeric_limits<double>::infinity();
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    std::vector<double> values = {
+        0.0, -0.0, 1.0, -2.5, 1.0 / 3, inf, -inf, nan, -nan,
+        std::numeric_limits<double>::denorm_min(), std::numeric_limits<double>::max(),  // float: 0, inf
+        1e-40, std::ldexp(1, -149), std::ldexp(1, -150), std::ldexp(3, -150),  // float denormals and ties
+        std::ldexp(1, -24), std::ldexp(1, -25), std::ldexp(3, -25), 6e-8,        // float16 denormals and ties
+        65504, 65519.99, 65520, -65520, 1e300, 3.4e38, 3.39e38,                  // float16, float, bfloat16 overflow
+        1 + std::ldexp(1, -11), 1 + std::ldexp(3, -11),                          // float16 ties to even
+        1 + std::ldexp(1, -8), 1 + std::ldexp(3, -8),                            // bfloat16 ties to even
+        1 + std::ldexp(1, -11) + std::ldexp(1, -30),  // a float16 tie once rounded to float
+        1 + std::ldexp(1, -8) + std::ldexp(1, -30),   // a bfloat16 tie once rounded to float
+    };
+    std::mt19937 rng(42);
+    std::uniform_real_distribution<double> mantissa(-1, 1);
+    std::uniform_int_distribution<int> exponent(-160, 140);
+    for (int i = 0; i < 2000; ++i) values.push_back(std::ldexp(mantissa(rng), exponent(rng)));
+    const int64_t n = static_cast<int64_t>(values.size());
+
+    for (DataType type : {DataType::kFloat, DataType::kDouble, DataType::kFloat16, DataType::kBFloat16}) {
+      INFO(ir::data_type_name(type));
+      Tensor stored(type, {n});
+      for (int64_t i = 0; i < n; ++i) runner::set_element_from_double(stored, i, values[static_cast<size_t>(i)]);
+      const ir::Tensor want = runner::to_ir(stored, "c");
+      const ir::Tensor got = ir::make_float_tensor("c", type, {n}, values);
+      CHECK(got.name == want.name);
+      CHECK(got.dims == want.dims);
+      CHECK(got.data_type == want.data_type);
+      REQUIRE(got.raw_data);
+      CHECK(got.raw_data->view() == want.raw_data->view());
+    }
+    // Through float, as the runner: a value just above a float16 tie rounds to the tie first, then
+    // to even (1.0), where rounding once would go up.
+    const std::vector<double> above_tie = {1 + std::ldexp(1, -11) + std::ldexp(1, -30)};
+    const ir::Tensor half = ir::make_float_tensor("h", DataType::kFloat16, {1}, above_tie);
+    CHECK(ir::read_floats(half).value() == std::vector<double>{1.0});
+    CHECK(ir::double_to_half(above_tie[0]) != ir::float_to_half(1.0f));
+
+    CHECK_THROWS_AS(ir::make_float_tensor("c", DataType::kFloat, {2}, {1.0}), Error);
+    CHECK_THROWS_AS(ir::make_float_tensor("c", DataType::kInt64, {1}, {1.0}), Error);
   }
 
   TEST_CASE("Slice of a shape to INT64_MAX keeps its dims (the PyTorch x.shape[1:] export)") {
