@@ -5,6 +5,7 @@
 
 #include "checker/checker.h"
 #include "cli/common.h"
+#include "cli/flags.h"
 #include "cli/progress.h"
 #include "ir/error.h"
 

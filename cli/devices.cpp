@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/common.h"
+#include "cli/printers.h"
 #include "runner/backend.h"
 
 namespace onnxtool::cli {
@@ -24,7 +25,7 @@ int list(bool json) {
                      {"name", d.name},
                      {"type", d.type},
                      {"driver", d.driver},
-                     {"api", d.api.empty() ? nlohmann::json(nullptr) : nlohmann::json(d.api)},
+                     {"api", json_or_null(d.api)},
                      {"memory_bytes", d.memory_bytes},
                      {"max_buffer_bytes", d.max_buffer_bytes},
                      {"fp16_storage", d.fp16_storage},

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "cli/common.h"
+#include "cli/flags.h"
 #include "cli/surgery.h"
 #include "cli/verify.h"
 #include "cli/write_model.h"
@@ -97,73 +98,41 @@ std::optional<std::map<std::string, std::vector<int64_t>>> shared_input_shapes(c
   return shapes;
 }
 
-int run_edit(EditOptions& o) {
-  if (o.output.empty() && !o.in_place)
-    throw_usage_error("no output: pass -o OUT, or --in-place to replace " + o.model + " with the result");
-  if (o.output.empty()) o.output = o.model;
-  if (ir::same_file(o.model, o.output) && !o.in_place)
-    throw_usage_error(o.output + ": is the input model itself; pass --in-place to overwrite it");
-  const ir::EditRequest request = edit_request(o);
-  if (request.rename_inputs.empty() && request.rename_outputs.empty() && request.input_shapes.empty() &&
-      request.set_metadata.empty() && request.remove_metadata.empty() && !request.producer_name && !request.doc_string &&
-      !request.fix_declarations)
-    throw_usage_error("nothing to edit: pass --rename-input, --rename-output, --input-shape, --fix-declarations, "
-                      "--set-metadata, --remove-metadata, --producer-name or --doc-string");
-  refuse_verify_flags_unused(o.check, o.given);
-  const runner::Tolerance tol = tolerance(o.check, passes::kExactTolerance);
+/// The original's name of each input the edit renames, to its new name. The renames apply in
+/// order, so a chain (x=a, then a=b) takes the original's x to b.
+std::map<std::string, std::string> input_renames(const ir::EditRequest& request) {
+  std::map<std::string, std::string> renames;
+  for (const auto& [from, to] : request.rename_inputs) {
+    bool chained = false;
+    for (auto& [original_name, current] : renames)
+      if (current == from) {
+        current = to;
+        chained = true;
+      }
+    if (!chained) renames[from] = to;
+  }
+  return renames;
+}
 
-  auto loaded = ir::load_model(o.model);
-  if (o.in_place && !ir::same_file(o.model, o.output))
-    throw_usage_error("--in-place: " + o.output + " is not the input model; leave out -o to replace " + o.model +
-                      ", or --in-place to write " + o.output);
-  ir::check_output_paths(loaded.info, o.output, "", o.in_place);
-  ir::Model original = ir::load_model(o.model).model;
-  // New input shapes: both models run on inputs of dims they both take, unless a new dim
-  // contradicts the original's fixed one.
-  std::string cannot_run;
-  const auto shapes = shared_input_shapes(original, request, cannot_run);
-  if (!shapes) {
-    if (const std::string named = given_list(o.given, o.check.names); !named.empty())
-      throw_usage_error(named + ": the result is checked, not run against the original: " + cannot_run);
-  }
-  runner::VerifyInputs verify_in;
-  const bool run_both = !o.check.no_verify && shapes;
-  if (run_both) verify_in = verify_inputs(o.check, *shapes);
-  const ir::EditReport r = ir::edit_model(loaded.model, request);
+void print_edit_json(const EditOptions& o, const ir::EditReport& r, const std::optional<passes::SurgeryCheck>& verified,
+                     const runner::Tolerance& tol, const WrittenModel& written) {
+  print_json({{"output", o.output},
+              {"renamed", r.renamed},
+              {"input_shapes_set", r.shapes_set},
+              {"declarations_updated", r.declarations_updated},
+              {"declarations_cleared", r.declarations_cleared},
+              {"metadata_set", r.metadata_set},
+              {"metadata_removed", r.metadata_removed},
+              {"model_bytes", saved_bytes(written.saved)},
+              {"checked", true},
+              {"written", written_json(written)},
+              {"verification", surgery_json(verified, tol)}});
+}
 
-  const checker::WriteCheck gate = check_before_writing(loaded.model);
-  std::optional<passes::SurgeryCheck> verified;
-  if (run_both) {
-    // The renames apply in order, so a chain (x=a, then a=b) takes the original's x to b.
-    std::map<std::string, std::string> renames;
-    for (const auto& [from, to] : request.rename_inputs) {
-      bool chained = false;
-      for (auto& [original_name, current] : renames)
-        if (current == from) {
-          current = to;
-          chained = true;
-        }
-      if (!chained) renames[from] = to;
-    }
-    verified = passes::verify_edited(original, loaded.model, renames, verify_in, tol);
-    refuse_mismatch(*verified);
-  }
-  const WrittenModel written = save_checked(gate, loaded.model, o.output);
-  const ir::SaveReport& saved = written.saved;
-  if (o.json) {
-    print_json({{"output", o.output},
-                {"renamed", r.renamed},
-                {"input_shapes_set", r.shapes_set},
-                {"declarations_updated", r.declarations_updated},
-                {"declarations_cleared", r.declarations_cleared},
-                {"metadata_set", r.metadata_set},
-                {"metadata_removed", r.metadata_removed},
-                {"model_bytes", saved.model_bytes + saved.data_bytes},
-                {"checked", true},
-                {"written", written_json(written)},
-                {"verification", verified ? surgery_json(*verified, tol) : nlohmann::json(nullptr)}});
-    return kExitOk;
-  }
+/// "edited: 1 renamed, 1 input shape(s) set", how the result was checked, and what was written.
+void print_edited(const EditOptions& o, const ir::EditRequest& request, const ir::EditReport& r,
+                  const std::optional<passes::SurgeryCheck>& verified, const runner::Tolerance& tol,
+                  const std::string& cannot_run, const WrittenModel& written) {
   std::string done;
   const auto add = [&done](size_t n, const std::string& what) {
     if (n) done += (done.empty() ? "" : ", ") + std::to_string(n) + " " + what;
@@ -180,8 +149,45 @@ int run_edit(EditOptions& o) {
   if (verified) std::cout << surgery_summary(*verified, tol) << "\n";
   else if (o.check.no_verify) std::cout << "checked, not run against the original (--no-verify)\n";
   else std::cout << "checked, not run against the original: " << cannot_run << "\n";
-  if (const std::string sorted = sorted_line(written); !sorted.empty()) std::cout << sorted << "\n";
-  std::cout << "wrote " << o.output << " (" << human_bytes(saved.model_bytes + saved.data_bytes) << ")\n";
+  print_wrote(o.output, written);
+}
+
+int run_edit(EditOptions& o) {
+  o.output = output_or_in_place(o.model, o.output, o.in_place);
+  refuse_overwriting_input(o.model, o.output, o.in_place);
+  const ir::EditRequest request = edit_request(o);
+  if (request.rename_inputs.empty() && request.rename_outputs.empty() && request.input_shapes.empty() &&
+      request.set_metadata.empty() && request.remove_metadata.empty() && !request.producer_name && !request.doc_string &&
+      !request.fix_declarations)
+    throw_usage_error("nothing to edit: pass --rename-input, --rename-output, --input-shape, --fix-declarations, "
+                      "--set-metadata, --remove-metadata, --producer-name or --doc-string");
+  refuse_verify_flags_unused(o.check, o.given);
+  const runner::Tolerance tol = tolerance(o.check, passes::kExactTolerance);
+
+  auto loaded = ir::load_model(o.model);
+  refuse_in_place_elsewhere(o.model, o.output, o.in_place);
+  ir::check_output_paths(loaded.info, o.output, "", o.in_place);
+  ir::Model original = ir::load_model(o.model).model;
+  // New input shapes: both models run on inputs of dims they both take, unless a new dim
+  // contradicts the original's fixed one.
+  std::string cannot_run;
+  const auto shapes = shared_input_shapes(original, request, cannot_run);
+  if (const std::string named = given_list(o.given, o.check.names); !shapes && !named.empty())
+    throw_usage_error(named + ": the result is checked, not run against the original: " + cannot_run);
+  runner::VerifyInputs verify_in;
+  const bool run_both = !o.check.no_verify && shapes;
+  if (run_both) verify_in = verify_inputs(o.check, *shapes);
+  const ir::EditReport r = ir::edit_model(loaded.model, request);
+
+  const checker::WriteCheck gate = check_before_writing(loaded.model);
+  std::optional<passes::SurgeryCheck> verified;
+  if (run_both) {
+    verified = passes::verify_edited(original, loaded.model, input_renames(request), verify_in, tol);
+    refuse_mismatch(*verified);
+  }
+  const WrittenModel written = save_checked(gate, loaded.model, o.output);
+  if (o.json) print_edit_json(o, r, verified, tol, written);
+  else print_edited(o, request, r, verified, tol, cannot_run, written);
   return kExitOk;
 }
 

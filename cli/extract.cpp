@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/common.h"
+#include "cli/flags.h"
 #include "cli/surgery.h"
 #include "cli/verify.h"
 #include "cli/write_model.h"
@@ -43,15 +44,11 @@ std::string io_list_text(const std::vector<ir::ValueInfo>& list) {
 
 int run_extract(const ExtractOptions& o) {
   if (o.output.empty()) throw_usage_error("-o OUT is required");
-  if (ir::same_file(o.model, o.output)) throw_usage_error(o.output + ": is the input model itself; choose another output");
+  refuse_overwriting_input(o.model, o.output);
   refuse_verify_flags_unused(o.check, o.given);
   if (o.given.count("--input-shape") && o.given.count("--input"))
     throw_usage_error("--input-shape sizes random verification inputs; with --input there are none");
-  std::map<std::string, std::vector<int64_t>> shapes;
-  for (const auto& s : o.input_shapes) {
-    auto [name, text] = parse_assignment(s, "--input-shape");
-    shapes[name] = parse_size_list("--input-shape", name, text);
-  }
+  const auto shapes = parse_shapes("--input-shape", o.input_shapes);
   runner::VerifyInputs verify_in;
   if (!o.check.no_verify) verify_in = verify_inputs(o.check, shapes);
   const runner::Tolerance tol = tolerance(o.check, passes::kExactTolerance);
@@ -69,7 +66,6 @@ int run_extract(const ExtractOptions& o) {
     refuse_mismatch(*verified);
   }
   const WrittenModel written = save_checked(gate, loaded.model, o.output);
-  const ir::SaveReport& saved = written.saved;
   const ir::Graph& g = *loaded.model.graph;
   if (o.json) {
     print_json({{"output", o.output},
@@ -77,9 +73,9 @@ int run_extract(const ExtractOptions& o) {
                 {"outputs", io_list_json(g.outputs)},
                 {"nodes", {{"before", r.nodes_before}, {"after", r.nodes_after}}},
                 {"initializers", {{"before", r.initializers_before}, {"after", r.initializers_after}}},
-                {"model_bytes", saved.model_bytes + saved.data_bytes},
+                {"model_bytes", saved_bytes(written.saved)},
                 {"written", written_json(written)},
-                {"verification", verified ? surgery_json(*verified, tol) : nlohmann::json(nullptr)}});
+                {"verification", surgery_json(verified, tol)}});
     return kExitOk;
   }
   std::cout << "extracted " << r.nodes_after << " of " << r.nodes_before << " nodes, " << r.initializers_after << " of "
@@ -88,8 +84,7 @@ int run_extract(const ExtractOptions& o) {
   std::cout << "outputs: " << io_list_text(g.outputs) << "\n";
   if (verified) std::cout << surgery_summary(*verified, tol) << "\n";
   else std::cout << "checked, not run (--no-verify)\n";
-  if (const std::string sorted = sorted_line(written); !sorted.empty()) std::cout << sorted << "\n";
-  std::cout << "wrote " << o.output << " (" << human_bytes(saved.model_bytes + saved.data_bytes) << ")\n";
+  print_wrote(o.output, written);
   return kExitOk;
 }
 

@@ -6,6 +6,7 @@
 #include <streambuf>
 
 #include "cli/common.h"
+#include "cli/flags.h"
 #include "ir/command_files.h"
 #include "ir/error.h"
 

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "cli/common.h"
+#include "cli/flags.h"
 #include "cli/progress.h"
 #include "cli/write_model.h"
 #include "cli/verify.h"
@@ -43,6 +44,9 @@ struct OptimizeCliOptions {
   std::set<std::string> given;  ///< the options on the command line
 };
 
+/// Passes report as they finish, in text, unless --fixed-point adds their counts up over rounds.
+bool streams_passes(const OptimizeCliOptions& o) { return !o.json && !o.fixed_point; }
+
 int list_passes(bool json) {
   if (json) {
     nlohmann::json passes = nlohmann::json::array();
@@ -54,20 +58,13 @@ int list_passes(bool json) {
   return kExitOk;
 }
 
-int run_optimize(const OptimizeCliOptions& o) {
-  if (o.list_passes) return list_passes(o.json);
-  if (o.model.empty()) throw_usage_error("MODEL is required");
-  if (o.output.empty()) throw_usage_error("-o OUT is required");
-  if (ir::same_file(o.model, o.output)) throw_usage_error(o.output + ": is the input model itself; choose another output");
-
+/// The passes and their verification as the flags ask, checked before any work.
+passes::VerifiedOptimizeOptions optimize_options(const OptimizeCliOptions& o) {
   passes::VerifiedOptimizeOptions options;
   options.optimize.only = o.passes;
   options.optimize.skip = o.skip;
   options.optimize.fixed_point = o.fixed_point;
-  for (const auto& s : o.input_shapes) {
-    auto [name, text] = parse_assignment(s, "--input-shape");
-    options.optimize.input_shapes[name] = parse_size_list("--input-shape", name, text);
-  }
+  options.optimize.input_shapes = parse_shapes("--input-shape", o.input_shapes);
   passes::check_pass_names(options.optimize);  // a usage error before any work
   refuse_verify_flags_unused(o.check, o.given);
   options.require_valid = !o.force;
@@ -76,19 +73,17 @@ int run_optimize(const OptimizeCliOptions& o) {
   options.optimize.progress = progress();
   // One line per pass that changed something, printed as it finishes (--json has them all at
   // the end). With --fixed-point a pass's counts add up over the rounds: printed at the end.
-  const bool streamed = !o.json && !o.fixed_point;
-  if (streamed)
+  if (streams_passes(o))
     options.optimize.pass_finished = [](const std::string& pass, const passes::PassStats& stats) {
       if (stats.changed()) result_line(pass + ": " + pass_changes(stats));
     };
+  return options;
+}
 
-  auto loaded = ir::load_model(o.model);
-  ir::check_output_paths(loaded.info, o.output, "", /*in_place=*/false);
-  const uint64_t bytes_before = loaded.info.file_size;
-  const passes::VerifiedOptimizeReport r =
-      passes::optimize_verified(loaded.model, options, [&o] { return ir::load_model(o.model).model; });
+/// Refuses (Error kFailed, nothing written) an invalid input or a result that departs from it.
+void refuse_failed(const std::string& model, const passes::VerifiedOptimizeReport& r) {
   if (r.invalid)
-    throw Error(ErrorKind::kFailed, o.model + ": invalid model (" + describe(*r.invalid) +
+    throw Error(ErrorKind::kFailed, model + ": invalid model (" + describe(*r.invalid) +
                                         "); run `onnxtool check` for all errors, or pass --force");
   if (!r.verified.ok()) {
     const std::string& pass = r.first_diverging_pass;
@@ -96,35 +91,37 @@ int run_optimize(const OptimizeCliOptions& o) {
                                         (pass.empty() ? "" : "; first diverging pass: " + pass + " (--skip " + pass + ")") +
                                         "; nothing written (--no-verify writes it anyway)");
   }
-  const passes::OptimizeReport& report = r.report;
-  const runner::Tolerance& tol = options.tolerance;
-  const WrittenModel written = write_model(loaded.model, o.output);
-  const ir::SaveReport& saved = written.saved;
+}
 
-  if (o.json) {
-    nlohmann::json passes = nlohmann::json::array();
-    for (const auto& p : report.passes)
-      passes.push_back({{"name", p.name}, {"removed", p.stats.removed}, {"fused", p.stats.fused},
-                        {"folded", p.stats.folded}, {"initializers_removed", p.stats.initializers_removed},
-                        {"reordered", p.stats.reordered}});
-    const bool changed = report.reordered ||
-                         std::any_of(report.passes.begin(), report.passes.end(), [](const passes::PassReport& p) { return p.stats.changed(); });
-    print_json({{"output", o.output},
-                {"changed", changed},
-                {"passes", passes},
-                {"rounds", report.rounds},
-                {"reordered", report.reordered},
-                {"nodes", {{"before", report.before.nodes}, {"after", report.after.nodes}}},
-                {"initializers", {{"before", report.before.initializers}, {"after", report.after.initializers}}},
-                {"file_bytes", {{"before", bytes_before}, {"after", saved.model_bytes + saved.data_bytes}}},
-                {"written", written_json(written)},
-                {"verification", r.reference ? verify_json(*r.reference, r.verified, tol, r.verify_seconds) : nlohmann::json(nullptr)}});
-    return kExitOk;
-  }
+nlohmann::json optimize_json(const OptimizeCliOptions& o, const passes::VerifiedOptimizeReport& r, const runner::Tolerance& tol,
+                             uint64_t bytes_before, const WrittenModel& written) {
+  const passes::OptimizeReport& report = r.report;
+  nlohmann::json passes = nlohmann::json::array();
+  for (const auto& p : report.passes)
+    passes.push_back({{"name", p.name}, {"removed", p.stats.removed}, {"fused", p.stats.fused},
+                      {"folded", p.stats.folded}, {"initializers_removed", p.stats.initializers_removed},
+                      {"reordered", p.stats.reordered}});
+  const bool changed = report.reordered ||
+                       std::any_of(report.passes.begin(), report.passes.end(), [](const passes::PassReport& p) { return p.stats.changed(); });
+  return {{"output", o.output},
+          {"changed", changed},
+          {"passes", passes},
+          {"rounds", report.rounds},
+          {"reordered", report.reordered},
+          {"nodes", {{"before", report.before.nodes}, {"after", report.after.nodes}}},
+          {"initializers", {{"before", report.before.initializers}, {"after", report.after.initializers}}},
+          {"file_bytes", file_bytes_json(bytes_before, written.saved)},
+          {"written", written_json(written)},
+          {"verification", verify_json(r.reference, r.verified, tol, r.verify_seconds)}};
+}
+
+void print_optimized(const OptimizeCliOptions& o, const passes::VerifiedOptimizeReport& r, const runner::Tolerance& tol,
+                     uint64_t bytes_before, const WrittenModel& written) {
+  const passes::OptimizeReport& report = r.report;
   int unchanged = 0;
   for (const auto& p : report.passes) {
     if (!p.stats.changed()) ++unchanged;
-    else if (!streamed) std::cout << p.name << ": " << pass_changes(p.stats) << "\n";
+    else if (!streams_passes(o)) std::cout << p.name << ": " << pass_changes(p.stats) << "\n";
   }
   if (report.reordered && std::none_of(report.passes.begin(), report.passes.end(),
                                        [](const passes::PassReport& p) { return p.name == "sort_topologically"; }))
@@ -135,10 +132,27 @@ int run_optimize(const OptimizeCliOptions& o) {
     std::cout << unchanged << " other pass" << (unchanged == 1 ? "" : "es") << " changed nothing\n";
   std::cout << "nodes " << report.before.nodes << " -> " << report.after.nodes << ", initializers "
             << report.before.initializers << " -> " << report.after.initializers << ", file "
-            << human_bytes(bytes_before) << " -> " << human_bytes(saved.model_bytes + saved.data_bytes) << "\n";
-  if (r.reference) std::cout << verify_summary(*r.reference, r.verified, tol, r.verify_seconds) << "\n";
-  else std::cout << "not verified (--no-verify)\n";
+            << human_bytes(bytes_before) << " -> " << human_bytes(saved_bytes(written.saved)) << "\n";
+  print_verification(r.reference, r.verified, tol, r.verify_seconds);
   std::cout << "wrote " << o.output << "\n";
+}
+
+int run_optimize(const OptimizeCliOptions& o) {
+  if (o.list_passes) return list_passes(o.json);
+  if (o.model.empty()) throw_usage_error("MODEL is required");
+  if (o.output.empty()) throw_usage_error("-o OUT is required");
+  refuse_overwriting_input(o.model, o.output);
+  const passes::VerifiedOptimizeOptions options = optimize_options(o);
+
+  auto loaded = ir::load_model(o.model);
+  ir::check_output_paths(loaded.info, o.output, "", /*in_place=*/false);
+  const uint64_t bytes_before = loaded.info.file_size;
+  const passes::VerifiedOptimizeReport r =
+      passes::optimize_verified(loaded.model, options, [&o] { return ir::load_model(o.model).model; });
+  refuse_failed(o.model, r);
+  const WrittenModel written = write_model(loaded.model, o.output);
+  if (o.json) print_json(optimize_json(o, r, options.tolerance, bytes_before, written));
+  else print_optimized(o, r, options.tolerance, bytes_before, written);
   return kExitOk;
 }
 

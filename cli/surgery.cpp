@@ -15,19 +15,20 @@ void refuse_mismatch(const passes::SurgeryCheck& check) {
                                         "; nothing written (--no-verify writes it anyway)");
 }
 
-nlohmann::json surgery_json(const passes::SurgeryCheck& check, const runner::Tolerance& tolerance) {
+nlohmann::json surgery_json(const std::optional<passes::SurgeryCheck>& check, const runner::Tolerance& tolerance) {
+  if (!check) return nullptr;
   nlohmann::json outputs = nlohmann::json::array();
-  for (const auto& c : check.result.outputs) {
+  for (const auto& c : check->result.outputs) {
     nlohmann::json o{{"name", c.name}, {"type", c.type}, {"within", c.within}};
     if (c.diff.elements) o.update({{"max_abs_error", c.diff.max_abs}, {"elements_differing", c.diff.beyond + c.diff.nonfinite_count}});
     outputs.push_back(o);
   }
-  return {{"inputs", check.inputs},
-          {"random_inputs", check.random_inputs},
-          {"note", check.random_inputs ? nlohmann::json(random_inputs_note()) : nlohmann::json(nullptr)},
-          {"tolerance", {{"policy", tolerance.name}, {"rtol", tolerance.rtol}, {"atol", tolerance.atol}}},
+  return {{"inputs", check->inputs},
+          {"random_inputs", check->random_inputs},
+          {"note", random_note_json(check->random_inputs)},
+          {"tolerance", tolerance_json(tolerance)},
           {"outputs", outputs},
-          {"ok", check.result.ok()}};
+          {"ok", check->result.ok()}};
 }
 
 std::string surgery_summary(const passes::SurgeryCheck& check, const runner::Tolerance& tolerance) {

@@ -2,6 +2,7 @@
 // is reported.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -13,8 +14,8 @@ namespace onnxtool::cli {
 /// Refuses (Error kFailed) a result whose outputs differ from the original's.
 void refuse_mismatch(const passes::SurgeryCheck& check);
 
-/// The run's facts for --json: inputs, tolerance, each output, ok.
-nlohmann::json surgery_json(const passes::SurgeryCheck& check, const runner::Tolerance& tolerance);
+/// The run's facts for --json: inputs, tolerance, each output, ok; null when nothing ran.
+nlohmann::json surgery_json(const std::optional<passes::SurgeryCheck>& check, const runner::Tolerance& tolerance);
 
 /// "verified 2 output(s) on random (seed 0): x=float32[1,3]: 2 exact (exact tolerance)".
 std::string surgery_summary(const passes::SurgeryCheck& check, const runner::Tolerance& tolerance);

@@ -1,10 +1,12 @@
-// Verification flags and reports shared by optimize and convert.
+// Verification flags and reports shared by optimize and convert (the flags by edit and extract too).
 #include "cli/verify.h"
 
 #include <algorithm>
+#include <iostream>
 #include <sstream>
 
 #include "cli/common.h"
+#include "cli/flags.h"
 #include "ir/error.h"
 
 namespace onnxtool::cli {
@@ -50,6 +52,10 @@ std::string random_inputs_note(const std::string& real) {
          "must hold, a branch, a detector's peaks); " + real + " gives real samples, --input-range shapes the random ones";
 }
 
+nlohmann::json random_note_json(bool random, const std::string& real) {
+  return random ? nlohmann::json(random_inputs_note(real)) : nlohmann::json(nullptr);
+}
+
 void refuse_verify_flags_unused(const VerifyFlags& flags, const std::set<std::string>& given) {
   if (!flags.no_verify) return;
   if (const std::string named = given_list(given, flags.names); !named.empty())
@@ -86,8 +92,13 @@ runner::Tolerance tolerance(const VerifyFlags& flags, const runner::Tolerance& p
   return t;
 }
 
-nlohmann::json verify_json(const runner::Reference& reference, const runner::VerifyResult& result,
+nlohmann::json tolerance_json(const runner::Tolerance& tolerance) {
+  return {{"policy", tolerance.name}, {"rtol", tolerance.rtol}, {"atol", tolerance.atol}};
+}
+
+nlohmann::json verify_json(const std::optional<runner::Reference>& reference, const runner::VerifyResult& result,
                            const runner::Tolerance& tolerance, double seconds) {
+  if (!reference) return nullptr;
   nlohmann::json outputs = nlohmann::json::array();
   for (const auto& c : result.outputs) {
     nlohmann::json o{{"name", c.name}, {"type", c.type}, {"exact", c.exact}, {"within", c.within}};
@@ -99,17 +110,21 @@ nlohmann::json verify_json(const runner::Reference& reference, const runner::Ver
                 {"sqnr_db", json_number(c.diff.sqnr_db)}});
     outputs.push_back(o);
   }
-  return {{"inputs", reference.inputs_description()},
-          {"random_inputs", reference.random_inputs()},
-          {"note", reference.random_inputs() ? nlohmann::json(random_inputs_note()) : nlohmann::json(nullptr)},
-          {"tolerance", {{"policy", tolerance.name}, {"rtol", tolerance.rtol}, {"atol", tolerance.atol}}},
+  return {{"inputs", reference->inputs_description()},
+          {"random_inputs", reference->random_inputs()},
+          {"note", random_note_json(reference->random_inputs())},
+          {"tolerance", tolerance_json(tolerance)},
           {"outputs", outputs},
           {"ok", result.ok()},
           {"seconds", seconds}};
 }
 
-std::string verify_summary(const runner::Reference& reference, const runner::VerifyResult& result,
-                           const runner::Tolerance& tolerance, double seconds) {
+void print_verification(const std::optional<runner::Reference>& reference, const runner::VerifyResult& result,
+                        const runner::Tolerance& tolerance, double seconds) {
+  if (!reference) {
+    std::cout << "not verified (--no-verify)\n";
+    return;
+  }
   double max_abs = 0;
   size_t exact = 0;
   for (const auto& c : result.outputs) {
@@ -117,14 +132,14 @@ std::string verify_summary(const runner::Reference& reference, const runner::Ver
     else max_abs = std::max(max_abs, c.diff.max_abs);
   }
   std::ostringstream s;
-  s << "verified " << result.outputs.size() << " output(s) on " << reference.inputs_description() << ": ";
+  s << "verified " << result.outputs.size() << " output(s) on " << reference->inputs_description() << ": ";
   if (exact) s << exact << " exact, ";
   s << "max abs error " << max_abs << " (" << tolerance.name << " tolerance rtol " << tolerance.rtol << ", atol "
     << tolerance.atol << "), " << std::fixed;
   s.precision(2);
   s << seconds << " s";
-  if (reference.random_inputs()) s << "\nnote: " << random_inputs_note();
-  return s.str();
+  if (reference->random_inputs()) s << "\nnote: " << random_inputs_note();
+  std::cout << s.str() << "\n";
 }
 
 }  // namespace onnxtool::cli

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -61,17 +62,23 @@ runner::Tolerance tolerance(const VerifyFlags& flags, const runner::Tolerance& p
 /// "note" in --json).
 /// `real` names the flag that gives real samples ("--inputs DIR", quantize's "--calib-data DIR").
 std::string random_inputs_note(const std::string& real = "--inputs DIR");
+/// "note" in --json: random_inputs_note(real) where the inputs were random, else null.
+nlohmann::json random_note_json(bool random, const std::string& real = "--inputs DIR");
 
 /// Adds --input-range NAME=LO,HI (repeatable) to a command that makes random inputs.
 CLI::Option* add_input_range_option(CLI::App* sub, std::vector<std::string>& ranges);
 
-/// A verification's facts for --json.
-nlohmann::json verify_json(const runner::Reference& reference, const runner::VerifyResult& result,
+/// {"policy", "rtol", "atol"} for --json.
+nlohmann::json tolerance_json(const runner::Tolerance& tolerance);
+
+/// A verification's facts for --json; null without a reference (--no-verify).
+nlohmann::json verify_json(const std::optional<runner::Reference>& reference, const runner::VerifyResult& result,
                            const runner::Tolerance& tolerance, double seconds);
 
 /// "verified 2 outputs on random (seed 0): x=float32[1,3]: max abs error 1e-7 (rewrite tolerance
-/// rtol 1e-4, atol 1e-5), 0.12 s".
-std::string verify_summary(const runner::Reference& reference, const runner::VerifyResult& result,
-                           const runner::Tolerance& tolerance, double seconds);
+/// rtol 1e-4, atol 1e-5), 0.12 s", and the note of random inputs; without a reference
+/// (--no-verify), "not verified (--no-verify)".
+void print_verification(const std::optional<runner::Reference>& reference, const runner::VerifyResult& result,
+                        const runner::Tolerance& tolerance, double seconds);
 
 }  // namespace onnxtool::cli

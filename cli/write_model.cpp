@@ -2,6 +2,7 @@
 #include "cli/write_model.h"
 
 #include <algorithm>
+#include <iostream>
 
 #include "cli/common.h"
 #include "cli/progress.h"
@@ -48,14 +49,47 @@ WrittenModel write_model(ir::Model& model, const std::string& path, const ir::Sa
   return save_checked(check_before_writing(model), model, path, options);
 }
 
-std::string sorted_line(const WrittenModel& written) {
-  if (!written.sorted_nodes) return "";
-  return "sorted: " + std::to_string(written.sorted_nodes) +
-         " nodes moved into topological order (the input was stored out of order)";
+std::string output_or_in_place(const std::string& model, const std::string& output, bool in_place) {
+  // --in-place alone names the input as the output: the result goes through a temporary file
+  // renamed over it, so the model is either the old one or the new one, never a mix.
+  if (output.empty() && !in_place)
+    throw_usage_error("no output: pass -o OUT, or --in-place to replace " + model + " with the result");
+  return output.empty() ? model : output;
+}
+
+void refuse_overwriting_input(const std::string& model, const std::string& output, bool in_place) {
+  if (ir::same_file(model, output) && !in_place)
+    throw_usage_error(output + ": is the input model itself; pass --in-place to overwrite it");
+}
+
+void refuse_overwriting_input(const std::string& model, const std::string& output) {
+  if (ir::same_file(model, output)) throw_usage_error(output + ": is the input model itself; choose another output");
+}
+
+void refuse_in_place_elsewhere(const std::string& model, const std::string& output, bool in_place) {
+  if (in_place && !ir::same_file(model, output))
+    throw_usage_error("--in-place: " + output + " is not the input model; leave out -o to replace " + model +
+                      ", or --in-place to write " + output);
+}
+
+uint64_t saved_bytes(const ir::SaveReport& saved) { return saved.model_bytes + saved.data_bytes; }
+
+void print_sorted(const WrittenModel& written) {
+  if (written.sorted_nodes)
+    std::cout << "sorted: " << written.sorted_nodes << " nodes moved into topological order (the input was stored out of order)\n";
+}
+
+void print_wrote(const std::string& path, const WrittenModel& written) {
+  print_sorted(written);
+  std::cout << "wrote " << path << " (" << human_bytes(saved_bytes(written.saved)) << ")\n";
 }
 
 nlohmann::json written_json(const WrittenModel& written) {
   return {{"sorted_nodes", written.sorted_nodes}, {"check_warnings", written.warnings}};
+}
+
+nlohmann::json file_bytes_json(uint64_t before, const ir::SaveReport& saved) {
+  return {{"before", before}, {"after", saved_bytes(saved)}};
 }
 
 }  // namespace onnxtool::cli

@@ -34,11 +34,31 @@ WrittenModel save_checked(const checker::WriteCheck& gate, const ir::Model& mode
 /// a model its own check rejects.
 WrittenModel write_model(ir::Model& model, const std::string& path, const ir::SaveOptions& options = {});
 
-/// The line write_model's sort earns in a command's text output ("" when nothing moved):
+/// The output of a command that takes --in-place (convert, edit): -o OUT, or with --in-place
+/// alone the input model itself; neither given is a usage error.
+std::string output_or_in_place(const std::string& model, const std::string& output, bool in_place);
+/// Refuses an output that is the input model itself, unless --in-place asks for that.
+void refuse_overwriting_input(const std::string& model, const std::string& output, bool in_place);
+/// The same for a command without --in-place (optimize, quantize, extract).
+void refuse_overwriting_input(const std::string& model, const std::string& output);
+/// Refuses --in-place with an -o naming another file: it would only lift the checks that keep
+/// the input intact. After loading, when the output's folder is known to exist.
+void refuse_in_place_elsewhere(const std::string& model, const std::string& output, bool in_place);
+
+/// The bytes a save wrote: the model file and its external data.
+uint64_t saved_bytes(const ir::SaveReport& saved);
+
+/// Prints the line write_model's sort earns in a command's text output, when it moved nodes:
 /// "sorted: 79 nodes moved into topological order (the input was stored out of order)".
-std::string sorted_line(const WrittenModel& written);
+void print_sorted(const WrittenModel& written);
+
+/// The last lines of extract and edit: print_sorted's, then "wrote OUT (12.3 KB)".
+void print_wrote(const std::string& path, const WrittenModel& written);
 
 /// {"sorted_nodes", "check_warnings"} for a command's --json.
 nlohmann::json written_json(const WrittenModel& written);
+
+/// {"before", "after"}: the input file's size and the output's, for --json.
+nlohmann::json file_bytes_json(uint64_t before, const ir::SaveReport& saved);
 
 }  // namespace onnxtool::cli
