@@ -134,38 +134,48 @@ References optional_references(ir::Model& fp32, const SampleSource& samples, con
   return references;
 }
 
-void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& references,
-                    const SampleSource& samples, QuantizeReport& report, const std::vector<std::string>& judged,
-                    const ir::Progress& progress) {
-  // The fp32 tensor each quantized (dequantized) tensor stands for, and the interval its values
-  // are clamped to before comparing (where the tensor's readers saturate).
-  struct Compared {
-    std::string name;
-    double min, max;
-  };
-  std::map<std::string, Compared> dq_to_float;
-  // The fp32 name an entry is compared with: the node output (dynamic) or the tensor (static).
-  auto fp32_name = [](const NodeReport& n) { return n.output.empty() ? n.tensor : n.output; };
+namespace {
+
+/// The fp32 tensor a quantized (dequantized) tensor stands for, and the interval its values are
+/// clamped to before comparing (where the tensor's readers saturate).
+struct Compared {
+  std::string name;
+  double min, max;
+};
+
+/// An 8-bit tensor watched in place of the DequantizeLinear that reads it.
+struct Dequantize {
+  Compared compared;
+  float scale;
+  int32_t zero_point;
+};
+
+/// What error measurement watches in the quantized model, by tensor name.
+struct Watched {
+  std::map<std::string, Compared> dequantized;
+  std::map<std::string, Dequantize> quantized;
+  bool contains(const std::string& name) const { return dequantized.count(name) > 0 || quantized.count(name) > 0; }
+};
+
+/// The fp32 name an entry is compared with: the node output (dynamic) or the tensor (static).
+const std::string& fp32_name(const NodeReport& n) { return n.output.empty() ? n.tensor : n.output; }
+
+Watched watched_tensors(ir::Model& quantized, const QuantizeReport& report) {
+  Watched watched;
   for (const auto& n : report.nodes)
-    if (!n.dequantized.empty()) dq_to_float[n.dequantized] = Compared{fp32_name(n), n.reference_min, n.reference_max};
+    if (!n.dequantized.empty()) watched.dequantized[n.dequantized] = Compared{fp32_name(n), n.reference_min, n.reference_max};
   // Where a DequantizeLinear has one constant scale and zero point, its 8-bit input is watched
   // instead and only the compared elements are dequantized (as its kernel does): the runner
   // need not compute the dequantized tensor when only integer convolutions read it.
-  struct Dequantize {
-    Compared compared;
-    float scale;
-    int32_t zero_point;
-  };
-  std::map<std::string, Dequantize> q_to_float;
   for (const auto& node : quantized.graph->nodes()) {
     if (node->op_type != "DequantizeLinear" || !node->domain.empty() || node->inputs().size() < 2 || !node->output(0)) continue;
-    const auto it = dq_to_float.find(node->output(0)->name());
-    if (it == dq_to_float.end() || !node->input(0)) continue;
+    const auto it = watched.dequantized.find(node->output(0)->name());
+    if (it == watched.dequantized.end() || !node->input(0)) continue;
     const ir::Tensor* scale = ir::constant_of(quantized, node->input(1));
     const ir::Tensor* zero = node->inputs().size() > 2 && node->input(2) ? ir::constant_of(quantized, node->input(2)) : nullptr;
     if (!scale || scale->type() != ir::DataType::kFloat || scale->element_count() != 1u) continue;
     if (node->inputs().size() > 2 && node->input(2) && (!zero || zero->element_count() != 1u)) continue;
-    if (q_to_float.count(node->input(0)->name())) continue;  // read by several: each watched as it is
+    if (watched.quantized.count(node->input(0)->name())) continue;  // read by several: each watched as it is
     const runner::Tensor s = runner::from_ir(*scale);
     int32_t z = 0;
     if (zero) {
@@ -174,69 +184,62 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
       else if (zt.dtype() == ir::DataType::kInt8) z = zt.data<int8_t>()[0];
       else continue;
     }
-    q_to_float[node->input(0)->name()] = Dequantize{it->second, s.data<float>()[0], z};
-    dq_to_float.erase(it->first);
+    watched.quantized[node->input(0)->name()] = Dequantize{it->second, s.data<float>()[0], z};
+    watched.dequantized.erase(it);
   }
-  // Graph outputs by position (both models keep their outputs in order); the float ones are
-  // compared (the references hold those, whatever the file declares).
-  std::vector<size_t> outputs;
-  for (size_t i = 0; i < fp32.graph->outputs.size(); ++i) {
-    const ir::Value* v = fp32.graph->outputs[i].value;
-    if (v && (judged.empty() || std::find(judged.begin(), judged.end(), v->name()) != judged.end())) outputs.push_back(i);
-  }
+  return watched;
+}
 
-  std::map<std::string, ReferenceSums> sums;  // by float tensor name
-  const std::map<std::string, double>& elements = references.elements_;  // by float tensor name
-  std::map<size_t, ReferenceSums> output_sums;
-  std::set<size_t> large_output;  // outputs of more than kSmallOutput elements in some sample
-  // The quantized model's dequantized weights are computed again in each run rather than held
-  // (as much memory as the float weights, for a few percent of a run).
-  runner::SessionOptions q_options;
-  q_options.keep_constants = false;
-  runner::Session q_session(quantized, q_options);
-  Feeds feeds;
-  size_t count = 0;
-  const auto total = static_cast<int64_t>(references.samples_.size());
-  ir::report_progress(progress, "error measurement", 0, total);
-  for (size_t s = 0; s < references.samples_.size() && samples(s, feeds); ++s) {
-    ++count;
-    const References::Sample& ref = references.samples_[s];
-    q_session.set_observer(
-        [&](const ir::Value& v, const runner::Value& produced) {
-          if (!produced.is_tensor()) return;
-          const runner::Tensor& t = produced.tensor;
-          if (auto q = q_to_float.find(v.name()); q != q_to_float.end()) {
-            const Compared& want = q->second.compared;
-            auto r = ref.tensors.find(want.name);
-            if (r == ref.tensors.end()) return;
-            const float scale = q->second.scale;
-            const int32_t zero = q->second.zero_point;
-            auto add = [&](const auto* data) {  // uint8 or int8
-              sums[want.name].add(r->second, t.size(), [&](int64_t i) { return static_cast<float>(data[i] - zero) * scale; },
-                                  want.min, want.max);
-            };
-            if (t.dtype() == ir::DataType::kUInt8) add(t.data<uint8_t>());
-            else if (t.dtype() == ir::DataType::kInt8) add(t.data<int8_t>());
-            return;
-          }
-          auto it = dq_to_float.find(v.name());
-          if (it == dq_to_float.end() || t.dtype() != ir::DataType::kFloat) return;
-          const Compared& want = it->second;
-          auto r = ref.tensors.find(want.name);
-          if (r != ref.tensors.end()) sums[want.name].add(r->second, t, want.min, want.max);
-        },
-        false, [&](const ir::Value& v) { return q_to_float.count(v.name()) > 0 || dq_to_float.count(v.name()) > 0; });
-    const auto q_out = q_session.run(feeds);
-    feeds.clear();
-    for (size_t i : outputs)
-      if (i < ref.outputs.size() && i < q_out.size() && ref.outputs[i] && q_out[i].is_tensor() &&
-          q_out[i].tensor.dtype() == ir::DataType::kFloat) {
-        output_sums[i].add(*ref.outputs[i], q_out[i].tensor);
-        if (q_out[i].tensor.size() > kSmallOutput) large_output.insert(i);
-      }
-    ir::report_progress(progress, "error measurement", static_cast<int64_t>(count), total);
+/// Adds what the quantized model produced for a watched tensor to the sums of its fp32 tensor.
+void add_watched(const Watched& watched, const std::map<std::string, Reference>& reference, const ir::Value& v,
+                 const runner::Tensor& t, std::map<std::string, ReferenceSums>& sums) {
+  if (auto q = watched.quantized.find(v.name()); q != watched.quantized.end()) {
+    const Compared& want = q->second.compared;
+    auto r = reference.find(want.name);
+    if (r == reference.end()) return;
+    const float scale = q->second.scale;
+    const int32_t zero = q->second.zero_point;
+    auto add = [&](const auto* data) {  // uint8 or int8
+      sums[want.name].add(r->second, t.size(), [&](int64_t i) { return static_cast<float>(data[i] - zero) * scale; },
+                          want.min, want.max);
+    };
+    if (t.dtype() == ir::DataType::kUInt8) add(t.data<uint8_t>());
+    else if (t.dtype() == ir::DataType::kInt8) add(t.data<int8_t>());
+    return;
   }
-  // Per entry: its accuracy, and what it loses against the entries feeding its producer.
+  auto it = watched.dequantized.find(v.name());
+  if (it == watched.dequantized.end() || t.dtype() != ir::DataType::kFloat) return;
+  const Compared& want = it->second;
+  auto r = reference.find(want.name);
+  if (r != reference.end()) sums[want.name].add(r->second, t, want.min, want.max);
+}
+
+/// The least accurate quantized tensor upstream of `producer`, walking back through unquantized
+/// nodes (200 dB, no noise, when nothing quantized feeds it).
+double upstream_sqnr(const ir::Node* producer, const std::map<std::string, double>& sqnr,
+                     const std::map<std::string, const ir::Node*>& producer_of) {
+  double inputs = 200;
+  std::vector<const ir::Node*> stack = {producer};
+  std::set<const ir::Node*> seen;
+  while (!stack.empty()) {
+    const ir::Node* node = stack.back();
+    stack.pop_back();
+    if (!seen.insert(node).second) continue;
+    for (const ir::Value* in : node->inputs()) {
+      if (!in) continue;
+      if (auto s = sqnr.find(in->name()); s != sqnr.end()) {
+        inputs = std::min(inputs, s->second);
+      } else if (auto q = producer_of.find(in->name()); q != producer_of.end() && seen.size() < 64) {
+        stack.push_back(q->second);
+      }
+    }
+  }
+  return inputs;
+}
+
+/// Per entry: its accuracy, and what it loses against the entries feeding its producer.
+void attribute_noise(ir::Model& fp32, const std::map<std::string, ReferenceSums>& sums,
+                     const std::map<std::string, double>& elements, QuantizeReport& report) {
   std::map<std::string, double> sqnr;
   for (auto& n : report.nodes) {
     const auto it = sums.find(fp32_name(n));
@@ -252,28 +255,11 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
   for (auto& n : report.nodes) {
     if (n.dequantized.empty() || !sums.count(fp32_name(n))) continue;
     const auto p = producer_of.find(fp32_name(n));
+    double inputs = 200;  // a graph input: nothing upstream
     if (p != producer_of.end()) {
       const auto e = elements.find(fp32_name(n));
       n.producer_macs = (e == elements.end() ? 0.0 : e->second) * reduction_size(fp32, *p->second);
-    }
-    double inputs = 200;  // a graph input: nothing upstream (200 dB: no noise)
-    if (p != producer_of.end()) {
-      // The least accurate quantized tensor upstream, walking back through unquantized nodes.
-      std::vector<const ir::Node*> stack = {p->second};
-      std::set<const ir::Node*> seen;
-      while (!stack.empty()) {
-        const ir::Node* node = stack.back();
-        stack.pop_back();
-        if (!seen.insert(node).second) continue;
-        for (const ir::Value* in : node->inputs()) {
-          if (!in) continue;
-          if (auto s = sqnr.find(in->name()); s != sqnr.end()) {
-            inputs = std::min(inputs, s->second);
-          } else if (auto q = producer_of.find(in->name()); q != producer_of.end() && seen.size() < 64) {
-            stack.push_back(q->second);
-          }
-        }
-      }
+      inputs = upstream_sqnr(p->second, sqnr, producer_of);
     }
     // Noise powers relative to the signal add up along the way: what this tensor adds is the
     // difference between its noise-to-signal ratio and its inputs' (a drop from 46 to 30 dB
@@ -281,6 +267,11 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
     const double added = std::pow(10.0, -n.sqnr_db / 10) - std::pow(10.0, -inputs / 10);
     n.added_noise_db = 10 * std::log10(std::max(added, 1e-20));
   }
+}
+
+/// The report's output figures: a cosine for large outputs, a relative error for small ones.
+void report_outputs(ir::Model& fp32, const std::map<size_t, ReferenceSums>& output_sums,
+                    const std::set<size_t>& large_output, QuantizeReport& report) {
   report.output_cosine = report.output_rel_error = -1;
   report.outputs.clear();
   for (const auto& [index, e] : output_sums) {
@@ -297,6 +288,54 @@ void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& ref
     }
     report.outputs.push_back(std::move(out));
   }
+}
+
+}  // namespace
+
+void measure_errors(ir::Model& fp32, ir::Model& quantized, const References& references,
+                    const SampleSource& samples, QuantizeReport& report, const std::vector<std::string>& judged,
+                    const ir::Progress& progress) {
+  const Watched watched = watched_tensors(quantized, report);
+  // Graph outputs by position (both models keep their outputs in order); the float ones are
+  // compared (the references hold those, whatever the file declares).
+  std::vector<size_t> outputs;
+  for (size_t i = 0; i < fp32.graph->outputs.size(); ++i) {
+    const ir::Value* v = fp32.graph->outputs[i].value;
+    if (v && (judged.empty() || std::find(judged.begin(), judged.end(), v->name()) != judged.end())) outputs.push_back(i);
+  }
+
+  std::map<std::string, ReferenceSums> sums;  // by float tensor name
+  std::map<size_t, ReferenceSums> output_sums;
+  std::set<size_t> large_output;  // outputs of more than kSmallOutput elements in some sample
+  // The quantized model's dequantized weights are computed again in each run rather than held
+  // (as much memory as the float weights, for a few percent of a run).
+  runner::SessionOptions q_options;
+  q_options.keep_constants = false;
+  runner::Session q_session(quantized, q_options);
+  Feeds feeds;
+  size_t count = 0;
+  const auto total = static_cast<int64_t>(references.samples_.size());
+  ir::report_progress(progress, "error measurement", 0, total);
+  for (size_t s = 0; s < references.samples_.size() && samples(s, feeds); ++s) {
+    ++count;
+    const References::Sample& ref = references.samples_[s];
+    q_session.set_observer(
+        [&](const ir::Value& v, const runner::Value& produced) {
+          if (produced.is_tensor()) add_watched(watched, ref.tensors, v, produced.tensor, sums);
+        },
+        false, [&](const ir::Value& v) { return watched.contains(v.name()); });
+    const auto q_out = q_session.run(feeds);
+    feeds.clear();
+    for (size_t i : outputs)
+      if (i < ref.outputs.size() && i < q_out.size() && ref.outputs[i] && q_out[i].is_tensor() &&
+          q_out[i].tensor.dtype() == ir::DataType::kFloat) {
+        output_sums[i].add(*ref.outputs[i], q_out[i].tensor);
+        if (q_out[i].tensor.size() > kSmallOutput) large_output.insert(i);
+      }
+    ir::report_progress(progress, "error measurement", static_cast<int64_t>(count), total);
+  }
+  attribute_noise(fp32, sums, references.elements_, report);
+  report_outputs(fp32, output_sums, large_output, report);
   report.error_samples = static_cast<int64_t>(count);
 }
 
@@ -397,6 +436,115 @@ double score_of(const OutputError& e) {
   return e.cosine >= 0 ? e.cosine : 1 / std::sqrt(1 + e.rel_error * e.rel_error);
 }
 
+/// A list of tensors kept in float that reaches a goal: the attempt's model and report, the
+/// order it is a prefix of, its length and its producers' multiply-accumulates.
+struct Winner {
+  Result result;
+  const std::vector<const NodeReport*>* order;
+  size_t kept;
+  double macs;
+};
+
+/// The attempts of one auto-exclude search: counted for the progress line, the best missed score
+/// kept for a failure's report, and none made that would end past the deadline.
+class ExclusionSearch {
+ public:
+  ExclusionSearch(const QuantizeOptions& options, const Attempt& quantize) : options_(options), quantize_(quantize) {}
+
+  /// An attempt, whatever the time; each after the first is a step of the one phase "accuracy
+  /// search".
+  Result attempt(const std::vector<std::string>& excluded) {
+    const auto start = std::chrono::steady_clock::now();
+    const int made = ++made_;
+    ir::Progress progress = options_.progress;
+    if (progress && made > 1)
+      progress = [this, made](const ir::ProgressStep& s) {
+        options_.progress(ir::ProgressStep{"accuracy search", made - 1, most_ - 1,
+                                           "attempt " + std::to_string(made - 1) + " of at most " + std::to_string(most_ - 1) +
+                                               ", " + s.phase + " " + std::to_string(s.done) + "/" + std::to_string(s.total)});
+      };
+    auto a = quantize_(excluded, progress);
+    const double score = a.second.output_score();
+    if (a.second.quantized_nodes > 0 && score < options_.accuracy_target) missed_ = std::max(missed_, score);
+    longest_ = std::max(longest_, std::chrono::steady_clock::now() - start);
+    return a;
+  }
+
+  /// An attempt that would end past the deadline, as long as the longest one so far took, is not
+  /// made: it reports a score no goal accepts.
+  Result bounded(const std::vector<std::string>& excluded) {
+    if (out_of_time_ || options_.deadline - std::chrono::steady_clock::now() <= longest_) {
+      out_of_time_ = true;
+      return Result{nullptr, QuantizeReport{}};
+    }
+    return attempt(excluded);
+  }
+
+  /// The shortest prefix of either order that reaches `goal`, the faster model by the estimate
+  /// (quant/speed.h) winning; on a tie the fewer MACs in float, then the shorter list.
+  std::optional<Winner> search(double goal, const std::vector<const NodeReport*>& graph_order,
+                               const std::vector<const NodeReport*>& ranked) {
+    std::optional<Winner> found;
+    const Attempt bounded_attempt = [this](const std::vector<std::string>& excluded, const ir::Progress&) {
+      return bounded(excluded);
+    };
+    for (const auto* candidates : {&graph_order, &ranked}) {
+      std::vector<std::string> order;
+      for (const NodeReport* n : *candidates) order.push_back(fp32_name(*n));
+      double whole = 0;
+      auto r = shortest_prefix(order, goal, bounded_attempt, whole);
+      if (!r || !r->second.first || r->second.second.quantized_nodes == 0) continue;
+      double macs = 0;
+      for (size_t i = 0; i < r->first; ++i) macs += (*candidates)[i]->producer_macs;
+      const double speed = r->second.second.estimated_speedup;
+      if (found) {
+        const double kept_speed = found->result.second.estimated_speedup;
+        if (speed < kept_speed - 1e-9) continue;
+        if (speed <= kept_speed + 1e-9 && (macs > found->macs || (macs == found->macs && r->first >= found->kept))) continue;
+      }
+      found = Winner{std::move(r->second), candidates, r->first, macs};
+    }
+    return found;
+  }
+
+  /// A prefix keeps in float whatever comes before its last harmful tensor (Moonshine: the first
+  /// of its two front-end convolutions does no harm, the second all of it). Each kept tensor is
+  /// tried quantized again, the most multiply-accumulates first, and stays quantized where the
+  /// goal still holds: up to kPruneAttempts more attempts. Returns the tensors still excluded.
+  std::vector<const NodeReport*> prune(Winner& winner, double goal) {
+    std::vector<const NodeReport*> excluded(winner.order->begin(), winner.order->begin() + static_cast<std::ptrdiff_t>(winner.kept));
+    std::vector<const NodeReport*> tries = excluded;
+    std::stable_sort(tries.begin(), tries.end(),
+                     [](const NodeReport* a, const NodeReport* b) { return a->producer_macs > b->producer_macs; });
+    if (tries.size() > kPruneAttempts) tries.resize(kPruneAttempts);
+    for (const NodeReport* t : tries) {
+      if (excluded.size() < 2) break;  // one tensor: the prefix search tried none
+      std::vector<std::string> names;
+      for (const NodeReport* n : excluded)
+        if (n != t) names.push_back(fp32_name(*n));
+      auto a = bounded(names);
+      if (!a.first || a.second.quantized_nodes == 0 || a.second.output_score() < goal) continue;
+      winner.result = std::move(a);
+      excluded.erase(std::find(excluded.begin(), excluded.end(), t));
+    }
+    return excluded;
+  }
+
+  void set_most(int most) { most_ = most; }
+  /// The best score of an attempt that quantized something and missed the target.
+  double missed() const { return missed_; }
+  int made() const { return made_; }
+  bool out_of_time() const { return out_of_time_; }
+
+ private:
+  const QuantizeOptions& options_;
+  const Attempt& quantize_;
+  double missed_ = -1;
+  int made_ = 0, most_ = 1;
+  bool out_of_time_ = false;
+  std::chrono::steady_clock::duration longest_{};
+};
+
 }  // namespace
 
 int max_attempts(size_t candidates) {
@@ -405,47 +553,13 @@ int max_attempts(size_t candidates) {
 
 std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(const QuantizeOptions& options,
                                                                                const Attempt& quantize) {
-  // The best score of an attempt that quantized something and missed the target: what a failure
-  // reports.
-  double missed = -1;
-  int made = 0, most = 1;
-  bool out_of_time = false;
-  // Each attempt after the first is a step of the one phase "accuracy search".
-  const auto attempt = [&](const std::vector<std::string>& excluded) {
-    ++made;
-    ir::Progress progress = options.progress;
-    if (progress && made > 1)
-      progress = [&options, made, most](const ir::ProgressStep& s) {
-        options.progress(ir::ProgressStep{"accuracy search", made - 1, most - 1,
-                                          "attempt " + std::to_string(made - 1) + " of at most " + std::to_string(most - 1) +
-                                              ", " + s.phase + " " + std::to_string(s.done) + "/" + std::to_string(s.total)});
-      };
-    auto a = quantize(excluded, progress);
-    const double score = a.second.output_score();
-    if (a.second.quantized_nodes > 0 && score < options.accuracy_target) missed = std::max(missed, score);
-    return a;
-  };
-  // An attempt that would end past the deadline, as long as the longest one so far took, is not
-  // made: it reports a score no goal accepts.
-  std::chrono::steady_clock::duration longest{};
-  const Attempt bounded = [&](const std::vector<std::string>& excluded, const ir::Progress&) {
-    const auto start = std::chrono::steady_clock::now();
-    if (out_of_time || options.deadline - start <= longest) {
-      out_of_time = true;
-      return Result{nullptr, QuantizeReport{}};
-    }
-    auto a = attempt(excluded);
-    longest = std::max(longest, std::chrono::steady_clock::now() - start);
-    return a;
-  };
+  ExclusionSearch attempts(options, quantize);
   // The search aims beyond the target, at half its distance to 1 (0.995 for 0.99): the ranges were
   // measured on the very samples that judge them, and new inputs score lower (PaddleOCR ch v3 rec:
   // 0.994 on its calibration lines, 0.982 on a new one). Where only the target itself is
   // reachable, that is taken, and the report says so.
   const double aim = std::max(options.accuracy_target, 1 - (1 - options.accuracy_target) / 2);
-  const auto first_start = std::chrono::steady_clock::now();
-  auto best = attempt({});
-  longest = std::chrono::steady_clock::now() - first_start;
+  auto best = attempts.attempt({});
   best.second.aimed_target = aim;
   const double first = best.second.output_score();
   if (!options.auto_exclude || first < 0 || first >= aim) return best;
@@ -467,79 +581,32 @@ std::pair<std::unique_ptr<ir::Model>, QuantizeReport> quantize_with_exclusions(c
   std::vector<const NodeReport*> graph_order;
   for (const auto& n : best.second.nodes)
     if (n.op_type != "input" && !n.dequantized.empty()) graph_order.push_back(&n);
-  most = max_attempts(graph_order.size());
+  attempts.set_most(max_attempts(graph_order.size()));
   std::vector<const NodeReport*> ranked = graph_order;
   std::stable_sort(ranked.begin(), ranked.end(),
                    [](const NodeReport* a, const NodeReport* b) { return a->added_noise_db > b->added_noise_db; });
-  auto tensor_of = [](const NodeReport* n) { return n->output.empty() ? n->tensor : n->output; };
-  // The winner so far: its model and report, the list it came from, its length and MACs.
-  std::optional<Result> found;
-  const std::vector<const NodeReport*>* winner = nullptr;
-  size_t kept = 0;
-  double kept_macs = 0;
-  auto search = [&](double goal) {
-    for (const auto* candidates : {&graph_order, &ranked}) {
-      std::vector<std::string> order;
-      for (const NodeReport* n : *candidates) order.push_back(tensor_of(n));
-      double whole = 0;
-      auto r = shortest_prefix(order, goal, bounded, whole);
-      if (!r || !r->second.first || r->second.second.quantized_nodes == 0) continue;
-      double macs = 0;
-      for (size_t i = 0; i < r->first; ++i) macs += (*candidates)[i]->producer_macs;
-      // The faster model by the estimate (quant/speed.h); on a tie the fewer MACs in float, then
-      // the shorter list.
-      const double speed = r->second.second.estimated_speedup;
-      if (found) {
-        const double kept_speed = found->second.estimated_speedup;
-        if (speed < kept_speed - 1e-9) continue;
-        if (speed <= kept_speed + 1e-9 && (macs > kept_macs || (macs == kept_macs && r->first >= kept))) continue;
-      }
-      found = std::move(r->second);
-      winner = candidates;
-      kept = r->first;
-      kept_macs = macs;
-    }
-  };
   double goal = aim;
-  search(aim);
+  std::optional<Winner> found = attempts.search(aim, graph_order, ranked);
   if (!found && first >= options.accuracy_target) return best;  // the target without exclusions, the aim with none
-  if (!found && aim > options.accuracy_target) search(goal = options.accuracy_target);
+  if (!found && aim > options.accuracy_target) found = attempts.search(goal = options.accuracy_target, graph_order, ranked);
   if (!found) {
     // Nothing quantized reaches the target: the model stays float, the report says how close
     // the attempts came.
     QuantizeReport none = best.second;
     none.nodes.clear();
     none.quantized_nodes = none.float_weight_bytes = none.quantized_weight_bytes = 0;
-    none.missed_target = missed;
+    none.missed_target = attempts.missed();
     none.blocking_outputs = below;
-    if (out_of_time) none.timed_out_after = made;
+    if (attempts.out_of_time()) none.timed_out_after = attempts.made();
     return {nullptr, std::move(none)};
   }
-  // A prefix keeps in float whatever comes before its last harmful tensor (Moonshine: the first
-  // of its two front-end convolutions does no harm, the second all of it). Each kept tensor is
-  // tried quantized again, the most multiply-accumulates first, and stays quantized where the
-  // goal still holds: up to kPruneAttempts more attempts.
-  std::vector<const NodeReport*> excluded((*winner).begin(), (*winner).begin() + static_cast<std::ptrdiff_t>(kept));
-  std::vector<const NodeReport*> tries = excluded;
-  std::stable_sort(tries.begin(), tries.end(),
-                   [](const NodeReport* a, const NodeReport* b) { return a->producer_macs > b->producer_macs; });
-  if (tries.size() > kPruneAttempts) tries.resize(kPruneAttempts);
-  for (const NodeReport* t : tries) {
-    if (excluded.size() < 2) break;  // one tensor: the prefix search tried none
-    std::vector<std::string> names;
-    for (const NodeReport* n : excluded)
-      if (n != t) names.push_back(tensor_of(n));
-    auto a = bounded(names, {});
-    if (!a.first || a.second.quantized_nodes == 0 || a.second.output_score() < goal) continue;
-    found = std::move(a);
-    excluded.erase(std::find(excluded.begin(), excluded.end(), t));
-  }
-  found->second.aimed_target = aim;
-  if (out_of_time) found->second.timed_out_after = made;
+  const std::vector<const NodeReport*> excluded = attempts.prune(*found, goal);
+  QuantizeReport& report = found->result.second;
+  report.aimed_target = aim;
+  if (attempts.out_of_time()) report.timed_out_after = attempts.made();
   for (const NodeReport* n : excluded)
-    found->second.auto_excluded.push_back(tensor_of(n) +
-                                          (n->node.empty() ? "" : " (" + n->node + ", " + n->op_type + ")"));
-  return std::move(*found);
+    report.auto_excluded.push_back(fp32_name(*n) + (n->node.empty() ? "" : " (" + n->node + ", " + n->op_type + ")"));
+  return std::move(found->result);
 }
 
 }  // namespace onnxtool::quant
