@@ -196,27 +196,40 @@ class StaticQuantizer {
           runs_in_integers(*node))
         integer.emplace_back(node.get(), pairs[0]);
     }
+    // The maps above are keyed by address, which is the allocator's order: groups, pairs and
+    // readers are taken in graph order and by name instead, so that the sums of an estimate,
+    // the names of restored nodes and the report do not depend on where values were allocated.
+    std::vector<ir::Value*> roots;  // groups with an integer kernel, in graph order
     std::map<ir::Value*, std::vector<ir::Node*>> integer_of;  // by group root
-    for (const auto& [n, pair] : integer) integer_of[find(pair)].push_back(n);
+    for (const auto& [n, pair] : integer) {
+      std::vector<ir::Node*>& nodes = integer_of[find(pair)];
+      if (nodes.empty()) roots.push_back(find(pair));
+      nodes.push_back(n);
+    }
+    std::vector<ir::Value*> dq_outputs;  // by name
+    for (const auto& [x, d] : dq_) dq_outputs.push_back(d);
+    std::sort(dq_outputs.begin(), dq_outputs.end(), [](const ir::Value* a, const ir::Value* b) { return a->name() < b->name(); });
     std::map<ir::Value*, std::vector<ir::Value*>> pairs_of;
-    for (const auto& [x, d] : dq_) pairs_of[find(d)].push_back(d);
+    for (ir::Value* d : dq_outputs) pairs_of[find(d)].push_back(d);
     std::map<ir::Value*, GroupEstimate> slower;  // groups the estimate drops, by root
-    for (const auto& [root, nodes] : integer_of) {
-      GroupEstimate e = estimate(nodes, pairs_of[root]);
+    for (ir::Value* root : roots) {
+      GroupEstimate e = estimate(integer_of[root], pairs_of[root]);
       if (e.gain <= 0 && o_.op_types.empty())
         slower[root] = std::move(e);
       else
         report_.groups.push_back(std::move(e));
     }
-    std::set<ir::Value*> dropped;
-    for (const auto& [x, d] : dq_)
-      if (!integer_of.count(find(d)) || slower.count(find(d))) dropped.insert(d);
+    std::vector<ir::Value*> dropped;  // by name
+    for (ir::Value* d : dq_outputs)
+      if (!integer_of.count(find(d)) || slower.count(find(d))) dropped.push_back(d);
     if (dropped.empty()) return;
-    std::map<ir::Node*, ir::Value*> readers;  // nodes that read a dropped pair, and its group's root
+    const std::set<ir::Value*> is_dropped(dropped.begin(), dropped.end());
+    std::vector<std::pair<ir::Node*, ir::Value*>> readers;  // nodes that read a dropped pair, and its group's root
+    std::set<ir::Node*> listed;
     for (ir::Value* d : dropped) {
       ir::Value* x = source_.at(d);
       for (const ir::Use& u : d->uses())
-        if (!is_qdq(u.node)) readers.emplace(u.node, find(d));
+        if (!is_qdq(u.node) && listed.insert(u.node).second) readers.emplace_back(u.node, find(d));
       ir::Value* restored = x;
       if (auto f = folded_.find(d); f != folded_.end()) restored = unfold(x, f->second);
       g_.replace_all_uses(d, restored);
@@ -224,6 +237,11 @@ class StaticQuantizer {
                                          [&](const NodeReport& r) { return r.dequantized == d->name(); }),
                           report_.nodes.end());
     }
+    // The readers kept float are reported in graph order (those of subgraphs last).
+    std::map<const ir::Node*, size_t> position;
+    for (const auto& node : g_.nodes()) position.emplace(node.get(), position.size());
+    const auto at = [&](const ir::Node* n) { auto it = position.find(n); return it == position.end() ? position.size() : it->second; };
+    std::stable_sort(readers.begin(), readers.end(), [&](const auto& a, const auto& b) { return at(a.first) < at(b.first); });
     for (auto [n, group] : readers) {
       bool quantized = false;
       for (size_t i = 0; i < n->inputs().size(); ++i) {
@@ -232,7 +250,7 @@ class StaticQuantizer {
           n->set_input(i, w->second.value);
           report_.float_weight_bytes -= w->second.float_bytes;
           report_.quantized_weight_bytes -= w->second.quantized_bytes;
-        } else if (in && source_.count(in) && !dropped.count(in)) {
+        } else if (in && source_.count(in) && !is_dropped.count(in)) {
           quantized = true;
         }
       }
@@ -609,17 +627,12 @@ void ensure_opset(ir::Model& model, int64_t minimum, QuantizeReport& report) {
 }
 
 
-QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options, const SampleSource& samples) {
-  validate_selection(model, options);
-  QuantizeReport report;
-  // QuantizeLinear is opset 10; per-axis scales are opset 13.
-  ensure_opset(model, options.per_channel ? 13 : 10, report);
-  // Calibration: every float value of the main graph, observed as it is produced. For the first
-  // error_samples samples the fp32 references the errors are measured against are recorded in
-  // the same run (on the CPU: the quantized model runs there too; a calibration on another
-  // device leaves them to a CPU run afterwards); the measurement reads those samples again.
-  Collector collector(options.calibration.moving_average, options.calibration.method != CalibrationMethod::kMinMax);
-  References references(static_cast<size_t>(std::max(options.error_samples, 0)));
+/// Calibration: every float value of the main graph, observed as it is produced. For the first
+/// error_samples samples the fp32 references the errors are measured against are recorded in
+/// the same run (on the CPU: the quantized model runs there too; a calibration on another device
+/// leaves them to a CPU run afterwards). Counts the samples in `report`.
+void calibrate(ir::Model& model, const QuantizeOptions& options, const SampleSource& samples, Collector& collector,
+               References& references, QuantizeReport& report) {
   // A Conv output whose one reader is a Relu needs no range of its own: quantizing the Conv
   // folds the Relu into its output's range (quantize_node, asymmetric activations), which is
   // the Relu output's. Unwatched, the runner fuses the pair as in an inference (the Relu a pass
@@ -630,40 +643,41 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
       const ir::Value* y = ir::is_op(node.get(), "Conv") ? node->output(0) : nullptr;
       if (y && !y->is_graph_output() && ir::is_op(ir::single_consumer(y), "Relu")) unwatched.insert(y);
     }
-  {
-    runner::SessionOptions session_options;
-    session_options.device = options.calibration.device;
-    runner::Session session(model, session_options);
-    const bool on_cpu = options.calibration.device.kind == runner::DeviceSpec::Kind::kCpu;
-    bool recording = false;
-    session.set_observer(
-        [&](const ir::Value& v, const runner::Value& produced) {
-          if (!produced.is_tensor() || produced.tensor.dtype() != ir::DataType::kFloat) return;
-          collector.observe(v.name(), produced.tensor);
-          if (recording) references.add(v.name(), produced.tensor);
-        },
-        /*subgraphs=*/true, [&](const ir::Value& v) { return !unwatched.count(&v); });
-    Feeds feeds;
-    ir::report_progress(options.progress, "calibration", 0, options.sample_count);
-    for (size_t s = 0; samples(s, feeds); ++s, feeds.clear()) {
-      recording = on_cpu && static_cast<int>(s) < options.error_samples && references.begin();
-      for (const auto& [name, value] : feeds) {
-        if (!value.is_tensor() || value.tensor.dtype() != ir::DataType::kFloat) continue;
-        collector.observe(name, value.tensor);
-        if (recording) references.add(name, value.tensor);
-      }
-      auto outputs = session.run(feeds);
-      ++report.samples;
-      if (recording) references.end(outputs);
-      ir::report_progress(options.progress, "calibration", report.samples, options.sample_count,
-                          options.sample_count > 0 ? "" : std::to_string(report.samples) + " samples");
+  runner::SessionOptions session_options;
+  session_options.device = options.calibration.device;
+  runner::Session session(model, session_options);
+  const bool on_cpu = options.calibration.device.kind == runner::DeviceSpec::Kind::kCpu;
+  bool recording = false;
+  session.set_observer(
+      [&](const ir::Value& v, const runner::Value& produced) {
+        if (!produced.is_tensor() || produced.tensor.dtype() != ir::DataType::kFloat) return;
+        collector.observe(v.name(), produced.tensor);
+        if (recording) references.add(v.name(), produced.tensor);
+      },
+      /*subgraphs=*/true, [&](const ir::Value& v) { return !unwatched.count(&v); });
+  Feeds feeds;
+  ir::report_progress(options.progress, "calibration", 0, options.sample_count);
+  for (size_t s = 0; samples(s, feeds); ++s, feeds.clear()) {
+    recording = on_cpu && static_cast<int>(s) < options.error_samples && references.begin();
+    for (const auto& [name, value] : feeds) {
+      if (!value.is_tensor() || value.tensor.dtype() != ir::DataType::kFloat) continue;
+      collector.observe(name, value.tensor);
+      if (recording) references.add(name, value.tensor);
     }
+    auto outputs = session.run(feeds);
+    ++report.samples;
+    if (recording) references.end(outputs);
+    ir::report_progress(options.progress, "calibration", report.samples, options.sample_count,
+                        options.sample_count > 0 ? "" : std::to_string(report.samples) + " samples");
   }
-  if (options.calibration.device.kind != runner::DeviceSpec::Kind::kCpu && report.samples)
-    references = record_references(model, samples, static_cast<size_t>(std::min<int64_t>(options.error_samples, report.samples)),
-                                   options.progress);
-  if (!report.samples) throw_usage_error("no calibration samples");
-  // The chosen calibrator's ranges, and the extremes (minmax) it falls back to where it hurts.
+}
+
+/// The chosen calibrator's ranges and the extremes (minmax) it falls back to where it hurts, by
+/// tensor name; constant operands get their exact range in both.
+std::pair<std::map<std::string, Range>, std::map<std::string, Range>> calibrated_ranges(ir::Model& model,
+                                                                                      const Collector& collector,
+                                                                                      const QuantizeOptions& options,
+                                                                                      QuantizeReport& report) {
   // Graph inputs keep their extremes whatever the method: clipping what the model is given
   // (an entropy range took a network input from [0, 11.8] to [0, 3.95], cosine 0.61) is never
   // what a calibrator is for.
@@ -683,11 +697,6 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
     extremes[name] = calibrated_range(stats, minmax);
     ranges[name] = v && v->is_graph_input() ? extremes[name] : calibrated_range(stats, options.calibration);
   }
-  // Per-sample element counts of the calibrated tensors: the sizes the speed estimate weighs.
-  std::map<std::string, double> sizes;
-  for (const auto& [name, stats] : collector.stats())
-    sizes[name] = static_cast<double>(stats.values() + stats.nan_count() + stats.inf_count()) / static_cast<double>(report.samples);
-  const ElementCount elements = [&sizes](const ir::Value* v) { return element_count(sizes, v); };
   // Constant operands of Add/Mul/Concat get their exact range (not the weights and biases of
   // the ops that quantize them on their own: decoding them all touched every page of the model).
   std::set<const ir::Value*> operands;
@@ -707,7 +716,28 @@ QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options,
     const auto [lo, hi] = std::minmax_element(c->values.begin(), c->values.end());
     ranges[t->name] = extremes[t->name] = Range{std::min(*lo, 0.0), std::max(*hi, 0.0)};
   }
+  return {std::move(ranges), std::move(extremes)};
+}
 
+QuantizeReport quantize_static(ir::Model& model, const QuantizeOptions& options, const SampleSource& samples) {
+  validate_selection(model, options);
+  QuantizeReport report;
+  // QuantizeLinear is opset 10; per-axis scales are opset 13.
+  ensure_opset(model, options.per_channel ? 13 : 10, report);
+  // The error measurement reads the samples whose references calibration recorded again.
+  Collector collector(options.calibration.moving_average, options.calibration.method != CalibrationMethod::kMinMax);
+  References references(static_cast<size_t>(std::max(options.error_samples, 0)));
+  calibrate(model, options, samples, collector, references, report);
+  if (options.calibration.device.kind != runner::DeviceSpec::Kind::kCpu && report.samples)
+    references = record_references(model, samples, static_cast<size_t>(std::min<int64_t>(options.error_samples, report.samples)),
+                                   options.progress);
+  if (!report.samples) throw_usage_error("no calibration samples");
+  auto [ranges, extremes] = calibrated_ranges(model, collector, options, report);
+  // Per-sample element counts of the calibrated tensors: the sizes the speed estimate weighs.
+  std::map<std::string, double> sizes;
+  for (const auto& [name, stats] : collector.stats())
+    sizes[name] = static_cast<double>(stats.values() + stats.nan_count() + stats.inf_count()) / static_cast<double>(report.samples);
+  const ElementCount elements = [&sizes](const ir::Value* v) { return element_count(sizes, v); };
   // Quantize a copy of the fp32 model and measure it (auto-exclude: several times).
   QuantizeOptions base = options;
   for (auto& [tensor, why] : float_by_readers(model)) {
