@@ -508,48 +508,31 @@ void Checker::check_node(ir::Node& n, long index, const GraphCtx& ctx) {
   const int n_in = static_cast<int>(n.inputs().size());
   const int n_out = static_cast<int>(n.outputs().size());
   const std::string opv = n.op_type + "-" + std::to_string(schema->since_version);
-  if (n_in > schema->max_inputs)
-    report("node.input-count")
-        .in(ctx.path)
-        .at(&n, index)
-        .error(n.describe() + " has " + std::to_string(n_in) + " inputs; " + opv + " takes at most " +
-               std::to_string(schema->max_inputs));
-  if (n_in < schema->min_inputs)
-    report("node.input-count")
-        .in(ctx.path)
-        .at(&n, index)
-        .error(n.describe() + " has " + std::to_string(n_in) + " inputs; " + opv + " needs at least " +
-               std::to_string(schema->min_inputs));
+  // A count outside the schema's bounds; `takes` words the upper bound ("takes at most" inputs,
+  // "has at most" outputs).
+  const auto check_count = [&](const char* rule, int count, int least, int most, const char* noun, const char* takes) {
+    if (count > most)
+      report(rule).in(ctx.path).at(&n, index).error(n.describe() + " has " + std::to_string(count) + " " + noun + "; " + opv +
+                                                    " " + takes + " at most " + std::to_string(most));
+    if (count < least)
+      report(rule).in(ctx.path).at(&n, index).error(n.describe() + " has " + std::to_string(count) + " " + noun + "; " + opv +
+                                                    " needs at least " + std::to_string(least));
+  };
+  const auto check_required = [&](const char* rule, const char* noun, const ir::FormalParam& formal, const ir::Value* value, int i) {
+    if (!value && formal.option == ir::ParamOption::kSingle)
+      report(rule).in(ctx.path).at(&n, index).error(n.describe() + ": required " + noun + " '" + formal.name + "' (#" +
+                                                    std::to_string(i) + ") is empty");
+  };
+  check_count("node.input-count", n_in, schema->min_inputs, schema->max_inputs, "inputs", "takes");
   for (int i = 0; i < n_in && !schema->inputs.empty(); ++i) {
     const size_t f = std::min(static_cast<size_t>(i), schema->inputs.size() - 1);
     const ir::FormalParam& formal = schema->inputs[f];
     if (static_cast<size_t>(i) >= schema->inputs.size() && formal.option != ir::ParamOption::kVariadic) break;
-    if (!n.input(static_cast<size_t>(i)) && formal.option == ir::ParamOption::kSingle)
-      report("node.input-missing")
-          .in(ctx.path)
-          .at(&n, index)
-          .error(n.describe() + ": required input '" + formal.name + "' (#" + std::to_string(i) + ") is empty");
+    check_required("node.input-missing", "input", formal, n.input(static_cast<size_t>(i)), i);
   }
-  for (int i = 0; i < n_out && i < static_cast<int>(schema->outputs.size()); ++i) {
-    const ir::FormalParam& formal = schema->outputs[static_cast<size_t>(i)];
-    if (!n.output(static_cast<size_t>(i)) && formal.option == ir::ParamOption::kSingle)
-      report("node.output-missing")
-          .in(ctx.path)
-          .at(&n, index)
-          .error(n.describe() + ": required output '" + formal.name + "' (#" + std::to_string(i) + ") is empty");
-  }
-  if (n_out > schema->max_outputs)
-    report("node.output-count")
-        .in(ctx.path)
-        .at(&n, index)
-        .error(n.describe() + " has " + std::to_string(n_out) + " outputs; " + opv + " has at most " +
-               std::to_string(schema->max_outputs));
-  if (n_out < schema->min_outputs)
-    report("node.output-count")
-        .in(ctx.path)
-        .at(&n, index)
-        .error(n.describe() + " has " + std::to_string(n_out) + " outputs; " + opv + " needs at least " +
-               std::to_string(schema->min_outputs));
+  for (int i = 0; i < n_out && i < static_cast<int>(schema->outputs.size()); ++i)
+    check_required("node.output-missing", "output", schema->outputs[static_cast<size_t>(i)], n.output(static_cast<size_t>(i)), i);
+  check_count("node.output-count", n_out, schema->min_outputs, schema->max_outputs, "outputs", "has");
   check_attributes(n, index, ctx, schema);
 }
 

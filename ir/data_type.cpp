@@ -10,23 +10,34 @@
 namespace onnxtool::ir {
 namespace {
 
+enum class Kind { kOther, kFloat, kInteger };
+
 struct TypeFacts {
   std::string_view name;
   int bits;
+  Kind kind;
 };
+
+constexpr Kind F = Kind::kFloat, I = Kind::kInteger, O = Kind::kOther;
 
 // Indexed by the DataType number.
 constexpr std::array<TypeFacts, kMaxDataType + 1> kFacts = {{
-    {"undefined", 0},      {"float", 32},         {"uint8", 8},
-    {"int8", 8},           {"uint16", 16},        {"int16", 16},
-    {"int32", 32},         {"int64", 64},         {"string", 0},
-    {"bool", 8},           {"float16", 16},       {"double", 64},
-    {"uint32", 32},        {"uint64", 64},        {"complex64", 64},
-    {"complex128", 128},   {"bfloat16", 16},      {"float8e4m3fn", 8},
-    {"float8e4m3fnuz", 8}, {"float8e5m2", 8},     {"float8e5m2fnuz", 8},
-    {"uint4", 4},          {"int4", 4},           {"float4e2m1", 4},
-    {"float8e8m0", 8},     {"uint2", 2},          {"int2", 2},
+    {"undefined", 0, O},      {"float", 32, F},      {"uint8", 8, I},
+    {"int8", 8, I},           {"uint16", 16, I},     {"int16", 16, I},
+    {"int32", 32, I},         {"int64", 64, I},      {"string", 0, O},
+    {"bool", 8, O},           {"float16", 16, F},    {"double", 64, F},
+    {"uint32", 32, I},        {"uint64", 64, I},     {"complex64", 64, O},
+    {"complex128", 128, O},   {"bfloat16", 16, F},   {"float8e4m3fn", 8, F},
+    {"float8e4m3fnuz", 8, F}, {"float8e5m2", 8, F},  {"float8e5m2fnuz", 8, F},
+    {"uint4", 4, I},          {"int4", 4, I},        {"float4e2m1", 4, F},
+    {"float8e8m0", 8, F},     {"uint2", 2, I},       {"int2", 2, I},
 }};
+
+Kind kind_of(DataType type) {
+  auto v = static_cast<int32_t>(type);
+  if (v < 0 || v > kMaxDataType) return Kind::kOther;
+  return kFacts[static_cast<size_t>(v)].kind;
+}
 
 }  // namespace
 
@@ -66,43 +77,9 @@ std::optional<uint64_t> storage_bytes(DataType type, uint64_t count) {
   return count / per_byte + (count % per_byte != 0 ? 1 : 0);
 }
 
-bool is_float_type(DataType type) {
-  switch (type) {
-    case DataType::kFloat:
-    case DataType::kFloat16:
-    case DataType::kDouble:
-    case DataType::kBFloat16:
-    case DataType::kFloat8E4M3FN:
-    case DataType::kFloat8E4M3FNUZ:
-    case DataType::kFloat8E5M2:
-    case DataType::kFloat8E5M2FNUZ:
-    case DataType::kFloat4E2M1:
-    case DataType::kFloat8E8M0:
-      return true;
-    default:
-      return false;
-  }
-}
+bool is_float_type(DataType type) { return kind_of(type) == Kind::kFloat; }
 
-bool is_integer_type(DataType type) {
-  switch (type) {
-    case DataType::kUInt8:
-    case DataType::kInt8:
-    case DataType::kUInt16:
-    case DataType::kInt16:
-    case DataType::kInt32:
-    case DataType::kInt64:
-    case DataType::kUInt32:
-    case DataType::kUInt64:
-    case DataType::kUInt4:
-    case DataType::kInt4:
-    case DataType::kUInt2:
-    case DataType::kInt2:
-      return true;
-    default:
-      return false;
-  }
-}
+bool is_integer_type(DataType type) { return kind_of(type) == Kind::kInteger; }
 
 std::optional<uint64_t> element_count(const int64_t* dims, size_t rank) {
   uint64_t n = 1;

@@ -15,24 +15,10 @@
 namespace onnxtool::runner {
 
 bool is_plain_numeric(DataType type) {
-  switch (type) {
-    case DataType::kFloat:
-    case DataType::kDouble:
-    case DataType::kFloat16:
-    case DataType::kBFloat16:
-    case DataType::kInt8:
-    case DataType::kUInt8:
-    case DataType::kBool:
-    case DataType::kInt16:
-    case DataType::kUInt16:
-    case DataType::kInt32:
-    case DataType::kUInt32:
-    case DataType::kInt64:
-    case DataType::kUInt64:
-      return true;
-    default:
-      return false;
-  }
+  // Whole bytes per element, a C++ type of their own: bool, the integers of 8 bits and more,
+  // and the floats of 16 bits and more (not the 8- and 4-bit floats).
+  const int bits = ir::data_type_bits(type);
+  return type == DataType::kBool || (ir::is_integer_type(type) && bits >= 8) || (ir::is_float_type(type) && bits >= 16);
 }
 
 double element_as_double(const Tensor& t, int64_t i) {
