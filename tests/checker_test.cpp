@@ -339,6 +339,15 @@ Base sparse_model() {
   return from_model("sparse initializer", m);
 }
 
+/// An edit of sparse_model(): its two indices replaced, stored as `type`.
+template <typename T>
+std::function<void(Model&)> sparse_indices(DataType type, std::vector<T> indices) {
+  return [type, indices](Model& m) {
+    m.graph->sparse_initializers[0].indices =
+        ir::make_tensor("sp_indices", type, {2}, indices.data(), indices.size() * sizeof(T));
+  };
+}
+
 /// y = x + W where W[2,3] lives in the external file weights.bin (offset 0, 24 bytes).
 Base external_data_model() {
   Model m = new_model(17);
@@ -1326,31 +1335,19 @@ TEST_SUITE("checker") {
 
   MUTATION(sparse_index_out_of_range) {
     c.from(sparse_model());
-    c.ir([](Model& m) {
-      const std::vector<int64_t> indices = {1, 12};
-      m.graph->sparse_initializers[0].indices =
-          ir::make_tensor("sp_indices", DataType::kInt64, {2}, indices.data(), 16);
-    });
+    c.ir(sparse_indices<int64_t>(DataType::kInt64, {1, 12}));
     c.expect("tensor.sparse", {"sp", "12"});
   }
 
   MUTATION(sparse_indices_unsorted) {
     c.from(sparse_model());
-    c.ir([](Model& m) {
-      const std::vector<int64_t> indices = {5, 1};
-      m.graph->sparse_initializers[0].indices =
-          ir::make_tensor("sp_indices", DataType::kInt64, {2}, indices.data(), 16);
-    });
+    c.ir(sparse_indices<int64_t>(DataType::kInt64, {5, 1}));
     c.expect("tensor.sparse", {"sp", "sorted"});
   }
 
   MUTATION(sparse_indices_not_int64) {
     c.from(sparse_model());
-    c.ir([](Model& m) {
-      const std::vector<int32_t> indices = {1, 5};
-      m.graph->sparse_initializers[0].indices =
-          ir::make_tensor("sp_indices", DataType::kInt32, {2}, indices.data(), 8);
-    });
+    c.ir(sparse_indices<int32_t>(DataType::kInt32, {1, 5}));
     c.expect("tensor.sparse", {"sp", "int64"});
   }
 

@@ -285,6 +285,19 @@ struct ConvSpec {
   int64_t group = 1;
 };
 
+/// Where window position `at` (an output position; an input position for ConvTranspose) meets
+/// kernel position `k` in a tensor of spatial dims `dims`: its flat offset, or -1 in the padding.
+int64_t window_offset(const std::vector<int64_t>& at, const std::vector<int64_t>& k, const ConvSpec& s,
+                      const std::vector<int64_t>& dims) {
+  int64_t off = 0;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    const int64_t pos = at[d] * s.stride[d] - s.pad_begin[d] + k[d] * s.dilation[d];
+    if (pos < 0 || pos >= dims[d]) return -1;
+    off = off * dims[d] + pos;
+  }
+  return off;
+}
+
 /// Direct N-D convolution in double: Y[n, m, o...] = B[m] + sum over c in m's group and k of
 /// X[n, c, o*s - p + k*d] * W[m, c, k].
 std::vector<double> conv_reference(const Tensor& x, const Tensor& w, const Tensor* b, const ConvSpec& s,
@@ -307,15 +320,8 @@ std::vector<double> conv_reference(const Tensor& x, const Tensor& w, const Tenso
         const int64_t g = mo / mg;
         for (int64_t ci = 0; ci < cg; ++ci)
           for (int64_t kk = 0; kk < ksize; ++kk) {
-            const auto ki = unravel(kk, ker);
-            int64_t off = 0;
-            bool inside = true;
-            for (size_t d = 0; d < rank; ++d) {
-              const int64_t pos = oi[d] * s.stride[d] - s.pad_begin[d] + ki[d] * s.dilation[d];
-              inside = inside && pos >= 0 && pos < in[d];
-              off = off * in[d] + pos;
-            }
-            if (!inside) continue;
+            const int64_t off = window_offset(oi, unravel(kk, ker), s, in);
+            if (off < 0) continue;
             acc += px[static_cast<size_t>((n * c + g * cg + ci) * isize + off)] *
                    pw[static_cast<size_t>((mo * cg + ci) * ksize + kk)];
           }
@@ -503,7 +509,6 @@ TEST_CASE("Conv rejects bad inputs") {
 /// Y[n, g*mg + m, i*s - p + k*d], kept when inside the output of size `out`.
 std::vector<double> conv_transpose_reference(const Tensor& x, const Tensor& w, const Tensor* b, const ConvSpec& s,
                                              const std::vector<int64_t>& out) {
-  const size_t rank = x.rank() - 2;
   const int64_t nb = x.dim(0), c = x.dim(1), mg = w.dim(1), m = mg * s.group, cg = c / s.group;
   std::vector<int64_t> in(x.shape().begin() + 2, x.shape().end()), ker(w.shape().begin() + 2, w.shape().end());
   const int64_t osize = count(out), ksize = count(ker), isize = count(in);
@@ -516,15 +521,8 @@ std::vector<double> conv_transpose_reference(const Tensor& x, const Tensor& w, c
         const int64_t g = ci / cg;
         for (int64_t mo = 0; mo < mg; ++mo)
           for (int64_t kk = 0; kk < ksize; ++kk) {
-            const auto ki = unravel(kk, ker);
-            int64_t off = 0;
-            bool inside = true;
-            for (size_t d = 0; d < rank; ++d) {
-              const int64_t pos = ii[d] * s.stride[d] - s.pad_begin[d] + ki[d] * s.dilation[d];
-              inside = inside && pos >= 0 && pos < out[d];
-              off = off * out[d] + pos;
-            }
-            if (!inside) continue;
+            const int64_t off = window_offset(ii, unravel(kk, ker), s, out);
+            if (off < 0) continue;
             y[static_cast<size_t>((n * m + g * mg + mo) * osize + off)] +=
                 px[static_cast<size_t>((n * c + ci) * isize + i)] * pw[static_cast<size_t>((ci * mg + mo) * ksize + kk)];
           }

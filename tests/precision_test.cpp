@@ -106,6 +106,16 @@ void require_valid(ir::Model& m) {
   REQUIRE(sink.error_count() == 0);
 }
 
+/// `m` in float16 with the nodes of `op` blocked (kept float32): valid, one node blocked.
+PrecisionReport to_fp16_blocking(ir::Model& m, const std::string& op) {
+  Fp16Options o;
+  o.block_ops = {op};
+  const PrecisionReport r = convert::to_fp16(m, o);
+  require_valid(m);
+  CHECK(r.blocked_nodes == 1);
+  return r;
+}
+
 /// testing::random_feeds (seed 7, values in [-1, 1)) as the float vectors run() takes.
 std::map<std::string, std::vector<float>> random_inputs(const ir::Model& m, const std::vector<int64_t>& dynamic_dims = {}) {
   std::map<std::string, std::vector<float>> out;
@@ -351,11 +361,7 @@ TEST_SUITE("precision") {
   TEST_CASE("block_ops runs Softmax in float32 between Casts") {
     ir::Model ref = conv_mlp_model();
     ir::Model m = conv_mlp_model();
-    Fp16Options o;
-    o.block_ops = {"Softmax"};
-    const PrecisionReport r = convert::to_fp16(m, o);
-    require_valid(m);
-    CHECK(r.blocked_nodes == 1);
+    const PrecisionReport r = to_fp16_blocking(m, "Softmax");
     CHECK(r.casts_added == 2);
     const ir::Node* sm = node_of(*m.graph, "Softmax");
     REQUIRE(sm);
@@ -572,11 +578,7 @@ TEST_SUITE("precision") {
   TEST_CASE("a blocked If keeps its branches' inputs and outputs float32, their insides float16") {
     ir::Model ref = if_model();
     ir::Model m = if_model();
-    Fp16Options o;
-    o.block_ops = {"If"};
-    const PrecisionReport r = convert::to_fp16(m, o);
-    require_valid(m);
-    CHECK(r.blocked_nodes == 1);
+    const PrecisionReport r = to_fp16_blocking(m, "If");
     const ir::Node* branch = node_of(*m.graph, "If");
     const ir::Graph& then_g = *branch->attr("then_branch")->g;
     CHECK(then_g.outputs[0].type->data_type() == DataType::kFloat);
@@ -610,11 +612,7 @@ TEST_SUITE("precision") {
     };
     ir::Model ref = make();
     ir::Model m = make();
-    Fp16Options o;
-    o.block_ops = {"Relu"};
-    const PrecisionReport r = convert::to_fp16(m, o);
-    require_valid(m);
-    CHECK(r.blocked_nodes == 1);
+    const PrecisionReport r = to_fp16_blocking(m, "Relu");
     CHECK(r.casts_added == 3);  // x into Relu, r out of each branch
     const ir::Node* branch = node_of(*m.graph, "If");
     const ir::Graph& then_g = *branch->attr("then_branch")->g;

@@ -83,19 +83,7 @@ real ch_PP-OCRv4_det_infer --shape x=1,3,96,128
 if has_python numpy; then
   for m in silero_vad_legacy silero_vad_v5 silero_vad_v6; do
     mkdir -p "$WORK/vad_$m"
-    "$PYTHON" - "$WORK/vad_$m" "$m" <<'EOF2'
-import sys
-import numpy as np
-d, m = sys.argv[1:3]
-rng = np.random.default_rng(5)
-np.save(f"{d}/input.npy", rng.uniform(-0.5, 0.5, (1, 512)).astype(np.float32))
-np.save(f"{d}/sr.npy", np.array(16000, dtype=np.int64))
-if m == "silero_vad_legacy":
-    np.save(f"{d}/h.npy", np.zeros((2, 1, 64), np.float32))
-    np.save(f"{d}/c.npy", np.zeros((2, 1, 64), np.float32))
-else:
-    np.save(f"{d}/state.npy", np.zeros((2, 1, 128), np.float32))
-EOF2
+    "$PYTHON" "$SOURCE_DIR/tests/make_vad_feed.py" "$WORK/vad_$m" "$m"
     real "$m" --inputs "$WORK/vad_$m"
   done
 else

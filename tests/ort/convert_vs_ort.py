@@ -318,6 +318,20 @@ def matches_refs(outs_result, refs):
     return True, ""
 
 
+def judge(e, direction, opset):
+    """Counts and prints whether the conversion of case e in `direction` ("up" or "down", to
+    `opset`) matches onnxruntime's outputs on the original."""
+    ok, why = matches_refs(results[e[direction]], e["refs"])
+    if ok is None:
+        counts["no_kernel"] += 1
+        print(f"note {e['case']} opset {e['opset']} -> {opset}: {why}")
+    else:
+        counts[f"{direction}_pass" if ok else f"{direction}_fail"] += 1
+    if ok is False:
+        print(f"FAIL {e['case']} opset {e['opset']} -> {opset}: {why}")
+        failures.append(e["case"])
+
+
 for e in plan:
     base_ok, _ = matches_refs(results[e["orig"]], e["refs"])
     if not base_ok:
@@ -334,27 +348,11 @@ for e in plan:
             print(f"FAIL {e['case']} opset {e['opset']} -> {NEWEST}: {e['up_error']}")
             failures.append(e["case"])
     else:
-        ok, why = matches_refs(results[e["up"]], e["refs"])
-        if ok is None:
-            counts["no_kernel"] += 1
-            print(f"note {e['case']} opset {e['opset']} -> {NEWEST}: {why}")
-        else:
-            counts["up_pass" if ok else "up_fail"] += 1
-        if ok is False:
-            print(f"FAIL {e['case']} opset {e['opset']} -> {NEWEST}: {why}")
-            failures.append(e["case"])
+        judge(e, "up", NEWEST)
     if "down" not in e:
         counts["down_none"] += 1
     else:
-        ok, why = matches_refs(results[e["down"]], e["refs"])
-        if ok is None:
-            counts["no_kernel"] += 1
-            print(f"note {e['case']} opset {e['opset']} -> {e['low']}: {why}")
-        else:
-            counts["down_pass" if ok else "down_fail"] += 1
-        if ok is False:
-            print(f"FAIL {e['case']} opset {e['opset']} -> {e['low']}: {why}")
-            failures.append(e["case"])
+        judge(e, "down", e["low"])
 
 print(f"real models: {real_pass} of {real_total} conversions match onnxruntime on the original within rtol 1e-5")
 print(f"backend suite node/: {counts['cases']} cases; {counts['below7']} below opset 7 (outside 7-28), "
