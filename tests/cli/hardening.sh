@@ -229,37 +229,14 @@ done
 
 # --------------------------------------------------------------- killed between the renames of a pair
 # convert --in-place of a model with external data replaces two files that refer to each other.
-# A shim (LD_PRELOAD) ends the process right after its Nth rename; at every N the model on disk
-# must run and give the old result or the new one (renaming the data and then the model left the
-# old model reading the new data: "runs past the end of model.onnx.data").
+# A shim (LD_PRELOAD, tests/cli/rename_hook.c) ends the process right after its Nth rename; at
+# every N the model on disk must run and give the old result or the new one (renaming the data
+# and then the model left the old model reading the new data: "runs past the end of
+# model.onnx.data").
 if command -v cc >/dev/null 2>&1; then
   P=$WORK/pair
   mkdir -p "$P/ref"
-  cat >"$P/shim.c" <<'SHIM'
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <stdlib.h>
-#include <unistd.h>
-static int calls;
-static void count(void) {
-  const char* at = getenv("CRASH_AFTER_RENAME");
-  if (at && ++calls == atoi(at)) _exit(137);
-}
-int rename(const char* from, const char* to) {
-  int (*real)(const char*, const char*) = (int (*)(const char*, const char*))dlsym(RTLD_NEXT, "rename");
-  int rc = real(from, to);
-  count();
-  return rc;
-}
-int renameat(int from_dir, const char* from, int to_dir, const char* to) {
-  int (*real)(int, const char*, int, const char*) =
-      (int (*)(int, const char*, int, const char*))dlsym(RTLD_NEXT, "renameat");
-  int rc = real(from_dir, from, to_dir, to);
-  count();
-  return rc;
-}
-SHIM
-  cc -shared -fPIC -o "$P/shim.so" "$P/shim.c" -ldl || fail "in-place pair: the rename shim does not build"
+  cc -shared -fPIC -o "$P/shim.so" "$SOURCE_DIR/tests/cli/rename_hook.c" -ldl || fail "in-place pair: the rename shim does not build"
   "$PYTHON" - "$P" <<'MODEL'
 import sys
 import numpy as np
@@ -282,7 +259,7 @@ MODEL
   [[ -z $(ls -A "$P/ref" | grep '\.tmp') ]] && ok || fail "in-place pair: a side file was left: $(ls -A "$P/ref")"
   for n in 1 2 3 4; do
     rm -rf "$P/c$n" && mkdir "$P/c$n" && cp "$P/model.onnx" "$P/model.onnx.data" "$P/c$n/"
-    (cd "$P/c$n" && CRASH_AFTER_RENAME=$n LD_PRELOAD=$P/shim.so ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+    (cd "$P/c$n" && RENAME_HOOK_CRASH_AT=$n LD_PRELOAD=$P/shim.so ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
       "$ONNXTOOL" "${CONVERT[@]}" >/dev/null 2>&1)
     rc=$?
     # The shim must have ended the run after the first rename (else this tests nothing).

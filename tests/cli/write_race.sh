@@ -54,40 +54,13 @@ result() {
 # --- concurrent writers
 # Between the rename that puts one file of a pair in place and the next, a writer is exposed; on
 # a local filesystem that moment lasts microseconds and a race shows once in thousands of runs
-# (on a disk with slow directory syncs, one in four). A shim (LD_PRELOAD, where a C compiler
-# is present) sleeps 0-8 ms after every rename, a different time each, so that without the lock
-# one writer's two renames often fall between the other's.
+# (on a disk with slow directory syncs, one in four). A shim (LD_PRELOAD, tests/cli/rename_hook.c,
+# where a C compiler is present) sleeps 0-8 ms after every rename, a different time each, so
+# that without the lock one writer's two renames often fall between the other's.
 slow=()
 if command -v cc >/dev/null 2>&1; then
-  cat >"$WORK/slow_rename.c" <<'SHIM'
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <time.h>
-#include <unistd.h>
-static unsigned state;
-static void pause_a_little(void) {
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  state = state * 1103515245u + 12345u + (unsigned)getpid() + (unsigned)now.tv_nsec;
-  struct timespec t = {0, (long)((state >> 8) % 8000u) * 1000L};
-  nanosleep(&t, NULL);
-}
-int rename(const char* from, const char* to) {
-  int (*real)(const char*, const char*) = (int (*)(const char*, const char*))dlsym(RTLD_NEXT, "rename");
-  int rc = real(from, to);
-  pause_a_little();
-  return rc;
-}
-int renameat(int from_dir, const char* from, int to_dir, const char* to) {
-  int (*real)(int, const char*, int, const char*) =
-      (int (*)(int, const char*, int, const char*))dlsym(RTLD_NEXT, "renameat");
-  int rc = real(from_dir, from, to_dir, to);
-  pause_a_little();
-  return rc;
-}
-SHIM
-  cc -shared -fPIC -o "$WORK/slow_rename.so" "$WORK/slow_rename.c" -ldl || fail "the rename shim does not build"
-  slow=(env LD_PRELOAD="$WORK/slow_rename.so" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0")
+  cc -shared -fPIC -o "$WORK/slow_rename.so" "$SOURCE_DIR/tests/cli/rename_hook.c" -ldl || fail "the rename shim does not build"
+  slow=(env RENAME_HOOK_PAUSE=1 LD_PRELOAD="$WORK/slow_rename.so" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0")
 else
   missing_data "a C compiler (cc) for the slow-rename shim (the races run, but seldom show)"
 fi
