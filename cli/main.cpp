@@ -144,7 +144,8 @@ int main(int argc, char** argv) {
     std::streambuf* buffer;
     ~Restore() { std::cout.rdbuf(buffer); }
   } restore{escaping.out()};
-  CLI::App app{"onnxtool: check, optimize, quantize, convert and run ONNX models"};
+  // Named here, not by argv[0]: help and man pages say `onnxtool`, however the binary was reached.
+  CLI::App app{"onnxtool: check, optimize, quantize, convert and run ONNX models", "onnxtool"};
   app.set_version_flag("--version", std::string("onnxtool ") + ONNXTOOL_VERSION);
   app.require_subcommand(1);
   app.fallthrough(false);
