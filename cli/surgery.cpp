@@ -9,13 +9,13 @@
 
 namespace onnxtool::cli {
 
-void refuse_mismatch(const passes::SurgeryCheck& check) {
+void refuse_mismatch(const verify::SurgeryCheck& check) {
   if (!check.result.ok())
     throw Error(ErrorKind::kFailed, "verification failed: " + check.result.first_failure() +
                                         "; nothing written (--no-verify writes it anyway)");
 }
 
-nlohmann::json surgery_json(const std::optional<passes::SurgeryCheck>& check, const runner::Tolerance& tolerance) {
+nlohmann::json surgery_json(const std::optional<verify::SurgeryCheck>& check, const verify::Tolerance& tolerance) {
   if (!check) return nullptr;
   nlohmann::json outputs = nlohmann::json::array();
   for (const auto& c : check->result.outputs) {
@@ -31,7 +31,7 @@ nlohmann::json surgery_json(const std::optional<passes::SurgeryCheck>& check, co
           {"ok", check->result.ok()}};
 }
 
-std::string surgery_summary(const passes::SurgeryCheck& check, const runner::Tolerance& tolerance) {
+std::string surgery_summary(const verify::SurgeryCheck& check, const verify::Tolerance& tolerance) {
   size_t identical = 0;
   double max_abs = 0;
   for (const auto& c : check.result.outputs) {

@@ -7,17 +7,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "passes/verify_surgery.h"
+#include "verify/surgery.h"
 
 namespace onnxtool::cli {
 
 /// Refuses (Error kFailed) a result whose outputs differ from the original's.
-void refuse_mismatch(const passes::SurgeryCheck& check);
+void refuse_mismatch(const verify::SurgeryCheck& check);
 
 /// The run's facts for --json: inputs, tolerance, each output, ok; null when nothing ran.
-nlohmann::json surgery_json(const std::optional<passes::SurgeryCheck>& check, const runner::Tolerance& tolerance);
+nlohmann::json surgery_json(const std::optional<verify::SurgeryCheck>& check, const verify::Tolerance& tolerance);
 
 /// "verified 2 output(s) on random (seed 0): x=float32[1,3]: 2 exact (exact tolerance)".
-std::string surgery_summary(const passes::SurgeryCheck& check, const runner::Tolerance& tolerance);
+std::string surgery_summary(const verify::SurgeryCheck& check, const verify::Tolerance& tolerance);
 
 }  // namespace onnxtool::cli

@@ -11,7 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "runner/verify.h"
+#include "verify/reference.h"
 
 namespace onnxtool::cli {
 
@@ -34,7 +34,7 @@ struct VerifyFlags {
 /// whose --inputs names tensors), --input, --seed, --input-range, --rtol, --atol and --device. Their help
 /// names the command's default tolerances, `policies` (convert: rewrite, and float16 for
 /// --to-fp16).
-void add_verify_flags(CLI::App* sub, VerifyFlags& flags, const std::vector<runner::Tolerance>& policies,
+void add_verify_flags(CLI::App* sub, VerifyFlags& flags, const std::vector<verify::Tolerance>& policies,
                       bool inputs_folder = true);
 
 /// Adds a command's own option that only matters to its verification (--input-shape where it
@@ -53,10 +53,10 @@ void refuse_verify_flags_unused(const VerifyFlags& flags, const std::set<std::st
 
 /// The verification inputs: the user's files, else random with `shapes` for symbolic dims.
 /// Refuses --seed with files (no random input left to seed).
-runner::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std::string, std::vector<int64_t>>& shapes);
+verify::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std::string, std::vector<int64_t>>& shapes);
 
 /// The policy with the user's --rtol/--atol in place of its own.
-runner::Tolerance tolerance(const VerifyFlags& flags, const runner::Tolerance& policy);
+verify::Tolerance tolerance(const VerifyFlags& flags, const verify::Tolerance& policy);
 
 /// What a verification on random inputs cannot prove, said wherever one is reported (text, and
 /// "note" in --json).
@@ -69,16 +69,16 @@ nlohmann::json random_note_json(bool random, const std::string& real = "--inputs
 CLI::Option* add_input_range_option(CLI::App* sub, std::vector<std::string>& ranges);
 
 /// {"policy", "rtol", "atol"} for --json.
-nlohmann::json tolerance_json(const runner::Tolerance& tolerance);
+nlohmann::json tolerance_json(const verify::Tolerance& tolerance);
 
 /// A verification's facts for --json; null without a reference (--no-verify).
-nlohmann::json verify_json(const std::optional<runner::Reference>& reference, const runner::VerifyResult& result,
-                           const runner::Tolerance& tolerance, double seconds);
+nlohmann::json verify_json(const std::optional<verify::Reference>& reference, const verify::VerifyResult& result,
+                           const verify::Tolerance& tolerance, double seconds);
 
 /// "verified 2 outputs on random (seed 0): x=float32[1,3]: max abs error 1e-7 (rewrite tolerance
 /// rtol 1e-4, atol 1e-5), 0.12 s", and the note of random inputs; without a reference
 /// (--no-verify), "not verified (--no-verify)".
-void print_verification(const std::optional<runner::Reference>& reference, const runner::VerifyResult& result,
-                        const runner::Tolerance& tolerance, double seconds);
+void print_verification(const std::optional<verify::Reference>& reference, const verify::VerifyResult& result,
+                        const verify::Tolerance& tolerance, double seconds);
 
 }  // namespace onnxtool::cli

@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "checker/checker.h"
-#include "convert/fp16_guided.h"
 #include "convert/precision.h"
 #include "ir/error.h"
 #include "ir/graph.h"
@@ -20,11 +19,12 @@
 #include "passes/pass.h"
 #include "runner/session.h"
 #include "runner/tensor.h"
-#include "runner/verify.h"
 #include "tests/empty_model.h"
 #include "tests/model_builder.h"
 #include "tests/random_feed.h"
 #include "tests/test_data.h"
+#include "verify/fp16_guided.h"
+#include "verify/reference.h"
 
 namespace onnxtool {
 namespace {
@@ -807,11 +807,11 @@ TEST_SUITE("precision") {
       return std::move(b.m);
     };
     ir::Model base = model();
-    const runner::Reference reference(base, runner::VerifyInputs{});
+    const verify::Reference reference(base, verify::VerifyInputs{});
     std::vector<std::string> details;
-    const convert::GuidedFp16 g = convert::to_fp16_guided(
-        base, model, {}, reference, runner::kFp16Tolerance, [&details](const ir::ProgressStep& step) {
-          CHECK(step.phase == convert::kGuidedFp16Phase);
+    const verify::GuidedFp16 g = verify::to_fp16_guided(
+        base, model, {}, reference, verify::kFp16Tolerance, [&details](const ir::ProgressStep& step) {
+          CHECK(step.phase == verify::kGuidedFp16Phase);
           details.push_back(step.detail);
         });
     CHECK(g.verified.ok());
@@ -828,7 +828,7 @@ TEST_SUITE("precision") {
   // Keeping one more value per round cannot reach the start of the chain in the localized
   // rounds: the head kept in float32 is searched instead.
   constexpr int kChain = 24;
-  const runner::Tolerance kChainTolerance{"test", 1e-2, 1e-3};
+  const verify::Tolerance kChainTolerance{"test", 1e-2, 1e-3};
   ir::Value* add_rounding_chain(Builder& b, ir::Graph& g, ir::Value* x, const std::string& prefix) {
     ir::Value* z = x;
     for (int i = 0; i < kChain; ++i) {
@@ -855,17 +855,17 @@ TEST_SUITE("precision") {
       return std::move(b.m);
     };
     ir::Model base = model();
-    const runner::Reference reference(base, runner::VerifyInputs{});
-    const runner::Tolerance& tight = kChainTolerance;
+    const verify::Reference reference(base, verify::VerifyInputs{});
+    const verify::Tolerance& tight = kChainTolerance;
     std::vector<std::string> details;
-    const convert::GuidedFp16 g = convert::to_fp16_guided(base, model, {}, reference, tight, [&details](const ir::ProgressStep& step) {
+    const verify::GuidedFp16 g = verify::to_fp16_guided(base, model, {}, reference, tight, [&details](const ir::ProgressStep& step) {
       details.push_back(step.detail);
     });
     CHECK(g.verified.ok());
     CHECK(g.graph_nodes == kChain + 3);
     REQUIRE(g.head_nodes > 0);
     CHECK(g.head_nodes < g.graph_nodes);
-    CHECK(g.rounds > convert::kLocalizedRounds);
+    CHECK(g.rounds > verify::kLocalizedRounds);
     CHECK(g.head_last.find("node") != std::string::npos);
     CHECK(details.back().find("nodes in float32") != std::string::npos);
     // The head found is the shortest that passes: one node fewer fails.
@@ -896,8 +896,8 @@ TEST_SUITE("precision") {
       return std::move(b.m);
     };
     ir::Model base = model();
-    const runner::Reference reference(base, runner::VerifyInputs{});
-    const convert::GuidedFp16 g = convert::to_fp16_guided(base, model, {}, reference, kChainTolerance);
+    const verify::Reference reference(base, verify::VerifyInputs{});
+    const verify::GuidedFp16 g = verify::to_fp16_guided(base, model, {}, reference, kChainTolerance);
     CHECK(g.verified.ok());
     CHECK(g.graph_nodes == 2 * (kChain + 2) + 2);
     CHECK(g.head_nodes > 0);

@@ -1,5 +1,5 @@
 // verify_extracted, verify_edited: the runs that check `extract`'s and `edit`'s results.
-#include "passes/verify_surgery.h"
+#include "verify/surgery.h"
 
 #include <set>
 #include <sstream>
@@ -10,12 +10,12 @@
 #include "runner/compare.h"
 #include "runner/session.h"
 
-namespace onnxtool::passes {
+namespace onnxtool::verify {
 namespace {
 
-runner::OutputCheck compare_values(const std::string& name, const runner::Value& want, const runner::Value& got,
-                                   const runner::Tolerance& tolerance) {
-  runner::OutputCheck c;
+OutputCheck compare_values(const std::string& name, const runner::Value& want, const runner::Value& got,
+                                   const Tolerance& tolerance) {
+  OutputCheck c;
   c.name = name;
   c.type = want.describe();
   if (!want.is_tensor() || !got.is_tensor()) {
@@ -39,8 +39,8 @@ runner::OutputCheck compare_values(const std::string& name, const runner::Value&
 }
 
 /// The options of the result's run: the device asked for. The original runs on the CPU runner
-/// (runner::Reference does too), so that a device kernel's error cannot pass as agreement.
-runner::SessionOptions session_options(const runner::VerifyInputs& inputs) {
+/// (Reference does too), so that a device kernel's error cannot pass as agreement.
+runner::SessionOptions session_options(const VerifyInputs& inputs) {
   runner::SessionOptions options;
   options.device = inputs.device;
   return options;
@@ -54,9 +54,9 @@ runner::SessionOptions session_options(const runner::VerifyInputs& inputs) {
 
 }  // namespace
 
-SurgeryCheck verify_extracted(ir::Model& original, ir::Model& extracted, const runner::VerifyInputs& inputs,
-                              const runner::Tolerance& tolerance) {
-  const runner::Reference reference(original, inputs);
+SurgeryCheck verify_extracted(ir::Model& original, ir::Model& extracted, const VerifyInputs& inputs,
+                              const Tolerance& tolerance) {
+  const Reference reference(original, inputs);
   std::vector<std::string> names;
   for (const auto& vi : extracted.graph->inputs)
     if (!vi.value->is_initializer()) names.push_back(vi.value->name());
@@ -85,8 +85,8 @@ SurgeryCheck verify_extracted(ir::Model& original, ir::Model& extracted, const r
 }
 
 SurgeryCheck verify_edited(ir::Model& original, ir::Model& edited, const std::map<std::string, std::string>& input_renames,
-                           const runner::VerifyInputs& inputs, const runner::Tolerance& tolerance) {
-  const runner::Reference reference(original, inputs);
+                           const VerifyInputs& inputs, const Tolerance& tolerance) {
+  const Reference reference(original, inputs);
   std::map<std::string, runner::Value> feeds;
   for (const auto& [name, value] : reference.feeds()) {
     const auto it = input_renames.find(name);
@@ -112,4 +112,4 @@ SurgeryCheck verify_edited(ir::Model& original, ir::Model& edited, const std::ma
   return check;
 }
 
-}  // namespace onnxtool::passes
+}  // namespace onnxtool::verify
