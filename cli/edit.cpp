@@ -7,7 +7,6 @@
 
 #include "cli/common.h"
 #include "cli/flags.h"
-#include "cli/surgery.h"
 #include "cli/verify.h"
 #include "cli/write_model.h"
 #include "ir/edit.h"

@@ -4,7 +4,6 @@
 
 #include "cli/common.h"
 #include "cli/flags.h"
-#include "cli/surgery.h"
 #include "cli/verify.h"
 #include "cli/write_model.h"
 #include "ir/error.h"

@@ -1,4 +1,4 @@
-// Verification flags and reports shared by optimize and convert (the flags by edit and extract too).
+// Verification flags and reports shared by the writers: optimize and convert, edit and extract.
 #include "cli/verify.h"
 
 #include <algorithm>
@@ -140,6 +140,44 @@ void print_verification(const std::optional<verify::Reference>& reference, const
   s << seconds << " s";
   if (reference->random_inputs()) s << "\nnote: " << random_inputs_note();
   std::cout << s.str() << "\n";
+}
+
+void refuse_mismatch(const verify::SurgeryCheck& check) {
+  if (!check.result.ok())
+    throw Error(ErrorKind::kFailed, "verification failed: " + check.result.first_failure() +
+                                        "; nothing written (--no-verify writes it anyway)");
+}
+
+nlohmann::json surgery_json(const std::optional<verify::SurgeryCheck>& check, const verify::Tolerance& tolerance) {
+  if (!check) return nullptr;
+  nlohmann::json outputs = nlohmann::json::array();
+  for (const auto& c : check->result.outputs) {
+    nlohmann::json o{{"name", c.name}, {"type", c.type}, {"within", c.within}};
+    if (c.diff.elements) o.update({{"max_abs_error", c.diff.max_abs}, {"elements_differing", c.diff.beyond + c.diff.nonfinite_count}});
+    outputs.push_back(o);
+  }
+  return {{"inputs", check->inputs},
+          {"random_inputs", check->random_inputs},
+          {"note", random_note_json(check->random_inputs)},
+          {"tolerance", tolerance_json(tolerance)},
+          {"outputs", outputs},
+          {"ok", check->result.ok()}};
+}
+
+std::string surgery_summary(const verify::SurgeryCheck& check, const verify::Tolerance& tolerance) {
+  size_t identical = 0;
+  double max_abs = 0;
+  for (const auto& c : check.result.outputs) {
+    if (c.diff.max_abs == 0 && c.within) ++identical;
+    max_abs = std::max(max_abs, c.diff.max_abs);
+  }
+  std::ostringstream s;
+  s << "verified " << check.result.outputs.size() << " output(s) on " << check.inputs << ": " << identical
+    << " identical";
+  if (identical < check.result.outputs.size()) s << ", max abs error " << max_abs;
+  s << " (" << tolerance.name << " tolerance)";
+  if (check.random_inputs) s << "\nnote: " << random_inputs_note();
+  return s.str();
 }
 
 }  // namespace onnxtool::cli

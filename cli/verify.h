@@ -1,5 +1,6 @@
-// The verification flags `optimize` and `convert` share, and how they report it: the rewritten
-// model runs against the original on the runner before anything is written.
+// The verification flags the writers share (optimize, convert, edit, extract), and how they
+// report it: the rewritten model runs against the original on the runner before anything is
+// written.
 #pragma once
 
 #include <map>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "verify/reference.h"
+#include "verify/surgery.h"
 
 namespace onnxtool::cli {
 
@@ -80,5 +82,16 @@ nlohmann::json verify_json(const std::optional<verify::Reference>& reference, co
 /// (--no-verify), "not verified (--no-verify)".
 void print_verification(const std::optional<verify::Reference>& reference, const verify::VerifyResult& result,
                         const verify::Tolerance& tolerance, double seconds);
+
+/// extract, edit: refuses (Error kFailed) a result whose outputs differ from the original's.
+void refuse_mismatch(const verify::SurgeryCheck& check);
+
+/// extract, edit: the run's facts for --json: inputs, tolerance, each output, ok; null when
+/// nothing ran.
+nlohmann::json surgery_json(const std::optional<verify::SurgeryCheck>& check, const verify::Tolerance& tolerance);
+
+/// extract, edit: "verified 2 output(s) on random (seed 0): x=float32[1,3]: 2 exact (exact
+/// tolerance)".
+std::string surgery_summary(const verify::SurgeryCheck& check, const verify::Tolerance& tolerance);
 
 }  // namespace onnxtool::cli
