@@ -1,11 +1,9 @@
 // verify_extracted, verify_edited: the runs that check `extract`'s and `edit`'s results.
 #include "verify/surgery.h"
 
-#include <set>
 #include <sstream>
 #include <vector>
 
-#include "checker/checker.h"
 #include "ir/error.h"
 #include "runner/compare.h"
 #include "runner/session.h"
@@ -38,18 +36,22 @@ OutputCheck compare_values(const std::string& name, const runner::Value& want, c
   return c;
 }
 
-/// The options of the result's run: the device asked for. The original runs on the CPU runner
-/// (Reference does too), so that a device kernel's error cannot pass as agreement.
-runner::SessionOptions session_options(const VerifyInputs& inputs) {
+/// Runs the result on `feeds`, bounded by the original's run, on the device asked for. The
+/// original runs on the CPU runner (Reference does too), so that a device kernel's error cannot
+/// pass as agreement. A result that does not run where the original did fails the check; it is
+/// no usage error.
+std::vector<runner::Value> run_result(ir::Model& result, const std::map<std::string, runner::Value>& feeds,
+                                      const VerifyInputs& inputs, const Reference& reference) {
   runner::SessionOptions options;
   options.device = inputs.device;
-  return options;
-}
-
-/// The result does not run where the original did: the check fails, it is no usage error.
-[[noreturn]] void result_does_not_run(const Error& e) {
-  if (e.kind() == ErrorKind::kInternal) throw e;
-  throw Error(ErrorKind::kFailed, std::string("the result does not run where the original did: ") + e.what());
+  try {
+    runner::Session session(result, options);
+    reference.bound(session);
+    return session.run(feeds);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kInternal) throw e;
+    throw Error(ErrorKind::kFailed, std::string("the result does not run where the original did: ") + e.what());
+  }
 }
 
 }  // namespace
@@ -68,14 +70,7 @@ SurgeryCheck verify_extracted(ir::Model& original, ir::Model& extracted, const V
 
   std::map<std::string, runner::Value> feeds;
   for (size_t i = 0; i < n_inputs; ++i) feeds[names[i]] = values[i];
-  std::vector<runner::Value> got;
-  try {
-    runner::Session part(extracted, session_options(inputs));
-    reference.bound(part);
-    got = part.run(feeds);
-  } catch (const Error& e) {
-    result_does_not_run(e);
-  }
+  const std::vector<runner::Value> got = run_result(extracted, feeds, inputs, reference);
   SurgeryCheck check;
   check.inputs = reference.inputs_description();
   check.random_inputs = reference.random_inputs();
@@ -92,14 +87,7 @@ SurgeryCheck verify_edited(ir::Model& original, ir::Model& edited, const std::ma
     const auto it = input_renames.find(name);
     feeds[it == input_renames.end() ? name : it->second] = value;
   }
-  std::vector<runner::Value> got;
-  try {
-    runner::Session session(edited, session_options(inputs));
-    reference.bound(session);
-    got = session.run(feeds);
-  } catch (const Error& e) {
-    result_does_not_run(e);
-  }
+  const std::vector<runner::Value> got = run_result(edited, feeds, inputs, reference);
   // The edited model's outputs under the original's names, in order: what Reference compares.
   std::map<std::string, runner::Tensor> by_name;
   const auto& outputs = original.graph->outputs;
