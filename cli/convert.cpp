@@ -32,8 +32,8 @@ void refuse_flag_conflicts(const ConvertOptions& o) {
                       " there are none");
 }
 
-convert::ConvertRequest convert_request(const ConvertOptions& o) {
-  convert::ConvertRequest request;
+verify::ConvertRequest convert_request(const ConvertOptions& o) {
+  verify::ConvertRequest request;
   request.opset = o.opset;
   request.precision = o.to_fp16   ? convert::Precision::kFloat16
                       : o.to_fp32 ? convert::Precision::kFloat32
@@ -44,7 +44,7 @@ convert::ConvertRequest convert_request(const ConvertOptions& o) {
   request.preprocess = !o.no_preprocess;
   request.infer_shapes = o.infer_shapes;
   if (request.rewrites() && !o.check.no_verify) request.verify = verify_inputs(o.check, parse_shapes("--input-shape", o.input_shapes));
-  request.tolerance = tolerance(o.check, convert::default_tolerance(request));
+  request.tolerance = tolerance(o.check, verify::default_tolerance(request));
   request.progress = progress();
   return request;
 }
@@ -68,8 +68,8 @@ int run_convert(ConvertOptions& o) {
   auto loaded = ir::load_model(o.model);
   refuse_in_place_elsewhere(o.model, o.output, o.in_place);
   ir::check_output_paths(loaded.info, o.output, o.data_file, o.in_place);
-  const convert::ConvertRequest request = convert_request(o);
-  convert::ConvertResult c = convert::convert_model(loaded.model, request, [&o] { return ir::load_model(o.model).model; });
+  const verify::ConvertRequest request = convert_request(o);
+  verify::ConvertResult c = verify::convert_verified(loaded.model, request, [&o] { return ir::load_model(o.model).model; });
   if (c.unchanged) {
     // Nothing to do: say so, and leave no file behind that a user could mistake for a conversion.
     info("convert", "note: " + o.model + " is already at opset " + std::to_string(o.opset) + "; nothing written");
@@ -111,7 +111,7 @@ void register_convert(CLI::App& app, Action& action) {
   sub->add_flag("--allow-runtime-bugs", o->allow_runtime_bugs,
                 "with --to-fp16: convert the node patterns where onnxruntime departs from the spec in float16 too "
                 "(kept in float32 by default; docs/runtime_departures.md)");
-  add_verify_flags(sub, o->check, {runner::kRewriteTolerance, runner::kFp16Tolerance});
+  add_verify_flags(sub, o->check, {verify::kRewriteTolerance, verify::kFp16Tolerance});
   add_verify_option(sub, o->check, "--input-shape", o->input_shapes, "NAME=D1,D2,... dims of a random verification input");
   sub->callback([&action, o, sub] {
     o->given = given_options(*sub);

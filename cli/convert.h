@@ -9,7 +9,7 @@
 
 #include "cli/verify.h"
 #include "cli/write_model.h"
-#include "convert/convert_model.h"
+#include "verify/convert.h"
 
 namespace onnxtool::cli {
 
@@ -37,10 +37,10 @@ struct ConvertOptions {
 
 /// Refuses (Error kFailed, nothing written) a result that failed verification, saying what
 /// would bring float16 within tolerance.
-void refuse_unverified(const ConvertOptions& o, const convert::ConvertResult& c);
+void refuse_unverified(const ConvertOptions& o, const verify::ConvertResult& c);
 
 /// The report, --json or text, after the warning that float16 was verified on random inputs only.
-void print_converted(const ConvertOptions& o, const convert::ConvertRequest& request, const convert::ConvertResult& c,
+void print_converted(const ConvertOptions& o, const verify::ConvertRequest& request, const verify::ConvertResult& c,
                      const WrittenModel& written);
 
 }  // namespace onnxtool::cli

@@ -14,7 +14,7 @@ namespace {
 
 /// "the largest float16 value on the verification inputs is 6.1 (at 'y'), 1.1e+04x below float16's
 /// largest, 65504".
-std::string headroom_line(const convert::GuidedFp16& g) {
+std::string headroom_line(const verify::GuidedFp16& g) {
   std::ostringstream s;
   s << "the largest value converted to float16 on the verification inputs is " << std::setprecision(3) << g.largest_magnitude;
   if (!g.largest_value.empty()) s << " (at '" << g.largest_value << "')";
@@ -29,10 +29,10 @@ nlohmann::json runtime_blocked_json(const std::vector<convert::RuntimeKept>& kep
   return out;
 }
 
-nlohmann::json precision_json(const ConvertOptions& o, const convert::ConvertResult& c) {
+nlohmann::json precision_json(const ConvertOptions& o, const verify::ConvertResult& c) {
   if (!o.to_fp16 && !o.to_fp32) return nullptr;
   const convert::PrecisionReport& precision = c.precision;
-  const std::optional<convert::GuidedFp16>& guided = c.guided;
+  const std::optional<verify::GuidedFp16>& guided = c.guided;
   return {{"to", o.to_fp16 ? "float16" : "float32"},
           {"converted_initializers", precision.converted_initializers},
           {"converted_values", precision.converted_values},
@@ -52,7 +52,7 @@ nlohmann::json precision_json(const ConvertOptions& o, const convert::ConvertRes
                               : nlohmann::json(nullptr)}};
 }
 
-nlohmann::json convert_json(const ConvertOptions& o, const convert::ConvertResult& c, const runner::Tolerance& tol,
+nlohmann::json convert_json(const ConvertOptions& o, const verify::ConvertResult& c, const verify::Tolerance& tol,
                             const WrittenModel& written) {
   const ir::SaveReport& r = written.saved;
   const convert::VersionReport& version = c.version;
@@ -94,9 +94,9 @@ void print_runtime_blocked(const std::vector<convert::RuntimeKept>& kept) {
 }
 
 /// What --to-fp16 or --to-fp32 converted, and what stayed float32 and why.
-void print_precision(const ConvertOptions& o, const convert::ConvertResult& c) {
+void print_precision(const ConvertOptions& o, const verify::ConvertResult& c) {
   const convert::PrecisionReport& precision = c.precision;
-  const std::optional<convert::GuidedFp16>& guided = c.guided;
+  const std::optional<verify::GuidedFp16>& guided = c.guided;
   std::cout << (o.to_fp16 ? "float32 -> float16: " : "float16 -> float32: ") << precision.converted_initializers
             << " initializers, " << precision.converted_values << " values, " << precision.casts_added
             << " casts added, " << precision.casts_removed << " removed, " << precision.blocked_nodes
@@ -120,7 +120,7 @@ void print_precision(const ConvertOptions& o, const convert::ConvertResult& c) {
   }
 }
 
-void print_conversion(const ConvertOptions& o, const convert::ConvertRequest& request, const convert::ConvertResult& c,
+void print_conversion(const ConvertOptions& o, const verify::ConvertRequest& request, const verify::ConvertResult& c,
                 const WrittenModel& written) {
   const ir::SaveReport& r = written.saved;
   std::cout << "wrote " << o.output << " (" << human_bytes(r.model_bytes) << ")";
@@ -140,9 +140,9 @@ void print_conversion(const ConvertOptions& o, const convert::ConvertRequest& re
 
 }  // namespace
 
-void refuse_unverified(const ConvertOptions& o, const convert::ConvertResult& c) {
+void refuse_unverified(const ConvertOptions& o, const verify::ConvertResult& c) {
   if (c.verified.ok()) return;
-  const std::optional<convert::GuidedFp16>& guided = c.guided;
+  const std::optional<verify::GuidedFp16>& guided = c.guided;
   throw Error(ErrorKind::kFailed, "verification failed: " + c.verified.first_failure() +
                                       (!o.to_fp16 ? ""
                                        : guided && guided->graph_nodes
@@ -158,7 +158,7 @@ void refuse_unverified(const ConvertOptions& o, const convert::ConvertResult& c)
                                       "; nothing written (--no-verify writes it anyway)");
 }
 
-void print_converted(const ConvertOptions& o, const convert::ConvertRequest& request, const convert::ConvertResult& c,
+void print_converted(const ConvertOptions& o, const verify::ConvertRequest& request, const verify::ConvertResult& c,
                      const WrittenModel& written) {
   // Random inputs far inside float16's range say nothing of real ones: warned, --quiet or not
   // (--json has the figures in precision.headroom and verification.note).

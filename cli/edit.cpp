@@ -7,7 +7,6 @@
 
 #include "cli/common.h"
 #include "cli/flags.h"
-#include "cli/surgery.h"
 #include "cli/verify.h"
 #include "cli/write_model.h"
 #include "ir/edit.h"
@@ -114,8 +113,8 @@ std::map<std::string, std::string> input_renames(const ir::EditRequest& request)
   return renames;
 }
 
-void print_edit_json(const EditOptions& o, const ir::EditReport& r, const std::optional<passes::SurgeryCheck>& verified,
-                     const runner::Tolerance& tol, const WrittenModel& written) {
+void print_edit_json(const EditOptions& o, const ir::EditReport& r, const std::optional<verify::SurgeryCheck>& verified,
+                     const verify::Tolerance& tol, const WrittenModel& written) {
   print_json({{"output", o.output},
               {"renamed", r.renamed},
               {"input_shapes_set", r.shapes_set},
@@ -131,7 +130,7 @@ void print_edit_json(const EditOptions& o, const ir::EditReport& r, const std::o
 
 /// "edited: 1 renamed, 1 input shape(s) set", how the result was checked, and what was written.
 void print_edited(const EditOptions& o, const ir::EditRequest& request, const ir::EditReport& r,
-                  const std::optional<passes::SurgeryCheck>& verified, const runner::Tolerance& tol,
+                  const std::optional<verify::SurgeryCheck>& verified, const verify::Tolerance& tol,
                   const std::string& cannot_run, const WrittenModel& written) {
   std::string done;
   const auto add = [&done](size_t n, const std::string& what) {
@@ -162,7 +161,7 @@ int run_edit(EditOptions& o) {
     throw_usage_error("nothing to edit: pass --rename-input, --rename-output, --input-shape, --fix-declarations, "
                       "--set-metadata, --remove-metadata, --producer-name or --doc-string");
   refuse_verify_flags_unused(o.check, o.given);
-  const runner::Tolerance tol = tolerance(o.check, passes::kExactTolerance);
+  const verify::Tolerance tol = tolerance(o.check, verify::kExactTolerance);
 
   auto loaded = ir::load_model(o.model);
   refuse_in_place_elsewhere(o.model, o.output, o.in_place);
@@ -174,15 +173,15 @@ int run_edit(EditOptions& o) {
   const auto shapes = shared_input_shapes(original, request, cannot_run);
   if (const std::string named = given_list(o.given, o.check.names); !shapes && !named.empty())
     throw_usage_error(named + ": the result is checked, not run against the original: " + cannot_run);
-  runner::VerifyInputs verify_in;
+  verify::VerifyInputs verify_in;
   const bool run_both = !o.check.no_verify && shapes;
   if (run_both) verify_in = verify_inputs(o.check, *shapes);
   const ir::EditReport r = ir::edit_model(loaded.model, request);
 
   const checker::WriteCheck gate = check_before_writing(loaded.model);
-  std::optional<passes::SurgeryCheck> verified;
+  std::optional<verify::SurgeryCheck> verified;
   if (run_both) {
-    verified = passes::verify_edited(original, loaded.model, input_renames(request), verify_in, tol);
+    verified = verify::verify_edited(original, loaded.model, input_renames(request), verify_in, tol);
     refuse_mismatch(*verified);
   }
   const WrittenModel written = save_checked(gate, loaded.model, o.output);
@@ -209,7 +208,7 @@ void register_edit(CLI::App& app, Action& action) {
   sub->add_option("--remove-metadata", o->remove_metadata, "KEY remove a metadata entry (repeatable)");
   sub->add_option("--producer-name", o->producer_name, "set the producer name");
   sub->add_option("--doc-string", o->doc_string, "set the model's doc string");
-  add_verify_flags(sub, o->check, {passes::kExactTolerance});
+  add_verify_flags(sub, o->check, {verify::kExactTolerance});
   sub->add_flag("--json", o->json, "print one JSON document");
   add_model_run_flags(sub);
   sub->callback([&action, o, sub] {

@@ -4,7 +4,6 @@
 
 #include "cli/common.h"
 #include "cli/flags.h"
-#include "cli/surgery.h"
 #include "cli/verify.h"
 #include "cli/write_model.h"
 #include "ir/error.h"
@@ -49,9 +48,9 @@ int run_extract(const ExtractOptions& o) {
   if (o.given.count("--input-shape") && o.given.count("--input"))
     throw_usage_error("--input-shape sizes random verification inputs; with --input there are none");
   const auto shapes = parse_shapes("--input-shape", o.input_shapes);
-  runner::VerifyInputs verify_in;
+  verify::VerifyInputs verify_in;
   if (!o.check.no_verify) verify_in = verify_inputs(o.check, shapes);
-  const runner::Tolerance tol = tolerance(o.check, passes::kExactTolerance);
+  const verify::Tolerance tol = tolerance(o.check, verify::kExactTolerance);
 
   auto loaded = ir::load_model(o.model);
   ir::check_output_paths(loaded.info, o.output, "", /*in_place=*/false);
@@ -60,9 +59,9 @@ int run_extract(const ExtractOptions& o) {
 
   ir::Model original = ir::load_model(o.model).model;
   const checker::WriteCheck gate = check_before_writing(loaded.model);
-  std::optional<passes::SurgeryCheck> verified;
+  std::optional<verify::SurgeryCheck> verified;
   if (!o.check.no_verify) {
-    verified = passes::verify_extracted(original, loaded.model, verify_in, tol);
+    verified = verify::verify_extracted(original, loaded.model, verify_in, tol);
     refuse_mismatch(*verified);
   }
   const WrittenModel written = save_checked(gate, loaded.model, o.output);
@@ -98,7 +97,7 @@ void register_extract(CLI::App& app, Action& action) {
   sub->add_option("--inputs", o->inputs, "tensors that become the graph inputs (comma-separated)")->delimiter(',')->required();
   sub->add_option("--outputs", o->outputs, "tensors that become the graph outputs (comma-separated)")->delimiter(',')->required();
   // No --inputs folder: extract's --inputs names tensors.
-  add_verify_flags(sub, o->check, {passes::kExactTolerance}, false);
+  add_verify_flags(sub, o->check, {verify::kExactTolerance}, false);
   add_verify_option(sub, o->check, "--input-shape", o->input_shapes,
                     "NAME=D1,D2,... sizes of the original's symbolic dims for random inputs");
   sub->add_flag("--json", o->json, "print one JSON document");

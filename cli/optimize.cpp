@@ -10,7 +10,7 @@
 #include "cli/verify.h"
 #include "ir/error.h"
 #include "ir/model_io.h"
-#include "passes/verified.h"
+#include "verify/optimize.h"
 
 namespace onnxtool::cli {
 namespace {
@@ -59,8 +59,8 @@ int list_passes(bool json) {
 }
 
 /// The passes and their verification as the flags ask, checked before any work.
-passes::VerifiedOptimizeOptions optimize_options(const OptimizeCliOptions& o) {
-  passes::VerifiedOptimizeOptions options;
+verify::VerifiedOptimizeOptions optimize_options(const OptimizeCliOptions& o) {
+  verify::VerifiedOptimizeOptions options;
   options.optimize.only = o.passes;
   options.optimize.skip = o.skip;
   options.optimize.fixed_point = o.fixed_point;
@@ -69,7 +69,7 @@ passes::VerifiedOptimizeOptions optimize_options(const OptimizeCliOptions& o) {
   refuse_verify_flags_unused(o.check, o.given);
   options.require_valid = !o.force;
   if (!o.check.no_verify) options.verify = verify_inputs(o.check, options.optimize.input_shapes);
-  options.tolerance = tolerance(o.check, runner::kRewriteTolerance);
+  options.tolerance = tolerance(o.check, verify::kRewriteTolerance);
   options.optimize.progress = progress();
   // One line per pass that changed something, printed as it finishes (--json has them all at
   // the end). With --fixed-point a pass's counts add up over the rounds: printed at the end.
@@ -81,7 +81,7 @@ passes::VerifiedOptimizeOptions optimize_options(const OptimizeCliOptions& o) {
 }
 
 /// Refuses (Error kFailed, nothing written) an invalid input or a result that departs from it.
-void refuse_failed(const std::string& model, const passes::VerifiedOptimizeReport& r) {
+void refuse_failed(const std::string& model, const verify::VerifiedOptimizeReport& r) {
   if (r.invalid)
     throw Error(ErrorKind::kFailed, model + ": invalid model (" + describe(*r.invalid) +
                                         "); run `onnxtool check` for all errors, or pass --force");
@@ -93,7 +93,7 @@ void refuse_failed(const std::string& model, const passes::VerifiedOptimizeRepor
   }
 }
 
-nlohmann::json optimize_json(const OptimizeCliOptions& o, const passes::VerifiedOptimizeReport& r, const runner::Tolerance& tol,
+nlohmann::json optimize_json(const OptimizeCliOptions& o, const verify::VerifiedOptimizeReport& r, const verify::Tolerance& tol,
                              uint64_t bytes_before, const WrittenModel& written) {
   const passes::OptimizeReport& report = r.report;
   nlohmann::json passes = nlohmann::json::array();
@@ -115,7 +115,7 @@ nlohmann::json optimize_json(const OptimizeCliOptions& o, const passes::Verified
           {"verification", verify_json(r.reference, r.verified, tol, r.verify_seconds)}};
 }
 
-void print_optimized(const OptimizeCliOptions& o, const passes::VerifiedOptimizeReport& r, const runner::Tolerance& tol,
+void print_optimized(const OptimizeCliOptions& o, const verify::VerifiedOptimizeReport& r, const verify::Tolerance& tol,
                      uint64_t bytes_before, const WrittenModel& written) {
   const passes::OptimizeReport& report = r.report;
   int unchanged = 0;
@@ -142,13 +142,13 @@ int run_optimize(const OptimizeCliOptions& o) {
   if (o.model.empty()) throw_usage_error("MODEL is required");
   if (o.output.empty()) throw_usage_error("-o OUT is required");
   refuse_overwriting_input(o.model, o.output);
-  const passes::VerifiedOptimizeOptions options = optimize_options(o);
+  const verify::VerifiedOptimizeOptions options = optimize_options(o);
 
   auto loaded = ir::load_model(o.model);
   ir::check_output_paths(loaded.info, o.output, "", /*in_place=*/false);
   const uint64_t bytes_before = loaded.info.file_size;
-  const passes::VerifiedOptimizeReport r =
-      passes::optimize_verified(loaded.model, options, [&o] { return ir::load_model(o.model).model; });
+  const verify::VerifiedOptimizeReport r =
+      verify::optimize_verified(loaded.model, options, [&o] { return ir::load_model(o.model).model; });
   refuse_failed(o.model, r);
   const WrittenModel written = write_model(loaded.model, o.output);
   if (o.json) print_json(optimize_json(o, r, options.tolerance, bytes_before, written));
@@ -167,7 +167,7 @@ void register_optimize(CLI::App& app, Action& action) {
   sub->add_option("--skip", o->skip, "passes not to run (comma-separated)")->delimiter(',');
   sub->add_flag("--list-passes", o->list_passes, "list the passes in pipeline order and exit");
   sub->add_option("--input-shape", o->input_shapes, "NAME=D1,D2,... fix an input's dims (more folding)");
-  add_verify_flags(sub, o->check, {runner::kRewriteTolerance});
+  add_verify_flags(sub, o->check, {verify::kRewriteTolerance});
   sub->add_flag("--verify", o->verify, "compare the result with the original before writing (the default)");
   o->check.names.push_back("--verify");  // says what the default does: refused with --no-verify
   sub->add_flag("--fixed-point", o->fixed_point, "repeat the pipeline until nothing changes");

@@ -1,4 +1,4 @@
-// Verification flags and reports shared by optimize and convert (the flags by edit and extract too).
+// Verification flags and reports shared by the writers: optimize and convert, edit and extract.
 #include "cli/verify.h"
 
 #include <algorithm>
@@ -11,9 +11,9 @@
 
 namespace onnxtool::cli {
 
-void add_verify_flags(CLI::App* sub, VerifyFlags& flags, const std::vector<runner::Tolerance>& policies, bool inputs_folder) {
+void add_verify_flags(CLI::App* sub, VerifyFlags& flags, const std::vector<verify::Tolerance>& policies, bool inputs_folder) {
   // "(default 0)" or "(default: rewrite 0.0001, float16 0.01)": each policy's default.
-  auto defaults = [&](double runner::Tolerance::*which) {
+  auto defaults = [&](double verify::Tolerance::*which) {
     std::ostringstream s;
     s << "(default" << (policies.size() > 1 ? ":" : "");
     for (size_t i = 0; i < policies.size(); ++i) {
@@ -32,11 +32,11 @@ void add_verify_flags(CLI::App* sub, VerifyFlags& flags, const std::vector<runne
                           ->check(number_in(0, kMaxSeed));
   flags.names.push_back("--input-range");
   add_input_range_option(sub, flags.input_ranges);
-  add_verify_option(sub, flags, "--rtol", flags.rtol, "relative tolerance of verification " + defaults(&runner::Tolerance::rtol))
+  add_verify_option(sub, flags, "--rtol", flags.rtol, "relative tolerance of verification " + defaults(&verify::Tolerance::rtol))
       ->check(number_in(0, 1e30));
   add_verify_option(sub, flags, "--atol", flags.atol,
                     "absolute tolerance of verification, times max(1, the output's largest magnitude) " +
-                        defaults(&runner::Tolerance::atol))
+                        defaults(&verify::Tolerance::atol))
       ->check(number_in(0, 1e30));
   add_verify_option(sub, flags, "--device", flags.device, "run the result on cpu (default), vulkan or vulkan:N to verify it (the original always runs on the CPU)");
 }
@@ -62,14 +62,14 @@ void refuse_verify_flags_unused(const VerifyFlags& flags, const std::set<std::st
     throw_usage_error(named + ": they choose how the result is verified; --no-verify runs nothing");
 }
 
-runner::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std::string, std::vector<int64_t>>& shapes) {
+verify::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std::string, std::vector<int64_t>>& shapes) {
   const bool files = !flags.inputs_dir.empty() || !flags.inputs.empty();
   const std::string given = flags.inputs_dir.empty() ? "--input" : flags.inputs.empty() ? "--inputs" : "--inputs and --input";
   if (flags.seed_option && flags.seed_option->count() && files)
     throw_usage_error("--seed seeds random verification inputs; with " + given + " there are none");
   if (!flags.input_ranges.empty() && files)
     throw_usage_error("--input-range shapes random verification inputs; with " + given + " there are none");
-  runner::VerifyInputs in;
+  verify::VerifyInputs in;
   in.feeds.dir = flags.inputs_dir;
   for (const auto& s : flags.inputs) in.feeds.files.push_back(parse_assignment(s, "--input"));
   in.feeds.seed = flags.seed;
@@ -84,20 +84,20 @@ runner::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std:
   return in;
 }
 
-runner::Tolerance tolerance(const VerifyFlags& flags, const runner::Tolerance& policy) {
-  runner::Tolerance t = policy;
+verify::Tolerance tolerance(const VerifyFlags& flags, const verify::Tolerance& policy) {
+  verify::Tolerance t = policy;
   if (flags.rtol >= 0 || flags.atol >= 0) t.name = "given";
   if (flags.rtol >= 0) t.rtol = flags.rtol;
   if (flags.atol >= 0) t.atol = flags.atol;
   return t;
 }
 
-nlohmann::json tolerance_json(const runner::Tolerance& tolerance) {
+nlohmann::json tolerance_json(const verify::Tolerance& tolerance) {
   return {{"policy", tolerance.name}, {"rtol", tolerance.rtol}, {"atol", tolerance.atol}};
 }
 
-nlohmann::json verify_json(const std::optional<runner::Reference>& reference, const runner::VerifyResult& result,
-                           const runner::Tolerance& tolerance, double seconds) {
+nlohmann::json verify_json(const std::optional<verify::Reference>& reference, const verify::VerifyResult& result,
+                           const verify::Tolerance& tolerance, double seconds) {
   if (!reference) return nullptr;
   nlohmann::json outputs = nlohmann::json::array();
   for (const auto& c : result.outputs) {
@@ -119,8 +119,8 @@ nlohmann::json verify_json(const std::optional<runner::Reference>& reference, co
           {"seconds", seconds}};
 }
 
-void print_verification(const std::optional<runner::Reference>& reference, const runner::VerifyResult& result,
-                        const runner::Tolerance& tolerance, double seconds) {
+void print_verification(const std::optional<verify::Reference>& reference, const verify::VerifyResult& result,
+                        const verify::Tolerance& tolerance, double seconds) {
   if (!reference) {
     std::cout << "not verified (--no-verify)\n";
     return;
@@ -140,6 +140,44 @@ void print_verification(const std::optional<runner::Reference>& reference, const
   s << seconds << " s";
   if (reference->random_inputs()) s << "\nnote: " << random_inputs_note();
   std::cout << s.str() << "\n";
+}
+
+void refuse_mismatch(const verify::SurgeryCheck& check) {
+  if (!check.result.ok())
+    throw Error(ErrorKind::kFailed, "verification failed: " + check.result.first_failure() +
+                                        "; nothing written (--no-verify writes it anyway)");
+}
+
+nlohmann::json surgery_json(const std::optional<verify::SurgeryCheck>& check, const verify::Tolerance& tolerance) {
+  if (!check) return nullptr;
+  nlohmann::json outputs = nlohmann::json::array();
+  for (const auto& c : check->result.outputs) {
+    nlohmann::json o{{"name", c.name}, {"type", c.type}, {"within", c.within}};
+    if (c.diff.elements) o.update({{"max_abs_error", c.diff.max_abs}, {"elements_differing", c.diff.beyond + c.diff.nonfinite_count}});
+    outputs.push_back(o);
+  }
+  return {{"inputs", check->inputs},
+          {"random_inputs", check->random_inputs},
+          {"note", random_note_json(check->random_inputs)},
+          {"tolerance", tolerance_json(tolerance)},
+          {"outputs", outputs},
+          {"ok", check->result.ok()}};
+}
+
+std::string surgery_summary(const verify::SurgeryCheck& check, const verify::Tolerance& tolerance) {
+  size_t identical = 0;
+  double max_abs = 0;
+  for (const auto& c : check.result.outputs) {
+    if (c.diff.max_abs == 0 && c.within) ++identical;
+    max_abs = std::max(max_abs, c.diff.max_abs);
+  }
+  std::ostringstream s;
+  s << "verified " << check.result.outputs.size() << " output(s) on " << check.inputs << ": " << identical
+    << " identical";
+  if (identical < check.result.outputs.size()) s << ", max abs error " << max_abs;
+  s << " (" << tolerance.name << " tolerance)";
+  if (check.random_inputs) s << "\nnote: " << random_inputs_note();
+  return s.str();
 }
 
 }  // namespace onnxtool::cli

@@ -1,5 +1,6 @@
-// The verification flags `optimize` and `convert` share, and how they report it: the rewritten
-// model runs against the original on the runner before anything is written.
+// The verification flags the writers share (optimize, convert, edit, extract), and how they
+// report it: the rewritten model runs against the original on the runner before anything is
+// written.
 #pragma once
 
 #include <map>
@@ -11,7 +12,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "runner/verify.h"
+#include "verify/reference.h"
+#include "verify/surgery.h"
 
 namespace onnxtool::cli {
 
@@ -34,7 +36,7 @@ struct VerifyFlags {
 /// whose --inputs names tensors), --input, --seed, --input-range, --rtol, --atol and --device. Their help
 /// names the command's default tolerances, `policies` (convert: rewrite, and float16 for
 /// --to-fp16).
-void add_verify_flags(CLI::App* sub, VerifyFlags& flags, const std::vector<runner::Tolerance>& policies,
+void add_verify_flags(CLI::App* sub, VerifyFlags& flags, const std::vector<verify::Tolerance>& policies,
                       bool inputs_folder = true);
 
 /// Adds a command's own option that only matters to its verification (--input-shape where it
@@ -53,10 +55,10 @@ void refuse_verify_flags_unused(const VerifyFlags& flags, const std::set<std::st
 
 /// The verification inputs: the user's files, else random with `shapes` for symbolic dims.
 /// Refuses --seed with files (no random input left to seed).
-runner::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std::string, std::vector<int64_t>>& shapes);
+verify::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std::string, std::vector<int64_t>>& shapes);
 
 /// The policy with the user's --rtol/--atol in place of its own.
-runner::Tolerance tolerance(const VerifyFlags& flags, const runner::Tolerance& policy);
+verify::Tolerance tolerance(const VerifyFlags& flags, const verify::Tolerance& policy);
 
 /// What a verification on random inputs cannot prove, said wherever one is reported (text, and
 /// "note" in --json).
@@ -69,16 +71,27 @@ nlohmann::json random_note_json(bool random, const std::string& real = "--inputs
 CLI::Option* add_input_range_option(CLI::App* sub, std::vector<std::string>& ranges);
 
 /// {"policy", "rtol", "atol"} for --json.
-nlohmann::json tolerance_json(const runner::Tolerance& tolerance);
+nlohmann::json tolerance_json(const verify::Tolerance& tolerance);
 
 /// A verification's facts for --json; null without a reference (--no-verify).
-nlohmann::json verify_json(const std::optional<runner::Reference>& reference, const runner::VerifyResult& result,
-                           const runner::Tolerance& tolerance, double seconds);
+nlohmann::json verify_json(const std::optional<verify::Reference>& reference, const verify::VerifyResult& result,
+                           const verify::Tolerance& tolerance, double seconds);
 
 /// "verified 2 outputs on random (seed 0): x=float32[1,3]: max abs error 1e-7 (rewrite tolerance
 /// rtol 1e-4, atol 1e-5), 0.12 s", and the note of random inputs; without a reference
 /// (--no-verify), "not verified (--no-verify)".
-void print_verification(const std::optional<runner::Reference>& reference, const runner::VerifyResult& result,
-                        const runner::Tolerance& tolerance, double seconds);
+void print_verification(const std::optional<verify::Reference>& reference, const verify::VerifyResult& result,
+                        const verify::Tolerance& tolerance, double seconds);
+
+/// extract, edit: refuses (Error kFailed) a result whose outputs differ from the original's.
+void refuse_mismatch(const verify::SurgeryCheck& check);
+
+/// extract, edit: the run's facts for --json: inputs, tolerance, each output, ok; null when
+/// nothing ran.
+nlohmann::json surgery_json(const std::optional<verify::SurgeryCheck>& check, const verify::Tolerance& tolerance);
+
+/// extract, edit: "verified 2 output(s) on random (seed 0): x=float32[1,3]: 2 exact (exact
+/// tolerance)".
+std::string surgery_summary(const verify::SurgeryCheck& check, const verify::Tolerance& tolerance);
 
 }  // namespace onnxtool::cli

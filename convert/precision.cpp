@@ -28,6 +28,7 @@
 #include "ir/graph_util.h"
 #include "ir/op_schema.h"
 #include "ir/shape_inference.h"
+#include "passes/pass.h"
 #include "passes/rewrite.h"
 #include "runner/tensor.h"
 
@@ -648,6 +649,12 @@ PrecisionReport to_fp32(ir::Model& model) {
   }
   ir::fit_initializer_inputs(model, model.ir_version);
   return report;
+}
+
+void preprocess_for_fp16(ir::Model& model) {
+  passes::OptimizeOptions pre;
+  pre.skip = {"fuse_conv_input_affine"};
+  passes::optimize(model, pre);
 }
 
 }  // namespace onnxtool::convert

@@ -11,6 +11,9 @@
 
 namespace onnxtool::convert {
 
+/// The precision change a conversion asks for.
+enum class Precision { kKeep, kFloat16, kFloat32 };
+
 /// float16's largest finite value.
 constexpr double kFloat16Max = 65504;
 /// Values whose measured magnitude reaches this stay float32 under range-guided conversion: a
@@ -25,7 +28,7 @@ struct Fp16Options {
   /// Values whose range does not fit float16 (measured by the caller on sample inputs): the
   /// nodes that produce or read them stay float32.
   std::set<std::string> keep_float32_values;
-  /// Values where float16 was measured to lose beyond tolerance (see to_fp16_guided): the
+  /// Values where float16 was measured to lose beyond tolerance (see verify::to_fp16_guided): the
   /// nodes that produce or read them stay float32.
   std::set<std::string> keep_float32_for_accuracy;
   /// Convert the nodes of runtime_departures()' patterns too (by default they stay float32).
@@ -59,5 +62,13 @@ PrecisionReport to_fp16(ir::Model& model, const Fp16Options& options);
 /// float16 and bfloat16 -> float32; sorts the graph topologically. Throws Error(kUsage) when the
 /// model has no float16/bfloat16 tensors.
 PrecisionReport to_fp32(ir::Model& model);
+
+/// The preprocessing `convert --to-fp16` runs first (unless --no-preprocess): the optimize
+/// pipeline without fuse_conv_input_affine. BatchNormalization, Conv + Add/Mul... folded first:
+/// an unfolded BatchNorm after a Conv whose outputs reach thousands loses the normalized value to
+/// float16 rounding (PaddleOCR det: cosine 0.2 unfolded, 0.999 folded). Not
+/// fuse_conv_input_affine: it would move a Mul/Add that --block-ops keeps in float32 into a
+/// float16 Conv's weights (PaddleOCR rec's learnable scales of 0.02: cosine 0.9998 -> 0.996).
+void preprocess_for_fp16(ir::Model& model);
 
 }  // namespace onnxtool::convert

@@ -2,7 +2,6 @@
 // target opset from the supported range, or float16 / float32 precision); the rest is the model.
 #include <cstdint>
 
-#include "convert/fp16_guided.h"
 #include "convert/precision.h"
 #include "convert/version_converter.h"
 #include "fuzz/target.h"

@@ -1,5 +1,5 @@
 // Unit tests of model surgery: extract_subgraph (ir/extract.h), edit_model and parse_dims
-// (ir/edit.h), and their verification runs (passes/verify_surgery.h).
+// (ir/edit.h), and their verification runs (verify/surgery.h).
 #include <string>
 #include <vector>
 
@@ -9,8 +9,8 @@
 #include "ir/error.h"
 #include "ir/extract.h"
 #include "ir/model_io.h"
-#include "passes/verify_surgery.h"
 #include "tests/model_builder.h"
+#include "verify/surgery.h"
 
 namespace onnxtool {
 namespace {
@@ -88,9 +88,9 @@ TEST_SUITE("surgery") {
     ir::Model reloaded = ir::parse_model(reparse_bytes(b.m), "extracted", "");
     CHECK(reloaded.graph->nodes().size() == 2);
     ModelBuilder original = chain_model();
-    runner::VerifyInputs in;
+    verify::VerifyInputs in;
     in.feeds.random = true;
-    const passes::SurgeryCheck check = passes::verify_extracted(original.m, reloaded, in, passes::kExactTolerance);
+    const verify::SurgeryCheck check = verify::verify_extracted(original.m, reloaded, in, verify::kExactTolerance);
     REQUIRE(check.result.outputs.size() == 1);
     CHECK(check.result.ok());
     CHECK(check.result.outputs[0].diff.max_abs == 0);
@@ -144,10 +144,10 @@ TEST_SUITE("surgery") {
     req.rename_outputs = {{"d", "probability"}};
     req.set_metadata = {{"author", "me"}};
     ir::edit_model(edited.m, req);
-    runner::VerifyInputs in;
+    verify::VerifyInputs in;
     in.feeds.random = true;
-    const passes::SurgeryCheck check =
-        passes::verify_edited(original.m, edited.m, {{"x", "features"}}, in, passes::kExactTolerance);
+    const verify::SurgeryCheck check =
+        verify::verify_edited(original.m, edited.m, {{"x", "features"}}, in, verify::kExactTolerance);
     CHECK(check.result.outputs.size() == 2);
     CHECK(check.result.ok());
   }

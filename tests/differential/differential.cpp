@@ -60,7 +60,6 @@
 #include <nlohmann/json.hpp>
 
 #include "checker/checker.h"
-#include "convert/fp16_guided.h"
 #include "convert/precision.h"
 #include "convert/version_converter.h"
 #include "ir/error.h"
@@ -70,8 +69,9 @@
 #include "runner/feeds.h"
 #include "runner/session.h"
 #include "runner/tensor_io.h"
-#include "runner/verify.h"
 #include "tests/differential/generator.h"
+#include "verify/fp16_guided.h"
+#include "verify/reference.h"
 
 namespace fs = std::filesystem;
 using namespace onnxtool;
@@ -135,12 +135,12 @@ struct Case {
   std::vector<std::string> blocks;  ///< the generator's blocks (generated cases)
   ir::Model original;
   std::map<std::string, std::vector<int64_t>> shapes;
-  std::unique_ptr<runner::Reference> reference;
+  std::unique_ptr<verify::Reference> reference;
   /// The float16 result run on the same inputs: what fp16_fp32 must reproduce, as `onnxtool
   /// convert --to-fp32` verifies it (the original's float32 values are not there to recover).
-  std::unique_ptr<runner::Reference> fp16_reference;
+  std::unique_ptr<verify::Reference> fp16_reference;
   /// The quantized model run in onnxtool's runner: what onnxruntime's run of it is judged against.
-  std::unique_ptr<runner::Reference> quantized_reference;
+  std::unique_ptr<verify::Reference> quantized_reference;
   /// float16 beyond tolerance fails instead of counting as refused (the kept regression models
   /// all convert).
   bool fp16_must_pass = false;
@@ -149,9 +149,9 @@ struct Case {
 
 struct OrtJob {
   Case* c;
-  const runner::Reference* judge;
+  const verify::Reference* judge;
   std::string path;  ///< "original" or a path name
-  runner::Tolerance tolerance;
+  verify::Tolerance tolerance;
   std::string model, output_dir;
   std::map<std::string, std::string> inputs;
   double min_cosine = -1;  ///< judged by cosine (outputs of 2 or more elements) instead of tolerance
@@ -164,7 +164,7 @@ constexpr double kQuantizedAgreement = 0.99;  // onnxruntime against onnxtool's 
 
 /// "" when every float output of 2 or more elements has cosine >= min_cosine (and none is
 /// missing, misshapen or has NaN/Inf where the other has not); else the first problem.
-std::string cosine_failure(const runner::VerifyResult& r, double min_cosine) {
+std::string cosine_failure(const verify::VerifyResult& r, double min_cosine) {
   for (const auto& o : r.outputs) {
     if (o.exact) {
       if (!o.within) return "output '" + o.name + "': " + o.why;
@@ -261,7 +261,7 @@ std::optional<ir::Model> apply(const Case& c, const std::string& path, const ir:
     // for accuracy (or asked to, --block-ops) writes it: its float16 readers then read a Cast.
     if (c.seed % 3 == 0) f.block_ops = {"Sigmoid"};
     f.allow_runtime_bugs = allow_runtime_bugs;
-    convert::GuidedFp16 g = convert::to_fp16_guided(base, prepare, f, *c.reference, runner::kFp16Tolerance);
+    verify::GuidedFp16 g = verify::to_fp16_guided(base, prepare, f, *c.reference, verify::kFp16Tolerance);
     *accuracy_kept = !g.accuracy_values.empty();
     return std::move(g.model);
   } else if (path == "fp16_fp32") {
@@ -341,29 +341,29 @@ std::vector<std::string> run_case(Case& c, std::vector<OrtJob>* jobs, const std:
   std::vector<std::string>& failures = tally.failures;
   fs::create_directories(c.dir);
   try {
-    runner::VerifyInputs in;
+    verify::VerifyInputs in;
     in.feeds.random = true;
     in.feeds.seed = c.seed;
     in.feeds.shapes = c.shapes;
-    c.reference = std::make_unique<runner::Reference>(c.original, in);
+    c.reference = std::make_unique<verify::Reference>(c.original, in);
   } catch (const Error& e) {
     failures.push_back(c.label + " original: " + e.what());
     return failures;
   }
-  const auto queue = [&](const std::string& path, ir::Model& m, const runner::Tolerance& tol, const runner::Reference& judge) {
+  const auto queue = [&](const std::string& path, ir::Model& m, const verify::Tolerance& tol, const verify::Reference& judge) {
     if (!jobs) return;
     OrtJob job{&c, &judge, path, tol, c.dir + "/" + path + ".onnx", c.dir + "/" + path + "_out", {}};
     ir::save_model(m, job.model);
     job.inputs = write_feeds(c.reference->feeds_for(m), c.dir + "/" + path + "_in");
     jobs->push_back(std::move(job));
   };
-  if (only_path.empty() || only_path == "original") queue("original", c.original, runner::kRewriteTolerance, *c.reference);
+  if (only_path.empty() || only_path == "original") queue("original", c.original, verify::kRewriteTolerance, *c.reference);
 
   std::optional<ir::Model> fp16;
   for (const auto& path : path_names()) {
     if (!only_path.empty() && path != only_path && !(only_path == "fp16_fp32" && path == "fp16")) continue;
     if (path == "fp16_fp32" && !fp16) continue;
-    const runner::Tolerance tol = path.rfind("fp16", 0) == 0 ? runner::kFp16Tolerance : runner::kRewriteTolerance;
+    const verify::Tolerance tol = path.rfind("fp16", 0) == 0 ? verify::kFp16Tolerance : verify::kRewriteTolerance;
     std::string refused;
     std::optional<ir::Model> m;
     try {
@@ -387,7 +387,7 @@ std::vector<std::string> run_case(Case& c, std::vector<OrtJob>* jobs, const std:
       failures.push_back(c.label + " " + path + ": the result does not pass check: " + first_error(checked));
       continue;
     }
-    const runner::Reference& judge = path == "fp16_fp32" ? *c.fp16_reference : *c.reference;
+    const verify::Reference& judge = path == "fp16_fp32" ? *c.fp16_reference : *c.reference;
     if (path == "quantize") {
       // Judged by cosine in onnxtool's runner; onnxruntime then runs the same QDQ graph
       // against onnxtool's runner on it.
@@ -395,10 +395,10 @@ std::vector<std::string> run_case(Case& c, std::vector<OrtJob>* jobs, const std:
         // On a calibration sample: where quantize measured its accuracy target (on new random
         // inputs, 4 samples of a few elements leave ranges short, a check of calibration, not
         // of the rewrite).
-        runner::VerifyInputs in;
+        verify::VerifyInputs in;
         in.feeds.dir = c.dir + "/calib/s0";
         ir::Model original = clone(c.original);
-        const runner::Reference on_calibration(original, in);
+        const verify::Reference on_calibration(original, in);
         const std::string why = cosine_failure(on_calibration.check(*m, tol), kQuantizedCosine);
         if (!why.empty()) {
           failures.push_back(c.label + " " + path + ": onnxtool's runner: " + why);
@@ -406,7 +406,7 @@ std::vector<std::string> run_case(Case& c, std::vector<OrtJob>* jobs, const std:
         }
         in.feeds.dir = c.dir + "/quantize_in";
         const auto files = write_feeds(on_calibration.feeds_for(*m), in.feeds.dir);
-        c.quantized_reference = std::make_unique<runner::Reference>(*m, in);
+        c.quantized_reference = std::make_unique<verify::Reference>(*m, in);
         if (jobs) {
           OrtJob job{&c, c.quantized_reference.get(), path, tol, c.dir + "/quantize.onnx", c.dir + "/quantize_out", files,
                      kQuantizedAgreement, "disabled"};
@@ -420,7 +420,7 @@ std::vector<std::string> run_case(Case& c, std::vector<OrtJob>* jobs, const std:
       continue;
     }
     try {
-      const runner::VerifyResult r = judge.check(*m, tol);
+      const verify::VerifyResult r = judge.check(*m, tol);
       if (!r.ok() && path == "fp16" && !c.fp16_must_pass) {
         // float16 loses more than its tolerance here: `onnxtool convert --to-fp16` runs this very
         // check and refuses to write (exit 1, "keep more in float32"). Refused, not silent.
@@ -441,10 +441,10 @@ std::vector<std::string> run_case(Case& c, std::vector<OrtJob>* jobs, const std:
     if (jobs && target) jobs->back().target = target;
     if (path == "fp16") {
       // Its inputs as queue wrote them for onnxruntime (written here when onnxruntime is not run).
-      runner::VerifyInputs in;
+      verify::VerifyInputs in;
       in.feeds.dir = c.dir + "/fp16_in";
       if (!jobs) write_feeds(c.reference->feeds_for(*m), in.feeds.dir);
-      c.fp16_reference = std::make_unique<runner::Reference>(*m, in);
+      c.fp16_reference = std::make_unique<verify::Reference>(*m, in);
       fp16 = std::move(m);
     }
   }
@@ -492,7 +492,7 @@ std::vector<std::string> run_ort(const std::string& ort_run, const std::string& 
       }
       std::map<std::string, runner::Tensor> outputs;
       for (const auto& o : r["outputs"]) outputs.emplace(o["name"].get<std::string>(), runner::read_npy(o["file"].get<std::string>()));
-      const runner::VerifyResult v = job.judge->compare(outputs, job.tolerance);
+      const verify::VerifyResult v = job.judge->compare(outputs, job.tolerance);
       const std::string why = job.min_cosine >= 0 ? cosine_failure(v, job.min_cosine) : (v.ok() ? "" : v.first_failure());
       if (!why.empty())
         fail(*job.c, label + ": onnxruntime: " + why);

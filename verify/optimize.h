@@ -10,25 +10,25 @@
 #include "ir/diagnostic.h"
 #include "ir/graph.h"
 #include "passes/pass.h"
-#include "runner/verify.h"
+#include "verify/reference.h"
 
-namespace onnxtool::passes {
+namespace onnxtool::verify {
 
 struct VerifiedOptimizeOptions {
-  OptimizeOptions optimize;
+  passes::OptimizeOptions optimize;
   /// Refuse a model the checker finds invalid (shape-inference contradictions included).
   bool require_valid = true;
   /// The inputs to verify on; none: the result is not verified.
-  std::optional<runner::VerifyInputs> verify;
-  runner::Tolerance tolerance = runner::kRewriteTolerance;
+  std::optional<VerifyInputs> verify;
+  Tolerance tolerance = kRewriteTolerance;
 };
 
 struct VerifiedOptimizeReport {
   /// The checker's first error when require_valid refused the model: nothing was done.
   std::optional<ir::Diagnostic> invalid;
-  OptimizeReport report;
-  std::optional<runner::Reference> reference;  ///< the original's run, when verified
-  runner::VerifyResult verified;
+  passes::OptimizeReport report;
+  std::optional<Reference> reference;  ///< the original's run, when verified
+  VerifyResult verified;
   /// When verification failed: the first pass whose own result is beyond tolerance; empty when
   /// no pass alone is (the divergence needs a later pass too).
   std::string first_diverging_pass;
@@ -39,8 +39,8 @@ struct VerifiedOptimizeReport {
 /// Sorts every graph topologically (an unsorted but acyclic graph is not refused), applies the
 /// validity gate, runs the original, optimizes `model` in place and checks the result. When the
 /// check fails, `reload` gives a fresh copy of the original to replay the pipeline on pass by
-/// pass. Throws as passes::optimize and runner::Reference do.
+/// pass. Throws as passes::optimize and Reference do.
 VerifiedOptimizeReport optimize_verified(ir::Model& model, const VerifiedOptimizeOptions& options,
                                          const std::function<ir::Model()>& reload);
 
-}  // namespace onnxtool::passes
+}  // namespace onnxtool::verify

@@ -1,5 +1,5 @@
 // Verification of a rewritten model against its original.
-#include "runner/verify.h"
+#include "verify/reference.h"
 
 #include <algorithm>
 #include <chrono>
@@ -10,11 +10,11 @@
 
 #include "ir/error.h"
 
-namespace onnxtool::runner {
+namespace onnxtool::verify {
 namespace {
 
-bool is_float(DataType t) {
-  return t == DataType::kFloat || t == DataType::kDouble || t == DataType::kFloat16 || t == DataType::kBFloat16;
+bool is_float(ir::DataType t) {
+  return t == ir::DataType::kFloat || t == ir::DataType::kDouble || t == ir::DataType::kFloat16 || t == ir::DataType::kBFloat16;
 }
 
 std::string number(double v) {
@@ -24,21 +24,21 @@ std::string number(double v) {
 }
 
 /// A copy that owns its bytes: a session's outputs may be views into the model's weights.
-Value owned(const Value& v) {
+runner::Value owned(const runner::Value& v) {
   if (!v.is_tensor()) return v;
-  return Value::of(v.tensor.clone());
+  return runner::Value::of(v.tensor.clone());
 }
 
-double max_finite_magnitude(const Tensor& t) {
+double max_finite_magnitude(const runner::Tensor& t) {
   double m = 0;
   for (int64_t i = 0; i < t.size(); ++i) {
-    const double v = std::fabs(element_as_double(t, i));
+    const double v = std::fabs(runner::element_as_double(t, i));
     if (std::isfinite(v)) m = std::max(m, v);
   }
   return m;
 }
 
-OutputCheck compare_output(const std::string& name, const Value& a, const Value& b, const Tolerance& tol) {
+OutputCheck compare_output(const std::string& name, const runner::Value& a, const runner::Value& b, const Tolerance& tol) {
   OutputCheck c;
   c.name = name;
   c.type = a.describe();
@@ -51,7 +51,7 @@ OutputCheck compare_output(const std::string& name, const Value& a, const Value&
   }
   c.exact = !is_float(a.tensor.dtype());
   const double scale = c.exact ? 1 : std::max(1.0, max_finite_magnitude(a.tensor));
-  c.diff = compare_tensors(a.tensor, b.tensor, tol.rtol, tol.atol * scale);
+  c.diff = runner::compare_tensors(a.tensor, b.tensor, tol.rtol, tol.atol * scale);
   c.within = c.diff.within();
   if (c.within) return c;
   if (!c.diff.problem.empty()) {
@@ -92,7 +92,7 @@ std::string VerifyResult::first_failure() const {
 Reference::Reference(ir::Model& original, const VerifyInputs& inputs) {
   // Threads: the process's default (--threads); reference_options_'s default device is the CPU.
   options_.device = inputs.device;
-  FeedOptions feed = inputs.feeds;
+  runner::FeedOptions feed = inputs.feeds;
   const bool random = feed.dir.empty() && feed.files.empty();
   feed.random = feed.random || random;
   const auto cannot = [random](const Error& e) {
@@ -103,15 +103,15 @@ Reference::Reference(ir::Model& original, const VerifyInputs& inputs) {
                      ": " + e.what() + "; give inputs, their sizes or value ranges, or skip verification",
                  Parameter{}, {"inputs", "input_shape", "input_range", "no_verify"});
   };
-  std::unique_ptr<Session> session;
+  std::unique_ptr<runner::Session> session;
   try {
-    session = std::make_unique<Session>(original, reference_options_);
+    session = std::make_unique<runner::Session>(original, reference_options_);
   } catch (const Error& e) {
     throw cannot(e);
   }
   // The original's run is bounded too, unless --time-limit bounds the command: a model whose
   // Loop never ends must not hang optimize or convert.
-  if (!time_limit_set())
+  if (!runner::time_limit_set())
     session->set_deadline(std::chrono::steady_clock::now() + std::chrono::seconds(kVerifyOriginalSeconds),
                           "verification's bound of " + std::to_string(kVerifyOriginalSeconds) + " s on the original model's run",
                           {"time_limit", "no_verify"});
@@ -120,8 +120,8 @@ Reference::Reference(ir::Model& original, const VerifyInputs& inputs) {
   // than one sample, a pooling window) gets larger ones before verification gives up.
   bool running = false;  // the user's files: their errors are theirs, reported as they are
   try {
-    feeds_ = feeds_that_run(*session, feed, [&](std::map<std::string, Value>& feeds) {
-      feeds = conform_float_feeds(*session, feeds);
+    feeds_ = runner::feeds_that_run(*session, feed, [&](std::map<std::string, runner::Value>& feeds) {
+      feeds = runner::conform_float_feeds(*session, feeds);
       outputs_.clear();
       running = true;
       const auto start = std::chrono::steady_clock::now();
@@ -136,12 +136,12 @@ Reference::Reference(ir::Model& original, const VerifyInputs& inputs) {
   for (auto& [name, v] : feeds_) v = owned(v);
   random_ = random;
   std::ostringstream d;
-  d << (random ? random_inputs_description(feed) : feed.dir.empty() ? "files" : feed.dir) << ":";
+  d << (random ? runner::random_inputs_description(feed) : feed.dir.empty() ? "files" : feed.dir) << ":";
   for (const auto& [name, v] : feeds_) d << " " << name << "=" << v.describe();
   description_ = d.str();
 }
 
-void Reference::bound(Session& session) const {
+void Reference::bound(runner::Session& session) const {
   const double seconds = 20 * original_seconds_ + 10;
   std::ostringstream what;
   what << "verification's bound of " << std::setprecision(3) << seconds << " s (20 times the original's run of "
@@ -152,11 +152,11 @@ void Reference::bound(Session& session) const {
 }
 
 VerifyResult Reference::check(ir::Model& candidate, const Tolerance& tolerance) const {
-  std::vector<Value> got;
+  std::vector<runner::Value> got;
   try {
-    Session session(candidate, options_);
+    runner::Session session(candidate, options_);
     bound(session);
-    const auto feeds = conform_float_feeds(session, feeds_);
+    const auto feeds = runner::conform_float_feeds(session, feeds_);
     got = session.run(feeds, output_names_);
   } catch (const Error& e) {
     if (is_tool_failure(e)) throw;
@@ -167,7 +167,7 @@ VerifyResult Reference::check(ir::Model& candidate, const Tolerance& tolerance) 
   return r;
 }
 
-VerifyResult Reference::compare(const std::map<std::string, Tensor>& outputs, const Tolerance& tolerance) const {
+VerifyResult Reference::compare(const std::map<std::string, runner::Tensor>& outputs, const Tolerance& tolerance) const {
   VerifyResult r;
   for (size_t i = 0; i < outputs_.size(); ++i) {
     const auto it = outputs.find(output_names_[i]);
@@ -179,51 +179,51 @@ VerifyResult Reference::compare(const std::map<std::string, Tensor>& outputs, co
       r.outputs.push_back(std::move(c));
       continue;
     }
-    r.outputs.push_back(compare_output(output_names_[i], outputs_[i], Value::of(it->second.clone()), tolerance));
+    r.outputs.push_back(compare_output(output_names_[i], outputs_[i], runner::Value::of(it->second.clone()), tolerance));
   }
   return r;
 }
 
 std::string Reference::first_divergence(ir::Model& original, ir::Model& candidate, const Tolerance& tolerance) const {
-  std::map<std::string, Value> held;
+  std::map<std::string, runner::Value> held;
   {
-    Session session(candidate, options_);
+    runner::Session session(candidate, options_);
     bound(session);
-    session.set_observer([&held](const ir::Value& value, const Value& produced) {
+    session.set_observer([&held](const ir::Value& value, const runner::Value& produced) {
       if (produced.is_tensor() && is_float(produced.tensor.dtype())) held[value.name()] = owned(produced);
     });
-    session.run(conform_float_feeds(session, feeds_));
+    session.run(runner::conform_float_feeds(session, feeds_));
   }
   std::string first;
-  Session session(original, reference_options_);
+  runner::Session session(original, reference_options_);
   bound(session);
-  session.set_observer([&](const ir::Value& value, const Value& produced) {
+  session.set_observer([&](const ir::Value& value, const runner::Value& produced) {
     if (!first.empty() || !produced.is_tensor() || !is_float(produced.tensor.dtype())) return;
     const auto it = held.find(value.name());
     if (it != held.end() && !compare_output(value.name(), produced, it->second, tolerance).within) first = value.name();
   });
-  session.run(conform_float_feeds(session, feeds_));
+  session.run(runner::conform_float_feeds(session, feeds_));
   return first;
 }
 
-std::map<std::string, Value> Reference::feeds_for(ir::Model& candidate) const {
-  Session session(candidate, options_);
-  return conform_float_feeds(session, feeds_);
+std::map<std::string, runner::Value> Reference::feeds_for(ir::Model& candidate) const {
+  runner::Session session(candidate, options_);
+  return runner::conform_float_feeds(session, feeds_);
 }
 
-std::map<std::string, double> value_ranges(ir::Model& model, const std::map<std::string, Value>& feeds) {
+std::map<std::string, double> value_ranges(ir::Model& model, const std::map<std::string, runner::Value>& feeds) {
   std::map<std::string, double> ranges;
-  const auto record = [&ranges](const std::string& name, const Value& v) {
+  const auto record = [&ranges](const std::string& name, const runner::Value& v) {
     if (!v.is_tensor() || !is_float(v.tensor.dtype())) return;
     double& m = ranges[name];
     m = std::max(m, max_finite_magnitude(v.tensor));
   };
-  Session session(model, SessionOptions{1});
-  session.set_observer([&](const ir::Value& value, const Value& produced) { record(value.name(), produced); },
+  runner::Session session(model, runner::SessionOptions{1});
+  session.set_observer([&](const ir::Value& value, const runner::Value& produced) { record(value.name(), produced); },
                        /*subgraphs=*/true);
   for (const auto& [name, v] : feeds) record(name, v);
   session.run(feeds);
   return ranges;
 }
 
-}  // namespace onnxtool::runner
+}  // namespace onnxtool::verify

@@ -1,12 +1,12 @@
-// convert_model: the order of a conversion's steps and where verification fits between them.
-#include "convert/convert_model.h"
+// convert_verified: the order of a conversion's steps and where verification fits between them.
+#include "verify/convert.h"
 
 #include <chrono>
 
 #include "ir/diagnostic.h"
 #include "ir/shape_inference.h"
 
-namespace onnxtool::convert {
+namespace onnxtool::verify {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -15,11 +15,11 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 
 }  // namespace
 
-runner::Tolerance default_tolerance(const ConvertRequest& request) {
-  return request.precision == Precision::kKeep ? runner::kRewriteTolerance : runner::kFp16Tolerance;
+Tolerance default_tolerance(const ConvertRequest& request) {
+  return request.precision == convert::Precision::kKeep ? kRewriteTolerance : kFp16Tolerance;
 }
 
-ConvertResult convert_model(ir::Model& model, const ConvertRequest& request, const std::function<ir::Model()>& reload) {
+ConvertResult convert_verified(ir::Model& model, const ConvertRequest& request, const std::function<ir::Model()>& reload) {
   ConvertResult r;
   // The original runs first (the same object is then converted in place).
   const auto start = Clock::now();
@@ -30,7 +30,7 @@ ConvertResult convert_model(ir::Model& model, const ConvertRequest& request, con
   }
   r.verify_seconds = seconds_since(start);
 
-  if (request.opset && request.precision == Precision::kKeep) {
+  if (request.opset && request.precision == convert::Precision::kKeep) {
     const auto from = model.opset_version("");
     if (from && *from == request.opset) {
       r.unchanged = true;
@@ -39,13 +39,13 @@ ConvertResult convert_model(ir::Model& model, const ConvertRequest& request, con
   }
   // Everything before the precision change; run again on a fresh load for each float16 round.
   const auto prepare = [&request](ir::Model& m) {
-    VersionReport v;
-    if (request.opset) v = convert_opset(m, request.opset);
-    if (request.precision == Precision::kFloat16 && request.preprocess) preprocess_for_fp16(m);
+    convert::VersionReport v;
+    if (request.opset) v = convert::convert_opset(m, request.opset);
+    if (request.precision == convert::Precision::kFloat16 && request.preprocess) convert::preprocess_for_fp16(m);
     return v;
   };
   r.version = prepare(model);
-  if (request.precision == Precision::kFloat16) {
+  if (request.precision == convert::Precision::kFloat16) {
     if (r.reference) {
       // Guided: what reaches float16's limits on the verification inputs (an STFT power
       // spectrum of 6e5), then where float16 departs beyond tolerance, stays float32.
@@ -63,10 +63,10 @@ ConvertResult convert_model(ir::Model& model, const ConvertRequest& request, con
       r.precision = r.guided->report;
       r.verified = r.guided->verified;
     } else {
-      r.precision = to_fp16(model, request.fp16);
+      r.precision = convert::to_fp16(model, request.fp16);
     }
-  } else if (request.precision == Precision::kFloat32) {
-    r.precision = to_fp32(model);
+  } else if (request.precision == convert::Precision::kFloat32) {
+    r.precision = convert::to_fp32(model);
   }
 
   if (r.reference && !r.guided) {
@@ -88,4 +88,4 @@ ConvertResult convert_model(ir::Model& model, const ConvertRequest& request, con
   return r;
 }
 
-}  // namespace onnxtool::convert
+}  // namespace onnxtool::verify

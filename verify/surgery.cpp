@@ -1,21 +1,19 @@
 // verify_extracted, verify_edited: the runs that check `extract`'s and `edit`'s results.
-#include "passes/verify_surgery.h"
+#include "verify/surgery.h"
 
-#include <set>
 #include <sstream>
 #include <vector>
 
-#include "checker/checker.h"
 #include "ir/error.h"
 #include "runner/compare.h"
 #include "runner/session.h"
 
-namespace onnxtool::passes {
+namespace onnxtool::verify {
 namespace {
 
-runner::OutputCheck compare_values(const std::string& name, const runner::Value& want, const runner::Value& got,
-                                   const runner::Tolerance& tolerance) {
-  runner::OutputCheck c;
+OutputCheck compare_values(const std::string& name, const runner::Value& want, const runner::Value& got,
+                                   const Tolerance& tolerance) {
+  OutputCheck c;
   c.name = name;
   c.type = want.describe();
   if (!want.is_tensor() || !got.is_tensor()) {
@@ -38,25 +36,29 @@ runner::OutputCheck compare_values(const std::string& name, const runner::Value&
   return c;
 }
 
-/// The options of the result's run: the device asked for. The original runs on the CPU runner
-/// (runner::Reference does too), so that a device kernel's error cannot pass as agreement.
-runner::SessionOptions session_options(const runner::VerifyInputs& inputs) {
+/// Runs the result on `feeds`, bounded by the original's run, on the device asked for. The
+/// original runs on the CPU runner (Reference does too), so that a device kernel's error cannot
+/// pass as agreement. A result that does not run where the original did fails the check; it is
+/// no usage error.
+std::vector<runner::Value> run_result(ir::Model& result, const std::map<std::string, runner::Value>& feeds,
+                                      const VerifyInputs& inputs, const Reference& reference) {
   runner::SessionOptions options;
   options.device = inputs.device;
-  return options;
-}
-
-/// The result does not run where the original did: the check fails, it is no usage error.
-[[noreturn]] void result_does_not_run(const Error& e) {
-  if (e.kind() == ErrorKind::kInternal) throw e;
-  throw Error(ErrorKind::kFailed, std::string("the result does not run where the original did: ") + e.what());
+  try {
+    runner::Session session(result, options);
+    reference.bound(session);
+    return session.run(feeds);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kInternal) throw e;
+    throw Error(ErrorKind::kFailed, std::string("the result does not run where the original did: ") + e.what());
+  }
 }
 
 }  // namespace
 
-SurgeryCheck verify_extracted(ir::Model& original, ir::Model& extracted, const runner::VerifyInputs& inputs,
-                              const runner::Tolerance& tolerance) {
-  const runner::Reference reference(original, inputs);
+SurgeryCheck verify_extracted(ir::Model& original, ir::Model& extracted, const VerifyInputs& inputs,
+                              const Tolerance& tolerance) {
+  const Reference reference(original, inputs);
   std::vector<std::string> names;
   for (const auto& vi : extracted.graph->inputs)
     if (!vi.value->is_initializer()) names.push_back(vi.value->name());
@@ -68,14 +70,7 @@ SurgeryCheck verify_extracted(ir::Model& original, ir::Model& extracted, const r
 
   std::map<std::string, runner::Value> feeds;
   for (size_t i = 0; i < n_inputs; ++i) feeds[names[i]] = values[i];
-  std::vector<runner::Value> got;
-  try {
-    runner::Session part(extracted, session_options(inputs));
-    reference.bound(part);
-    got = part.run(feeds);
-  } catch (const Error& e) {
-    result_does_not_run(e);
-  }
+  const std::vector<runner::Value> got = run_result(extracted, feeds, inputs, reference);
   SurgeryCheck check;
   check.inputs = reference.inputs_description();
   check.random_inputs = reference.random_inputs();
@@ -85,21 +80,14 @@ SurgeryCheck verify_extracted(ir::Model& original, ir::Model& extracted, const r
 }
 
 SurgeryCheck verify_edited(ir::Model& original, ir::Model& edited, const std::map<std::string, std::string>& input_renames,
-                           const runner::VerifyInputs& inputs, const runner::Tolerance& tolerance) {
-  const runner::Reference reference(original, inputs);
+                           const VerifyInputs& inputs, const Tolerance& tolerance) {
+  const Reference reference(original, inputs);
   std::map<std::string, runner::Value> feeds;
   for (const auto& [name, value] : reference.feeds()) {
     const auto it = input_renames.find(name);
     feeds[it == input_renames.end() ? name : it->second] = value;
   }
-  std::vector<runner::Value> got;
-  try {
-    runner::Session session(edited, session_options(inputs));
-    reference.bound(session);
-    got = session.run(feeds);
-  } catch (const Error& e) {
-    result_does_not_run(e);
-  }
+  const std::vector<runner::Value> got = run_result(edited, feeds, inputs, reference);
   // The edited model's outputs under the original's names, in order: what Reference compares.
   std::map<std::string, runner::Tensor> by_name;
   const auto& outputs = original.graph->outputs;
@@ -112,4 +100,4 @@ SurgeryCheck verify_edited(ir::Model& original, ir::Model& edited, const std::ma
   return check;
 }
 
-}  // namespace onnxtool::passes
+}  // namespace onnxtool::verify

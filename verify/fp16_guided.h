@@ -15,28 +15,20 @@
 #include "convert/precision.h"
 #include "ir/graph.h"
 #include "ir/progress.h"
-#include "runner/verify.h"
+#include "verify/reference.h"
 
-namespace onnxtool::convert {
-
-/// The preprocessing `convert --to-fp16` runs first (unless --no-preprocess): the optimize
-/// pipeline without fuse_conv_input_affine. BatchNormalization, Conv + Add/Mul... folded first:
-/// an unfolded BatchNorm after a Conv whose outputs reach thousands loses the normalized value to
-/// float16 rounding (PaddleOCR det: cosine 0.2 unfolded, 0.999 folded). Not
-/// fuse_conv_input_affine: it would move a Mul/Add that --block-ops keeps in float32 into a
-/// float16 Conv's weights (PaddleOCR rec's learnable scales of 0.02: cosine 0.9998 -> 0.996).
-void preprocess_for_fp16(ir::Model& model);
+namespace onnxtool::verify {
 
 /// Rounds of localization before bisecting: each keeps at least one more value in float32.
 constexpr int kLocalizedRounds = 8;
 
 struct GuidedFp16 {
-  ir::Model model;           ///< the float16 model of the last round
-  PrecisionReport report;    ///< its conversion report
-  runner::VerifyResult verified;  ///< its check against the reference: ok() unless it gave up
+  ir::Model model;                           ///< the float16 model of the last round
+  convert::PrecisionReport report;           ///< its conversion report
+  VerifyResult verified;                     ///< its check against the reference: ok() unless it gave up
   std::vector<std::string> range_values;     ///< kept float32: beyond kFloat16RangeLimit
   std::vector<std::string> accuracy_values;  ///< kept float32: float16 departed there
-  int rounds = 0;            ///< conversions beyond the first
+  int rounds = 0;                            ///< conversions beyond the first
   /// When localizing did not suffice: the first head_nodes nodes in run order (a control-flow
   /// node's bodies just before it), up to head_last (as Node::describe() says), kept in float32
   /// whole. 0: none.
@@ -57,11 +49,11 @@ struct GuidedFp16 {
 /// measured ones are added. Never throws for accuracy: the caller reads `verified`.
 /// `progress` hears each round begin (phase kGuidedFp16Phase, no total: the rounds end when
 /// the result is within tolerance).
-GuidedFp16 to_fp16_guided(ir::Model& base, const std::function<ir::Model()>& prepare, Fp16Options options,
-                          const runner::Reference& reference, const runner::Tolerance& tolerance,
+GuidedFp16 to_fp16_guided(ir::Model& base, const std::function<ir::Model()>& prepare, convert::Fp16Options options,
+                          const Reference& reference, const Tolerance& tolerance,
                           const ir::Progress& progress = {});
 
 /// The progress phase of to_fp16_guided.
 inline constexpr const char* kGuidedFp16Phase = "float16 conversion guided by verification runs";
 
-}  // namespace onnxtool::convert
+}  // namespace onnxtool::verify

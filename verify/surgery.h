@@ -8,28 +8,25 @@
 
 #include "ir/diagnostic.h"
 #include "ir/graph.h"
-#include "runner/verify.h"
+#include "verify/reference.h"
 
-namespace onnxtool::passes {
-
-/// Surgery moves no arithmetic: outputs must match bit for bit unless the caller loosens it.
-constexpr runner::Tolerance kExactTolerance{"exact", 0, 0};
+namespace onnxtool::verify {
 
 struct SurgeryCheck {
-  runner::VerifyResult result;
+  VerifyResult result;
   std::string inputs;  ///< how the original's inputs were chosen, and their shapes
-  bool random_inputs = false;  ///< made up, not given (runner::Reference::random_inputs)
+  bool random_inputs = false;  ///< made up, not given (Reference::random_inputs)
 };
 
 /// Runs `original` on `inputs`, keeps the values of its main graph that `extracted` takes as
 /// inputs and gives as outputs, runs `extracted` on those and compares its outputs with them.
-/// Throws Error(kFailed) when either model does not run (see runner::Reference).
-SurgeryCheck verify_extracted(ir::Model& original, ir::Model& extracted, const runner::VerifyInputs& inputs,
-                              const runner::Tolerance& tolerance);
+/// Throws Error(kFailed) when either model does not run (see Reference).
+SurgeryCheck verify_extracted(ir::Model& original, ir::Model& extracted, const VerifyInputs& inputs,
+                              const Tolerance& tolerance);
 
 /// Runs both models on the same inputs (fed to `edited` under the names `input_renames` gives
 /// them) and compares the outputs in order.
 SurgeryCheck verify_edited(ir::Model& original, ir::Model& edited, const std::map<std::string, std::string>& input_renames,
-                           const runner::VerifyInputs& inputs, const runner::Tolerance& tolerance);
+                           const VerifyInputs& inputs, const Tolerance& tolerance);
 
-}  // namespace onnxtool::passes
+}  // namespace onnxtool::verify

@@ -1,13 +1,11 @@
 // float32 -> float16 guided by runs of the model.
-#include "convert/fp16_guided.h"
+#include "verify/fp16_guided.h"
 
 #include <functional>
 #include <set>
 #include <tuple>
 
-#include "passes/pass.h"
-
-namespace onnxtool::convert {
+namespace onnxtool::verify {
 namespace {
 
 /// Integer and bool values do not change with float16: keeping them would only block nodes.
@@ -15,7 +13,7 @@ bool known_not_float(const ir::Value& v) {
   return v.type.is_tensor() && v.type.elem_type != 0 && v.type.data_type() != ir::DataType::kFloat;
 }
 
-bool kept(const Fp16Options& o, const std::string& name) {
+bool kept(const convert::Fp16Options& o, const std::string& name) {
   return o.keep_float32_values.count(name) || o.keep_float32_for_accuracy.count(name);
 }
 
@@ -24,7 +22,7 @@ bool kept(const Fp16Options& o, const std::string& name) {
 /// cancellation such as x - mean(x)), the nearest float values upstream of it that are not kept
 /// yet, so each round moves the float32 region one step towards where the precision was lost.
 /// Empty when there is nothing left to keep.
-std::vector<std::string> next_values(const ir::Model& base, const Fp16Options& o, const std::string& at) {
+std::vector<std::string> next_values(const ir::Model& base, const convert::Fp16Options& o, const std::string& at) {
   if (at.empty()) return {};
   if (!kept(o, at)) return {at};
   std::vector<std::string> more;
@@ -49,30 +47,23 @@ std::vector<std::string> next_values(const ir::Model& base, const Fp16Options& o
 
 }  // namespace
 
-void preprocess_for_fp16(ir::Model& model) {
-  passes::OptimizeOptions pre;
-  pre.skip = {"fuse_conv_input_affine"};
-  passes::optimize(model, pre);
-}
-
-GuidedFp16 to_fp16_guided(ir::Model& base, const std::function<ir::Model()>& prepare, Fp16Options options,
-                          const runner::Reference& reference, const runner::Tolerance& tolerance,
-                          const ir::Progress& progress) {
+GuidedFp16 to_fp16_guided(ir::Model& base, const std::function<ir::Model()>& prepare, convert::Fp16Options options,
+                          const Reference& reference, const Tolerance& tolerance, const ir::Progress& progress) {
   GuidedFp16 g;
   g.model = prepare();
-  for (const auto& [name, magnitude] : runner::value_ranges(base, reference.feeds())) {
-    if (magnitude >= kFloat16RangeLimit) {
+  for (const auto& [name, magnitude] : value_ranges(base, reference.feeds())) {
+    if (magnitude >= convert::kFloat16RangeLimit) {
       if (options.keep_float32_values.insert(name).second) g.range_values.push_back(name);
     } else if (magnitude > g.largest_magnitude) {
       g.largest_magnitude = magnitude;
       g.largest_value = name;
     }
   }
-  auto convert = [&](const Fp16Options& with, const std::string& detail) {
+  auto convert_round = [&](const convert::Fp16Options& with, const std::string& detail) {
     ir::report_progress(progress, kGuidedFp16Phase, 0, 0, "round " + std::to_string(g.rounds + 1) + detail);
     ir::Model m = g.rounds ? prepare() : std::move(g.model);
-    PrecisionReport report = to_fp16(m, with);
-    runner::VerifyResult verified = reference.check(m, tolerance);
+    convert::PrecisionReport report = convert::to_fp16(m, with);
+    VerifyResult verified = reference.check(m, tolerance);
     return std::make_tuple(std::move(m), std::move(report), std::move(verified));
   };
   // Localized: the first value where float16 departs, one more per round.
@@ -80,7 +71,7 @@ GuidedFp16 to_fp16_guided(ir::Model& base, const std::function<ir::Model()>& pre
     std::string detail;
     if (const size_t kept = g.accuracy_values.size())
       detail = ", " + std::to_string(kept) + (kept == 1 ? " value" : " values") + " kept in float32 so far";
-    std::tie(g.model, g.report, g.verified) = convert(options, detail);
+    std::tie(g.model, g.report, g.verified) = convert_round(options, detail);
     if (g.verified.ok() || g.rounds == kLocalizedRounds) break;
     const auto more = next_values(base, options, reference.first_divergence(base, g.model, tolerance));
     if (more.empty()) break;
@@ -109,7 +100,7 @@ GuidedFp16 to_fp16_guided(ir::Model& base, const std::function<ir::Model()>& pre
   flatten(*base.graph);
   g.graph_nodes = nodes.size();
   auto head_options = [&](size_t count) {
-    Fp16Options o = options;
+    convert::Fp16Options o = options;
     for (size_t i = 0; i < count; ++i)
       for (const ir::Value* out : nodes[i]->outputs())
         if (out && !known_not_float(*out))
@@ -121,8 +112,8 @@ GuidedFp16 to_fp16_guided(ir::Model& base, const std::function<ir::Model()>& pre
     const size_t mid = fail + (pass - fail) / 2;
     ++g.rounds;
     auto [m, report, verified] =
-        convert(head_options(mid), ", the first " + std::to_string(mid) + " of " + std::to_string(nodes.size()) +
-                                       " nodes in float32");
+        convert_round(head_options(mid), ", the first " + std::to_string(mid) + " of " +
+                                             std::to_string(nodes.size()) + " nodes in float32");
     if (verified.ok()) {
       pass = mid;
       g.model = std::move(m);
@@ -139,4 +130,4 @@ GuidedFp16 to_fp16_guided(ir::Model& base, const std::function<ir::Model()>& pre
   return g;
 }
 
-}  // namespace onnxtool::convert
+}  // namespace onnxtool::verify

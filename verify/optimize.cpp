@@ -1,12 +1,12 @@
 // optimize_verified: the validity gate, the verification, and the search for the diverging pass.
-#include "passes/verified.h"
+#include "verify/optimize.h"
 
 #include <chrono>
 
 #include "checker/checker.h"
 #include "ir/error.h"
 
-namespace onnxtool::passes {
+namespace onnxtool::verify {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -16,9 +16,9 @@ double seconds_since(Clock::time_point start) { return std::chrono::duration<dou
 /// Replays the pipeline on a fresh copy of the original, checking after every pass that changed
 /// something; the first pass whose result is beyond tolerance (a result that no longer runs
 /// counts as beyond).
-std::string first_diverging_pass(ir::Model copy, OptimizeOptions options, const runner::Reference& reference,
-                                 const runner::Tolerance& tolerance) {
-  // optimize sorts the copy first, as it sorted the original.
+std::string first_diverging_pass(ir::Model copy, passes::OptimizeOptions options, const Reference& reference,
+                                 const Tolerance& tolerance) {
+  // passes::optimize sorts the copy first, as it sorted the original.
   options.pass_finished = nullptr;  // the replay is not the optimization the caller reports
   options.progress = nullptr;
   std::string first;
@@ -30,7 +30,7 @@ std::string first_diverging_pass(ir::Model copy, OptimizeOptions options, const 
       first = pass;
     }
   };
-  optimize(copy, options);
+  passes::optimize(copy, options);
   return first;
 }
 
@@ -59,16 +59,17 @@ VerifiedOptimizeReport optimize_verified(ir::Model& model, const VerifiedOptimiz
   }
   r.verify_seconds = seconds_since(start);
 
-  OptimizeOptions optimize_options = options.optimize;
+  passes::OptimizeOptions optimize_options = options.optimize;
   if (optimize_options.pass_finished) {
     // The nodes sorted above count as the topological sort's, as in the report.
-    optimize_options.pass_finished = [moved, inner = options.optimize.pass_finished](const std::string& pass, PassStats stats) {
+    optimize_options.pass_finished = [moved, inner = options.optimize.pass_finished](const std::string& pass,
+                                                                                      passes::PassStats stats) {
       if (pass == "sort_topologically") stats.reordered += moved;
       inner(pass, stats);
     };
   }
-  r.report = optimize(model, optimize_options);
-  add_reordered(r.report, moved);
+  r.report = passes::optimize(model, optimize_options);
+  passes::add_reordered(r.report, moved);
 
   if (r.reference) {
     const auto check_start = Clock::now();
@@ -85,4 +86,4 @@ VerifiedOptimizeReport optimize_verified(ir::Model& model, const VerifiedOptimiz
   return r;
 }
 
-}  // namespace onnxtool::passes
+}  // namespace onnxtool::verify
