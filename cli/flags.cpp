@@ -161,7 +161,9 @@ CLI::Validator number_in(double lo, double hi, bool open_low) {
   std::ostringstream domain;
   domain.precision(17);
   domain << (open_low ? "(" : "[") << lo << ", " << hi << "]";
-  const std::string description = "NUMBER in " + domain.str();
+  // No description: help would print it after every numeric flag's type ("INT:NUMBER in [0,
+  // 1.8446744073709552e+19]"); the help text gives each flag's range in words, and a value
+  // outside it is refused naming the interval.
   return CLI::Validator(
       [lo, hi, open_low, domain = domain.str()](std::string& text) -> std::string {
         const char* begin = text.c_str();
@@ -173,7 +175,7 @@ CLI::Validator number_in(double lo, double hi, bool open_low) {
         if (v > hi || v < lo || (open_low && v == lo)) return "'" + text + "' is outside " + domain;
         return "";
       },
-      description);
+      "");
 }
 
 }  // namespace onnxtool::cli

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <regex>
 #include <streambuf>
 
 #include "cli/common.h"
@@ -149,9 +150,16 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("onnxtool ") + ONNXTOOL_VERSION);
   app.require_subcommand(1);
   app.fallthrough(false);
-  // One line, as every other error: "onnxtool: --rtol: 'nan' is not a finite number (see --help)".
-  app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    return std::string("onnxtool: ") + e.what() + " (see --help)\n";
+  // One line, as every other error, naming the command when there is one: "onnxtool run:
+  // --rtol: 'nan' is not a finite number (see --help)".
+  app.failure_message([](const CLI::App* root, const CLI::Error& e) {
+    const std::vector<const CLI::App*> selected = root->get_subcommands([](const CLI::App* sub) { return sub->parsed(); });
+    const std::string who = selected.empty() ? "onnxtool" : "onnxtool " + selected.front()->get_name();
+    std::string what = e.what();
+    // CLI11's "--seed: At Most 1 required but received 2", said plainly.
+    static const std::regex at_most("At Most 1 required but received ([0-9]+)");
+    what = std::regex_replace(what, at_most, "given $1 times; it takes one value");
+    return who + ": " + what + " (see --help)\n";
   });
 
   Action action;

@@ -65,10 +65,10 @@ void register_run(CLI::App& app, Action& action) {
   sub->add_option("--dump-dir", o->dump_dir, "write every value computed to DIR/<name>.npy (.pb; a subgraph's: <name>.<run>.npy), with DIR/index.json");
   sub->add_option("--max-dump-files", o->dump_limits.max_files,
                   "--dump-dir writes at most N files; the values past them are listed in index.json as skipped (default 10000)")
-      ->check(CLI::Range(size_t{1}, size_t{100000000}));
+      ->check(number_in(1, 1e8));
   sub->add_option("--max-dump-bytes", o->dump_limits.max_bytes,
                   "--dump-dir writes at most B bytes of tensors (default 4294967296, 4 GiB)")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 50));
+      ->check(number_in(1, 0x1p50));
   sub->add_option("--device", o->device, "cpu (default), vulkan or vulkan:N, optionally :fp32-arithmetic (`onnxtool devices` lists them)");
   sub->add_option("--benchmark", o->benchmark, "time N runs after one warm-up run")->check(number_in(0, 1e7));
   CLI::Option* profile =

@@ -54,10 +54,21 @@ expect_tool "an abbreviation" 2 "did you mean --external-data?" -- convert "$M" 
 expect_tool "an option no option is near" 2 "onnxtool inspect: unknown option --frobnicate (see --help)" -- inspect --frobnicate "$M"
 lacks "an option no option is near" "did you mean"
 expect_tool "a command's option before the command" 2 "did you mean \`onnxtool inspect --json\`" -- --json inspect "$M"
+expect_tool "a parse error names its command" 2 "onnxtool run: MODEL is required (see --help)" -- run
+expect_tool "a value out of range, the command named" 2 "onnxtool run: --max-dump-files: '0' is outside [1, 100000000]" -- \
+  run "$M" --random --max-dump-files 0
+expect_tool "a flag given twice, said plainly" 2 "onnxtool run: --seed: given 2 times; it takes one value" -- \
+  run "$M" --random --seed 1 --seed 2
 expect "no command" 2 "name a command: inspect, check, run, convert, optimize, quantize, compare, diff, devices, extract, edit, help" -- "$ONNXTOOL"
 
 # --- 2. help
 expect_tool "help" 0 "Subcommands:" -- help
+# Help names the tool `onnxtool` however it was reached, and shows no validator noise.
+for c in run quantize compare convert; do
+  "$ONNXTOOL" "$c" --help >"$WORK/help.txt" 2>&1
+  grep -q "^Usage: onnxtool $c " "$WORK/help.txt" && ok || fail "$c --help: $(grep '^Usage' "$WORK/help.txt")"
+  grep -q "NUMBER in" "$WORK/help.txt" && fail "$c --help prints validator ranges: $(grep -m1 'NUMBER in' "$WORK/help.txt")" || ok
+done
 grep -q "quantize" "$WORK/stdout" && ok || fail "help lists no quantize: $(cat "$WORK/stdout")"
 expect_tool "help COMMAND" 0 "--json" -- help inspect
 cp "$WORK/stdout" "$WORK/help_inspect"
