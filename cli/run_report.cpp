@@ -96,9 +96,12 @@ nlohmann::json output_json(const std::string& name, const runner::Value& v, cons
   }
   // The text's statistics (null where it shows none: no tensor, or not numeric).
   const runner::TensorStats st = v.is_tensor() ? runner::tensor_stats(v.tensor) : runner::TensorStats{};
-  j["min"] = st.numeric ? json_number(st.min) : nullptr;
-  j["max"] = st.numeric ? json_number(st.max) : nullptr;
-  j["mean"] = st.numeric ? json_number(st.mean) : nullptr;
+  const bool finite = st.numeric && st.finite > 0;
+  j["min"] = finite ? json_number(st.min) : nullptr;
+  j["max"] = finite ? json_number(st.max) : nullptr;
+  j["mean"] = finite ? json_number(st.mean) : nullptr;
+  j["nan_count"] = st.numeric ? nlohmann::json(st.nan) : nlohmann::json(nullptr);
+  j["inf_count"] = st.numeric ? nlohmann::json(st.inf) : nlohmann::json(nullptr);
   j["file"] = json_or_null(file);
   j["expect"] = match ? match_json(*match) : nlohmann::json(nullptr);
   return j;
@@ -135,7 +138,9 @@ void print_run(const RunOptions& o, const ModelRun& run, const std::vector<std::
     std::cout << run.names[i] << ": " << v.describe();
     if (v.is_tensor()) {
       const runner::TensorStats s = runner::tensor_stats(v.tensor);
-      if (s.numeric) std::cout << "  min " << s.min << "  max " << s.max << "  mean " << s.mean;
+      if (s.numeric && s.finite > 0) std::cout << "  min " << s.min << "  max " << s.max << "  mean " << s.mean;
+      if (s.numeric && s.finite == 0) std::cout << "  no finite element";
+      if (s.nan || s.inf) std::cout << "  (" << s.nan << " NaN, " << s.inf << " Inf: not in min/max/mean)";
     }
     if (!files[i].empty()) std::cout << "  -> " << files[i];
     std::cout << "\n";

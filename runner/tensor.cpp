@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <limits>
@@ -49,11 +50,19 @@ TensorStats tensor_stats(const Tensor& t) {
   double sum = 0;
   for (int64_t i = 0; i < t.size(); ++i) {
     const double v = element_as_double(t, i);
-    s.min = std::min(s.min, v);
-    s.max = std::max(s.max, v);
-    sum += v;
+    if (std::isnan(v)) {
+      ++s.nan;
+    } else if (std::isinf(v)) {
+      ++s.inf;
+    } else {
+      s.min = std::min(s.min, v);
+      s.max = std::max(s.max, v);
+      sum += v;
+    }
   }
-  s.mean = sum / static_cast<double>(t.size());
+  s.finite = t.size() - s.nan - s.inf;
+  if (s.finite == 0) s.min = s.max = 0;
+  s.mean = s.finite ? sum / static_cast<double>(s.finite) : 0;
   return s;
 }
 

@@ -83,8 +83,12 @@ double element_as_double(const Tensor& t, int64_t i);
 void set_element_from_double(Tensor& t, int64_t i, double v);
 
 /// Minimum, maximum and mean of a plain numeric tensor (NaN propagates into all three).
+/// Statistics of a tensor's elements. min, max and mean are over the finite elements (a NaN
+/// would make every one NaN, an infinity the mean); NaN and infinities are counted apart.
 struct TensorStats {
   bool numeric = false;  ///< false for an empty or not plain numeric tensor: no statistics
+  int64_t finite = 0;    ///< elements min, max and mean are over
+  int64_t nan = 0, inf = 0;
   double min = 0, max = 0, mean = 0;
 };
 TensorStats tensor_stats(const Tensor& t);

@@ -61,6 +61,14 @@ expect_tool "a flag given twice, said plainly" 2 "onnxtool run: --seed: given 2 
   run "$M" --random --seed 1 --seed 2
 expect "no command" 2 "name a command: inspect, check, run, convert, optimize, quantize, compare, diff, devices, extract, edit, help" -- "$ONNXTOOL"
 
+# run's summary counts NaN and Inf apart from min/max/mean (it printed "mean -nan").
+{ printf '\x00\x00\xc0\x7f'; head -c $((3 * 32 * 32 * 4 - 4)) /dev/zero; } >"$WORK/nan.bin"
+write_npy "$WORK/nan.npy" '<f4' '1, 3, 32, 32' "$WORK/nan.bin"
+"$ONNXTOOL" run "$M" --input image="$WORK/nan.npy" >"$WORK/stdout" 2>&1
+grep -q "(10 NaN, 0 Inf: not in min/max/mean)" "$WORK/stdout" && ! grep -q -- "-nan" "$WORK/stdout" && ok ||
+  fail "run on a NaN input: $(cat "$WORK/stdout")"
+"$ONNXTOOL" run "$M" --input image="$WORK/nan.npy" --json | grep -q '"nan_count": 10' && ok || fail "run --json: no nan_count 10"
+
 # --- 2. help
 expect_tool "help" 0 "Subcommands:" -- help
 # Help names the tool `onnxtool` however it was reached, and shows no validator noise.
