@@ -1,4 +1,5 @@
-// Shared declarations of the CPU kernel families (one registration function per file).
+// Shared declarations of the CPU kernel files (one registration function per file, listed with
+// its op family in register.cpp).
 #pragma once
 
 #include "runner/kernel.h"
@@ -7,9 +8,11 @@
 namespace onnxtool::runner::cpu {
 
 void register_control_kernels(KernelRegistry& registry);
-void register_elementwise_kernels(KernelRegistry& registry);  // also registers reduce.cpp
+void register_elementwise_kernels(KernelRegistry& registry);
+void register_reduce_kernels(KernelRegistry& registry);
 void register_cast_kernels(KernelRegistry& registry);
-void register_tensor_kernels(KernelRegistry& registry);  // also registers indexing.cpp
+void register_tensor_kernels(KernelRegistry& registry);
+void register_indexing_kernels(KernelRegistry& registry);
 void register_sequence_kernels(KernelRegistry& registry);
 void register_vision_kernels(KernelRegistry& registry);
 void register_resize_kernels(KernelRegistry& registry);

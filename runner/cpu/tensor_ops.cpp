@@ -550,7 +550,6 @@ void register_tensor_kernels(KernelRegistry& r) {
   r.add("", "Range", 11, kMaxOpset, range);
   r.add("", "EyeLike", 9, kMaxOpset, eye_like);
   r.add("", "Trilu", 14, kMaxOpset, trilu);
-  register_indexing_kernels(r);
 }
 
 }  // namespace onnxtool::runner::cpu

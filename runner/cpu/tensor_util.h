@@ -13,10 +13,6 @@
 
 namespace onnxtool::runner::cpu {
 
-/// Registers the indexing kernels (indexing.cpp); register_tensor_kernels calls it, so the family
-/// has one entry in register.cpp.
-void register_indexing_kernels(KernelRegistry& registry);
-
 /// Row-major coordinates of linear index `i` in `shape`.
 inline void unravel(int64_t i, const std::vector<int64_t>& shape, int64_t* coords) {
   for (size_t d = shape.size(); d-- > 0;) {
