@@ -114,6 +114,7 @@ void SchemaRegistry::set_shape_fn(std::string_view domain, std::string_view op_t
             throw Error(ErrorKind::kInternal, "set_shape_fn: " + std::string(op_type) + "-" +
                                                   std::to_string(schema.since_version) + " is registered twice");
           schema.infer = fn;
+          schema.family = family_;
           ++updated;
         }
       }

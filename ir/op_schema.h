@@ -63,6 +63,9 @@ struct OpSchema {
   std::vector<TypeConstraint> type_constraints;
   /// Shape and type inference; nullptr when none is registered (see shape_inference.h).
   ShapeFn infer = nullptr;
+  /// The op family whose ir/ops/<family>_shapes.cpp registered `infer` ("" when none; see
+  /// ir/ops/families.h).
+  std::string_view family;
 
   const AttributeSpec* attribute(std::string_view attr_name) const;
   const TypeConstraint* constraint(std::string_view type_name) const;
@@ -91,8 +94,12 @@ class SchemaRegistry {
   /// Throws Error when no version falls in the range (a misspelt op or range).
   void set_shape_fn(std::string_view domain, std::string_view op_type, int from_version,
                     int to_version, ShapeFn fn);
+  /// The family that the following set_shape_fn calls register for ("" to stop recording);
+  /// a string that outlives the registry.
+  void begin_family(std::string_view family) { family_ = family; }
 
  private:
+  std::string_view family_;
   std::map<std::string, std::map<std::string, std::vector<OpSchema>, std::less<>>, std::less<>> ops_;
 };
 

@@ -115,12 +115,40 @@ class KernelRegistry {
   struct Entry {
     int from, to;
     KernelFn fn;
+    std::string_view family;  ///< the op family of the registering file (ir/ops/families.h)
+    std::string_view file;    ///< the registering file, "runner/cpu/conv.cpp"
   };
   const std::map<std::string, std::vector<Entry>, std::less<>>& entries() const { return ops_; }
+  /// The family and file that the following add() calls register from (strings that outlive
+  /// the registry), recorded for the op index and its coverage test.
+  void begin_file(std::string_view family, std::string_view file) {
+    family_ = family;
+    file_ = file;
+  }
 
  private:
+  std::string_view family_, file_;
   std::map<std::string, std::vector<Entry>, std::less<>> ops_;  // key "domain::op"
 };
+
+/// One file of kernels for a device's table (KernelRegistry, vulkan::KernelTable): its op family
+/// (ir/ops/families.h), its path, and the function that registers its kernels.
+template <class Table>
+struct KernelFile {
+  std::string_view family;
+  std::string_view file;
+  void (*register_kernels)(Table& table);
+};
+
+/// Registers each file's kernels, recording its family and path with them (Table::begin_file).
+template <class Table, size_t N>
+void register_kernel_files(Table& table, const KernelFile<Table> (&files)[N]) {
+  for (const KernelFile<Table>& f : files) {
+    table.begin_file(f.family, f.file);
+    f.register_kernels(table);
+  }
+  table.begin_file("", "");
+}
 
 /// Registers every CPU kernel family (explicit registration, runner/cpu/register.cpp).
 void register_cpu_kernels(KernelRegistry& registry);

@@ -95,7 +95,7 @@ const KernelRegistry& KernelRegistry::instance() {
 
 void KernelRegistry::add(std::string_view domain, std::string_view op_type, int from, int to, KernelFn fn) {
   const std::string key = std::string(ir::canonical_domain(domain)) + "::" + std::string(op_type);
-  ops_[key].push_back({from, to, fn});
+  ops_[key].push_back({from, to, fn, family_, file_});
 }
 
 KernelFn KernelRegistry::find(std::string_view domain, std::string_view op_type, int64_t opset) const {

@@ -3,6 +3,9 @@
 // or an explicit reason here why not. A new schema without a kernel, or a reason that became
 // stale because a kernel was added, fails the test. Likewise every version boundary the opset
 // converter crosses needs an adapter row, a change its generic rule handles, or a stated reason.
+// And every op registered in any layer has a family (ir/ops/families.h), the one of its shape
+// function, and is registered only by files of that family, so docs/ops.md (the op index) and
+// the family-to-files convention find it.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -13,8 +16,10 @@
 #include "convert/opset_adapters.h"
 #include "convert/version_converter.h"
 #include "ir/op_schema.h"
+#include "ir/ops/families.h"
 #include "quant/op_rules.h"
 #include "runner/kernel.h"
+#include "runner/vulkan/backend.h"
 
 namespace onnxtool {
 namespace {
@@ -63,6 +68,80 @@ const std::map<std::string, std::string>& semantic_changes() {
       {"Unsqueeze@11", "negative axes accepted"},
   };
   return changes;
+}
+
+/// Kernels registered by a file of another family than their op's ("op file"), with where they
+/// belong: each is a move still to make (the Vulkan files are split by shader kind, not yet by
+/// family). A kernel that moves must leave this list.
+const std::map<std::string, std::string>& misplaced_kernels() {
+  static const std::map<std::string, std::string> moves = {
+      {"BitCast runner/cpu/image.cpp", "elementwise: to runner/cpu/elementwise.cpp"},
+      {"CenterCropPad runner/cpu/image.cpp", "nn: to a runner/cpu nn file, or its shape function to vision"},
+      {"Col2Im runner/cpu/image.cpp", "nn: to a runner/cpu nn file, or its shape function to vision"},
+      {"DeformConv runner/cpu/image.cpp", "nn: to runner/cpu/conv.cpp"},
+      {"Einsum runner/cpu/reduce.cpp", "nn: to runner/cpu/matmul.cpp"},
+      {"GridSample runner/cpu/vision.cpp", "nn: its shape function to ir/ops/vision_shapes.cpp"},
+      {"MaxRoiPool runner/cpu/pooling.cpp", "vision: to runner/cpu/vision.cpp"},
+      {"TensorScatter runner/cpu/attention.cpp", "tensor: to runner/cpu/tensor_ops.cpp"},
+      {"Identity runner/vulkan/data.cpp", "control: to a runner/vulkan/control.cpp"},
+      {"Cast runner/vulkan/data.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
+      {"DequantizeLinear runner/vulkan/data.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
+      {"Dropout runner/vulkan/data.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
+      {"QuantizeLinear runner/vulkan/data.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
+      {"Where runner/vulkan/data.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
+      {"Resize runner/vulkan/data.cpp", "vision: to a runner/vulkan/vision.cpp"},
+      {"Hardmax runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
+      {"LogSoftmax runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
+      {"Softmax runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
+      {"ReduceL1 runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
+      {"ReduceL2 runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
+      {"ReduceLogSum runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
+      {"ReduceLogSumExp runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
+      {"ReduceMax runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
+      {"ReduceMean runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
+      {"ReduceMin runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
+      {"ReduceProd runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
+      {"ReduceSum runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
+      {"ReduceSumSquare runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
+  };
+  return moves;
+}
+
+/// The family of an op ("domain::op" key of the kernel tables): the one that registered the shape
+/// function of its versions; "" when none did. Versions of one op must agree.
+std::string family_of(const std::string& key) {
+  const size_t sep = key.find("::");
+  const auto* versions = ir::SchemaRegistry::instance().versions(key.substr(0, sep), key.substr(sep + 2));
+  std::string family;
+  if (!versions) return family;
+  for (const ir::OpSchema& s : *versions) {
+    if (s.family.empty()) continue;
+    CHECK_MESSAGE((family.empty() || family == s.family), key << ": versions in two families");
+    family = std::string(s.family);
+  }
+  return family;
+}
+
+/// Checks each registration of a kernel table against its op's family; marks the misplaced
+/// entries it meets in `seen`.
+template <class Entries>
+void check_kernel_families(const Entries& entries, std::map<std::string, bool>& seen) {
+  for (const auto& [key, list] : entries) {
+    const std::string family = family_of(key), op = key.substr(key.find("::") + 2);
+    CHECK_MESSAGE(!family.empty(), key << " has a kernel but no family (no shape function): docs/ops.md cannot place it");
+    for (const auto& e : list) {
+      const std::string where = op + " " + std::string(e.file);
+      CHECK_MESSAGE(std::count(std::begin(ir::kOpFamilies), std::end(ir::kOpFamilies), e.family) == 1,
+                    where << ": the file's family '" << e.family << "' is not in ir/ops/families.h");
+      if (misplaced_kernels().count(where)) {
+        seen[where] = true;
+        CHECK_MESSAGE(e.family != family, where << ": in its family's file now, remove it from misplaced_kernels()");
+        continue;
+      }
+      CHECK_MESSAGE(e.family == family, where << ": a " << e.family << " file registers an op of family " << family
+                                             << " (move the kernel, or its shape function)");
+    }
+  }
 }
 
 /// The types a formal parameter may bind to.
@@ -147,6 +226,19 @@ TEST_SUITE("kernel_coverage") {
     for (const auto& [op, versions] : missing) FAIL_CHECK("no kernel for " << op << " version(s)" << versions);
     for (const auto& [key, used] : reason_used) CHECK_MESSAGE(used, key << ": a no-kernel reason for an unknown op");
     MESSAGE(checked << " operator versions have kernels; " << no_kernel_reasons().size() << " ops have none, with reasons");
+  }
+
+  TEST_CASE("every registered op has a family, and only files of that family register it") {
+    std::map<std::string, bool> seen;
+    for (const auto& [key, reason] : misplaced_kernels()) seen[key] = false;
+    check_kernel_families(runner::KernelRegistry::instance().entries(), seen);
+    check_kernel_families(runner::vulkan::kernel_table().entries(), seen);
+    for (const auto& [key, used] : seen) CHECK_MESSAGE(used, key << ": a misplaced kernel that is not registered there");
+    // The quantizer's and the converter's rows name ops the index lists under a family too.
+    for (const quant::OpRule& r : quant::op_rules())
+      CHECK_MESSAGE(!family_of("::" + std::string(r.op_type)).empty(), r.op_type << ": a quantizer rule for an op without a family");
+    for (const convert::OpsetAdapter& row : convert::opset_adapters())
+      CHECK_MESSAGE(!family_of("::" + std::string(row.op)).empty(), row.op << ": an adapter for an op without a family");
   }
 
   TEST_CASE("every quantizer rule names an operator, its weight axis, and an integer kernel that exists") {

@@ -1,33 +1,23 @@
-// One place that lists every op family's shape functions (explicit registration).
+// Registers every op family's shape functions (explicit registration), recording each op's family.
+#include "ir/ops/families.h"
 #include "ir/shape_inference.h"
 
 namespace onnxtool::ir {
 
 // Each family lives in ir/ops/<family>_shapes.cpp.
-void register_control_shapes(SchemaRegistry& registry);
-void register_tensor_shapes(SchemaRegistry& registry);
-void register_vision_shapes(SchemaRegistry& registry);
-void register_random_shapes(SchemaRegistry& registry);
-void register_string_shapes(SchemaRegistry& registry);
-void register_sequence_shapes(SchemaRegistry& registry);
-void register_signal_shapes(SchemaRegistry& registry);
-void register_elementwise_shapes(SchemaRegistry& registry);
-void register_nn_shapes(SchemaRegistry& registry);
-void register_ml_shapes(SchemaRegistry& registry);
+#define ONNXTOOL_DECLARE_SHAPES(name) void register_##name##_shapes(SchemaRegistry& registry);
+ONNXTOOL_OP_FAMILIES(ONNXTOOL_DECLARE_SHAPES)
+#undef ONNXTOOL_DECLARE_SHAPES
 
-// Each op's shape function is registered by exactly one family (a later registration would
-// replace an earlier one).
+// Each op's shape function is registered by exactly one family (set_shape_fn refuses a second
+// registration), which makes that family the op's.
 void register_shape_functions(SchemaRegistry& registry) {
-  register_control_shapes(registry);
-  register_tensor_shapes(registry);
-  register_vision_shapes(registry);
-  register_random_shapes(registry);
-  register_string_shapes(registry);
-  register_sequence_shapes(registry);
-  register_signal_shapes(registry);
-  register_elementwise_shapes(registry);
-  register_nn_shapes(registry);
-  register_ml_shapes(registry);
+#define ONNXTOOL_REGISTER_SHAPES(name) \
+  registry.begin_family(#name);        \
+  register_##name##_shapes(registry);
+  ONNXTOOL_OP_FAMILIES(ONNXTOOL_REGISTER_SHAPES)
+#undef ONNXTOOL_REGISTER_SHAPES
+  registry.begin_family("");
 }
 
 }  // namespace onnxtool::ir

@@ -423,4 +423,22 @@ SliceRange slice_range(int64_t start, int64_t end, int64_t step, int64_t dim) {
   return r;
 }
 
+/// The values of a small numeric tensor (integer or floating point) as doubles.
+std::optional<std::vector<double>> tensor_numbers(const Tensor& t) {
+  if (is_integer_type(t.type())) {
+    auto ints = tensor_ints(t, 4096);
+    if (!ints) return std::nullopt;
+    return std::vector<double>(ints->begin(), ints->end());
+  }
+  return read_floats(t, 4096);
+}
+
+/// The values of a numeric input: propagated integers, or a constant of any numeric type.
+std::optional<std::vector<double>> input_numbers(const InferenceContext& ctx, size_t i) {
+  if (!ctx.has_input(i)) return std::nullopt;
+  if (auto ints = ctx.input_ints(i)) return std::vector<double>(ints->begin(), ints->end());
+  if (const Tensor* t = ctx.input_tensor(i)) return tensor_numbers(*t);
+  return std::nullopt;
+}
+
 }  // namespace onnxtool::ir::shape

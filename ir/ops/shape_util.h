@@ -104,4 +104,9 @@ DataType dtype_attr(const InferenceContext& ctx, const char* name, DataType fall
 /// divisible), a derived symbol for symbolic ones.
 Dim divide_dim(const InferenceContext& ctx, const Dim& d, int64_t factor, const std::string& what);
 
+/// The values of a small numeric tensor (integer or floating point) as doubles.
+std::optional<std::vector<double>> tensor_numbers(const Tensor& t);
+/// The values of a numeric input: propagated integers, or a constant of any numeric type.
+std::optional<std::vector<double>> input_numbers(const InferenceContext& ctx, size_t i);
+
 }  // namespace onnxtool::ir::shape

@@ -1,5 +1,5 @@
 // Shape functions of the signal processing ops: the window functions (HannWindow,
-// HammingWindow, BlackmanWindow), DFT, STFT and MelWeightMatrix (kernels: runner/cpu/vision.cpp).
+// HammingWindow, BlackmanWindow), DFT, STFT and MelWeightMatrix (kernels: runner/cpu/signal.cpp).
 #include "ir/ops/shape_util.h"
 
 namespace onnxtool::ir {

@@ -1,6 +1,5 @@
-// Shape functions of the string ops: the text features StringNormalizer and TfIdfVectorizer
-// (kernels: runner/cpu/text.cpp) and RegexFullMatch, StringConcat, StringSplit
-// (runner/cpu/strings.cpp).
+// Shape functions of the string ops: the text features StringNormalizer and TfIdfVectorizer,
+// and RegexFullMatch, StringConcat, StringSplit (kernels: runner/cpu/strings.cpp).
 #include <algorithm>
 #include <limits>
 

@@ -1,5 +1,5 @@
 // Shape functions of tensor manipulation and shape computation ops (Shape, Reshape, Slice,
-// Gather, Concat, Pad, Resize, ...), with the propagation of the values of small integer
+// Gather, Concat, Pad, ...), with the propagation of the values of small integer
 // tensors that shape computations need. The other families have their own
 // ir/ops/<family>_shapes.cpp (random, string, sequence, signal, vision, ...).
 #include <algorithm>
@@ -19,6 +19,7 @@ using shape::all_axes;
 using shape::checked_mul;
 using shape::divide_dim;
 using shape::dtype_attr;
+using shape::input_numbers;
 using shape::normalize_axes;
 using shape::normalize_axis;
 using shape::propagate_type;
@@ -57,24 +58,6 @@ Dim multiply_dim(const InferenceContext& ctx, const Dim& a, const Dim& b) {
   if (a.is_static() && a.value >= 1) return shape::affine_dim(ctx, b, a.value, 0, 1);
   if (b.is_static() && b.value >= 1) return shape::affine_dim(ctx, a, b.value, 0, 1);
   return Dim{};
-}
-
-/// The values of a small numeric tensor (integer or floating point) as doubles.
-std::optional<std::vector<double>> tensor_numbers(const Tensor& t) {
-  if (is_integer_type(t.type())) {
-    auto ints = shape::tensor_ints(t, 4096);
-    if (!ints) return std::nullopt;
-    return std::vector<double>(ints->begin(), ints->end());
-  }
-  return read_floats(t, 4096);
-}
-
-/// The values of a numeric input: propagated integers, or a constant of any numeric type.
-std::optional<std::vector<double>> input_numbers(const InferenceContext& ctx, size_t i) {
-  if (!ctx.has_input(i)) return std::nullopt;
-  if (auto ints = ctx.input_ints(i)) return std::vector<double>(ints->begin(), ints->end());
-  if (const Tensor* t = ctx.input_tensor(i)) return tensor_numbers(*t);
-  return std::nullopt;
 }
 
 
@@ -1051,149 +1034,6 @@ void infer_eye_like(InferenceContext& ctx) {
 
 void infer_same_shape(InferenceContext& ctx) { propagate_type_and_shape(ctx, 0, 0); }
 
-// floor(dim * scale). A symbolic dim gets a derived symbol when the scale is exactly p/q with a
-// small power-of-two q (2, 0.5, 1.5, ...: every such float is exact), unknown otherwise.
-Dim scale_dim(const InferenceContext& ctx, const Dim& d, double scale) {
-  if (scale == 1.0) return d;
-  if (!std::isfinite(scale) || scale <= 0) return Dim{};
-  if (!d.is_static()) {
-    for (int64_t q = 1; q <= 1024; q *= 2) {
-      const double p = scale * static_cast<double>(q);
-      if (p == std::floor(p) && p < 1.0e9) return shape::affine_dim(ctx, d, static_cast<int64_t>(p), 0, q);
-    }
-    return Dim{};
-  }
-  const double v = std::floor(static_cast<double>(d.value) * scale);
-  if (!std::isfinite(v) || v < 0 || v >= 9.0e18) return Dim{};
-  return Dim::of(static_cast<int64_t>(v));
-}
-
-// Upsample-1: height_scale/width_scale; Upsample-7: scales attribute; Upsample-9: scales input.
-void infer_upsample(InferenceContext& ctx) {
-  const Shape* in = ctx.input_shape(0);
-  std::optional<std::vector<double>> scales;
-  if (ctx.opset() < 7) {
-    if (in && in->rank() != 4) ctx.fail("shape.rank", "Upsample-1 needs a rank-4 input, got " + in->to_string());
-    scales = std::vector<double>{1.0, 1.0, ctx.attr_float("height_scale", 1.0f), ctx.attr_float("width_scale", 1.0f)};
-  } else if (ctx.opset() < 9) {
-    const Attribute* a = ctx.node().attr("scales");
-    if (a && a->attr_type() == AttrType::kFloats) scales = std::vector<double>(a->floats.begin(), a->floats.end());
-  } else {
-    scales = input_numbers(ctx, 1);
-  }
-  if (!in) {
-    propagate_type(ctx, 0, 0, scales ? std::optional<Shape>(unknown_shape(scales->size())) : std::nullopt);
-    return;
-  }
-  Shape out = unknown_shape(in->rank());
-  if (scales) {
-    if (scales->size() != in->rank())
-      ctx.fail("shape.resize", "scales has " + std::to_string(scales->size()) + " entries for a rank-" +
-                                   std::to_string(in->rank()) + " input");
-    for (size_t i = 0; i < in->rank(); ++i) out.dims[i] = scale_dim(ctx, in->dims[i], (*scales)[i]);
-  }
-  propagate_type(ctx, 0, 0, std::move(out));
-}
-
-// Resize-10: (X, scales); Resize-11/13: (X, roi, scales, sizes), an empty scales meaning
-// "use sizes"; Resize-18+: axes and keep_aspect_ratio_policy.
-void infer_resize(InferenceContext& ctx) {
-  const Shape* in = ctx.input_shape(0);
-  const size_t scales_i = ctx.opset() < 11 ? 1 : 2;
-  const size_t sizes_i = 3;
-  std::optional<std::vector<int64_t>> axes_attr;
-  std::string policy = "stretch";
-  if (ctx.opset() >= 18) {
-    axes_attr = ctx.attr_ints("axes");
-    policy = ctx.attr_string("keep_aspect_ratio_policy", "stretch");
-  }
-  const auto scales_len = vector_length(ctx, scales_i);
-  const auto sizes_len = vector_length(ctx, sizes_i);
-  const bool scales_given = ctx.has_input(scales_i) && !(scales_len && *scales_len == 0);
-  const bool sizes_given = ctx.opset() >= 11 && ctx.has_input(sizes_i) && !(sizes_len && *sizes_len == 0);
-  if (scales_given && sizes_given && scales_len && sizes_len)
-    ctx.fail("shape.resize", "only one of scales and sizes may be given");
-  if (!in) {
-    std::optional<Shape> out;
-    const auto len = sizes_given ? sizes_len : scales_given ? scales_len : std::nullopt;
-    if (!axes_attr && len) out = unknown_shape(static_cast<size_t>(*len));
-    propagate_type(ctx, 0, 0, std::move(out));
-    return;
-  }
-  const int64_t r = rank_of(*in);
-  const std::vector<int64_t> axes = axes_attr ? normalize_axes(ctx, *axes_attr, r) : all_axes(r);
-  Shape out = *in;
-  for (Dim& d : out.dims) d.denotation.clear();
-  auto unknown_axes = [&] {
-    for (int64_t a : axes) out.dims[static_cast<size_t>(a)] = Dim{};
-  };
-  auto check_len = [&](size_t len, const char* what) {
-    if (len != axes.size())
-      ctx.fail("shape.resize", std::string(what) + " has " + std::to_string(len) + " entries for " +
-                                   std::to_string(axes.size()) + " axes");
-  };
-  if (sizes_given && !scales_given) {
-    const DimValues* sizes = ctx.input_values(sizes_i);
-    if (!sizes) {
-      unknown_axes();
-    } else {
-      check_len(sizes->size(), "sizes");
-      if (policy == "stretch") {
-        for (size_t k = 0; k < axes.size(); ++k) {
-          const Dim& s = (*sizes)[k];
-          out.dims[static_cast<size_t>(axes[k])] = s.kind == Dim::Kind::kParam ? Dim::symbol(s.param) : s.is_static() ? Dim::of(s.value) : Dim{};
-        }
-      } else {
-        // not_larger / not_smaller: one scale for every resized axis, keeping the aspect ratio.
-        std::optional<double> scale;
-        bool known = true;
-        for (size_t k = 0; k < axes.size(); ++k) {
-          const Dim& s = (*sizes)[k];
-          const Dim& d = in->dims[static_cast<size_t>(axes[k])];
-          if (!s.is_static() || !d.is_static() || d.value == 0) {
-            known = false;
-            break;
-          }
-          const double ratio = static_cast<double>(s.value) / static_cast<double>(d.value);
-          if (!scale) scale = ratio;
-          else scale = policy == "not_larger" ? std::min(*scale, ratio) : std::max(*scale, ratio);
-        }
-        if (!known || !scale || (policy != "not_larger" && policy != "not_smaller")) {
-          unknown_axes();
-        } else {
-          for (int64_t a : axes) {
-            const double v = std::floor(*scale * static_cast<double>(in->dims[static_cast<size_t>(a)].value) + 0.5);
-            out.dims[static_cast<size_t>(a)] = Dim::of(static_cast<int64_t>(v));
-          }
-        }
-      }
-    }
-  } else if (scales_given && !sizes_given) {
-    auto scales = input_numbers(ctx, scales_i);
-    if (!scales) {
-      unknown_axes();
-    } else {
-      check_len(scales->size(), "scales");
-      // tf_crop_and_resize with a region of interest: sizes depend on the roi as well.
-      std::optional<std::vector<double>> roi;
-      if (ctx.opset() >= 11 && ctx.attr_string("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize")
-        roi = input_numbers(ctx, 1);
-      for (size_t k = 0; k < axes.size(); ++k) {
-        Dim& o = out.dims[static_cast<size_t>(axes[k])];
-        if (ctx.opset() >= 11 && ctx.attr_string("coordinate_transformation_mode", "half_pixel") == "tf_crop_and_resize" &&
-            (!roi || roi->size() != 2 * axes.size() || (*roi)[k + axes.size()] - (*roi)[k] != 1.0)) {
-          o = Dim{};
-          continue;
-        }
-        o = scale_dim(ctx, o, (*scales)[k]);
-      }
-    }
-  } else {
-    unknown_axes();
-  }
-  propagate_type(ctx, 0, 0, std::move(out));
-}
-
 }  // namespace
 
 void register_tensor_shapes(SchemaRegistry& r) {
@@ -1231,8 +1071,6 @@ void register_tensor_shapes(SchemaRegistry& r) {
   r.set_shape_fn("", "EyeLike", 1, kLast, infer_eye_like);
   r.set_shape_fn("", "Trilu", 1, kLast, infer_same_shape);
   r.set_shape_fn("", "ReverseSequence", 1, kLast, infer_same_shape);
-  r.set_shape_fn("", "Upsample", 1, kLast, infer_upsample);
-  r.set_shape_fn("", "Resize", 1, kLast, infer_resize);
 }
 
 }  // namespace onnxtool::ir

@@ -1,4 +1,4 @@
-// Kernels for constants, identity and control flow: Constant, Identity, If, Loop, Scan, SequenceMap.
+// Kernels for constants, identity and control flow: Constant, Identity, If, Loop, Scan.
 #include <cstring>
 
 #include "runner/cpu/kernels.h"
@@ -246,47 +246,6 @@ void scan(KernelContext& ctx) {
   }
 }
 
-/// SequenceMap: runs the body once per element of the first input sequence; sequence inputs
-/// give their i-th element, tensor inputs the whole tensor; output k collects the body's output
-/// k of every iteration into a sequence.
-void sequence_map(KernelContext& ctx) {
-  const ir::Graph* body = ctx.attr_graph("body");
-  if (!body) ctx.fail("missing body");
-  const Value& first = ctx.input_value(0);
-  if (first.kind != Value::Kind::kSequence) ctx.fail("input 0 must be a sequence");
-  const size_t n = first.sequence->size();
-  for (size_t i = 1; i < ctx.input_count(); ++i) {
-    const Value& v = ctx.input_value(i);
-    if (v.kind == Value::Kind::kSequence && v.sequence->size() != n)
-      ctx.fail("input " + std::to_string(i) + " has " + std::to_string(v.sequence->size()) +
-               " elements, input 0 has " + std::to_string(n));
-  }
-  std::vector<std::vector<Tensor>> outs(ctx.output_count());
-  for (size_t it = 0; it < n; ++it) {
-    std::vector<Value> args;
-    for (size_t i = 0; i < ctx.input_count(); ++i) {
-      const Value& v = ctx.input_value(i);
-      args.push_back(v.kind == Value::Kind::kSequence ? Value::of((*v.sequence)[it]) : v);
-    }
-    auto out = ctx.run_subgraph(*body, args);
-    if (out.size() < outs.size()) ctx.fail("body returned too few outputs");
-    for (size_t k = 0; k < outs.size(); ++k) {
-      if (!out[k].is_tensor()) ctx.fail("body output " + std::to_string(k) + " is not a tensor");
-      outs[k].push_back(out[k].tensor);
-    }
-  }
-  for (size_t k = 0; k < outs.size(); ++k) {
-    // The element type of an empty result comes from the body's declared output type.
-    DataType elem = DataType::kUndefined;
-    if (k < body->outputs.size()) {
-      const ir::ValueInfo& vi = body->outputs[k];
-      const ir::TypeInfo& t = vi.type ? *vi.type : vi.value->type;
-      if (t.is_tensor()) elem = t.data_type();
-    }
-    ctx.set_output(k, Value::of_sequence(std::move(outs[k]), elem));
-  }
-}
-
 }  // namespace
 
 void register_control_kernels(KernelRegistry& r) {
@@ -296,7 +255,6 @@ void register_control_kernels(KernelRegistry& r) {
   r.add("", "Loop", 1, kMaxOpset, loop);
   r.add("", "Scan", 8, 8, scan8);
   r.add("", "Scan", 9, kMaxOpset, scan);
-  r.add("", "SequenceMap", 17, kMaxOpset, sequence_map);
 }
 
 }  // namespace onnxtool::runner::cpu

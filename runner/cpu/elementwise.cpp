@@ -1110,8 +1110,6 @@ void register_elementwise_kernels(KernelRegistry& r) {
   r.add("", "Where", 9, kMaxOpset, where_kernel);
 
   r.add("", "Dropout", 1, kMaxOpset, dropout_kernel);
-
-  register_reduce_kernels(r);
 }
 
 }  // namespace onnxtool::runner::cpu

@@ -22,10 +22,6 @@
 
 namespace onnxtool::runner::cpu {
 
-/// Registers the reduction kernels (reduce.cpp); register_elementwise_kernels calls it, so the
-/// family has one entry in register.cpp.
-void register_reduce_kernels(KernelRegistry& registry);
-
 /// Converts a tensor to element type `to` by the Cast rules (cast.cpp); shares storage when the
 /// type is unchanged. `saturate` applies to float8 targets.
 Tensor cast_tensor(const KernelContext& ctx, const Tensor& x, DataType to, bool saturate);

@@ -1,4 +1,5 @@
-// Shared declarations of the CPU kernel families (one registration function per file).
+// Shared declarations of the CPU kernel files (one registration function per file, listed with
+// its op family in register.cpp).
 #pragma once
 
 #include "runner/kernel.h"
@@ -7,10 +8,15 @@
 namespace onnxtool::runner::cpu {
 
 void register_control_kernels(KernelRegistry& registry);
-void register_elementwise_kernels(KernelRegistry& registry);  // also registers reduce.cpp
+void register_elementwise_kernels(KernelRegistry& registry);
+void register_reduce_kernels(KernelRegistry& registry);
 void register_cast_kernels(KernelRegistry& registry);
-void register_tensor_kernels(KernelRegistry& registry);  // also registers indexing.cpp
+void register_tensor_kernels(KernelRegistry& registry);
+void register_indexing_kernels(KernelRegistry& registry);
+void register_sequence_kernels(KernelRegistry& registry);
 void register_vision_kernels(KernelRegistry& registry);
+void register_resize_kernels(KernelRegistry& registry);
+void register_signal_kernels(KernelRegistry& registry);
 void register_matmul_kernels(KernelRegistry& registry);
 void register_conv_kernels(KernelRegistry& registry);
 void register_pooling_kernels(KernelRegistry& registry);
@@ -20,7 +26,6 @@ void register_rnn_kernels(KernelRegistry& registry);
 void register_loss_kernels(KernelRegistry& registry);
 void register_training_kernels(KernelRegistry& registry);
 void register_random_kernels(KernelRegistry& registry);
-void register_text_kernels(KernelRegistry& registry);
 void register_attention_kernels(KernelRegistry& registry);
 void register_image_kernels(KernelRegistry& registry);
 void register_string_kernels(KernelRegistry& registry);

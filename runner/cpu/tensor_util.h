@@ -13,9 +13,13 @@
 
 namespace onnxtool::runner::cpu {
 
-/// Registers the indexing kernels (indexing.cpp); register_tensor_kernels calls it, so the family
-/// has one entry in register.cpp.
-void register_indexing_kernels(KernelRegistry& registry);
+/// Row-major coordinates of linear index `i` in `shape`.
+inline void unravel(int64_t i, const std::vector<int64_t>& shape, int64_t* coords) {
+  for (size_t d = shape.size(); d-- > 0;) {
+    coords[d] = i % shape[d];
+    i /= shape[d];
+  }
+}
 
 // ---------------------------------------------------------------- elements by size
 
@@ -268,6 +272,24 @@ inline Tensor strided_tensor(const KernelContext& ctx, const Tensor& in, const s
     strided_copy(plan, elements<E>(in), mutable_elements<E>(out));
   });
   return out;
+}
+
+/// Runs `fn` on `x` with sub-byte elements unpacked to one byte each and packs its result back,
+/// so layout kernels need not know about packed types.
+template <class F>
+Tensor with_unpacked(const Tensor& x, F&& fn) {
+  if (!is_sub_byte(x.dtype())) return fn(x);
+  return pack_sub_byte(fn(unpack_sub_byte(x)), x.dtype());
+}
+
+/// The part [start, start + len) of `x` along `axis`.
+inline Tensor axis_part(const KernelContext& ctx, const Tensor& x, size_t axis, int64_t start, int64_t len) {
+  std::vector<int64_t> shape = x.shape();
+  shape[axis] = len;
+  const int64_t inner = dims_product(x.shape(), axis + 1, x.rank());
+  const std::vector<int64_t> dims{dims_product(x.shape(), 0, axis), len, inner};
+  const std::vector<int64_t> strides{x.dim(axis) * inner, inner, 1};
+  return with_unpacked(x, [&](const Tensor& t) { return strided_tensor(ctx, t, dims, strides, start * inner, shape); });
 }
 
 }  // namespace onnxtool::runner::cpu

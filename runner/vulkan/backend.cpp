@@ -65,7 +65,7 @@ size_t VulkanTensor::bytes() const {
 // ---------------------------------------------------------------- KernelTable
 
 void KernelTable::add(std::string_view domain, std::string_view op, int from, int to, DeviceKernelFn fn) {
-  entries_[std::string(ir::canonical_domain(domain)) + "::" + std::string(op)].push_back({from, to, fn});
+  entries_[std::string(ir::canonical_domain(domain)) + "::" + std::string(op)].push_back({from, to, fn, family_, file_});
 }
 
 DeviceKernelFn KernelTable::find(std::string_view domain, std::string_view op, int64_t opset) const {
@@ -82,14 +82,25 @@ std::vector<std::string> KernelTable::ops() const {
   return out;
 }
 
+namespace {
+
+// The one list of Vulkan kernel files, each with its op family (ir/ops/families.h), which the
+// table records per op; tests/kernel_coverage_test.cpp checks that a file registers ops of its
+// family.
+constexpr KernelFile<KernelTable> kKernelFiles[] = {
+    {"elementwise", "runner/vulkan/elementwise.cpp", register_elementwise},
+    {"nn", "runner/vulkan/linalg.cpp", register_linalg},
+    {"nn", "runner/vulkan/nn.cpp", register_nn},
+    {"tensor", "runner/vulkan/data.cpp", register_data},
+    {"nn", "runner/vulkan/recurrent.cpp", register_recurrent},
+};
+
+}  // namespace
+
 const KernelTable& kernel_table() {
   static const KernelTable table = [] {
     KernelTable t;
-    register_elementwise(t);
-    register_linalg(t);
-    register_nn(t);
-    register_data(t);
-    register_recurrent(t);
+    register_kernel_files(t, kKernelFiles);
     return t;
   }();
   return table;

@@ -46,12 +46,24 @@ class KernelTable {
   DeviceKernelFn find(std::string_view domain, std::string_view op, int64_t opset) const;
   /// Every op with a kernel ("Conv", "com.microsoft::..."), for coverage tests.
   std::vector<std::string> ops() const;
+  /// The family and file that the following add() calls register from (strings that outlive
+  /// the table), recorded for the op index and its coverage test.
+  void begin_file(std::string_view family, std::string_view file) {
+    family_ = family;
+    file_ = file;
+  }
 
- private:
   struct Entry {
     int from, to;
     DeviceKernelFn fn;
+    std::string_view family;  ///< the op family of the registering file (ir/ops/families.h)
+    std::string_view file;    ///< the registering file, "runner/vulkan/nn.cpp"
   };
+  /// Every registration by "domain::op".
+  const std::map<std::string, std::vector<Entry>, std::less<>>& entries() const { return entries_; }
+
+ private:
+  std::string_view family_, file_;
   std::map<std::string, std::vector<Entry>, std::less<>> entries_;
 };
 /// The process's table (every family registered once).
