@@ -65,17 +65,19 @@ TypeInfo union_type(const InferenceContext& ctx, const TypeInfo& a, const TypeIn
   if (a.elem_type && b.elem_type && a.elem_type != b.elem_type)
     ctx.fail("shape.if-branches", "output " + std::to_string(index) + ": then branch gives " +
                                       a.to_string() + ", else branch " + b.to_string());
+  // One object returned on every path: GCC 12 warned of a maybe-uninitialized Shape when a
+  // copy with its shape reset was returned from a branch of its own.
   TypeInfo out = a;
   if (!a.shape || !b.shape || a.shape->rank() != b.shape->rank()) {
     out.shape.reset();
-    return out;
-  }
-  for (size_t i = 0; i < a.shape->rank(); ++i) {
-    const Dim& x = a.shape->dims[i];
-    const Dim& y = b.shape->dims[i];
-    const bool same = (x.is_static() && y.is_static() && x.value == y.value) ||
-                      (x.kind == Dim::Kind::kParam && y.kind == Dim::Kind::kParam && x.param == y.param);
-    if (!same) out.shape->dims[i] = Dim{};
+  } else {
+    for (size_t i = 0; i < a.shape->rank(); ++i) {
+      const Dim& x = a.shape->dims[i];
+      const Dim& y = b.shape->dims[i];
+      const bool same = (x.is_static() && y.is_static() && x.value == y.value) ||
+                        (x.kind == Dim::Kind::kParam && y.kind == Dim::Kind::kParam && x.param == y.param);
+      if (!same) out.shape->dims[i] = Dim{};
+    }
   }
   return out;
 }
