@@ -18,6 +18,14 @@ namespace onnxtool::runner {
 /// The upper bound of "every later opset" in the registrations of every device's kernels.
 constexpr int kMaxOpset = 1000;
 
+/// The Reduce* ops every device registers, once: X(op type, accumulation, the opset from which
+/// axes is an input rather than an attribute: ReduceSum's 13, the others' 18). The accumulation
+/// names an enumerator of each device's reductions (kSum, kMean, ...).
+#define ONNXTOOL_REDUCE_OPS(X)                                                                      \
+  X(ReduceSum, Sum, 13) X(ReduceMean, Mean, 18) X(ReduceMax, Max, 18) X(ReduceMin, Min, 18)         \
+  X(ReduceProd, Prod, 18) X(ReduceL1, L1, 18) X(ReduceL2, L2, 18) X(ReduceLogSum, LogSum, 18)       \
+  X(ReduceLogSumExp, LogSumExp, 18) X(ReduceSumSquare, SumSquare, 18)
+
 class Executor;
 struct Frame;
 struct Step;

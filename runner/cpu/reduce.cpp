@@ -578,17 +578,9 @@ void einsum_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_reduce_kernels(KernelRegistry& r) {
-  // ReduceSum takes axes as an input from opset 13, the others from opset 18.
-  r.add("", "ReduceSum", 1, kMaxOpset, reduce_kernel<Red::kSum, 13>);
-  r.add("", "ReduceMean", 1, kMaxOpset, reduce_kernel<Red::kMean, 18>);
-  r.add("", "ReduceMax", 1, kMaxOpset, reduce_kernel<Red::kMax, 18>);
-  r.add("", "ReduceMin", 1, kMaxOpset, reduce_kernel<Red::kMin, 18>);
-  r.add("", "ReduceProd", 1, kMaxOpset, reduce_kernel<Red::kProd, 18>);
-  r.add("", "ReduceL1", 1, kMaxOpset, reduce_kernel<Red::kL1, 18>);
-  r.add("", "ReduceL2", 1, kMaxOpset, reduce_kernel<Red::kL2, 18>);
-  r.add("", "ReduceLogSum", 1, kMaxOpset, reduce_kernel<Red::kLogSum, 18>);
-  r.add("", "ReduceLogSumExp", 1, kMaxOpset, reduce_kernel<Red::kLogSumExp, 18>);
-  r.add("", "ReduceSumSquare", 1, kMaxOpset, reduce_kernel<Red::kSumSquare, 18>);
+#define ONNXTOOL_ADD_REDUCE(op, acc, axes_input) r.add("", #op, 1, kMaxOpset, reduce_kernel<Red::k##acc, axes_input>);
+  ONNXTOOL_REDUCE_OPS(ONNXTOOL_ADD_REDUCE)
+#undef ONNXTOOL_ADD_REDUCE
   r.add("", "ArgMax", 1, kMaxOpset, arg_kernel<true>);
   r.add("", "ArgMin", 1, kMaxOpset, arg_kernel<false>);
   r.add("", "CumSum", 11, kMaxOpset, cumulative_kernel<false>);

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include "ir/ops/shape_util.h"
 #include "runner/geometry.h"
@@ -731,8 +732,31 @@ QuantParams quant_params(DeviceKernelContext& ctx, const Shape& xs, DataType x_t
   return q;
 }
 
-struct QuantizeParams {
+/// What both shaders read first: the element count and the scale's layout over the elements.
+struct QuantLayout {
   uint32_t n, inner, axis_dim, count;
+};
+
+/// Input 0's QuantLayout and its scale and zero point; nullopt (the empty output made) when
+/// there is no element.
+std::optional<std::pair<QuantLayout, QuantParams>> quant_layout(DeviceKernelContext& ctx, DataType x_type, DataType out,
+                                                                bool quantize) {
+  const Shape xs = ctx.input_shape(0);
+  QuantLayout layout{};
+  layout.n = checked_u32(ctx, shape_size(xs), "the element count");
+  if (layout.n == 0) {
+    output(ctx, 0, out, xs);
+    return std::nullopt;
+  }
+  QuantParams q = quant_params(ctx, xs, x_type, quantize);
+  layout.inner = q.inner;
+  layout.axis_dim = q.axis_dim;
+  layout.count = q.count;
+  return std::make_pair(layout, std::move(q));
+}
+
+struct QuantizeParams {
+  QuantLayout layout;
   float lo, hi;
 };
 
@@ -743,26 +767,18 @@ void quantize_kernel(DeviceKernelContext& ctx) {
     out = static_cast<DataType>(ctx.attr_int("output_dtype", 0));
   if (out != DataType::kUInt8 && out != DataType::kInt8)
     ctx.decline(std::string("QuantizeLinear to ") + type_name(out) + " (Vulkan produces uint8 and int8)");
-  const Shape xs = ctx.input_shape(0);
-  QuantizeParams p{};
-  p.n = checked_u32(ctx, shape_size(xs), "the element count");
-  if (p.n == 0) {
-    output(ctx, 0, out, xs);
-    return;
-  }
-  const QuantParams q = quant_params(ctx, xs, out, true);
-  p.inner = q.inner;
-  p.axis_dim = q.axis_dim;
-  p.count = q.count;
-  p.lo = out == DataType::kUInt8 ? 0.0f : -128.0f;
-  p.hi = out == DataType::kUInt8 ? 255.0f : 127.0f;
+  const auto layout = quant_layout(ctx, out, out, true);
+  if (!layout) return;
+  const QuantParams& q = layout->second;
+  QuantizeParams p{layout->first, out == DataType::kUInt8 ? 0.0f : -128.0f, out == DataType::kUInt8 ? 255.0f : 127.0f};
   auto x = input(ctx, 0);
-  auto y = output(ctx, 0, out, xs);
-  dispatch_1d(ctx, "quantize", {x->range(), q.buffer->range(), words(y)}, &p, sizeof p, (uint64_t{p.n} + 3) / 4);
+  auto y = output(ctx, 0, out, ctx.input_shape(0));
+  dispatch_1d(ctx, "quantize", {x->range(), q.buffer->range(), words(y)}, &p, sizeof p, (uint64_t{p.layout.n} + 3) / 4);
 }
 
 struct DequantizeParams {
-  uint32_t n, inner, axis_dim, count, is_signed;
+  QuantLayout layout;
+  uint32_t is_signed;
 };
 
 void dequantize_kernel(DeviceKernelContext& ctx) {
@@ -775,21 +791,13 @@ void dequantize_kernel(DeviceKernelContext& ctx) {
     ctx.decline("an output_dtype other than the scale's");
   if (out != DataType::kFloat && out != DataType::kFloat16) ctx.decline("a non-float scale");
   require_float(ctx, 1);
-  const Shape xs = ctx.input_shape(0);
-  DequantizeParams p{};
-  p.n = checked_u32(ctx, shape_size(xs), "the element count");
-  if (p.n == 0) {
-    output(ctx, 0, out, xs);
-    return;
-  }
-  const QuantParams q = quant_params(ctx, xs, in, false);
-  p.inner = q.inner;
-  p.axis_dim = q.axis_dim;
-  p.count = q.count;
-  p.is_signed = in == DataType::kInt8;
+  const auto layout = quant_layout(ctx, in, out, false);
+  if (!layout) return;
+  const QuantParams& q = layout->second;
+  DequantizeParams p{layout->first, in == DataType::kInt8};
   auto x = input(ctx, 0);
-  auto y = output(ctx, 0, out, xs);
-  dispatch_1d(ctx, shader_for("dequantize", out), {words(x), q.buffer->range(), y->range()}, &p, sizeof p, p.n);
+  auto y = output(ctx, 0, out, ctx.input_shape(0));
+  dispatch_1d(ctx, shader_for("dequantize", out), {words(x), q.buffer->range(), y->range()}, &p, sizeof p, p.layout.n);
 }
 
 }  // namespace

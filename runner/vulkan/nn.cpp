@@ -426,17 +426,9 @@ void register_nn(KernelTable& t) {
   t.add("", "Softmax", 1, kMaxOpset, softmax_kernel<AxisOp::kSoftmax>);
   t.add("", "LogSoftmax", 1, kMaxOpset, softmax_kernel<AxisOp::kLogSoftmax>);
   t.add("", "Hardmax", 1, kMaxOpset, softmax_kernel<AxisOp::kHardmax>);
-  // ReduceSum takes axes as an input from opset 13, the others from opset 18.
-  t.add("", "ReduceSum", 1, kMaxOpset, reduce_kernel<ReduceOp::kSum, 13>);
-  t.add("", "ReduceMean", 1, kMaxOpset, reduce_kernel<ReduceOp::kMean, 18>);
-  t.add("", "ReduceMax", 1, kMaxOpset, reduce_kernel<ReduceOp::kMax, 18>);
-  t.add("", "ReduceMin", 1, kMaxOpset, reduce_kernel<ReduceOp::kMin, 18>);
-  t.add("", "ReduceProd", 1, kMaxOpset, reduce_kernel<ReduceOp::kProd, 18>);
-  t.add("", "ReduceL1", 1, kMaxOpset, reduce_kernel<ReduceOp::kL1, 18>);
-  t.add("", "ReduceL2", 1, kMaxOpset, reduce_kernel<ReduceOp::kL2, 18>);
-  t.add("", "ReduceLogSum", 1, kMaxOpset, reduce_kernel<ReduceOp::kLogSum, 18>);
-  t.add("", "ReduceLogSumExp", 1, kMaxOpset, reduce_kernel<ReduceOp::kLogSumExp, 18>);
-  t.add("", "ReduceSumSquare", 1, kMaxOpset, reduce_kernel<ReduceOp::kSumSquare, 18>);
+#define ONNXTOOL_ADD_REDUCE(op, acc, axes_input) t.add("", #op, 1, kMaxOpset, reduce_kernel<ReduceOp::k##acc, axes_input>);
+  ONNXTOOL_REDUCE_OPS(ONNXTOOL_ADD_REDUCE)
+#undef ONNXTOOL_ADD_REDUCE
   t.add("", "BatchNormalization", 1, kMaxOpset, batch_norm_kernel);
   t.add("", "InstanceNormalization", 1, kMaxOpset, instance_norm_kernel);
   t.add("", "LayerNormalization", 17, kMaxOpset, layer_norm_kernel);
