@@ -20,6 +20,7 @@
 #include "runner/cpu/elementwise_util.h"
 #include "runner/session.h"
 #include "tests/empty_model.h"
+#include "tests/kernel_test_util.h"
 #include "tests/random_feed.h"
 
 namespace onnxtool {
@@ -52,26 +53,7 @@ struct OpRun {
 };
 
 std::vector<Value> execute(const OpRun& r, int threads) {
-  ir::Model model = testing::empty_model(r.opset);
-  ir::Graph& g = *model.graph;
-  std::vector<ir::Value*> ins;
-  std::map<std::string, Value> feeds;
-  for (size_t i = 0; i < r.inputs.size(); ++i) {
-    if (!r.inputs[i].valid()) {
-      ins.push_back(nullptr);
-      continue;
-    }
-    const std::string name = "x" + std::to_string(i);
-    ins.push_back(g.add_input(name, ir::TypeInfo::tensor(r.inputs[i].dtype())).value);
-    feeds[name] = Value::of(r.inputs[i]);
-  }
-  std::vector<std::string> outs;
-  for (size_t i = 0; i < r.outputs; ++i) outs.push_back("y" + std::to_string(i));
-  ir::Node* n = g.add_node(r.op, ins, outs, "", "node_under_test");
-  if (r.attrs) r.attrs(*n);
-  for (size_t i = 0; i < r.outputs; ++i) g.add_output(n->output(i), std::nullopt);
-  runner::Session session(model, runner::SessionOptions{threads});
-  return session.run(feeds);
+  return testing::run_one_node(r.op, r.opset, r.inputs, r.outputs, "node_under_test", r.attrs, threads);
 }
 
 /// Runs with 1 and with 3 threads; the outputs must be byte-identical.

@@ -68,27 +68,37 @@ struct NodeCase {
   size_t outputs;
 };
 
-inline std::vector<Value> run_node(const NodeCase& c, int threads) {
-  ir::Model m = empty_model(c.opset);
+/// Runs a model of one node `op`, named `node_name`, over graph inputs in0.. (an invalid tensor:
+/// an omitted input) and outputs out0..; `edit` sets its attributes.
+inline std::vector<Value> run_one_node(const std::string& op, int64_t opset, const std::vector<Tensor>& inputs,
+                                       size_t outputs, const std::string& node_name,
+                                       const std::function<void(ir::Node&)>& edit, int threads) {
+  ir::Model m = empty_model(opset);
   ir::Graph& g = *m.graph;
   std::vector<ir::Value*> ins;
   std::map<std::string, Value> feeds;
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    if (!c.inputs[i].valid()) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].valid()) {
       ins.push_back(nullptr);
       continue;
     }
     const std::string name = "in" + std::to_string(i);
-    ins.push_back(g.add_input(name, ir::TypeInfo::tensor(c.inputs[i].dtype())).value);
-    feeds[name] = Value::of(c.inputs[i]);
+    ins.push_back(g.add_input(name, ir::TypeInfo::tensor(inputs[i].dtype())).value);
+    feeds[name] = Value::of(inputs[i]);
   }
   std::vector<std::string> outs;
-  for (size_t i = 0; i < c.outputs; ++i) outs.push_back("out" + std::to_string(i));
-  ir::Node* n = g.add_node(c.op, ins, outs, "", "n0");
-  for (const auto& a : c.attrs) n->set_attr(a.make());
-  for (size_t i = 0; i < c.outputs; ++i) g.add_output(n->output(i), std::nullopt);
+  for (size_t i = 0; i < outputs; ++i) outs.push_back("out" + std::to_string(i));
+  ir::Node* n = g.add_node(op, ins, outs, "", node_name);
+  if (edit) edit(*n);
+  for (size_t i = 0; i < outputs; ++i) g.add_output(n->output(i), std::nullopt);
   runner::Session s(m, runner::SessionOptions{threads});
   return s.run(feeds);
+}
+
+inline std::vector<Value> run_node(const NodeCase& c, int threads) {
+  return run_one_node(c.op, c.opset, c.inputs, c.outputs, "n0", [&c](ir::Node& n) {
+    for (const auto& a : c.attrs) n.set_attr(a.make());
+  }, threads);
 }
 
 /// Runs with one and with three threads, checks the outputs are byte-identical, returns them.
