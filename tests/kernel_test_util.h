@@ -68,6 +68,24 @@ struct NodeCase {
   size_t outputs;
 };
 
+/// Compares values with a reference, relatively: |got - want| <= tol * (floor + |want|) for each
+/// element; the first element beyond fails the check, naming it.
+inline void check_relative(const std::vector<double>& got, const std::vector<double>& want, double tol, double floor) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    if (std::fabs(got[i] - want[i]) > tol * (floor + std::fabs(want[i]))) {
+      FAIL_CHECK("element " << i << ": " << got[i] << " vs expected " << want[i]);
+      return;
+    }
+}
+
+/// A float tensor's values as a double tensor of the same shape.
+inline Tensor to_double(const Tensor& t) {
+  Tensor d(DataType::kDouble, t.shape());
+  for (int64_t i = 0; i < t.size(); ++i) d.mutable_data<double>()[i] = t.data<float>()[i];
+  return d;
+}
+
 /// Runs a model of one node `op`, named `node_name`, over graph inputs in0.. (an invalid tensor:
 /// an omitted input) and outputs out0..; `edit` sets its attributes.
 inline std::vector<Value> run_one_node(const std::string& op, int64_t opset, const std::vector<Tensor>& inputs,

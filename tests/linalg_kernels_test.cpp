@@ -40,19 +40,7 @@ std::vector<double> as_doubles(const Tensor& t) {
 /// Relative comparison with a floor of 100: the random inputs lie in [-10, 10], so one term of a
 /// sum is up to 100 and a sum that cancels to near zero keeps the rounding error of its terms.
 void check_near(const Tensor& got, const std::vector<double>& want, double tol) {
-  const auto g = as_doubles(got);
-  REQUIRE(g.size() == want.size());
-  for (size_t i = 0; i < g.size(); ++i)
-    if (std::fabs(g[i] - want[i]) > tol * (100 + std::fabs(want[i]))) {
-      FAIL_CHECK("element " << i << ": " << g[i] << " vs expected " << want[i]);
-      return;
-    }
-}
-
-Tensor to_double(const Tensor& t) {
-  Tensor d(DataType::kDouble, t.shape());
-  for (int64_t i = 0; i < t.size(); ++i) d.mutable_data<double>()[i] = t.data<float>()[i];
-  return d;
+  check_relative(as_doubles(got), want, tol, 100);
 }
 
 Tensor to_half(const Tensor& t) {

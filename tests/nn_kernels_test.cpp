@@ -53,19 +53,7 @@ void check_exact(const Tensor& got, const std::vector<double>& want) {
 
 /// Relative comparison (floor 1) of a float or double tensor with a reference.
 void check_near(const Tensor& got, const std::vector<double>& want, double tol) {
-  const auto g = as_doubles(got);
-  REQUIRE(g.size() == want.size());
-  for (size_t i = 0; i < g.size(); ++i)
-    if (std::fabs(g[i] - want[i]) > tol * (1 + std::fabs(want[i]))) {
-      FAIL_CHECK("element " << i << ": " << g[i] << " vs expected " << want[i]);
-      return;
-    }
-}
-
-Tensor to_double(const Tensor& t) {
-  Tensor d(DataType::kDouble, t.shape());
-  for (int64_t i = 0; i < t.size(); ++i) d.mutable_data<double>()[i] = t.data<float>()[i];
-  return d;
+  check_relative(as_doubles(got), want, tol, 1);
 }
 
 int64_t count(const std::vector<int64_t>& shape) {
