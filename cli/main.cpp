@@ -3,7 +3,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
-#include <regex>
 #include <streambuf>
 
 #include "cli/common.h"
@@ -157,8 +156,9 @@ int main(int argc, char** argv) {
     const std::string who = selected.empty() ? "onnxtool" : "onnxtool " + selected.front()->get_name();
     std::string what = e.what();
     // CLI11's "--seed: At Most 1 required but received 2", said plainly.
-    static const std::regex at_most("At Most 1 required but received ([0-9]+)");
-    what = std::regex_replace(what, at_most, "given $1 times; it takes one value");
+    const std::string at_most = "At Most 1 required but received ";
+    if (const size_t at = what.find(at_most); at != std::string::npos)
+      what = what.substr(0, at) + "given " + what.substr(at + at_most.size()) + " times; it takes one value";
     return who + ": " + what + " (see --help)\n";
   });
 
