@@ -217,7 +217,7 @@ uint64_t anon_rss_bytes() {
 
 std::vector<fs::path> all_models() {
   std::vector<fs::path> models = testing::backend_models();
-  for (const auto& p : testing::real_models()) models.push_back(p);
+  for (const auto& p : testing::installed_real_models()) models.push_back(p);
   return models;
 }
 
@@ -514,8 +514,7 @@ size_t check_externalize(const fs::path& model_path, uint64_t threshold) {
 
 TEST_CASE("external data: big tensors go to a 4096-aligned side file and come back intact") {
   size_t models = 0;
-  for (const auto& path : testing::real_models()) {
-    REQUIRE_MESSAGE(fs::exists(path), "missing real model " << path);
+  for (const auto& path : testing::installed_real_models()) {
     CHECK(check_externalize(path, 1024) > 0);
     // A threshold equal to one tensor's exact size: that tensor must go external (>=).
     onnx::ModelProto m = parse_proto(read_file(path), path.string());
@@ -539,8 +538,9 @@ TEST_CASE("external data: big tensors go to a 4096-aligned side file and come ba
 }
 
 TEST_CASE("convert --external-data leaves only the model and its side file") {
-  const fs::path model = testing::real_models().front();
-  REQUIRE(fs::exists(model));
+  const std::vector<fs::path> installed = testing::installed_real_models();
+  if (installed.empty()) return;  // marked skipped by installed_real_models
+  const fs::path model = installed.front();
   TempDir dir;
   const fs::path out = dir / "out.onnx";
   const std::string cmd = shell_quote(testing::onnxtool_binary()) + " convert " + shell_quote(model) + " -o " +
@@ -783,13 +783,12 @@ void check_summary(const fs::path& path) {
 
 TEST_CASE("inspect figures match counts computed with libprotobuf") {
   size_t checked = 0;
-  for (const auto& path : testing::real_models()) {
-    REQUIRE_MESSAGE(fs::exists(path), "missing real model " << path);
+  for (const auto& path : testing::installed_real_models()) {
     check_summary(path);
     ++checked;
   }
   // The Silero VAD models hold If subgraphs: make sure the subgraph walk is exercised.
-  {
+  if (fs::exists(testing::real_models()[4])) {  // else marked skipped above
     const onnx::ModelProto vad =
         parse_proto(read_file(testing::real_models()[4]), "silero_vad_v5");
     CHECK(expected_summary(vad).subgraph_count > 0);
