@@ -79,6 +79,13 @@ const OpSchema* SchemaRegistry::find(std::string_view domain, std::string_view o
   return newest.deprecated ? nullptr : &newest;
 }
 
+int SchemaRegistry::first_version(std::string_view domain, std::string_view op_type) const {
+  const auto* list = versions(domain, op_type);
+  if (list == nullptr || list->empty())
+    throw Error(ErrorKind::kInternal, "no schema of " + std::string(op_type) + " in domain '" + std::string(domain) + "'");
+  return list->front().since_version;
+}
+
 bool SchemaRegistry::has_domain(std::string_view domain) const {
   return ops_.find(canonical_domain(domain)) != ops_.end();
 }

@@ -15,6 +15,10 @@
 namespace onnxtool::ir {
 
 class InferenceContext;  // ir/shape_inference.h
+
+/// The upper bound of "every later opset" in version ranges: shape functions and every device's
+/// kernels.
+constexpr int kMaxOpset = 1000;
 using ShapeFn = void (*)(InferenceContext&);
 
 enum class ParamOption { kSingle, kOptional, kVariadic };
@@ -94,6 +98,11 @@ class SchemaRegistry {
   /// Throws Error when no version falls in the range (a misspelt op or range).
   void set_shape_fn(std::string_view domain, std::string_view op_type, int from_version,
                     int to_version, ShapeFn fn);
+  /// The same for every version of the ai.onnx op `op_type`.
+  void set_shape_fn(std::string_view op_type, ShapeFn fn) { set_shape_fn("", op_type, 1, kMaxOpset, fn); }
+  /// The first version of an op: the start of the version range of a kernel that implements them
+  /// all. Throws Error for an op unknown in the domain (a misspelt registration).
+  int first_version(std::string_view domain, std::string_view op_type) const;
   /// The family that the following set_shape_fn calls register for ("" to stop recording);
   /// a string that outlives the registry.
   void begin_family(std::string_view family) { family_ = family; }

@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "ir/graph.h"
+#include "ir/op_schema.h"
 #include "runner/tensor.h"
 
 namespace onnxtool::runner {
 
-/// The upper bound of "every later opset" in the registrations of every device's kernels.
-constexpr int kMaxOpset = 1000;
+using ir::kMaxOpset;
 
 /// The Reduce* ops every device registers, once: X(op type, accumulation, the opset from which
 /// axes is an input rather than an attribute: ReduceSum's 13, the others' 18). The accumulation
@@ -118,6 +118,8 @@ class KernelRegistry {
   static const KernelRegistry& instance();
   /// Registers `fn` for opset versions [from, to] of an op (inclusive).
   void add(std::string_view domain, std::string_view op_type, int from, int to, KernelFn fn);
+  /// Registers `fn` for every version of the ai.onnx op `op_type` (from its first schema).
+  void add(std::string_view op_type, KernelFn fn);
   KernelFn find(std::string_view domain, std::string_view op_type, int64_t opset) const;
   /// Every registered (domain, op) with its version ranges, for coverage reports.
   struct Entry {

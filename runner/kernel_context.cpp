@@ -98,6 +98,10 @@ void KernelRegistry::add(std::string_view domain, std::string_view op_type, int 
   ops_[key].push_back({from, to, fn, family_, file_});
 }
 
+void KernelRegistry::add(std::string_view op_type, KernelFn fn) {
+  add("", op_type, ir::SchemaRegistry::instance().first_version("", op_type), kMaxOpset, fn);
+}
+
 KernelFn KernelRegistry::find(std::string_view domain, std::string_view op_type, int64_t opset) const {
   const std::string key = std::string(ir::canonical_domain(domain)) + "::" + std::string(op_type);
   auto it = ops_.find(key);

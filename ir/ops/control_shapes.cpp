@@ -218,11 +218,11 @@ void infer_scan(InferenceContext& ctx) {
 }  // namespace
 
 void register_control_shapes(SchemaRegistry& r) {
-  r.set_shape_fn("", "Constant", 1, 1000, infer_constant);
-  r.set_shape_fn("", "Identity", 1, 1000, infer_identity);
-  r.set_shape_fn("", "If", 1, 1000, infer_if);
-  r.set_shape_fn("", "Loop", 1, 1000, infer_loop);
-  r.set_shape_fn("", "Scan", 1, 1000, infer_scan);
+  r.set_shape_fn("Constant", infer_constant);
+  r.set_shape_fn("Identity", infer_identity);
+  r.set_shape_fn("If", infer_if);
+  r.set_shape_fn("Loop", infer_loop);
+  r.set_shape_fn("Scan", infer_scan);
 }
 
 }  // namespace onnxtool::ir

@@ -20,7 +20,6 @@ namespace {
 
 using shape::propagate_type_and_shape;
 
-constexpr int kLatest = 1000;  // upper bound of a version range that is open-ended
 
 // ---------------------------------------------------------------- element types
 
@@ -828,7 +827,7 @@ void infer_dynamic_quantize_linear(InferenceContext& ctx) {
 // ---------------------------------------------------------------- registration
 
 void set_all(SchemaRegistry& r, std::initializer_list<const char*> ops, int from, ShapeFn fn) {
-  for (const char* op : ops) r.set_shape_fn("", op, from, kLatest, fn);
+  for (const char* op : ops) r.set_shape_fn("", op, from, kMaxOpset, fn);
 }
 
 }  // namespace
@@ -841,68 +840,67 @@ void register_elementwise_shapes(SchemaRegistry& r) {
            "Relu", "LeakyRelu", "Elu", "Selu", "Celu", "ThresholdedRelu", "HardSigmoid", "HardSwish",
            "Sigmoid", "Softplus", "Softsign", "Mish", "Gelu", "Swish", "Shrink"},
           1, infer_unary);
-  r.set_shape_fn("", "Neg", 1, kLatest, infer_neg);
-  r.set_shape_fn("", "Abs", 1, kLatest, infer_abs);
-  r.set_shape_fn("", "Not", 1, kLatest, infer_not);
+  r.set_shape_fn("Neg", infer_neg);
+  r.set_shape_fn("Abs", infer_abs);
+  r.set_shape_fn("Not", infer_not);
   set_all(r, {"IsNaN", "IsInf"}, 1, infer_unary_to_bool);
-  r.set_shape_fn("", "Clip", 1, kLatest, infer_clip);
+  r.set_shape_fn("Clip", infer_clip);
   set_all(r, {"Softmax", "LogSoftmax", "Hardmax"}, 1, infer_softmax);
-  r.set_shape_fn("", "Dropout", 1, kLatest, infer_dropout);
-  r.set_shape_fn("", "Cast", 1, kLatest, infer_cast);
-  r.set_shape_fn("", "CastLike", 1, kLatest, infer_cast_like);
-  r.set_shape_fn("", "BitCast", 1, kLatest, infer_bit_cast);
+  r.set_shape_fn("Dropout", infer_dropout);
+  r.set_shape_fn("Cast", infer_cast);
+  r.set_shape_fn("CastLike", infer_cast_like);
+  r.set_shape_fn("BitCast", infer_bit_cast);
 
-  // Binary ops: opset 1-6 use the legacy broadcast attribute, 7 on numpy broadcasting.
+  // Binary ops: opset 1-6 with the legacy broadcast attribute, from 7 numpy broadcasting.
   using R = Result;
-  r.set_shape_fn("", "Add", 1, 6, legacy_values_fn<R::kSameType, ValueOp::kAdd>);
-  r.set_shape_fn("", "Sub", 1, 6, legacy_values_fn<R::kSameType, ValueOp::kSub>);
-  r.set_shape_fn("", "Mul", 1, 6, legacy_values_fn<R::kSameType, ValueOp::kMul>);
-  r.set_shape_fn("", "Div", 1, 6, div_fn<true>);
-  r.set_shape_fn("", "And", 1, 6, legacy_values_fn<R::kBool, ValueOp::kAnd>);
-  r.set_shape_fn("", "Or", 1, 6, legacy_values_fn<R::kBool, ValueOp::kOr>);
-  r.set_shape_fn("", "Xor", 1, 6, legacy_values_fn<R::kBool, ValueOp::kXor>);
-  r.set_shape_fn("", "Equal", 1, 6, legacy_values_fn<R::kBool, ValueOp::kEqual>);
-  r.set_shape_fn("", "Greater", 1, 6, legacy_values_fn<R::kBool, ValueOp::kGreater>);
-  r.set_shape_fn("", "Less", 1, 6, legacy_values_fn<R::kBool, ValueOp::kLess>);
-  r.set_shape_fn("", "Pow", 1, kLatest, infer_pow);
-
-  r.set_shape_fn("", "Add", 7, kLatest, binary_values_fn<R::kSameType, ValueOp::kAdd>);
-  r.set_shape_fn("", "Sub", 7, kLatest, binary_values_fn<R::kSameType, ValueOp::kSub>);
-  r.set_shape_fn("", "Mul", 7, kLatest, binary_values_fn<R::kSameType, ValueOp::kMul>);
-  r.set_shape_fn("", "Div", 7, kLatest, div_fn<false>);
-  r.set_shape_fn("", "Mod", 1, kLatest, infer_mod);
-  r.set_shape_fn("", "And", 7, kLatest, binary_values_fn<R::kBool, ValueOp::kAnd>);
-  r.set_shape_fn("", "Or", 7, kLatest, binary_values_fn<R::kBool, ValueOp::kOr>);
-  r.set_shape_fn("", "Xor", 7, kLatest, binary_values_fn<R::kBool, ValueOp::kXor>);
-  r.set_shape_fn("", "Equal", 7, kLatest, binary_values_fn<R::kBool, ValueOp::kEqual>);
-  r.set_shape_fn("", "Greater", 7, kLatest, binary_values_fn<R::kBool, ValueOp::kGreater>);
-  r.set_shape_fn("", "Less", 7, kLatest, binary_values_fn<R::kBool, ValueOp::kLess>);
-  r.set_shape_fn("", "GreaterOrEqual", 1, kLatest, binary_values_fn<R::kBool, ValueOp::kGreaterOrEqual>);
-  r.set_shape_fn("", "LessOrEqual", 1, kLatest, binary_values_fn<R::kBool, ValueOp::kLessOrEqual>);
+  struct Binary {
+    const char* op;
+    ShapeFn legacy, numpy;
+  };
+  const Binary binary[] = {
+      {"Add", legacy_values_fn<R::kSameType, ValueOp::kAdd>, binary_values_fn<R::kSameType, ValueOp::kAdd>},
+      {"Sub", legacy_values_fn<R::kSameType, ValueOp::kSub>, binary_values_fn<R::kSameType, ValueOp::kSub>},
+      {"Mul", legacy_values_fn<R::kSameType, ValueOp::kMul>, binary_values_fn<R::kSameType, ValueOp::kMul>},
+      {"Div", div_fn<true>, div_fn<false>},
+      {"And", legacy_values_fn<R::kBool, ValueOp::kAnd>, binary_values_fn<R::kBool, ValueOp::kAnd>},
+      {"Or", legacy_values_fn<R::kBool, ValueOp::kOr>, binary_values_fn<R::kBool, ValueOp::kOr>},
+      {"Xor", legacy_values_fn<R::kBool, ValueOp::kXor>, binary_values_fn<R::kBool, ValueOp::kXor>},
+      {"Equal", legacy_values_fn<R::kBool, ValueOp::kEqual>, binary_values_fn<R::kBool, ValueOp::kEqual>},
+      {"Greater", legacy_values_fn<R::kBool, ValueOp::kGreater>, binary_values_fn<R::kBool, ValueOp::kGreater>},
+      {"Less", legacy_values_fn<R::kBool, ValueOp::kLess>, binary_values_fn<R::kBool, ValueOp::kLess>},
+  };
+  for (const Binary& b : binary) {
+    r.set_shape_fn("", b.op, 1, 6, b.legacy);
+    r.set_shape_fn("", b.op, 7, kMaxOpset, b.numpy);
+  }
+  r.set_shape_fn("Pow", infer_pow);
+  r.set_shape_fn("Mod", infer_mod);
+  r.set_shape_fn("GreaterOrEqual", binary_values_fn<R::kBool, ValueOp::kGreaterOrEqual>);
+  r.set_shape_fn("LessOrEqual", binary_values_fn<R::kBool, ValueOp::kLessOrEqual>);
   set_all(r, {"BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor"}, 1, binary_fn<R::kSameType, true>);
-  r.set_shape_fn("", "PRelu", 1, kLatest, infer_prelu);
-  r.set_shape_fn("", "Where", 1, kLatest, infer_where);
+  r.set_shape_fn("PRelu", infer_prelu);
+  r.set_shape_fn("Where", infer_where);
 
   // Variadic ops.
   set_all(r, {"Sum", "Mean"}, 1, infer_variadic);
-  r.set_shape_fn("", "Max", 1, kLatest, variadic_values_fn<ValueOp::kMax>);
-  r.set_shape_fn("", "Min", 1, kLatest, variadic_values_fn<ValueOp::kMin>);
+  r.set_shape_fn("Max", variadic_values_fn<ValueOp::kMax>);
+  r.set_shape_fn("Min", variadic_values_fn<ValueOp::kMin>);
 
   // Reductions: the axes became an input at 13 for ReduceSum, at 18 for the others.
   r.set_shape_fn("", "ReduceSum", 1, 12, infer_reduce_attr_axes);
-  r.set_shape_fn("", "ReduceSum", 13, kLatest, infer_reduce_input_axes);
+  r.set_shape_fn("", "ReduceSum", 13, kMaxOpset, infer_reduce_input_axes);
   for (const char* op : {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
                          "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"}) {
     r.set_shape_fn("", op, 1, 17, infer_reduce_attr_axes);
-    r.set_shape_fn("", op, 18, kLatest, infer_reduce_input_axes);
+    r.set_shape_fn("", op, 18, kMaxOpset, infer_reduce_input_axes);
   }
   set_all(r, {"ArgMax", "ArgMin"}, 1, infer_arg_reduce);
   set_all(r, {"CumSum", "CumProd"}, 1, infer_cumulative);
 
   // Quantization.
-  r.set_shape_fn("", "QuantizeLinear", 1, kLatest, infer_quantize_linear);
-  r.set_shape_fn("", "DequantizeLinear", 1, kLatest, infer_dequantize_linear);
-  r.set_shape_fn("", "DynamicQuantizeLinear", 1, kLatest, infer_dynamic_quantize_linear);
+  r.set_shape_fn("QuantizeLinear", infer_quantize_linear);
+  r.set_shape_fn("DequantizeLinear", infer_dequantize_linear);
+  r.set_shape_fn("DynamicQuantizeLinear", infer_dynamic_quantize_linear);
 }
 
 }  // namespace onnxtool::ir

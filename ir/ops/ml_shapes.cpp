@@ -214,27 +214,26 @@ void infer_zip_map(InferenceContext& ctx) {
 }  // namespace
 
 void register_ml_shapes(SchemaRegistry& r) {
-  constexpr int kLast = 1000;
-  r.set_shape_fn(kMl, "ArrayFeatureExtractor", 1, kLast, infer_array_feature_extractor);
-  r.set_shape_fn(kMl, "Binarizer", 1, kLast, infer_same_type_and_shape);
-  r.set_shape_fn(kMl, "CastMap", 1, kLast, infer_cast_map);
-  r.set_shape_fn(kMl, "CategoryMapper", 1, kLast, infer_category_mapper);
-  r.set_shape_fn(kMl, "DictVectorizer", 1, kLast, infer_dict_vectorizer);
-  r.set_shape_fn(kMl, "FeatureVectorizer", 1, kLast, infer_feature_vectorizer);
-  r.set_shape_fn(kMl, "Imputer", 1, kLast, infer_same_type_and_shape);
-  r.set_shape_fn(kMl, "LabelEncoder", 1, kLast, infer_label_encoder);
-  r.set_shape_fn(kMl, "LinearClassifier", 1, kLast, infer_linear_classifier);
-  r.set_shape_fn(kMl, "LinearRegressor", 1, kLast, infer_linear_regressor);
-  r.set_shape_fn(kMl, "Normalizer", 1, kLast, infer_float_same_shape);
-  r.set_shape_fn(kMl, "OneHotEncoder", 1, kLast, infer_one_hot_encoder);
-  r.set_shape_fn(kMl, "Scaler", 1, kLast, infer_float_same_shape);
-  r.set_shape_fn(kMl, "SVMClassifier", 1, kLast, infer_svm_classifier);
-  r.set_shape_fn(kMl, "SVMRegressor", 1, kLast, infer_svm_regressor);
+  r.set_shape_fn(kMl, "ArrayFeatureExtractor", 1, kMaxOpset, infer_array_feature_extractor);
+  r.set_shape_fn(kMl, "Binarizer", 1, kMaxOpset, infer_same_type_and_shape);
+  r.set_shape_fn(kMl, "CastMap", 1, kMaxOpset, infer_cast_map);
+  r.set_shape_fn(kMl, "CategoryMapper", 1, kMaxOpset, infer_category_mapper);
+  r.set_shape_fn(kMl, "DictVectorizer", 1, kMaxOpset, infer_dict_vectorizer);
+  r.set_shape_fn(kMl, "FeatureVectorizer", 1, kMaxOpset, infer_feature_vectorizer);
+  r.set_shape_fn(kMl, "Imputer", 1, kMaxOpset, infer_same_type_and_shape);
+  r.set_shape_fn(kMl, "LabelEncoder", 1, kMaxOpset, infer_label_encoder);
+  r.set_shape_fn(kMl, "LinearClassifier", 1, kMaxOpset, infer_linear_classifier);
+  r.set_shape_fn(kMl, "LinearRegressor", 1, kMaxOpset, infer_linear_regressor);
+  r.set_shape_fn(kMl, "Normalizer", 1, kMaxOpset, infer_float_same_shape);
+  r.set_shape_fn(kMl, "OneHotEncoder", 1, kMaxOpset, infer_one_hot_encoder);
+  r.set_shape_fn(kMl, "Scaler", 1, kMaxOpset, infer_float_same_shape);
+  r.set_shape_fn(kMl, "SVMClassifier", 1, kMaxOpset, infer_svm_classifier);
+  r.set_shape_fn(kMl, "SVMRegressor", 1, kMaxOpset, infer_svm_regressor);
   // Versions 1 and 3; version 5 deprecates both in favour of TreeEnsemble.
   r.set_shape_fn(kMl, "TreeEnsembleClassifier", 1, 4, infer_tree_classifier);
   r.set_shape_fn(kMl, "TreeEnsembleRegressor", 1, 4, infer_tree_regressor);
-  r.set_shape_fn(kMl, "TreeEnsemble", 5, kLast, infer_tree_ensemble);
-  r.set_shape_fn(kMl, "ZipMap", 1, kLast, infer_zip_map);
+  r.set_shape_fn(kMl, "TreeEnsemble", 5, kMaxOpset, infer_tree_ensemble);
+  r.set_shape_fn(kMl, "ZipMap", 1, kMaxOpset, infer_zip_map);
 }
 
 }  // namespace onnxtool::ir

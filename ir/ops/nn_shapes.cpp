@@ -952,55 +952,54 @@ void infer_center_crop_pad(InferenceContext& ctx) {
 }  // namespace
 
 void register_nn_shapes(SchemaRegistry& r) {
-  constexpr int kLast = 1000;
-  r.set_shape_fn("", "MatMul", 1, kLast, infer_matmul);
-  r.set_shape_fn("", "NegativeLogLikelihoodLoss", 12, kLast, infer_loss);
-  r.set_shape_fn("", "SoftmaxCrossEntropyLoss", 12, kLast, infer_loss);
-  r.set_shape_fn("", "SwiGLU", 28, kLast, infer_swiglu);
-  r.set_shape_fn("", "CausalConvWithState", 27, kLast, infer_causal_conv_with_state);
-  r.set_shape_fn("", "LinearAttention", 27, kLast, infer_linear_attention);
-  r.set_shape_fn("ai.onnx.preview.training", "Adagrad", 1, kLast, infer_optimizer<3, 2>);
-  r.set_shape_fn("ai.onnx.preview.training", "Momentum", 1, kLast, infer_optimizer<3, 2>);
-  r.set_shape_fn("ai.onnx.preview.training", "Adam", 1, kLast, infer_optimizer<4, 3>);
-  r.set_shape_fn("", "MatMulInteger", 10, kLast, infer_matmul_integer);
-  r.set_shape_fn("", "QLinearMatMul", 10, kLast, infer_qlinear_matmul);
-  r.set_shape_fn("", "Gemm", 1, kLast, infer_gemm);
-  r.set_shape_fn("", "Det", 1, kLast, infer_det);
+  r.set_shape_fn("MatMul", infer_matmul);
+  r.set_shape_fn("NegativeLogLikelihoodLoss", infer_loss);
+  r.set_shape_fn("SoftmaxCrossEntropyLoss", infer_loss);
+  r.set_shape_fn("SwiGLU", infer_swiglu);
+  r.set_shape_fn("CausalConvWithState", infer_causal_conv_with_state);
+  r.set_shape_fn("LinearAttention", infer_linear_attention);
+  r.set_shape_fn("ai.onnx.preview.training", "Adagrad", 1, kMaxOpset, infer_optimizer<3, 2>);
+  r.set_shape_fn("ai.onnx.preview.training", "Momentum", 1, kMaxOpset, infer_optimizer<3, 2>);
+  r.set_shape_fn("ai.onnx.preview.training", "Adam", 1, kMaxOpset, infer_optimizer<4, 3>);
+  r.set_shape_fn("MatMulInteger", infer_matmul_integer);
+  r.set_shape_fn("QLinearMatMul", infer_qlinear_matmul);
+  r.set_shape_fn("Gemm", infer_gemm);
+  r.set_shape_fn("Det", infer_det);
 
-  r.set_shape_fn("", "Conv", 1, kLast, infer_conv);
-  r.set_shape_fn("", "ConvInteger", 10, kLast, infer_conv_integer);
-  r.set_shape_fn("", "QLinearConv", 10, kLast, infer_qlinear_conv);
-  r.set_shape_fn("", "DeformConv", 19, kLast, infer_deform_conv);
-  r.set_shape_fn("", "ConvTranspose", 1, kLast, infer_conv_transpose);
-  r.set_shape_fn("", "MaxPool", 1, kLast, infer_pool);
-  r.set_shape_fn("", "AveragePool", 1, kLast, infer_pool);
-  r.set_shape_fn("", "LpPool", 1, kLast, infer_pool);
-  r.set_shape_fn("", "GlobalAveragePool", 1, kLast, infer_global_pool);
-  r.set_shape_fn("", "GlobalMaxPool", 1, kLast, infer_global_pool);
-  r.set_shape_fn("", "GlobalLpPool", 1, kLast, infer_global_pool);
-  r.set_shape_fn("", "MaxUnpool", 9, kLast, infer_max_unpool);
+  r.set_shape_fn("Conv", infer_conv);
+  r.set_shape_fn("ConvInteger", infer_conv_integer);
+  r.set_shape_fn("QLinearConv", infer_qlinear_conv);
+  r.set_shape_fn("DeformConv", infer_deform_conv);
+  r.set_shape_fn("ConvTranspose", infer_conv_transpose);
+  r.set_shape_fn("MaxPool", infer_pool);
+  r.set_shape_fn("AveragePool", infer_pool);
+  r.set_shape_fn("LpPool", infer_pool);
+  r.set_shape_fn("GlobalAveragePool", infer_global_pool);
+  r.set_shape_fn("GlobalMaxPool", infer_global_pool);
+  r.set_shape_fn("GlobalLpPool", infer_global_pool);
+  r.set_shape_fn("MaxUnpool", infer_max_unpool);
 
-  r.set_shape_fn("", "BatchNormalization", 1, kLast, infer_batch_norm);
-  r.set_shape_fn("", "InstanceNormalization", 1, kLast, infer_same_as_x);
-  r.set_shape_fn("", "LayerNormalization", 17, kLast, infer_layer_norm);
-  r.set_shape_fn("", "GroupNormalization", 18, kLast, infer_same_as_x);
-  r.set_shape_fn("", "RMSNormalization", 23, kLast, infer_rms_norm);
-  r.set_shape_fn("", "LRN", 1, kLast, infer_same_as_x);
-  r.set_shape_fn("", "MeanVarianceNormalization", 9, kLast, infer_same_as_x);
-  r.set_shape_fn("", "LpNormalization", 1, kLast, infer_lp_normalization);
+  r.set_shape_fn("BatchNormalization", infer_batch_norm);
+  r.set_shape_fn("InstanceNormalization", infer_same_as_x);
+  r.set_shape_fn("LayerNormalization", infer_layer_norm);
+  r.set_shape_fn("GroupNormalization", infer_same_as_x);
+  r.set_shape_fn("RMSNormalization", infer_rms_norm);
+  r.set_shape_fn("LRN", infer_same_as_x);
+  r.set_shape_fn("MeanVarianceNormalization", infer_same_as_x);
+  r.set_shape_fn("LpNormalization", infer_lp_normalization);
 
-  r.set_shape_fn("", "Einsum", 12, kLast, infer_einsum);
+  r.set_shape_fn("Einsum", infer_einsum);
 
-  r.set_shape_fn("", "RNN", 1, kLast, infer_rnn);
-  r.set_shape_fn("", "GRU", 1, kLast, infer_gru);
-  r.set_shape_fn("", "LSTM", 1, kLast, infer_lstm);
+  r.set_shape_fn("RNN", infer_rnn);
+  r.set_shape_fn("GRU", infer_gru);
+  r.set_shape_fn("LSTM", infer_lstm);
 
-  r.set_shape_fn("", "Attention", 23, kLast, infer_attention);
-  r.set_shape_fn("", "RotaryEmbedding", 23, kLast, infer_same_as_x);
+  r.set_shape_fn("Attention", infer_attention);
+  r.set_shape_fn("RotaryEmbedding", infer_same_as_x);
 
-  r.set_shape_fn("", "Col2Im", 18, kLast, infer_col2im);
-  r.set_shape_fn("", "GridSample", 16, kLast, infer_grid_sample);
-  r.set_shape_fn("", "CenterCropPad", 18, kLast, infer_center_crop_pad);
+  r.set_shape_fn("Col2Im", infer_col2im);
+  r.set_shape_fn("GridSample", infer_grid_sample);
+  r.set_shape_fn("CenterCropPad", infer_center_crop_pad);
 }
 
 }  // namespace onnxtool::ir

@@ -32,13 +32,12 @@ void infer_random_like(InferenceContext& ctx) {
 }  // namespace
 
 void register_random_shapes(SchemaRegistry& r) {
-  constexpr int kLast = 1000;
-  r.set_shape_fn("", "Multinomial", 1, kLast, infer_multinomial);
-  r.set_shape_fn("", "RandomNormal", 1, kLast, infer_random);
-  r.set_shape_fn("", "RandomUniform", 1, kLast, infer_random);
-  r.set_shape_fn("", "RandomNormalLike", 1, kLast, infer_random_like);
-  r.set_shape_fn("", "RandomUniformLike", 1, kLast, infer_random_like);
-  r.set_shape_fn("", "Bernoulli", 1, kLast, infer_random_like);
+  r.set_shape_fn("Multinomial", infer_multinomial);
+  r.set_shape_fn("RandomNormal", infer_random);
+  r.set_shape_fn("RandomUniform", infer_random);
+  r.set_shape_fn("RandomNormalLike", infer_random_like);
+  r.set_shape_fn("RandomUniformLike", infer_random_like);
+  r.set_shape_fn("Bernoulli", infer_random_like);
 }
 
 }  // namespace onnxtool::ir

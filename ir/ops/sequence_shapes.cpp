@@ -209,19 +209,18 @@ void infer_sequence_map(InferenceContext& ctx) {
 }  // namespace
 
 void register_sequence_shapes(SchemaRegistry& r) {
-  constexpr int kLast = 1000;
-  r.set_shape_fn("", "Optional", 1, kLast, infer_optional);
-  r.set_shape_fn("", "OptionalHasElement", 1, kLast, infer_optional_has_element);
-  r.set_shape_fn("", "OptionalGetElement", 1, kLast, infer_optional_get_element);
-  r.set_shape_fn("", "SequenceConstruct", 1, kLast, infer_sequence_construct);
-  r.set_shape_fn("", "SequenceEmpty", 1, kLast, infer_sequence_empty);
-  r.set_shape_fn("", "SequenceAt", 1, kLast, infer_sequence_at);
-  r.set_shape_fn("", "SequenceInsert", 1, kLast, infer_sequence_insert);
-  r.set_shape_fn("", "SequenceErase", 1, kLast, infer_sequence_erase);
-  r.set_shape_fn("", "SequenceLength", 1, kLast, infer_sequence_length);
-  r.set_shape_fn("", "SplitToSequence", 1, kLast, infer_split_to_sequence);
-  r.set_shape_fn("", "ConcatFromSequence", 1, kLast, infer_concat_from_sequence);
-  r.set_shape_fn("", "SequenceMap", 1, kLast, infer_sequence_map);
+  r.set_shape_fn("Optional", infer_optional);
+  r.set_shape_fn("OptionalHasElement", infer_optional_has_element);
+  r.set_shape_fn("OptionalGetElement", infer_optional_get_element);
+  r.set_shape_fn("SequenceConstruct", infer_sequence_construct);
+  r.set_shape_fn("SequenceEmpty", infer_sequence_empty);
+  r.set_shape_fn("SequenceAt", infer_sequence_at);
+  r.set_shape_fn("SequenceInsert", infer_sequence_insert);
+  r.set_shape_fn("SequenceErase", infer_sequence_erase);
+  r.set_shape_fn("SequenceLength", infer_sequence_length);
+  r.set_shape_fn("SplitToSequence", infer_split_to_sequence);
+  r.set_shape_fn("ConcatFromSequence", infer_concat_from_sequence);
+  r.set_shape_fn("SequenceMap", infer_sequence_map);
 }
 
 }  // namespace onnxtool::ir

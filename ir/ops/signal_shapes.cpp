@@ -107,13 +107,12 @@ void infer_mel_weight_matrix(InferenceContext& ctx) {
 }  // namespace
 
 void register_signal_shapes(SchemaRegistry& r) {
-  constexpr int kLast = 1000;
-  r.set_shape_fn("", "HannWindow", 1, kLast, infer_window);
-  r.set_shape_fn("", "HammingWindow", 1, kLast, infer_window);
-  r.set_shape_fn("", "BlackmanWindow", 1, kLast, infer_window);
-  r.set_shape_fn("", "DFT", 1, kLast, infer_dft);
-  r.set_shape_fn("", "STFT", 1, kLast, infer_stft);
-  r.set_shape_fn("", "MelWeightMatrix", 1, kLast, infer_mel_weight_matrix);
+  r.set_shape_fn("HannWindow", infer_window);
+  r.set_shape_fn("HammingWindow", infer_window);
+  r.set_shape_fn("BlackmanWindow", infer_window);
+  r.set_shape_fn("DFT", infer_dft);
+  r.set_shape_fn("STFT", infer_stft);
+  r.set_shape_fn("MelWeightMatrix", infer_mel_weight_matrix);
 }
 
 }  // namespace onnxtool::ir

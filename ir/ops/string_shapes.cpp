@@ -77,12 +77,11 @@ void infer_string_split(InferenceContext& ctx) {
 }  // namespace
 
 void register_string_shapes(SchemaRegistry& r) {
-  constexpr int kLast = 1000;
-  r.set_shape_fn("", "StringNormalizer", 1, kLast, infer_string_normalizer);
-  r.set_shape_fn("", "TfIdfVectorizer", 1, kLast, infer_tfidf_vectorizer);
-  r.set_shape_fn("", "RegexFullMatch", 1, kLast, infer_regex_full_match);
-  r.set_shape_fn("", "StringConcat", 1, kLast, infer_string_concat);
-  r.set_shape_fn("", "StringSplit", 1, kLast, infer_string_split);
+  r.set_shape_fn("StringNormalizer", infer_string_normalizer);
+  r.set_shape_fn("TfIdfVectorizer", infer_tfidf_vectorizer);
+  r.set_shape_fn("RegexFullMatch", infer_regex_full_match);
+  r.set_shape_fn("StringConcat", infer_string_concat);
+  r.set_shape_fn("StringSplit", infer_string_split);
 }
 
 }  // namespace onnxtool::ir

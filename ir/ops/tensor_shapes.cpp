@@ -1037,40 +1037,39 @@ void infer_same_shape(InferenceContext& ctx) { propagate_type_and_shape(ctx, 0, 
 }  // namespace
 
 void register_tensor_shapes(SchemaRegistry& r) {
-  constexpr int kLast = 1000;
   // Shape computations.
-  r.set_shape_fn("", "Shape", 1, kLast, infer_shape);
-  r.set_shape_fn("", "Size", 1, kLast, infer_size);
-  r.set_shape_fn("", "Reshape", 1, kLast, infer_reshape);
-  r.set_shape_fn("", "Flatten", 1, kLast, infer_flatten);
-  r.set_shape_fn("", "Transpose", 1, kLast, infer_transpose);
-  r.set_shape_fn("", "Concat", 1, kLast, infer_concat);
-  r.set_shape_fn("", "Split", 1, kLast, infer_split);
-  r.set_shape_fn("", "Slice", 1, kLast, infer_slice);
-  r.set_shape_fn("", "Gather", 1, kLast, infer_gather);
-  r.set_shape_fn("", "GatherElements", 1, kLast, infer_gather_elements);
-  r.set_shape_fn("", "GatherND", 1, kLast, infer_gather_nd);
-  r.set_shape_fn("", "Scatter", 1, kLast, infer_scatter_elements);
-  r.set_shape_fn("", "ScatterElements", 1, kLast, infer_scatter_elements);
-  r.set_shape_fn("", "ScatterND", 1, kLast, infer_scatter);
-  r.set_shape_fn("", "TensorScatter", 1, kLast, infer_scatter);
-  r.set_shape_fn("", "Squeeze", 1, kLast, infer_squeeze);
-  r.set_shape_fn("", "Unsqueeze", 1, kLast, infer_unsqueeze);
-  r.set_shape_fn("", "Expand", 1, kLast, infer_expand);
-  r.set_shape_fn("", "Tile", 1, kLast, infer_tile);
-  r.set_shape_fn("", "Pad", 1, kLast, infer_pad);
-  r.set_shape_fn("", "ConstantOfShape", 1, kLast, infer_constant_of_shape);
-  r.set_shape_fn("", "Range", 1, kLast, infer_range);
-  r.set_shape_fn("", "OneHot", 1, kLast, infer_one_hot);
-  r.set_shape_fn("", "NonZero", 1, kLast, infer_non_zero);
-  r.set_shape_fn("", "TopK", 1, kLast, infer_top_k);
-  r.set_shape_fn("", "Unique", 1, kLast, infer_unique);
-  r.set_shape_fn("", "Compress", 1, kLast, infer_compress);
-  r.set_shape_fn("", "DepthToSpace", 1, kLast, infer_depth_to_space);
-  r.set_shape_fn("", "SpaceToDepth", 1, kLast, infer_space_to_depth);
-  r.set_shape_fn("", "EyeLike", 1, kLast, infer_eye_like);
-  r.set_shape_fn("", "Trilu", 1, kLast, infer_same_shape);
-  r.set_shape_fn("", "ReverseSequence", 1, kLast, infer_same_shape);
+  r.set_shape_fn("Shape", infer_shape);
+  r.set_shape_fn("Size", infer_size);
+  r.set_shape_fn("Reshape", infer_reshape);
+  r.set_shape_fn("Flatten", infer_flatten);
+  r.set_shape_fn("Transpose", infer_transpose);
+  r.set_shape_fn("Concat", infer_concat);
+  r.set_shape_fn("Split", infer_split);
+  r.set_shape_fn("Slice", infer_slice);
+  r.set_shape_fn("Gather", infer_gather);
+  r.set_shape_fn("GatherElements", infer_gather_elements);
+  r.set_shape_fn("GatherND", infer_gather_nd);
+  r.set_shape_fn("Scatter", infer_scatter_elements);
+  r.set_shape_fn("ScatterElements", infer_scatter_elements);
+  r.set_shape_fn("ScatterND", infer_scatter);
+  r.set_shape_fn("TensorScatter", infer_scatter);
+  r.set_shape_fn("Squeeze", infer_squeeze);
+  r.set_shape_fn("Unsqueeze", infer_unsqueeze);
+  r.set_shape_fn("Expand", infer_expand);
+  r.set_shape_fn("Tile", infer_tile);
+  r.set_shape_fn("Pad", infer_pad);
+  r.set_shape_fn("ConstantOfShape", infer_constant_of_shape);
+  r.set_shape_fn("Range", infer_range);
+  r.set_shape_fn("OneHot", infer_one_hot);
+  r.set_shape_fn("NonZero", infer_non_zero);
+  r.set_shape_fn("TopK", infer_top_k);
+  r.set_shape_fn("Unique", infer_unique);
+  r.set_shape_fn("Compress", infer_compress);
+  r.set_shape_fn("DepthToSpace", infer_depth_to_space);
+  r.set_shape_fn("SpaceToDepth", infer_space_to_depth);
+  r.set_shape_fn("EyeLike", infer_eye_like);
+  r.set_shape_fn("Trilu", infer_same_shape);
+  r.set_shape_fn("ReverseSequence", infer_same_shape);
 }
 
 }  // namespace onnxtool::ir

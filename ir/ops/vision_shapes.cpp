@@ -226,14 +226,13 @@ void infer_resize(InferenceContext& ctx) {
 }  // namespace
 
 void register_vision_shapes(SchemaRegistry& r) {
-  constexpr int kLast = 1000;
-  r.set_shape_fn("", "NonMaxSuppression", 1, kLast, infer_non_max_suppression);
-  r.set_shape_fn("", "RoiAlign", 1, kLast, infer_roi_align);
-  r.set_shape_fn("", "MaxRoiPool", 1, kLast, infer_max_roi_pool);
-  r.set_shape_fn("", "ImageDecoder", 1, kLast, infer_image_decoder);
-  r.set_shape_fn("", "AffineGrid", 1, kLast, infer_affine_grid);
-  r.set_shape_fn("", "Upsample", 1, kLast, infer_upsample);
-  r.set_shape_fn("", "Resize", 1, kLast, infer_resize);
+  r.set_shape_fn("NonMaxSuppression", infer_non_max_suppression);
+  r.set_shape_fn("RoiAlign", infer_roi_align);
+  r.set_shape_fn("MaxRoiPool", infer_max_roi_pool);
+  r.set_shape_fn("ImageDecoder", infer_image_decoder);
+  r.set_shape_fn("AffineGrid", infer_affine_grid);
+  r.set_shape_fn("Upsample", infer_upsample);
+  r.set_shape_fn("Resize", infer_resize);
 }
 
 }  // namespace onnxtool::ir

@@ -641,12 +641,12 @@ void linear_attention(KernelContext& ctx) {
 }  // namespace
 
 void register_attention_kernels(KernelRegistry& r) {
-  r.add("", "Attention", 23, kMaxOpset, attention);
-  r.add("", "RotaryEmbedding", 23, kMaxOpset, rotary_embedding);
-  r.add("", "TensorScatter", 24, kMaxOpset, tensor_scatter);
-  r.add("", "CausalConvWithState", 27, kMaxOpset, causal_conv_with_state);
-  r.add("", "LinearAttention", 27, kMaxOpset, linear_attention);
-  r.add("", "SwiGLU", 28, kMaxOpset, swiglu);
+  r.add("Attention", attention);
+  r.add("RotaryEmbedding", rotary_embedding);
+  r.add("TensorScatter", tensor_scatter);
+  r.add("CausalConvWithState", causal_conv_with_state);
+  r.add("LinearAttention", linear_attention);
+  r.add("SwiGLU", swiglu);
 }
 
 }  // namespace onnxtool::runner::cpu

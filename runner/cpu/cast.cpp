@@ -244,8 +244,8 @@ void cast_like_kernel(KernelContext& ctx) {
 }  // namespace
 
 void register_cast_kernels(KernelRegistry& r) {
-  r.add("", "Cast", 1, kMaxOpset, cast_kernel);
-  r.add("", "CastLike", 15, kMaxOpset, cast_like_kernel);
+  r.add("Cast", cast_kernel);
+  r.add("CastLike", cast_like_kernel);
 }
 
 }  // namespace onnxtool::runner::cpu

@@ -249,10 +249,10 @@ void scan(KernelContext& ctx) {
 }  // namespace
 
 void register_control_kernels(KernelRegistry& r) {
-  r.add("", "Constant", 1, kMaxOpset, constant);
-  r.add("", "Identity", 1, kMaxOpset, identity);
-  r.add("", "If", 1, kMaxOpset, if_op);
-  r.add("", "Loop", 1, kMaxOpset, loop);
+  r.add("Constant", constant);
+  r.add("Identity", identity);
+  r.add("If", if_op);
+  r.add("Loop", loop);
   r.add("", "Scan", 8, 8, scan8);
   r.add("", "Scan", 9, kMaxOpset, scan);
 }

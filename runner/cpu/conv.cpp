@@ -746,10 +746,10 @@ void conv_from_quantized(KernelContext& ctx) {
 }
 
 void register_conv_kernels(KernelRegistry& r) {
-  r.add("", "Conv", 1, kMaxOpset, conv);
-  r.add("", "ConvTranspose", 1, kMaxOpset, conv_transpose);
-  r.add("", "ConvInteger", 10, kMaxOpset, conv_integer);
-  r.add("", "QLinearConv", 10, kMaxOpset, qlinear_conv);
+  r.add("Conv", conv);
+  r.add("ConvTranspose", conv_transpose);
+  r.add("ConvInteger", conv_integer);
+  r.add("QLinearConv", qlinear_conv);
 }
 
 }  // namespace onnxtool::runner::cpu

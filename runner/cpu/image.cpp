@@ -310,11 +310,11 @@ void bit_cast(KernelContext& ctx) {
 }  // namespace
 
 void register_image_kernels(KernelRegistry& r) {
-  r.add("", "Col2Im", 18, kMaxOpset, col2im);
-  r.add("", "CenterCropPad", 18, kMaxOpset, center_crop_pad);
-  r.add("", "DeformConv", 19, kMaxOpset, deform_conv);
-  r.add("", "AffineGrid", 20, kMaxOpset, affine_grid);
-  r.add("", "BitCast", 26, kMaxOpset, bit_cast);
+  r.add("Col2Im", col2im);
+  r.add("CenterCropPad", center_crop_pad);
+  r.add("DeformConv", deform_conv);
+  r.add("AffineGrid", affine_grid);
+  r.add("BitCast", bit_cast);
 }
 
 }  // namespace onnxtool::runner::cpu

@@ -516,18 +516,18 @@ void unique(KernelContext& ctx) {
 }  // namespace
 
 void register_indexing_kernels(KernelRegistry& r) {
-  r.add("", "Gather", 1, kMaxOpset, gather);
-  r.add("", "GatherElements", 11, kMaxOpset, gather_elements);
-  r.add("", "GatherND", 11, kMaxOpset, gather_nd);
+  r.add("Gather", gather);
+  r.add("GatherElements", gather_elements);
+  r.add("GatherND", gather_nd);
   r.add("", "Scatter", 9, 10, scatter);
-  r.add("", "ScatterElements", 11, kMaxOpset, scatter_elements);
-  r.add("", "ScatterND", 11, kMaxOpset, scatter_nd);
-  r.add("", "OneHot", 9, kMaxOpset, one_hot);
-  r.add("", "NonZero", 9, kMaxOpset, non_zero);
-  r.add("", "Compress", 9, kMaxOpset, compress);
-  r.add("", "ReverseSequence", 10, kMaxOpset, reverse_sequence);
-  r.add("", "TopK", 1, kMaxOpset, top_k);
-  r.add("", "Unique", 11, kMaxOpset, unique);
+  r.add("ScatterElements", scatter_elements);
+  r.add("ScatterND", scatter_nd);
+  r.add("OneHot", one_hot);
+  r.add("NonZero", non_zero);
+  r.add("Compress", compress);
+  r.add("ReverseSequence", reverse_sequence);
+  r.add("TopK", top_k);
+  r.add("Unique", unique);
 }
 
 }  // namespace onnxtool::runner::cpu

@@ -85,8 +85,8 @@ void softmax_cross_entropy(KernelContext& ctx) {
 }  // namespace
 
 void register_loss_kernels(KernelRegistry& r) {
-  r.add("", "NegativeLogLikelihoodLoss", 12, kMaxOpset, nll_loss);
-  r.add("", "SoftmaxCrossEntropyLoss", 12, kMaxOpset, softmax_cross_entropy);
+  r.add("NegativeLogLikelihoodLoss", nll_loss);
+  r.add("SoftmaxCrossEntropyLoss", softmax_cross_entropy);
 }
 
 }  // namespace onnxtool::runner::cpu

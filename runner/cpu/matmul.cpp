@@ -357,11 +357,11 @@ void det(KernelContext& ctx) {
 }  // namespace
 
 void register_matmul_kernels(KernelRegistry& r) {
-  r.add("", "MatMul", 1, kMaxOpset, matmul);
-  r.add("", "Gemm", 1, kMaxOpset, gemm_kernel);
-  r.add("", "MatMulInteger", 10, kMaxOpset, matmul_integer);
-  r.add("", "QLinearMatMul", 10, kMaxOpset, qlinear_matmul);
-  r.add("", "Det", 11, kMaxOpset, det);
+  r.add("MatMul", matmul);
+  r.add("Gemm", gemm_kernel);
+  r.add("MatMulInteger", matmul_integer);
+  r.add("QLinearMatMul", qlinear_matmul);
+  r.add("Det", det);
 }
 
 }  // namespace onnxtool::runner::cpu

@@ -384,13 +384,13 @@ void mvn(KernelContext& ctx) {
 }  // namespace
 
 void register_normalization_kernels(KernelRegistry& r) {
-  r.add("", "BatchNormalization", 1, kMaxOpset, batch_norm);
-  r.add("", "InstanceNormalization", 1, kMaxOpset, instance_norm);
-  r.add("", "LayerNormalization", 17, kMaxOpset, layer_norm);
-  r.add("", "GroupNormalization", 18, kMaxOpset, group_norm);
-  r.add("", "RMSNormalization", 23, kMaxOpset, rms_norm);
-  r.add("", "LpNormalization", 1, kMaxOpset, lp_norm);
-  r.add("", "LRN", 1, kMaxOpset, lrn);
+  r.add("BatchNormalization", batch_norm);
+  r.add("InstanceNormalization", instance_norm);
+  r.add("LayerNormalization", layer_norm);
+  r.add("GroupNormalization", group_norm);
+  r.add("RMSNormalization", rms_norm);
+  r.add("LpNormalization", lp_norm);
+  r.add("LRN", lrn);
   r.add("", "MeanVarianceNormalization", 1, kMaxOpset, mvn);
 }
 

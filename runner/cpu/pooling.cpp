@@ -593,14 +593,14 @@ void max_roi_pool(KernelContext& ctx) {
 }  // namespace
 
 void register_pooling_kernels(KernelRegistry& r) {
-  r.add("", "MaxRoiPool", 1, kMaxOpset, max_roi_pool);
-  r.add("", "MaxPool", 1, kMaxOpset, pool<PoolKind::kMax>);
-  r.add("", "AveragePool", 1, kMaxOpset, pool<PoolKind::kAverage>);
-  r.add("", "LpPool", 1, kMaxOpset, pool<PoolKind::kLp>);
-  r.add("", "GlobalMaxPool", 1, kMaxOpset, global_pool<PoolKind::kMax>);
-  r.add("", "GlobalAveragePool", 1, kMaxOpset, global_pool<PoolKind::kAverage>);
-  r.add("", "GlobalLpPool", 1, kMaxOpset, global_pool<PoolKind::kLp>);
-  r.add("", "MaxUnpool", 9, kMaxOpset, max_unpool);
+  r.add("MaxRoiPool", max_roi_pool);
+  r.add("MaxPool", pool<PoolKind::kMax>);
+  r.add("AveragePool", pool<PoolKind::kAverage>);
+  r.add("LpPool", pool<PoolKind::kLp>);
+  r.add("GlobalMaxPool", global_pool<PoolKind::kMax>);
+  r.add("GlobalAveragePool", global_pool<PoolKind::kAverage>);
+  r.add("GlobalLpPool", global_pool<PoolKind::kLp>);
+  r.add("MaxUnpool", max_unpool);
 }
 
 }  // namespace onnxtool::runner::cpu

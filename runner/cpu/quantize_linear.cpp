@@ -303,9 +303,9 @@ void dynamic_quantize_linear(KernelContext& ctx) {
 }  // namespace
 
 void register_quantize_linear_kernels(KernelRegistry& r) {
-  r.add("", "QuantizeLinear", 10, kMaxOpset, quantize_linear);
-  r.add("", "DequantizeLinear", 10, kMaxOpset, dequantize_linear);
-  r.add("", "DynamicQuantizeLinear", 11, kMaxOpset, dynamic_quantize_linear);
+  r.add("QuantizeLinear", quantize_linear);
+  r.add("DequantizeLinear", dequantize_linear);
+  r.add("DynamicQuantizeLinear", dynamic_quantize_linear);
 }
 
 }  // namespace onnxtool::runner::cpu

@@ -107,12 +107,12 @@ void multinomial(KernelContext& ctx) {
 }  // namespace
 
 void register_random_kernels(KernelRegistry& r) {
-  r.add("", "RandomNormal", 1, kMaxOpset, random_fill<true, false>);
-  r.add("", "RandomUniform", 1, kMaxOpset, random_fill<false, false>);
-  r.add("", "RandomNormalLike", 1, kMaxOpset, random_fill<true, true>);
-  r.add("", "RandomUniformLike", 1, kMaxOpset, random_fill<false, true>);
-  r.add("", "Bernoulli", 15, kMaxOpset, bernoulli);
-  r.add("", "Multinomial", 7, kMaxOpset, multinomial);
+  r.add("RandomNormal", random_fill<true, false>);
+  r.add("RandomUniform", random_fill<false, false>);
+  r.add("RandomNormalLike", random_fill<true, true>);
+  r.add("RandomUniformLike", random_fill<false, true>);
+  r.add("Bernoulli", bernoulli);
+  r.add("Multinomial", multinomial);
 }
 
 }  // namespace onnxtool::runner::cpu

@@ -581,11 +581,11 @@ void register_reduce_kernels(KernelRegistry& r) {
 #define ONNXTOOL_ADD_REDUCE(op, acc, axes_input) r.add("", #op, 1, kMaxOpset, reduce_kernel<Red::k##acc, axes_input>);
   ONNXTOOL_REDUCE_OPS(ONNXTOOL_ADD_REDUCE)
 #undef ONNXTOOL_ADD_REDUCE
-  r.add("", "ArgMax", 1, kMaxOpset, arg_kernel<true>);
-  r.add("", "ArgMin", 1, kMaxOpset, arg_kernel<false>);
-  r.add("", "CumSum", 11, kMaxOpset, cumulative_kernel<false>);
-  r.add("", "CumProd", 26, kMaxOpset, cumulative_kernel<true>);
-  r.add("", "Einsum", 12, kMaxOpset, einsum_kernel);
+  r.add("ArgMax", arg_kernel<true>);
+  r.add("ArgMin", arg_kernel<false>);
+  r.add("CumSum", cumulative_kernel<false>);
+  r.add("CumProd", cumulative_kernel<true>);
+  r.add("Einsum", einsum_kernel);
 }
 
 }  // namespace onnxtool::runner::cpu

@@ -534,7 +534,7 @@ void resize(KernelContext& ctx) {
 void register_resize_kernels(KernelRegistry& r) {
   r.add("", "Upsample", 7, 8, upsample_7);
   r.add("", "Upsample", 9, 9, upsample_9);
-  r.add("", "Resize", 10, kMaxOpset, resize);
+  r.add("Resize", resize);
 }
 
 }  // namespace onnxtool::runner::cpu

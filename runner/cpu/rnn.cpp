@@ -344,9 +344,9 @@ void lstm(KernelContext& ctx) { recurrent(ctx, Cell::kLstm); }
 }  // namespace
 
 void register_rnn_kernels(KernelRegistry& r) {
-  r.add("", "RNN", 1, kMaxOpset, rnn);
-  r.add("", "GRU", 1, kMaxOpset, gru);
-  r.add("", "LSTM", 1, kMaxOpset, lstm);
+  r.add("RNN", rnn);
+  r.add("GRU", gru);
+  r.add("LSTM", lstm);
 }
 
 }  // namespace onnxtool::runner::cpu

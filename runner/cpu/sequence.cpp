@@ -238,18 +238,18 @@ void sequence_map(KernelContext& ctx) {
 }  // namespace
 
 void register_sequence_kernels(KernelRegistry& r) {
-  r.add("", "SequenceConstruct", 11, kMaxOpset, sequence_construct);
-  r.add("", "SequenceEmpty", 11, kMaxOpset, sequence_empty);
-  r.add("", "SequenceAt", 11, kMaxOpset, sequence_at);
-  r.add("", "SequenceInsert", 11, kMaxOpset, sequence_insert);
-  r.add("", "SequenceErase", 11, kMaxOpset, sequence_erase);
-  r.add("", "SequenceLength", 11, kMaxOpset, sequence_length);
-  r.add("", "SplitToSequence", 11, kMaxOpset, split_to_sequence);
-  r.add("", "ConcatFromSequence", 11, kMaxOpset, concat_from_sequence);
-  r.add("", "Optional", 15, kMaxOpset, optional_op);
-  r.add("", "OptionalHasElement", 15, kMaxOpset, optional_has_element);
-  r.add("", "OptionalGetElement", 15, kMaxOpset, optional_get_element);
-  r.add("", "SequenceMap", 17, kMaxOpset, sequence_map);
+  r.add("SequenceConstruct", sequence_construct);
+  r.add("SequenceEmpty", sequence_empty);
+  r.add("SequenceAt", sequence_at);
+  r.add("SequenceInsert", sequence_insert);
+  r.add("SequenceErase", sequence_erase);
+  r.add("SequenceLength", sequence_length);
+  r.add("SplitToSequence", split_to_sequence);
+  r.add("ConcatFromSequence", concat_from_sequence);
+  r.add("Optional", optional_op);
+  r.add("OptionalHasElement", optional_has_element);
+  r.add("OptionalGetElement", optional_get_element);
+  r.add("SequenceMap", sequence_map);
 }
 
 }  // namespace onnxtool::runner::cpu

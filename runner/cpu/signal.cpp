@@ -335,12 +335,12 @@ void mel_weight_matrix(KernelContext& ctx) {
 }  // namespace
 
 void register_signal_kernels(KernelRegistry& registry) {
-  registry.add("", "DFT", 17, kMaxOpset, dft);
-  registry.add("", "STFT", 17, kMaxOpset, stft);
-  registry.add("", "HannWindow", 17, kMaxOpset, window_fn<Window::kHann>);
-  registry.add("", "HammingWindow", 17, kMaxOpset, window_fn<Window::kHamming>);
-  registry.add("", "BlackmanWindow", 17, kMaxOpset, window_fn<Window::kBlackman>);
-  registry.add("", "MelWeightMatrix", 17, kMaxOpset, mel_weight_matrix);
+  registry.add("DFT", dft);
+  registry.add("STFT", stft);
+  registry.add("HannWindow", window_fn<Window::kHann>);
+  registry.add("HammingWindow", window_fn<Window::kHamming>);
+  registry.add("BlackmanWindow", window_fn<Window::kBlackman>);
+  registry.add("MelWeightMatrix", mel_weight_matrix);
 }
 
 }  // namespace onnxtool::runner::cpu

@@ -308,11 +308,11 @@ void tfidf_vectorizer(KernelContext& ctx) {
 }  // namespace
 
 void register_string_kernels(KernelRegistry& r) {
-  r.add("", "StringConcat", 20, kMaxOpset, string_concat);
-  r.add("", "StringSplit", 20, kMaxOpset, string_split);
-  r.add("", "RegexFullMatch", 20, kMaxOpset, regex_full_match);
-  r.add("", "StringNormalizer", 10, kMaxOpset, string_normalizer);
-  r.add("", "TfIdfVectorizer", 9, kMaxOpset, tfidf_vectorizer);
+  r.add("StringConcat", string_concat);
+  r.add("StringSplit", string_split);
+  r.add("RegexFullMatch", regex_full_match);
+  r.add("StringNormalizer", string_normalizer);
+  r.add("TfIdfVectorizer", tfidf_vectorizer);
 }
 
 }  // namespace onnxtool::runner::cpu

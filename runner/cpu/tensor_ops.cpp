@@ -530,26 +530,26 @@ void trilu(KernelContext& ctx) {
 }  // namespace
 
 void register_tensor_kernels(KernelRegistry& r) {
-  r.add("", "Shape", 1, kMaxOpset, shape_op);
-  r.add("", "Size", 1, kMaxOpset, size_op);
-  r.add("", "Reshape", 1, kMaxOpset, reshape);
-  r.add("", "Flatten", 1, kMaxOpset, flatten);
-  r.add("", "Squeeze", 1, kMaxOpset, squeeze);
-  r.add("", "Unsqueeze", 1, kMaxOpset, unsqueeze);
-  r.add("", "Transpose", 1, kMaxOpset, transpose);
-  r.add("", "Concat", 1, kMaxOpset, concat);
-  r.add("", "Split", 1, kMaxOpset, split);
-  r.add("", "Slice", 1, kMaxOpset, slice);
-  r.add("", "Expand", 8, kMaxOpset, expand);
+  r.add("Shape", shape_op);
+  r.add("Size", size_op);
+  r.add("Reshape", reshape);
+  r.add("Flatten", flatten);
+  r.add("Squeeze", squeeze);
+  r.add("Unsqueeze", unsqueeze);
+  r.add("Transpose", transpose);
+  r.add("Concat", concat);
+  r.add("Split", split);
+  r.add("Slice", slice);
+  r.add("Expand", expand);
   r.add("", "Tile", 1, 5, tile_1);
   r.add("", "Tile", 6, kMaxOpset, tile);
-  r.add("", "DepthToSpace", 1, kMaxOpset, depth_to_space);
-  r.add("", "SpaceToDepth", 1, kMaxOpset, space_to_depth);
-  r.add("", "Pad", 1, kMaxOpset, pad);
-  r.add("", "ConstantOfShape", 9, kMaxOpset, constant_of_shape);
-  r.add("", "Range", 11, kMaxOpset, range);
-  r.add("", "EyeLike", 9, kMaxOpset, eye_like);
-  r.add("", "Trilu", 14, kMaxOpset, trilu);
+  r.add("DepthToSpace", depth_to_space);
+  r.add("SpaceToDepth", space_to_depth);
+  r.add("Pad", pad);
+  r.add("ConstantOfShape", constant_of_shape);
+  r.add("Range", range);
+  r.add("EyeLike", eye_like);
+  r.add("Trilu", trilu);
 }
 
 }  // namespace onnxtool::runner::cpu

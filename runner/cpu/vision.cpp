@@ -404,9 +404,9 @@ void non_max_suppression(KernelContext& ctx) {
 }  // namespace
 
 void register_vision_kernels(KernelRegistry& registry) {
-  registry.add("", "GridSample", 16, kMaxOpset, grid_sample);
-  registry.add("", "RoiAlign", 10, kMaxOpset, roi_align);
-  registry.add("", "NonMaxSuppression", 10, kMaxOpset, non_max_suppression);
+  registry.add("GridSample", grid_sample);
+  registry.add("RoiAlign", roi_align);
+  registry.add("NonMaxSuppression", non_max_suppression);
 }
 
 }  // namespace onnxtool::runner::cpu

@@ -68,6 +68,10 @@ void KernelTable::add(std::string_view domain, std::string_view op, int from, in
   entries_[std::string(ir::canonical_domain(domain)) + "::" + std::string(op)].push_back({from, to, fn, family_, file_});
 }
 
+void KernelTable::add(std::string_view op, DeviceKernelFn fn) {
+  add("", op, ir::SchemaRegistry::instance().first_version("", op), kMaxOpset, fn);
+}
+
 DeviceKernelFn KernelTable::find(std::string_view domain, std::string_view op, int64_t opset) const {
   auto it = entries_.find(std::string(ir::canonical_domain(domain)) + "::" + std::string(op));
   if (it == entries_.end()) return nullptr;

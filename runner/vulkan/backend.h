@@ -43,6 +43,8 @@ class VulkanTensor : public DeviceTensor {
 class KernelTable {
  public:
   void add(std::string_view domain, std::string_view op, int from, int to, DeviceKernelFn fn);
+  /// `fn` for every version of the ai.onnx op `op` (from its first schema).
+  void add(std::string_view op, DeviceKernelFn fn);
   DeviceKernelFn find(std::string_view domain, std::string_view op, int64_t opset) const;
   /// Every op with a kernel ("Conv", "com.microsoft::..."), for coverage tests.
   std::vector<std::string> ops() const;

@@ -803,27 +803,27 @@ void dequantize_kernel(DeviceKernelContext& ctx) {
 }  // namespace
 
 void register_data(KernelTable& t) {
-  t.add("", "Reshape", 1, kMaxOpset, reshape_kernel);
-  t.add("", "Flatten", 1, kMaxOpset, flatten_kernel);
-  t.add("", "Squeeze", 1, kMaxOpset, squeeze_kernel);
-  t.add("", "Unsqueeze", 1, kMaxOpset, unsqueeze_kernel);
-  t.add("", "Identity", 1, kMaxOpset, identity_kernel);
-  t.add("", "Dropout", 1, kMaxOpset, dropout_kernel);
-  t.add("", "Shape", 1, kMaxOpset, shape_kernel);
-  t.add("", "Size", 1, kMaxOpset, size_kernel);
-  t.add("", "Transpose", 1, kMaxOpset, transpose_kernel);
-  t.add("", "Concat", 1, kMaxOpset, concat_kernel);
-  t.add("", "Split", 1, kMaxOpset, split_kernel);
-  t.add("", "Slice", 1, kMaxOpset, slice_kernel);
-  t.add("", "Expand", 8, kMaxOpset, expand_kernel);
+  t.add("Reshape", reshape_kernel);
+  t.add("Flatten", flatten_kernel);
+  t.add("Squeeze", squeeze_kernel);
+  t.add("Unsqueeze", unsqueeze_kernel);
+  t.add("Identity", identity_kernel);
+  t.add("Dropout", dropout_kernel);
+  t.add("Shape", shape_kernel);
+  t.add("Size", size_kernel);
+  t.add("Transpose", transpose_kernel);
+  t.add("Concat", concat_kernel);
+  t.add("Split", split_kernel);
+  t.add("Slice", slice_kernel);
+  t.add("Expand", expand_kernel);
   t.add("", "Tile", 6, kMaxOpset, tile_kernel);
-  t.add("", "Gather", 1, kMaxOpset, gather_kernel);
-  t.add("", "Pad", 1, kMaxOpset, pad_kernel);
-  t.add("", "Cast", 1, kMaxOpset, cast_kernel);
-  t.add("", "Where", 9, kMaxOpset, where_kernel);
-  t.add("", "Resize", 10, kMaxOpset, resize_kernel);
-  t.add("", "QuantizeLinear", 10, kMaxOpset, quantize_kernel);
-  t.add("", "DequantizeLinear", 10, kMaxOpset, dequantize_kernel);
+  t.add("Gather", gather_kernel);
+  t.add("Pad", pad_kernel);
+  t.add("Cast", cast_kernel);
+  t.add("Where", where_kernel);
+  t.add("Resize", resize_kernel);
+  t.add("QuantizeLinear", quantize_kernel);
+  t.add("DequantizeLinear", dequantize_kernel);
 }
 
 }  // namespace onnxtool::runner::vulkan

@@ -11,7 +11,7 @@ namespace onnxtool::runner::vulkan {
 namespace {
 
 // The op codes of unary.comp and binary.comp, from the list the shaders include.
-enum class UnaryOp : uint32_t { UNARY_OPS(OP_CODE) };
+enum class UnaryOp : uint32_t { UNARY_OPS(UNARY_CODE) };
 enum class BinaryOp : uint32_t { BINARY_OPS(OP_CODE) };
 
 struct UnaryParams {
@@ -170,48 +170,24 @@ void variadic_kernel(DeviceKernelContext& ctx) {
 }  // namespace
 
 void register_elementwise(KernelTable& t) {
-  t.add("", "Relu", 1, kMaxOpset, unary_kernel<UnaryOp::kRelu>);
-  t.add("", "LeakyRelu", 1, kMaxOpset, unary_kernel<UnaryOp::kLeakyRelu>);
-  t.add("", "Sigmoid", 1, kMaxOpset, unary_kernel<UnaryOp::kSigmoid>);
-  t.add("", "Tanh", 1, kMaxOpset, unary_kernel<UnaryOp::kTanh>);
-  t.add("", "Exp", 1, kMaxOpset, unary_kernel<UnaryOp::kExp>);
-  t.add("", "Log", 1, kMaxOpset, unary_kernel<UnaryOp::kLog>);
-  t.add("", "Sqrt", 1, kMaxOpset, unary_kernel<UnaryOp::kSqrt>);
-  t.add("", "Abs", 1, kMaxOpset, unary_kernel<UnaryOp::kAbs>);
-  t.add("", "Neg", 1, kMaxOpset, unary_kernel<UnaryOp::kNeg>);
-  t.add("", "Reciprocal", 1, kMaxOpset, unary_kernel<UnaryOp::kReciprocal>);
-  t.add("", "Floor", 1, kMaxOpset, unary_kernel<UnaryOp::kFloor>);
-  t.add("", "Ceil", 1, kMaxOpset, unary_kernel<UnaryOp::kCeil>);
-  t.add("", "Round", 11, kMaxOpset, unary_kernel<UnaryOp::kRound>);
-  t.add("", "Sin", 7, kMaxOpset, unary_kernel<UnaryOp::kSin>);
-  t.add("", "Cos", 7, kMaxOpset, unary_kernel<UnaryOp::kCos>);
-  t.add("", "Tan", 7, kMaxOpset, unary_kernel<UnaryOp::kTan>);
-  t.add("", "Atan", 7, kMaxOpset, unary_kernel<UnaryOp::kAtan>);
-  t.add("", "Erf", 9, kMaxOpset, unary_kernel<UnaryOp::kErf>);
-  t.add("", "Elu", 1, kMaxOpset, unary_kernel<UnaryOp::kElu>);
-  t.add("", "Selu", 1, kMaxOpset, unary_kernel<UnaryOp::kSelu>);
-  t.add("", "Celu", 12, kMaxOpset, unary_kernel<UnaryOp::kCelu>);
-  t.add("", "ThresholdedRelu", 10, kMaxOpset, unary_kernel<UnaryOp::kThresholdedRelu>);
-  t.add("", "HardSigmoid", 1, kMaxOpset, unary_kernel<UnaryOp::kHardSigmoid>);
-  t.add("", "HardSwish", 14, kMaxOpset, unary_kernel<UnaryOp::kHardSwish>);
-  t.add("", "Softplus", 1, kMaxOpset, unary_kernel<UnaryOp::kSoftplus>);
-  t.add("", "Softsign", 1, kMaxOpset, unary_kernel<UnaryOp::kSoftsign>);
-  t.add("", "Mish", 18, kMaxOpset, unary_kernel<UnaryOp::kMish>);
-  t.add("", "Sign", 9, kMaxOpset, unary_kernel<UnaryOp::kSign>);
-  t.add("", "Swish", 24, kMaxOpset, unary_kernel<UnaryOp::kSwish>);
-  t.add("", "Shrink", 9, kMaxOpset, unary_kernel<UnaryOp::kShrink>);
-  t.add("", "Gelu", 20, kMaxOpset, gelu_kernel);
-  t.add("", "Clip", 1, kMaxOpset, clip_kernel);
-  t.add("", "Add", 1, kMaxOpset, binary_kernel<BinaryOp::kAdd>);
-  t.add("", "Sub", 1, kMaxOpset, binary_kernel<BinaryOp::kSub>);
-  t.add("", "Mul", 1, kMaxOpset, binary_kernel<BinaryOp::kMul>);
-  t.add("", "Div", 1, kMaxOpset, binary_kernel<BinaryOp::kDiv>);
-  t.add("", "Pow", 1, kMaxOpset, binary_kernel<BinaryOp::kPow>);
-  t.add("", "PRelu", 1, kMaxOpset, binary_kernel<BinaryOp::kPRelu>);
-  t.add("", "Sum", 1, kMaxOpset, variadic_kernel<BinaryOp::kAdd, false>);
-  t.add("", "Mean", 1, kMaxOpset, variadic_kernel<BinaryOp::kAdd, true>);
-  t.add("", "Max", 1, kMaxOpset, variadic_kernel<BinaryOp::kMax, false>);
-  t.add("", "Min", 1, kMaxOpset, variadic_kernel<BinaryOp::kMin, false>);
+  // The ops unary.comp computes with unary_kernel: rows of its op-code list (which the shader
+  // includes) with 1 in the third column.
+#define ONNXTOOL_REGISTER_UNARY(name, code, onnx_op) \
+  if (onnx_op) t.add(#name, unary_kernel<UnaryOp::k##name>);
+  UNARY_OPS(ONNXTOOL_REGISTER_UNARY)
+#undef ONNXTOOL_REGISTER_UNARY
+  t.add("Gelu", gelu_kernel);
+  t.add("Clip", clip_kernel);
+  t.add("Add", binary_kernel<BinaryOp::kAdd>);
+  t.add("Sub", binary_kernel<BinaryOp::kSub>);
+  t.add("Mul", binary_kernel<BinaryOp::kMul>);
+  t.add("Div", binary_kernel<BinaryOp::kDiv>);
+  t.add("Pow", binary_kernel<BinaryOp::kPow>);
+  t.add("PRelu", binary_kernel<BinaryOp::kPRelu>);
+  t.add("Sum", variadic_kernel<BinaryOp::kAdd, false>);
+  t.add("Mean", variadic_kernel<BinaryOp::kAdd, true>);
+  t.add("Max", variadic_kernel<BinaryOp::kMax, false>);
+  t.add("Min", variadic_kernel<BinaryOp::kMin, false>);
 }
 
 }  // namespace onnxtool::runner::vulkan

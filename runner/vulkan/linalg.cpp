@@ -307,10 +307,10 @@ void conv_transpose_kernel(DeviceKernelContext& ctx) {
 }  // namespace
 
 void register_linalg(KernelTable& t) {
-  t.add("", "MatMul", 1, kMaxOpset, matmul_kernel);
-  t.add("", "Gemm", 1, kMaxOpset, gemm_kernel);
-  t.add("", "Conv", 1, kMaxOpset, conv_kernel);
-  t.add("", "ConvTranspose", 1, kMaxOpset, conv_transpose_kernel);
+  t.add("MatMul", matmul_kernel);
+  t.add("Gemm", gemm_kernel);
+  t.add("Conv", conv_kernel);
+  t.add("ConvTranspose", conv_transpose_kernel);
 }
 
 }  // namespace onnxtool::runner::vulkan

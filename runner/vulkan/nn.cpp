@@ -419,20 +419,20 @@ void pool_kernel(DeviceKernelContext& ctx) {
 }  // namespace
 
 void register_nn(KernelTable& t) {
-  t.add("", "MaxPool", 1, kMaxOpset, pool_kernel<true>);
-  t.add("", "AveragePool", 1, kMaxOpset, pool_kernel<false>);
-  t.add("", "GlobalAveragePool", 1, kMaxOpset, global_pool_kernel<ReduceOp::kMean>);
-  t.add("", "GlobalMaxPool", 1, kMaxOpset, global_pool_kernel<ReduceOp::kMaxNum>);
-  t.add("", "Softmax", 1, kMaxOpset, softmax_kernel<AxisOp::kSoftmax>);
-  t.add("", "LogSoftmax", 1, kMaxOpset, softmax_kernel<AxisOp::kLogSoftmax>);
-  t.add("", "Hardmax", 1, kMaxOpset, softmax_kernel<AxisOp::kHardmax>);
+  t.add("MaxPool", pool_kernel<true>);
+  t.add("AveragePool", pool_kernel<false>);
+  t.add("GlobalAveragePool", global_pool_kernel<ReduceOp::kMean>);
+  t.add("GlobalMaxPool", global_pool_kernel<ReduceOp::kMaxNum>);
+  t.add("Softmax", softmax_kernel<AxisOp::kSoftmax>);
+  t.add("LogSoftmax", softmax_kernel<AxisOp::kLogSoftmax>);
+  t.add("Hardmax", softmax_kernel<AxisOp::kHardmax>);
 #define ONNXTOOL_ADD_REDUCE(op, acc, axes_input) t.add("", #op, 1, kMaxOpset, reduce_kernel<ReduceOp::k##acc, axes_input>);
   ONNXTOOL_REDUCE_OPS(ONNXTOOL_ADD_REDUCE)
 #undef ONNXTOOL_ADD_REDUCE
-  t.add("", "BatchNormalization", 1, kMaxOpset, batch_norm_kernel);
-  t.add("", "InstanceNormalization", 1, kMaxOpset, instance_norm_kernel);
-  t.add("", "LayerNormalization", 17, kMaxOpset, layer_norm_kernel);
-  t.add("", "LpNormalization", 1, kMaxOpset, lp_norm_kernel);
+  t.add("BatchNormalization", batch_norm_kernel);
+  t.add("InstanceNormalization", instance_norm_kernel);
+  t.add("LayerNormalization", layer_norm_kernel);
+  t.add("LpNormalization", lp_norm_kernel);
 }
 
 }  // namespace onnxtool::runner::vulkan

@@ -173,9 +173,9 @@ void recurrent_kernel(DeviceKernelContext& ctx) {
 }  // namespace
 
 void register_recurrent(KernelTable& t) {
-  t.add("", "RNN", 1, kMaxOpset, recurrent_kernel<RecurrentCell::kRnn>);
-  t.add("", "GRU", 1, kMaxOpset, recurrent_kernel<RecurrentCell::kGru>);
-  t.add("", "LSTM", 1, kMaxOpset, recurrent_kernel<RecurrentCell::kLstm>);
+  t.add("RNN", recurrent_kernel<RecurrentCell::kRnn>);
+  t.add("GRU", recurrent_kernel<RecurrentCell::kGru>);
+  t.add("LSTM", recurrent_kernel<RecurrentCell::kLstm>);
 }
 
 }  // namespace onnxtool::runner::vulkan

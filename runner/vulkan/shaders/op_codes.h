@@ -1,7 +1,7 @@
 // The op codes of the shaders that switch on an op: one list per shader, included by the shader
 // and by the C++ that records it (runner/vulkan/elementwise.cpp, nn.cpp), so that the two cannot
 // number an op differently. Valid C++ and GLSL: each list is X(Name, code), which OP_CODE turns
-// into the enumerator kName = code in C++ (enum class UnaryOp : uint32_t { UNARY_OPS(OP_CODE) })
+// into the enumerator kName = code in C++ (enum class BinaryOp : uint32_t { BINARY_OPS(OP_CODE) })
 // and into the constant kName, for case labels, in GLSL.
 #ifndef ONNXTOOL_VULKAN_OP_CODES_H
 #define ONNXTOOL_VULKAN_OP_CODES_H
@@ -12,14 +12,19 @@
 #define OP_CODE(name, code) const uint k##name = code;
 #endif
 
-// unary.comp: y = f(x), alpha and beta the op's attributes.
-#define UNARY_OPS(X)                                                                            \
-  X(Relu, 0u) X(LeakyRelu, 1u) X(Sigmoid, 2u) X(Tanh, 3u) X(Exp, 4u) X(Log, 5u) X(Sqrt, 6u)     \
-  X(Abs, 7u) X(Neg, 8u) X(Reciprocal, 9u) X(Floor, 10u) X(Ceil, 11u) X(Round, 12u) X(Sin, 13u)  \
-  X(Cos, 14u) X(Erf, 15u) X(Elu, 16u) X(Selu, 17u) X(HardSigmoid, 18u) X(HardSwish, 19u)        \
-  X(Softplus, 20u) X(Clip, 21u) X(Gelu, 22u) X(GeluTanh, 23u) X(Mish, 24u) X(Softsign, 25u)     \
-  X(Affine, 26u) X(Identity, 27u) X(Celu, 28u) X(ThresholdedRelu, 29u) X(Sign, 30u) X(Tan, 31u) \
-  X(Atan, 32u) X(Swish, 33u) X(Shrink, 34u)
+// unary.comp: y = f(x), alpha and beta the op's attributes. The third column is 1 when the code
+// computes the ONNX op of that name with the generic unary kernel, which runner/vulkan/
+// elementwise.cpp registers from this list (and tests/vulkan_elementwise_test.cpp tests from it);
+// 0 when another kernel records it (Clip and Gelu read inputs or attributes of their own).
+#define UNARY_CODE(name, code, onnx_op) OP_CODE(name, code)
+#define UNARY_OPS(X)                                                                                 \
+  X(Relu, 0u, 1) X(LeakyRelu, 1u, 1) X(Sigmoid, 2u, 1) X(Tanh, 3u, 1) X(Exp, 4u, 1) X(Log, 5u, 1)      \
+  X(Sqrt, 6u, 1) X(Abs, 7u, 1) X(Neg, 8u, 1) X(Reciprocal, 9u, 1) X(Floor, 10u, 1) X(Ceil, 11u, 1)    \
+  X(Round, 12u, 1) X(Sin, 13u, 1) X(Cos, 14u, 1) X(Erf, 15u, 1) X(Elu, 16u, 1) X(Selu, 17u, 1)        \
+  X(HardSigmoid, 18u, 1) X(HardSwish, 19u, 1) X(Softplus, 20u, 1) X(Clip, 21u, 0) X(Gelu, 22u, 0)     \
+  X(GeluTanh, 23u, 0) X(Mish, 24u, 1) X(Softsign, 25u, 1) X(Affine, 26u, 0) X(Identity, 27u, 0)       \
+  X(Celu, 28u, 1) X(ThresholdedRelu, 29u, 1) X(Sign, 30u, 1) X(Tan, 31u, 1) X(Atan, 32u, 1)           \
+  X(Swish, 33u, 1) X(Shrink, 34u, 1)
 
 // binary.comp: c = f(a, b).
 #define BINARY_OPS(X) \

@@ -5,7 +5,7 @@
 #include "op_codes.h"
 
 // y = f(x) elementwise; the op codes are UNARY_OPS in op_codes.h.
-UNARY_OPS(OP_CODE)
+UNARY_OPS(UNARY_CODE)
 layout(std430, binding = 0) readonly buffer X { T x[]; };
 layout(std430, binding = 1) writeonly buffer Y { T y[]; };
 layout(push_constant) uniform Params {
