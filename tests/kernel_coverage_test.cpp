@@ -75,14 +75,6 @@ const std::map<std::string, std::string>& semantic_changes() {
 /// family). A kernel that moves must leave this list.
 const std::map<std::string, std::string>& misplaced_kernels() {
   static const std::map<std::string, std::string> moves = {
-      {"BitCast runner/cpu/image.cpp", "elementwise: to runner/cpu/elementwise.cpp"},
-      {"CenterCropPad runner/cpu/image.cpp", "nn: to a runner/cpu nn file, or its shape function to vision"},
-      {"Col2Im runner/cpu/image.cpp", "nn: to a runner/cpu nn file, or its shape function to vision"},
-      {"DeformConv runner/cpu/image.cpp", "nn: to runner/cpu/conv.cpp"},
-      {"Einsum runner/cpu/reduce.cpp", "nn: to runner/cpu/matmul.cpp"},
-      {"GridSample runner/cpu/vision.cpp", "nn: its shape function to ir/ops/vision_shapes.cpp"},
-      {"MaxRoiPool runner/cpu/pooling.cpp", "vision: to runner/cpu/vision.cpp"},
-      {"TensorScatter runner/cpu/attention.cpp", "tensor: to runner/cpu/tensor_ops.cpp"},
       {"Identity runner/vulkan/data.cpp", "control: to a runner/vulkan/control.cpp"},
       {"Cast runner/vulkan/data.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
       {"DequantizeLinear runner/vulkan/data.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},

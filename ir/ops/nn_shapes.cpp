@@ -9,27 +9,13 @@ namespace onnxtool::ir {
 namespace {
 
 using shape::affine_dim;
+using shape::dim_at;
 using shape::merge;
+using shape::shape_of_rank;
 using shape::propagate_type;
 using shape::propagate_type_and_shape;
 
 std::string str(int64_t v) { return std::to_string(v); }
-
-/// Input `i`'s shape when its rank is exactly `rank`; nullptr when the rank is unknown; fails
-/// with shape.rank when the rank is known and differs.
-const Shape* shape_of_rank(const InferenceContext& ctx, size_t i, size_t rank, const char* what) {
-  const Shape* s = ctx.input_shape(i);
-  if (s && s->rank() != rank)
-    ctx.fail("shape.rank", std::string(what) + " must have rank " + str(static_cast<int64_t>(rank)) +
-                               ", has shape " + s->to_string());
-  return s;
-}
-
-/// Dim `i` of a shape, or an unknown dim when the shape is unknown or too short.
-Dim dim_at(const Shape* s, size_t i) {
-  if (!s || i >= s->rank()) return Dim{};
-  return s->dims[i];
-}
 
 /// Merges dims that must agree, without ever failing (for dims whose equality the spec implies
 /// but runtimes do not check): the more specific one, or `a` on a static conflict.
@@ -773,13 +759,6 @@ void infer_lstm(InferenceContext& ctx) { infer_recurrent(ctx, 4); }
 
 // ---------------------------------------------------------------- attention
 
-/// d / k for a static d divisible by k; a symbol when k == 1; unknown otherwise.
-Dim divide_dim(const Dim& d, int64_t k) {
-  if (k == 1) return d;
-  if (d.is_static() && k > 0 && d.value % k == 0) return Dim::of(d.value / k);
-  return Dim{};
-}
-
 // Attention-23+: Q, K, V 4-D (batch, heads, seq, head_size) or 3-D (batch, seq, heads * size).
 // Outputs: Y, present_key, present_value (batch, kv_heads, past + kv_seq, size),
 // qk_matmul_output (batch, q_heads, q_seq, past + kv_seq).
@@ -804,7 +783,7 @@ void infer_attention(InferenceContext& ctx) {
     if (heads <= 0) return Dim{};
     if (s->dims[2].is_static() && s->dims[2].value % heads != 0)
       ctx.fail(rule, "hidden size " + str(s->dims[2].value) + " is not a multiple of " + str(heads) + " heads");
-    return divide_dim(s->dims[2], heads);
+    return shape::exact_quotient(s->dims[2], heads);
   };
   auto seq_of = [](const Shape* s) { return s ? s->dims[s->rank() == 4 ? 2 : 1] : Dim{}; };
   Dim batch = dim_at(q, 0);
@@ -861,94 +840,6 @@ void infer_attention(InferenceContext& ctx) {
   }
 }
 
-// ---------------------------------------------------------------- images
-
-// Col2Im(input (N, C * prod(block), L), image_shape, block_shape) -> (N, C, image_shape...).
-void infer_col2im(InferenceContext& ctx) {
-  const Shape* x = shape_of_rank(ctx, 0, 3, "Col2Im input");
-  const DimValues* image = ctx.input_values(1);
-  const Shape* image_shape = ctx.input_shape(1);
-  auto block = ctx.input_ints(2);
-  std::optional<size_t> n;
-  if (image) n = image->size();
-  else if (image_shape && image_shape->rank() == 1 && image_shape->dims[0].is_static())
-    n = static_cast<size_t>(image_shape->dims[0].value);
-  else if (block) n = block->size();
-  if (!n) {
-    propagate_type(ctx, 0, 0, std::nullopt);
-    return;
-  }
-  if (block && block->size() != *n)
-    ctx.fail("shape.attribute", "Col2Im block_shape has " + str(static_cast<int64_t>(block->size())) +
-                                    " values, image_shape " + str(static_cast<int64_t>(*n)));
-  Shape out;
-  out.dims.push_back(dim_at(x, 0));
-  Dim c;
-  if (block) {
-    std::vector<Dim> bd;
-    for (int64_t b : *block) bd.push_back(Dim::of(b));
-    auto prod = shape::static_product(ctx, bd);
-    if (prod && *prod > 0) c = divide_dim(dim_at(x, 1), *prod);
-  }
-  out.dims.push_back(c);
-  for (size_t i = 0; i < *n; ++i) out.dims.push_back(image ? (*image)[i] : Dim{});
-  propagate_type(ctx, 0, 0, std::move(out));
-}
-
-// GridSample(X (N, C, D...), grid (N, D_out..., r)) -> (N, C, D_out...).
-void infer_grid_sample(InferenceContext& ctx) {
-  const Shape* x = ctx.input_shape(0);
-  const Shape* grid = ctx.input_shape(1);
-  if (ctx.opset() < 20) {
-    x = shape_of_rank(ctx, 0, 4, "GridSample input X");
-    grid = shape_of_rank(ctx, 1, 4, "GridSample grid");
-  }
-  if (x && grid && x->rank() != grid->rank())
-    ctx.fail("shape.rank", "GridSample X " + x->to_string() + " and grid " + grid->to_string() +
-                               " must have the same rank");
-  if (!x && !grid) {
-    propagate_type(ctx, 0, 0, std::nullopt);
-    return;
-  }
-  const size_t rank = x ? x->rank() : grid->rank();
-  if (rank < 3) ctx.fail("shape.rank", "GridSample inputs need rank >= 3");
-  if (grid) {
-    const Dim& r = grid->dims[rank - 1];
-    if (r.is_static() && r.value != static_cast<int64_t>(rank) - 2)
-      ctx.fail("shape.rank", "GridSample grid " + grid->to_string() + " must end with " +
-                                 str(static_cast<int64_t>(rank) - 2) + " coordinates");
-  }
-  Shape out;
-  out.dims.push_back(merge(ctx, dim_at(x, 0), dim_at(grid, 0), "shape.broadcast", "batch of X vs grid"));
-  out.dims.push_back(dim_at(x, 1));
-  for (size_t i = 1; i + 1 < rank; ++i) out.dims.push_back(dim_at(grid, i));
-  propagate_type(ctx, 0, 0, std::move(out));
-}
-
-// CenterCropPad(input, shape): the axes (all by default) take the sizes in `shape`.
-void infer_center_crop_pad(InferenceContext& ctx) {
-  const Shape* x = ctx.input_shape(0);
-  if (!x) {
-    propagate_type(ctx, 0, 0, std::nullopt);
-    return;
-  }
-  const int64_t rank = static_cast<int64_t>(x->rank());
-  std::vector<int64_t> axes;
-  if (auto a = ctx.attr_ints("axes")) {
-    for (int64_t axis : *a) axes.push_back(shape::normalize_axis(ctx, axis, rank, "axes value"));
-  } else {
-    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
-  }
-  const DimValues* sizes = ctx.input_values(1);
-  if (sizes && sizes->size() != axes.size())
-    ctx.fail("shape.attribute", "CenterCropPad shape has " + str(static_cast<int64_t>(sizes->size())) +
-                                    " values for " + str(static_cast<int64_t>(axes.size())) + " axes");
-  Shape out = *x;
-  for (size_t i = 0; i < axes.size(); ++i)
-    out.dims[static_cast<size_t>(axes[i])] = sizes ? (*sizes)[i] : Dim{};
-  propagate_type(ctx, 0, 0, std::move(out));
-}
-
 }  // namespace
 
 void register_nn_shapes(SchemaRegistry& r) {
@@ -996,10 +887,6 @@ void register_nn_shapes(SchemaRegistry& r) {
 
   r.set_shape_fn("Attention", infer_attention);
   r.set_shape_fn("RotaryEmbedding", infer_same_as_x);
-
-  r.set_shape_fn("Col2Im", infer_col2im);
-  r.set_shape_fn("GridSample", infer_grid_sample);
-  r.set_shape_fn("CenterCropPad", infer_center_crop_pad);
 }
 
 }  // namespace onnxtool::ir

@@ -205,6 +205,25 @@ DataType dtype_attr(const InferenceContext& ctx, const char* name, DataType fall
   return static_cast<DataType>(v);
 }
 
+Dim exact_quotient(const Dim& d, int64_t k) {
+  if (k == 1) return d;
+  if (d.is_static() && k > 0 && d.value % k == 0) return Dim::of(d.value / k);
+  return Dim{};
+}
+
+const Shape* shape_of_rank(const InferenceContext& ctx, size_t i, size_t rank, const char* what) {
+  const Shape* s = ctx.input_shape(i);
+  if (s && s->rank() != rank)
+    ctx.fail("shape.rank", std::string(what) + " must have rank " + std::to_string(rank) + ", has shape " +
+                               s->to_string());
+  return s;
+}
+
+Dim dim_at(const Shape* s, size_t i) {
+  if (!s || i >= s->rank()) return Dim{};
+  return s->dims[i];
+}
+
 Dim divide_dim(const InferenceContext& ctx, const Dim& d, int64_t factor, const std::string& what) {
   if (factor == 1) return d;
   if (!d.is_static()) return shape::affine_dim(ctx, d, 1, 0, factor);

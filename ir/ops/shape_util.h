@@ -29,6 +29,12 @@ std::optional<int64_t> static_product(const InferenceContext& ctx, const std::ve
 Dim mul(const InferenceContext& ctx, const Dim& a, const Dim& b);
 Dim add(const InferenceContext& ctx, const Dim& a, const Dim& b);
 
+/// Input `i`'s shape when its rank is exactly `rank`; nullptr when the rank is unknown; fails
+/// with shape.rank when the rank is known and differs. `what` names the input.
+const Shape* shape_of_rank(const InferenceContext& ctx, size_t i, size_t rank, const char* what);
+/// Dim `i` of a shape, or an unknown dim when the shape is unknown or too short.
+Dim dim_at(const Shape* s, size_t i);
+
 /// A shape of `rank` unknown dims.
 Shape unknown_shape(size_t rank);
 /// A shape from static sizes.
@@ -103,6 +109,10 @@ DataType dtype_attr(const InferenceContext& ctx, const char* name, DataType fall
 /// Divides a dim by a factor it must be a multiple of: exact for static dims (failing when not
 /// divisible), a derived symbol for symbolic ones.
 Dim divide_dim(const InferenceContext& ctx, const Dim& d, int64_t factor, const std::string& what);
+
+/// d / k for a static d that k divides, d itself when k is 1, unknown otherwise: never fails
+/// (for a divisibility the runtime checks, where divide_dim's is the spec's).
+Dim exact_quotient(const Dim& d, int64_t k);
 
 /// The values of a small numeric tensor (integer or floating point) as doubles.
 std::optional<std::vector<double>> tensor_numbers(const Tensor& t);

@@ -1,7 +1,6 @@
 // Shape functions of the vision ops: AffineGrid, NonMaxSuppression, RoiAlign, MaxRoiPool,
-// ImageDecoder, Resize and Upsample (kernels: runner/cpu/image.cpp, runner/cpu/vision.cpp,
-// runner/cpu/resize.cpp, MaxRoiPool in runner/cpu/pooling.cpp). CenterCropPad, Col2Im and
-// GridSample are with the images in nn_shapes.cpp.
+// ImageDecoder, Resize, Upsample, Col2Im, GridSample and CenterCropPad (kernels:
+// runner/cpu/image.cpp, runner/cpu/vision.cpp, runner/cpu/resize.cpp).
 #include <cmath>
 
 #include "ir/ops/shape_util.h"
@@ -223,6 +222,92 @@ void infer_resize(InferenceContext& ctx) {
   propagate_type(ctx, 0, 0, std::move(out));
 }
 
+// Col2Im(input (N, C * prod(block), L), image_shape, block_shape) -> (N, C, image_shape...).
+void infer_col2im(InferenceContext& ctx) {
+  const Shape* x = shape::shape_of_rank(ctx, 0, 3, "Col2Im input");
+  const DimValues* image = ctx.input_values(1);
+  const Shape* image_shape = ctx.input_shape(1);
+  auto block = ctx.input_ints(2);
+  std::optional<size_t> n;
+  if (image) n = image->size();
+  else if (image_shape && image_shape->rank() == 1 && image_shape->dims[0].is_static())
+    n = static_cast<size_t>(image_shape->dims[0].value);
+  else if (block) n = block->size();
+  if (!n) {
+    propagate_type(ctx, 0, 0, std::nullopt);
+    return;
+  }
+  if (block && block->size() != *n)
+    ctx.fail("shape.attribute", "Col2Im block_shape has " + std::to_string(static_cast<int64_t>(block->size())) +
+                                    " values, image_shape " + std::to_string(static_cast<int64_t>(*n)));
+  Shape out;
+  out.dims.push_back(shape::dim_at(x, 0));
+  Dim c;
+  if (block) {
+    std::vector<Dim> bd;
+    for (int64_t b : *block) bd.push_back(Dim::of(b));
+    auto prod = shape::static_product(ctx, bd);
+    if (prod && *prod > 0) c = shape::exact_quotient(shape::dim_at(x, 1), *prod);
+  }
+  out.dims.push_back(c);
+  for (size_t i = 0; i < *n; ++i) out.dims.push_back(image ? (*image)[i] : Dim{});
+  propagate_type(ctx, 0, 0, std::move(out));
+}
+
+// GridSample(X (N, C, D...), grid (N, D_out..., r)) -> (N, C, D_out...).
+void infer_grid_sample(InferenceContext& ctx) {
+  const Shape* x = ctx.input_shape(0);
+  const Shape* grid = ctx.input_shape(1);
+  if (ctx.opset() < 20) {
+    x = shape::shape_of_rank(ctx, 0, 4, "GridSample input X");
+    grid = shape::shape_of_rank(ctx, 1, 4, "GridSample grid");
+  }
+  if (x && grid && x->rank() != grid->rank())
+    ctx.fail("shape.rank", "GridSample X " + x->to_string() + " and grid " + grid->to_string() +
+                               " must have the same rank");
+  if (!x && !grid) {
+    propagate_type(ctx, 0, 0, std::nullopt);
+    return;
+  }
+  const size_t rank = x ? x->rank() : grid->rank();
+  if (rank < 3) ctx.fail("shape.rank", "GridSample inputs need rank >= 3");
+  if (grid) {
+    const Dim& r = grid->dims[rank - 1];
+    if (r.is_static() && r.value != static_cast<int64_t>(rank) - 2)
+      ctx.fail("shape.rank", "GridSample grid " + grid->to_string() + " must end with " +
+                                 std::to_string(static_cast<int64_t>(rank) - 2) + " coordinates");
+  }
+  Shape out;
+  out.dims.push_back(shape::merge(ctx, shape::dim_at(x, 0), shape::dim_at(grid, 0), "shape.broadcast", "batch of X vs grid"));
+  out.dims.push_back(shape::dim_at(x, 1));
+  for (size_t i = 1; i + 1 < rank; ++i) out.dims.push_back(shape::dim_at(grid, i));
+  propagate_type(ctx, 0, 0, std::move(out));
+}
+
+// CenterCropPad(input, shape): the axes (all by default) take the sizes in `shape`.
+void infer_center_crop_pad(InferenceContext& ctx) {
+  const Shape* x = ctx.input_shape(0);
+  if (!x) {
+    propagate_type(ctx, 0, 0, std::nullopt);
+    return;
+  }
+  const int64_t rank = static_cast<int64_t>(x->rank());
+  std::vector<int64_t> axes;
+  if (auto a = ctx.attr_ints("axes")) {
+    for (int64_t axis : *a) axes.push_back(shape::normalize_axis(ctx, axis, rank, "axes value"));
+  } else {
+    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+  }
+  const DimValues* sizes = ctx.input_values(1);
+  if (sizes && sizes->size() != axes.size())
+    ctx.fail("shape.attribute", "CenterCropPad shape has " + std::to_string(static_cast<int64_t>(sizes->size())) +
+                                    " values for " + std::to_string(static_cast<int64_t>(axes.size())) + " axes");
+  Shape out = *x;
+  for (size_t i = 0; i < axes.size(); ++i)
+    out.dims[static_cast<size_t>(axes[i])] = sizes ? (*sizes)[i] : Dim{};
+  propagate_type(ctx, 0, 0, std::move(out));
+}
+
 }  // namespace
 
 void register_vision_shapes(SchemaRegistry& r) {
@@ -233,6 +318,9 @@ void register_vision_shapes(SchemaRegistry& r) {
   r.set_shape_fn("AffineGrid", infer_affine_grid);
   r.set_shape_fn("Upsample", infer_upsample);
   r.set_shape_fn("Resize", infer_resize);
+  r.set_shape_fn("Col2Im", infer_col2im);
+  r.set_shape_fn("GridSample", infer_grid_sample);
+  r.set_shape_fn("CenterCropPad", infer_center_crop_pad);
 }
 
 }  // namespace onnxtool::ir

@@ -1,5 +1,6 @@
 // CPU kernels: Cast and CastLike between every element type: plain numeric types, bool, the
-// float8 types (through double), and strings (numpy's formatting and parsing).
+// float8 types (through double), and strings (numpy's formatting and parsing); BitCast, which
+// reinterprets element bytes.
 #include <cctype>
 #include <charconv>
 #include <climits>
@@ -241,11 +242,31 @@ void cast_like_kernel(KernelContext& ctx) {
   ctx.set_output(0, cast_tensor(ctx, ctx.input(0), ctx.input(1).dtype(), saturate));
 }
 
+// ---------------------------------------------------------------- BitCast
+
+void bit_cast(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (!ctx.has_attr("to")) ctx.fail("BitCast needs the 'to' attribute");
+  const int64_t to_code = ctx.attr_int("to", 0);
+  if (to_code <= 0 || to_code > INT32_MAX || !ir::is_valid_data_type(static_cast<int32_t>(to_code)))
+    ctx.fail("'to' = " + std::to_string(to_code) + " is not a data type");
+  const auto to = static_cast<DataType>(to_code);
+  if (x.dtype() == DataType::kString || to == DataType::kString) ctx.fail("BitCast does not take string tensors");
+  const int from_bits = ir::data_type_bits(x.dtype()), to_bits = ir::data_type_bits(to);
+  if (from_bits <= 0 || to_bits <= 0 || from_bits != to_bits)
+    ctx.fail("cannot bitcast " + type_name(x.dtype()) + " (" + std::to_string(from_bits) + " bits) to " + type_name(to) +
+             " (" + std::to_string(to_bits) + " bits)");
+  // Same width means the same little-endian storage (sub-byte types pack alike).
+  Tensor& y = ctx.output(0, to, x.shape());
+  if (x.bytes() > 0) std::memcpy(y.mutable_raw(), x.raw(), x.bytes());
+}
+
 }  // namespace
 
 void register_cast_kernels(KernelRegistry& r) {
   r.add("Cast", cast_kernel);
   r.add("CastLike", cast_like_kernel);
+  r.add("BitCast", bit_cast);
 }
 
 }  // namespace onnxtool::runner::cpu

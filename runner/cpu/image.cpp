@@ -1,5 +1,4 @@
-// Image-layout kernels of the recent opsets: Col2Im and CenterCropPad (18), DeformConv (19, 22),
-// AffineGrid (20), and BitCast (26), which reinterprets element bytes.
+// Image-layout kernels of the recent opsets: Col2Im and CenterCropPad (18) and AffineGrid (20).
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -196,125 +195,12 @@ void affine_grid(KernelContext& ctx) {
   });
 }
 
-// ---------------------------------------------------------------- DeformConv
-
-void deform_conv(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  const Tensor& w = ctx.input(1);
-  const Tensor& offset = ctx.input(2);
-  if (x.rank() != 4)
-    ctx.fail("only 2-D DeformConv (X of rank 4) is implemented, X has shape " + shape_string(x.shape()));
-  if (w.rank() != 4 || offset.rank() != 4) ctx.fail("W and offset must be 4-D for a 2-D DeformConv");
-  if (w.dtype() != x.dtype() || offset.dtype() != x.dtype()) ctx.fail("X, W and offset must have one type");
-  const int64_t n = x.dim(0), ic = x.dim(1), ih = x.dim(2), iw = x.dim(3);
-  const int64_t oc = w.dim(0);
-  const int64_t group = ctx.attr_int("group", 1), og = ctx.attr_int("offset_group", 1);
-  if (group <= 0 || og <= 0) ctx.fail("group and offset_group must be positive");
-  if (ic != w.dim(1) * group || oc % group != 0)
-    ctx.fail("X " + shape_string(x.shape()) + " and W " + shape_string(w.shape()) + " do not agree with group " +
-             std::to_string(group));
-  if (ic % og != 0) ctx.fail("input channels are not a multiple of offset_group");
-  const std::vector<int64_t> ks = ctx.has_attr("kernel_shape") ? ctx.attr_ints("kernel_shape")
-                                                               : std::vector<int64_t>{w.dim(2), w.dim(3)};
-  if (ks.size() != 2 || ks[0] != w.dim(2) || ks[1] != w.dim(3)) ctx.fail("kernel_shape disagrees with W");
-  const std::vector<int64_t> dil = spatial_attr(ctx, "dilations", 2, 1);
-  const std::vector<int64_t> str = spatial_attr(ctx, "strides", 2, 1);
-  const std::vector<int64_t> pads = spatial_attr(ctx, "pads", 4, 0);
-  if (dil[0] <= 0 || dil[1] <= 0 || str[0] <= 0 || str[1] <= 0) ctx.fail("dilations and strides must be positive");
-  const int64_t kh = ks[0], kw = ks[1];
-  const int64_t oh = (ih + pads[0] + pads[2] - ((kh - 1) * dil[0] + 1)) / str[0] + 1;
-  const int64_t ow = (iw + pads[1] + pads[3] - ((kw - 1) * dil[1] + 1)) / str[1] + 1;
-  if (oh <= 0 || ow <= 0) ctx.fail("the dilated kernel does not fit the padded input");
-  if (offset.shape() != std::vector<int64_t>{n, og * kh * kw * 2, oh, ow})
-    ctx.fail("offset must be (N, offset_group * kH * kW * 2, oH, oW) = " + shape_string({n, og * kh * kw * 2, oh, ow}) +
-             ", is " + shape_string(offset.shape()));
-  const bool has_bias = ctx.has_input(3), has_mask = ctx.has_input(4);
-  if (has_bias && (ctx.input(3).shape() != std::vector<int64_t>{oc} || ctx.input(3).dtype() != x.dtype()))
-    ctx.fail("B must be (M) of the input type, is " + ctx.input(3).describe());
-  if (has_mask && (ctx.input(4).shape() != std::vector<int64_t>{n, og * kh * kw, oh, ow} ||
-                   ctx.input(4).dtype() != x.dtype()))
-    ctx.fail("mask must be (N, offset_group * kH * kW, oH, oW) = " + shape_string({n, og * kh * kw, oh, ow}) +
-             ", is " + ctx.input(4).describe());
-  Tensor& y = ctx.output(0, x.dtype(), {n, oc, oh, ow});
-  const int64_t icg = ic / group, ocg = oc / group, ico = ic / og, opix = oh * ow;
-  visit_or_fail<kFloats>(ctx, x.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    using F = calc_t<T>;
-    const T* xp = x.data<T>();
-    const T* wp = w.data<T>();
-    const T* op = offset.data<T>();
-    const T* bp = has_bias ? ctx.input(3).data<T>() : nullptr;
-    const T* mp = has_mask ? ctx.input(4).data<T>() : nullptr;
-    T* yp = y.mutable_data<T>();
-    // One task per (batch, output channel): sample the deformed taps and sum.
-    parallel_ranges(n * oc, 1, [&](int64_t t0, int64_t t1) {
-      std::vector<F> acc(static_cast<size_t>(opix));
-      for (int64_t t = t0; t < t1; ++t) {
-        const int64_t b = t / oc, m = t % oc, g = m / ocg;
-        std::fill(acc.begin(), acc.end(), bp ? Num<T>::load(bp[m]) : F(0));
-        for (int64_t cg = 0; cg < icg; ++cg) {
-          const int64_t c = g * icg + cg, ogi = c / ico;
-          const T* plane = xp + (b * ic + c) * ih * iw;
-          for (int64_t a = 0; a < kh; ++a)
-            for (int64_t e = 0; e < kw; ++e) {
-              const F wv = Num<T>::load(wp[((m * icg + cg) * kh + a) * kw + e]);
-              const int64_t tap = (ogi * kh + a) * kw + e;
-              const T* off_h = op + ((b * og * kh * kw + tap) * 2) * opix;
-              const T* off_w = off_h + opix;
-              const T* mk = mp ? mp + (b * og * kh * kw + tap) * opix : nullptr;
-              for (int64_t i = 0; i < oh; ++i)
-                for (int64_t j = 0; j < ow; ++j) {
-                  const int64_t p = i * ow + j;
-                  const F ph = static_cast<F>(i * str[0] - pads[0] + a * dil[0]) + Num<T>::load(off_h[p]);
-                  const F pw = static_cast<F>(j * str[1] - pads[1] + e * dil[1]) + Num<T>::load(off_w[p]);
-                  // Bilinear sampling; neighbours outside the image count as zero.
-                  if (!(ph > F(-1) && ph < static_cast<F>(ih) && pw > F(-1) && pw < static_cast<F>(iw))) continue;
-                  const F h0f = std::floor(ph), w0f = std::floor(pw);
-                  const auto h0 = static_cast<int64_t>(h0f), w0 = static_cast<int64_t>(w0f);
-                  const F lh = ph - h0f, lw = pw - w0f;
-                  auto px = [&](int64_t yy, int64_t xx) -> F {
-                    return yy >= 0 && yy < ih && xx >= 0 && xx < iw ? Num<T>::load(plane[yy * iw + xx]) : F(0);
-                  };
-                  const F v = (F(1) - lh) * ((F(1) - lw) * px(h0, w0) + lw * px(h0, w0 + 1)) +
-                              lh * ((F(1) - lw) * px(h0 + 1, w0) + lw * px(h0 + 1, w0 + 1));
-                  const F mv = mk ? Num<T>::load(mk[p]) : F(1);
-                  acc[static_cast<size_t>(p)] += wv * v * mv;
-                }
-            }
-        }
-        for (int64_t p = 0; p < opix; ++p) yp[t * opix + p] = Num<T>::store(acc[static_cast<size_t>(p)]);
-      }
-    });
-  });
-}
-
-// ---------------------------------------------------------------- BitCast
-
-void bit_cast(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
-  if (!ctx.has_attr("to")) ctx.fail("BitCast needs the 'to' attribute");
-  const int64_t to_code = ctx.attr_int("to", 0);
-  if (to_code <= 0 || to_code > INT32_MAX || !ir::is_valid_data_type(static_cast<int32_t>(to_code)))
-    ctx.fail("'to' = " + std::to_string(to_code) + " is not a data type");
-  const auto to = static_cast<DataType>(to_code);
-  if (x.dtype() == DataType::kString || to == DataType::kString) ctx.fail("BitCast does not take string tensors");
-  const int from_bits = ir::data_type_bits(x.dtype()), to_bits = ir::data_type_bits(to);
-  if (from_bits <= 0 || to_bits <= 0 || from_bits != to_bits)
-    ctx.fail("cannot bitcast " + type_name(x.dtype()) + " (" + std::to_string(from_bits) + " bits) to " + type_name(to) +
-             " (" + std::to_string(to_bits) + " bits)");
-  // Same width means the same little-endian storage (sub-byte types pack alike).
-  Tensor& y = ctx.output(0, to, x.shape());
-  if (x.bytes() > 0) std::memcpy(y.mutable_raw(), x.raw(), x.bytes());
-}
-
 }  // namespace
 
 void register_image_kernels(KernelRegistry& r) {
   r.add("Col2Im", col2im);
   r.add("CenterCropPad", center_crop_pad);
-  r.add("DeformConv", deform_conv);
   r.add("AffineGrid", affine_grid);
-  r.add("BitCast", bit_cast);
 }
 
 }  // namespace onnxtool::runner::cpu

@@ -1,4 +1,4 @@
-// CPU kernels: MatMul, Gemm, MatMulInteger, QLinearMatMul and Det.
+// CPU kernels: MatMul, Gemm, MatMulInteger, QLinearMatMul, Det and Einsum.
 #include <cmath>
 #include <vector>
 
@@ -354,6 +354,184 @@ void det(KernelContext& ctx) {
   });
 }
 
+// ---------------------------------------------------------------- Einsum
+
+/// A parsed einsum equation: per operand the label of each axis, and the output labels.
+/// Letters map to 0..51; the dims covered by an ellipsis get labels 52.. (right-aligned).
+struct EinsumSpec {
+  std::vector<std::vector<int>> operands;
+  std::vector<int> output;
+};
+
+int einsum_letter(const KernelContext& ctx, char c) {
+  if (c >= 'a' && c <= 'z') return c - 'a';
+  if (c >= 'A' && c <= 'Z') return 26 + (c - 'A');
+  ctx.fail(std::string("einsum equation has an invalid character '") + c + "'");
+}
+
+EinsumSpec parse_einsum(const KernelContext& ctx, const std::string& equation, const std::vector<const Tensor*>& xs) {
+  std::string eq;
+  for (char c : equation)
+    if (c != ' ') eq += c;
+  const auto arrow = eq.find("->");
+  const std::string lhs = eq.substr(0, arrow);
+  std::vector<std::string> terms;
+  size_t start = 0;
+  while (true) {
+    const auto comma = lhs.find(',', start);
+    terms.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  if (terms.size() != xs.size())
+    ctx.fail("einsum equation has " + std::to_string(terms.size()) + " operands, the node " + std::to_string(xs.size()));
+  constexpr int kEllipsisBase = 52;
+  EinsumSpec spec;
+  size_t ellipsis_rank = 0;
+  std::vector<int> letter_count(kEllipsisBase, 0);
+  // Parses one term against a rank (ellipsis dims fill what the letters leave).
+  auto parse_term = [&](const std::string& term, int64_t rank, bool is_output) {
+    std::vector<int> labels;
+    const auto dots = term.find("...");
+    std::string before = term.substr(0, dots), after = dots == std::string::npos ? "" : term.substr(dots + 3);
+    if (after.find("...") != std::string::npos || after.find('.') != std::string::npos ||
+        before.find('.') != std::string::npos)
+      ctx.fail("einsum term '" + term + "' has a malformed ellipsis");
+    const int64_t letters = static_cast<int64_t>(before.size() + after.size());
+    int64_t ell = 0;
+    if (dots != std::string::npos) {
+      ell = is_output ? static_cast<int64_t>(ellipsis_rank) : rank - letters;
+      if (ell < 0) ctx.fail("einsum term '" + term + "' has more letters than the operand's rank");
+    } else if (!is_output && letters != rank) {
+      ctx.fail("einsum term '" + term + "' does not match an operand of rank " + std::to_string(rank));
+    }
+    for (char c : before) labels.push_back(einsum_letter(ctx, c));
+    for (int64_t k = 0; k < ell; ++k)
+      labels.push_back(kEllipsisBase + static_cast<int>(ellipsis_rank > static_cast<size_t>(ell) ? ellipsis_rank - static_cast<size_t>(ell) : 0) + static_cast<int>(k));
+    for (char c : after) labels.push_back(einsum_letter(ctx, c));
+    return std::make_pair(labels, ell);
+  };
+  // First pass: the ellipsis rank is the largest among operands.
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const auto dots = terms[i].find("...");
+    if (dots == std::string::npos) continue;
+    const int64_t letters = static_cast<int64_t>(terms[i].size()) - 3;
+    const int64_t ell = static_cast<int64_t>(xs[i]->rank()) - letters;
+    if (ell < 0) ctx.fail("einsum term '" + terms[i] + "' has more letters than the operand's rank");
+    ellipsis_rank = std::max(ellipsis_rank, static_cast<size_t>(ell));
+  }
+  for (size_t i = 0; i < terms.size(); ++i) {
+    auto [labels, ell] = parse_term(terms[i], static_cast<int64_t>(xs[i]->rank()), false);
+    for (int l : labels)
+      if (l < kEllipsisBase) letter_count[static_cast<size_t>(l)]++;
+    spec.operands.push_back(labels);
+  }
+  if (arrow != std::string::npos) {
+    const std::string rhs = eq.substr(arrow + 2);
+    // An explicit output without "..." sums the broadcast dims.
+    auto [labels, ell] = parse_term(rhs, 0, true);
+    std::vector<bool> seen(kEllipsisBase + 64, false);
+    for (int l : labels) {
+      if (l < kEllipsisBase && letter_count[static_cast<size_t>(l)] == 0)
+        ctx.fail("einsum output label does not appear in the inputs");
+      if (seen[static_cast<size_t>(l)]) ctx.fail("einsum output repeats a label");
+      seen[static_cast<size_t>(l)] = true;
+    }
+    spec.output = labels;
+  } else {
+    // Implicit output: ellipsis dims first, then the letters used once, in alphabetical order.
+    for (size_t k = 0; k < ellipsis_rank; ++k) spec.output.push_back(kEllipsisBase + static_cast<int>(k));
+    for (int l = 0; l < kEllipsisBase; ++l)
+      if (letter_count[static_cast<size_t>(l)] == 1) spec.output.push_back(l);
+  }
+  return spec;
+}
+
+// Einsum: a direct loop over every combination of labels (output labels outermost), summing
+// the product of the operands; simple and general (diagonals, broadcast ellipsis, traces).
+void einsum_kernel(KernelContext& ctx) {
+  const size_t n = ctx.input_count();
+  if (n == 0) ctx.fail("Einsum needs at least one input");
+  std::vector<const Tensor*> xs;
+  for (size_t i = 0; i < n; ++i) xs.push_back(&ctx.input(i));
+  for (size_t i = 1; i < n; ++i)
+    if (xs[i]->dtype() != xs[0]->dtype()) ctx.fail("Einsum inputs have different element types");
+  const EinsumSpec spec = parse_einsum(ctx, ctx.attr_string("equation", ""), xs);
+  // Size of every label (1 broadcasts for ellipsis dims).
+  std::map<int, int64_t> size;
+  for (size_t i = 0; i < n; ++i) {
+    const auto& labels = spec.operands[i];
+    for (size_t d = 0; d < labels.size(); ++d) {
+      const int64_t dim = xs[i]->dim(d);
+      auto it = size.find(labels[d]);
+      if (it == size.end()) {
+        size[labels[d]] = dim;
+      } else if (it->second != dim) {
+        if (labels[d] >= 52 && (it->second == 1 || dim == 1)) it->second = std::max(it->second, dim);
+        else ctx.fail("einsum label sizes disagree: " + std::to_string(it->second) + " vs " + std::to_string(dim));
+      }
+    }
+  }
+  std::vector<int> loop = spec.output;  // output labels, then summed ones
+  for (const auto& [l, sz] : size)
+    if (std::find(loop.begin(), loop.end(), l) == loop.end()) loop.push_back(l);
+  std::vector<int64_t> out_shape, loop_dims;
+  for (int l : spec.output) {
+    if (!size.count(l)) size[l] = 1;
+    out_shape.push_back(size[l]);
+  }
+  for (int l : loop) loop_dims.push_back(size[l]);
+  // Per operand, its stride for each loop label (0 where a broadcast dim has size 1).
+  std::vector<std::vector<int64_t>> strides(n, std::vector<int64_t>(loop.size(), 0));
+  for (size_t i = 0; i < n; ++i) {
+    const auto& labels = spec.operands[i];
+    int64_t acc = 1;
+    for (size_t d = labels.size(); d-- > 0;) {
+      const size_t li = static_cast<size_t>(std::find(loop.begin(), loop.end(), labels[d]) - loop.begin());
+      if (xs[i]->dim(d) != 1) strides[i][li] += acc;
+      acc *= xs[i]->dim(d);
+    }
+  }
+  const size_t n_out = spec.output.size();
+  int64_t out_count = 1, sum_count = 1;
+  for (size_t k = 0; k < loop.size(); ++k) (k < n_out ? out_count : sum_count) *= loop_dims[k];
+  visit_or_fail<kNumeric>(ctx, xs[0]->dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Acc = std::conditional_t<is_float_v<T>, double, uint64_t>;
+    Tensor& y = ctx.output(0, xs[0]->dtype(), out_shape);
+    T* out = y.mutable_data<T>();
+    parallel_ranges(out_count, 64, [&](int64_t b, int64_t e) {
+      std::vector<int64_t> idx(loop.size());
+      std::vector<int64_t> off(n);
+      for (int64_t o = b; o < e; ++o) {
+        // Decode the output index, then walk the summed labels with an odometer.
+        int64_t rest = o;
+        std::fill(off.begin(), off.end(), 0);
+        for (size_t k = n_out; k-- > 0;) {
+          idx[k] = rest % loop_dims[k];
+          rest /= loop_dims[k];
+          for (size_t i = 0; i < n; ++i) off[i] += idx[k] * strides[i][k];
+        }
+        for (size_t k = n_out; k < loop.size(); ++k) idx[k] = 0;
+        Acc acc = 0;
+        for (int64_t s = 0; s < sum_count; ++s) {
+          Acc prod = 1;
+          for (size_t i = 0; i < n; ++i) prod = prod * static_cast<Acc>(Num<T>::load(xs[i]->data<T>()[off[i]]));
+          acc += prod;
+          for (size_t k = loop.size(); k-- > n_out;) {
+            ++idx[k];
+            for (size_t i = 0; i < n; ++i) off[i] += strides[i][k];
+            if (idx[k] < loop_dims[k]) break;
+            for (size_t i = 0; i < n; ++i) off[i] -= loop_dims[k] * strides[i][k];
+            idx[k] = 0;
+          }
+        }
+        out[o] = Num<T>::store(static_cast<calc_t<T>>(acc));
+      }
+    });
+  });
+}
+
 }  // namespace
 
 void register_matmul_kernels(KernelRegistry& r) {
@@ -362,6 +540,7 @@ void register_matmul_kernels(KernelRegistry& r) {
   r.add("MatMulInteger", matmul_integer);
   r.add("QLinearMatMul", qlinear_matmul);
   r.add("Det", det);
+  r.add("Einsum", einsum_kernel);
 }
 
 }  // namespace onnxtool::runner::cpu

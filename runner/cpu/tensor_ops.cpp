@@ -1,6 +1,7 @@
 // Tensor manipulation kernels: shape queries and views (Shape, Size, Reshape, Flatten, Squeeze,
 // Unsqueeze), layout copies (Transpose, Concat, Split, Slice, Expand, Tile, Pad, DepthToSpace,
-// SpaceToDepth) and generators (ConstantOfShape, Range, EyeLike, Trilu).
+// SpaceToDepth), generators (ConstantOfShape, Range, EyeLike, Trilu) and TensorScatter (the
+// KV-cache update).
 // Element moves are written once per element size (tensor_util.h); strings go through the same
 // templates with std::string elements.
 #include <cmath>
@@ -527,6 +528,69 @@ void trilu(KernelContext& ctx) {
   ctx.set_output(0, out);
 }
 
+// ---------------------------------------------------------------- TensorScatter
+
+void tensor_scatter(KernelContext& ctx) {
+  const Tensor& cache = ctx.input(0);
+  const Tensor& update = ctx.input(1);
+  const int64_t rank = static_cast<int64_t>(cache.rank());
+  if (update.dtype() != cache.dtype()) ctx.fail("update must have the type of past_cache");
+  if (static_cast<int64_t>(update.rank()) != rank || rank < 2)
+    ctx.fail("past_cache " + shape_string(cache.shape()) + " and update " + shape_string(update.shape()) +
+             " must have the same rank (at least 2)");
+  const int64_t axis = normalize_axis(ctx, ctx.attr_int("axis", -2), rank);
+  if (axis == 0) ctx.fail("axis must not be the batch dimension");
+  for (int64_t d = 0; d < rank; ++d) {
+    const bool ok = d == axis ? update.dim(d) <= cache.dim(d) : update.dim(d) == cache.dim(d);
+    if (!ok)
+      ctx.fail("update " + shape_string(update.shape()) + " does not fit past_cache " + shape_string(cache.shape()) +
+               " along axis " + std::to_string(axis));
+  }
+  const std::string mode = ctx.attr_string("mode", "linear");
+  if (mode != "linear" && mode != "circular") ctx.fail("mode must be 'linear' or 'circular', is '" + mode + "'");
+  const bool circular = mode == "circular";
+  const int64_t batch = cache.dim(0), max_len = cache.dim(axis), len = update.dim(axis);
+  std::vector<int64_t> write(static_cast<size_t>(batch), 0);
+  if (ctx.has_input(2)) {
+    const Tensor& w = ctx.input(2);
+    if (w.dtype() != DataType::kInt64 || w.rank() != 1 || w.dim(0) != batch)
+      ctx.fail("write_indices must be int64 of shape (batch_size,), is " + w.describe());
+    write.assign(w.data<int64_t>(), w.data<int64_t>() + batch);
+  }
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t wi = write[static_cast<size_t>(b)];
+    if (!circular && (wi < 0 || wi + len > max_len))
+      ctx.fail("write index " + std::to_string(wi) + " + update length " + std::to_string(len) +
+               " exceeds max_sequence_length " + std::to_string(max_len) + " (linear mode)");
+    if (circular && max_len == 0 && len > 0) ctx.fail("circular write into an empty sequence axis");
+  }
+  const int64_t inner = dims_product(cache.shape(), static_cast<size_t>(axis) + 1, cache.rank());
+  const int64_t outer = dims_product(cache.shape(), 0, static_cast<size_t>(axis));
+  const int64_t per_batch = outer / std::max<int64_t>(batch, 1);
+  auto scatter = [&](const Tensor& past, const Tensor& upd) {
+    Tensor out = past.clone();
+    visit_storage_or_fail(ctx, past.dtype(), [&](auto tag) {
+      using E = typename decltype(tag)::type;
+      const E* u = elements<E>(upd);
+      E* o = mutable_elements<E>(out);
+      for (int64_t p = 0; p < outer; ++p) {
+        const int64_t wi = write[static_cast<size_t>(p / per_batch)];
+        for (int64_t s = 0; s < len; ++s) {
+          int64_t dst = wi + s;
+          if (circular) dst = ((dst % max_len) + max_len) % max_len;
+          copy_elements(o + (p * max_len + dst) * inner, u + (p * len + s) * inner, inner);
+        }
+      }
+    });
+    return out;
+  };
+  if (is_sub_byte(cache.dtype())) {
+    ctx.set_output(0, pack_sub_byte(scatter(unpack_sub_byte(cache), unpack_sub_byte(update)), cache.dtype()));
+  } else {
+    ctx.set_output(0, scatter(cache, update));
+  }
+}
+
 }  // namespace
 
 void register_tensor_kernels(KernelRegistry& r) {
@@ -550,6 +614,7 @@ void register_tensor_kernels(KernelRegistry& r) {
   r.add("Range", range);
   r.add("EyeLike", eye_like);
   r.add("Trilu", trilu);
+  r.add("TensorScatter", tensor_scatter);
 }
 
 }  // namespace onnxtool::runner::cpu

@@ -1,4 +1,4 @@
-// CPU kernels: RoiAlign, NonMaxSuppression and GridSample.
+// CPU kernels: RoiAlign, NonMaxSuppression, GridSample and MaxRoiPool.
 // Arithmetic is done in double and rounded once on store; work is split only over independent
 // outputs (output points, RoIs, transform lines), so results do not depend on the thread count.
 #include <algorithm>
@@ -401,12 +401,63 @@ void non_max_suppression(KernelContext& ctx) {
   std::copy(selected.begin(), selected.end(), y.mutable_data<int64_t>());
 }
 
+// ---------------------------------------------------------------- MaxRoiPool
+
+/// MaxRoiPool: max over a pooled_shape grid of bins of each RoI (x1, y1, x2, y2 scaled by
+/// spatial_scale and rounded; bins with no pixel give 0).
+void max_roi_pool(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& rois = ctx.input(1);
+  if (x.rank() != 4 || rois.rank() != 2 || rois.dim(1) != 5) ctx.fail("X must be [N, C, H, W] and rois [R, 5]");
+  const auto pooled = ctx.attr_ints("pooled_shape");
+  if (pooled.size() != 2 || pooled[0] < 1 || pooled[1] < 1) ctx.fail("pooled_shape must be two positive sizes");
+  const double scale = ctx.attr_float("spatial_scale", 1.0f);
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3), ph = pooled[0], pw = pooled[1];
+  const int64_t r = rois.dim(0);
+  Tensor& y = ctx.output(0, x.dtype(), {r, c, ph, pw});
+  visit_or_fail<kFloats>(ctx, x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using C = typename Num<T>::calc;
+    const T* px = x.data<T>();
+    const T* pr = rois.data<T>();
+    T* py = y.mutable_data<T>();
+    for (int64_t i = 0; i < r; ++i) {
+      const auto b = static_cast<int64_t>(static_cast<double>(static_cast<C>(Num<T>::load(pr[i * 5]))));
+      if (b < 0 || b >= n) ctx.fail("RoI batch index " + std::to_string(b) + " is outside [0, " + std::to_string(n) + ")");
+      auto coord = [&](int k) { return static_cast<int64_t>(std::round(static_cast<double>(static_cast<C>(Num<T>::load(pr[i * 5 + k]))) * scale)); };
+      const int64_t x1 = coord(1), y1 = coord(2), x2 = coord(3), y2 = coord(4);
+      const double bin_h = static_cast<double>(std::max<int64_t>(y2 - y1 + 1, 1)) / static_cast<double>(ph);
+      const double bin_w = static_cast<double>(std::max<int64_t>(x2 - x1 + 1, 1)) / static_cast<double>(pw);
+      for (int64_t ch = 0; ch < c; ++ch) {
+        const T* plane = px + (b * c + ch) * h * w;
+        for (int64_t py_ = 0; py_ < ph; ++py_)
+          for (int64_t px_ = 0; px_ < pw; ++px_) {
+            const int64_t hs = std::clamp<int64_t>(static_cast<int64_t>(std::floor(py_ * bin_h)) + y1, 0, h);
+            const int64_t he = std::clamp<int64_t>(static_cast<int64_t>(std::ceil((py_ + 1) * bin_h)) + y1, 0, h);
+            const int64_t ws = std::clamp<int64_t>(static_cast<int64_t>(std::floor(px_ * bin_w)) + x1, 0, w);
+            const int64_t we = std::clamp<int64_t>(static_cast<int64_t>(std::ceil((px_ + 1) * bin_w)) + x1, 0, w);
+            double best = 0;
+            bool any = false;
+            for (int64_t yy = hs; yy < he; ++yy)
+              for (int64_t xx = ws; xx < we; ++xx) {
+                const double v = static_cast<double>(static_cast<C>(Num<T>::load(plane[yy * w + xx])));
+                if (!any || v > best) best = v;
+                any = true;
+              }
+            py[((i * c + ch) * ph + py_) * pw + px_] = Num<T>::store(static_cast<C>(any ? best : 0.0));
+          }
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void register_vision_kernels(KernelRegistry& registry) {
   registry.add("GridSample", grid_sample);
   registry.add("RoiAlign", roi_align);
   registry.add("NonMaxSuppression", non_max_suppression);
+  registry.add("MaxRoiPool", max_roi_pool);
 }
 
 }  // namespace onnxtool::runner::cpu
