@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The README's CI gate recipe, run as written: the commands of the code block under "### CI
+# The README's CI gate recipe, run as written: the commands of the code block under "## CI
 # gates" (continuation lines joined, comments dropped, `onnxtool` the binary under test) in a
 # folder holding model.onnx and samples/, for PaddleOCR v4 det and rec with their calibration
 # samples from tests/make_quant_data.py (one renamed "a" for the optimize line). Every command
@@ -16,8 +16,8 @@ make_work readme_recipe
 data=$("$PYTHON" "$SOURCE_DIR/tests/make_quant_data.py" "$CACHE_DIR" 2>"$WORK/data_err") ||
   skip_all "tests/make_quant_data.py could not make the samples: $(tail -1 "$WORK/data_err")"
 
-# The block: from the first ``` after "### CI gates" to the next ```.
-awk '/^### CI gates/ { section = 1 } section && /^```/ { if (inside) exit; inside = 1; next } inside' \
+# The block: from the first ``` after the "CI gates" heading to the next ```.
+awk '/^##+ CI gates/ { section = 1 } section && /^```/ { if (inside) exit; inside = 1; next } inside' \
   "$SOURCE_DIR/README.md" >"$WORK/block"
 commands=()
 line=""
