@@ -147,8 +147,10 @@ std::string human_bytes(uint64_t bytes) {
     ++u;
   }
   char buf[32];
+  // 3 significant digits, as people read sizes: "176 MB", "44.1 MB", "1.23 GB" (rounding may
+  // reach 1000: "1000 KB" is kept rather than rounded up a unit).
   if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
-  else std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  else std::snprintf(buf, sizeof buf, "%.*f %s", v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2, v, units[u]);
   return buf;
 }
 

@@ -12,13 +12,13 @@
 namespace onnxtool::cli {
 namespace {
 
-/// "the largest float16 value on the verification inputs is 6.1 (at 'y'), 1.1e+04x below float16's
+/// "the largest float16 value on the verification inputs is 6.1 (at 'y'), 10700x below float16's
 /// largest, 65504".
 std::string headroom_line(const verify::GuidedFp16& g) {
   std::ostringstream s;
   s << "the largest value converted to float16 on the verification inputs is " << std::setprecision(3) << g.largest_magnitude;
   if (!g.largest_value.empty()) s << " (at '" << g.largest_value << "')";
-  if (g.largest_magnitude > 0) s << ", " << convert::kFloat16Max / g.largest_magnitude << "x below float16's largest, 65504";
+  if (g.largest_magnitude > 0) s << ", " << ratio_text(convert::kFloat16Max / g.largest_magnitude) << "x below float16's largest, 65504";
   return s.str();
 }
 

@@ -1,4 +1,5 @@
 // onnxtool's entry point: parses the command line and runs one subcommand.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -45,6 +46,23 @@ bool looks_like_option(const std::string& arg) {
   return *end != '\0';
 }
 
+/// "onnxtool quantize", "onnxtool compare and onnxtool run", or past two "check, compare,
+/// convert and run": the commands other than `except` that have the option `flag` (spelled
+/// exactly), or "" when none has it.
+std::string commands_with_option(const CLI::App& app, const CLI::App& except, const std::string& flag) {
+  std::vector<std::string> owners;
+  for (const CLI::App* other : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (other == &except) continue;
+    const std::vector<std::string> names = option_names(*other);
+    if (std::find(names.begin(), names.end(), flag) != names.end()) owners.push_back(other->get_name());
+  }
+  const std::string prefix = owners.size() <= 2 ? "onnxtool " : "";
+  std::string out;
+  for (size_t i = 0; i < owners.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == owners.size() ? " and " : ", ") + prefix + owners[i];
+  return out;
+}
+
 /// The line for the slips CLI11 words vaguely ("A subcommand is required", "The following
 /// argument was not expected: --jsn"): an unknown option or command, with what was probably
 /// meant; a missing command, with the list of them. "" for other errors, which keep CLI11's.
@@ -59,12 +77,19 @@ std::string usage_slip(const CLI::App& app) {
       if (!looks_like_option(arg)) continue;
       const std::string flag = arg.substr(0, arg.find('='));
       std::string near = closest_match(flag, option_names(*owner));
+      // `onnxtool run M --calib-data D`: an option of another command, named as such.
+      if (owner == sub) {
+        if (const std::string others = commands_with_option(app, *sub, flag); !others.empty())
+          return "onnxtool " + sub->get_name() + ": " + flag + " is an option of " + others + ", not of " + sub->get_name() +
+                 (near.empty() ? "" : "; did you mean " + near + "?") + " (see --help)";
+      }
       // `onnxtool --json inspect M`: the command's own option, given before the command.
       if (near.empty() && owner == &app && sub) {
         if (const std::string own = closest_match(flag, option_names(*sub)); !own.empty())
           near = "`onnxtool " + sub->get_name() + " " + own + "` (options follow their command)";
       }
-      return std::string("onnxtool") + (owner == sub ? " " + sub->get_name() : "") + ": unknown option " + flag +
+      // Named by the command when there is one, even for an option given before it.
+      return std::string("onnxtool") + (sub ? " " + sub->get_name() : "") + ": unknown option " + flag +
              (near.empty() ? "" : "; did you mean " + near + "?") + " (see --help)";
     }
   }

@@ -2,6 +2,8 @@
 #include "cli/printers.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -13,6 +15,23 @@ std::string significant(double v, int digits) {
   out.precision(digits);
   out << v;
   return out.str();
+}
+
+std::string ratio_text(double v) {
+  if (!std::isfinite(v)) return v > 0 ? "inf" : v < 0 ? "-inf" : "nan";
+  if (v == 0) return "0";
+  // Digits after the point that leave 3 significant ones (none past the units for 100 and more,
+  // which are rounded to 3 significant digits too: 1089 -> 1090).
+  const int magnitude = static_cast<int>(std::floor(std::log10(std::fabs(v))));
+  const int decimals = std::clamp(2 - magnitude, 0, 6);
+  double shown = v;
+  if (magnitude > 2) {
+    const double unit = std::pow(10.0, magnitude - 2);
+    shown = std::round(v / unit) * unit;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, shown);
+  return buf;
 }
 
 std::string tolerance_text(double rtol, double atol) {

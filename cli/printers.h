@@ -13,6 +13,10 @@ namespace onnxtool::cli {
 /// `v` to `digits` significant digits, as a stream prints it ("0.99999996" with 8, "1e-07" with 3).
 std::string significant(double v, int digits);
 
+/// A ratio or factor for people: 3 significant digits and never an exponent ("0.255", "12.3",
+/// "1090"); what a size shrank or grew by, a headroom.
+std::string ratio_text(double v);
+
 /// "rtol 0.001, atol 1e-05": the tolerance a comparison judged by (run --expect, compare).
 std::string tolerance_text(double rtol, double atol);
 

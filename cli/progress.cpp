@@ -7,6 +7,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -27,6 +28,10 @@ constexpr double kShowAfterSeconds = 1.0;
 constexpr double kLogStep = 0.1;
 constexpr double kLogMinGap = 2.0;
 constexpr double kLogMaxGap = 10.0;
+// The time left is shown once this share of the steps is done, or after this long with a step
+// done: the pace of the first step alone often includes one-time work.
+constexpr double kEtaAfterShare = 0.1;
+constexpr double kEtaAfterSeconds = 5.0;
 // A terminal line is redrawn at most this often.
 constexpr double kRedrawSeconds = 0.1;
 constexpr auto kTick = std::chrono::milliseconds(250);
@@ -123,9 +128,23 @@ class ProgressPrinter {
       t += " " + std::to_string(current_.done) + "/" + std::to_string(current_.total) + " (" + std::to_string(percent) + "%)";
     }
     if (!current_.detail.empty()) t += ", " + current_.detail;
-    char elapsed[32];
-    std::snprintf(elapsed, sizeof elapsed, ", %.0f s", seconds_between(phase_start_, now));
-    return prefix() + t + elapsed;
+    const double elapsed = seconds_between(phase_start_, now);
+    char shown[32];
+    std::snprintf(shown, sizeof shown, ", %.0f s", elapsed);
+    return prefix() + t + shown + time_left(elapsed);
+  }
+
+  // ", ~40 s left" (", ~3 min left" past 90 s): the steps left at the pace of those done, once
+  // enough are done for the pace to mean something; "" before, or when the total is unknown.
+  std::string time_left(double elapsed) const {
+    if (current_.total <= 0 || current_.done <= 0 || current_.done >= current_.total) return "";
+    const double fraction = static_cast<double>(current_.done) / static_cast<double>(current_.total);
+    if (fraction < kEtaAfterShare && elapsed < kEtaAfterSeconds) return "";
+    const double left = elapsed * (1 - fraction) / fraction;
+    char buf[48];
+    if (left < 90) std::snprintf(buf, sizeof buf, ", ~%.0f s left", std::max(1.0, left));
+    else std::snprintf(buf, sizeof buf, ", ~%.0f min left", left / 60);
+    return buf;
   }
 
   // "progress:" tells these lines from an error's one line (a failure after long work has both).

@@ -233,7 +233,7 @@ void print_quantized(const QuantizeCliOptions& o, const quant::QuantizeReport& r
   if (report.float_weight_bytes)
     std::cout << "; weights " << human_bytes(static_cast<uint64_t>(report.float_weight_bytes)) << " -> "
               << human_bytes(static_cast<uint64_t>(report.quantized_weight_bytes)) << " ("
-              << static_cast<double>(report.quantized_weight_bytes) / static_cast<double>(report.float_weight_bytes) << "x)";
+              << ratio_text(static_cast<double>(report.quantized_weight_bytes) / static_cast<double>(report.float_weight_bytes)) << "x)";
   std::cout << "\n";
   if (report.opset_to) std::cout << "moved the model from opset " << report.opset_from << " to " << report.opset_to << "\n";
   print_accuracy(o, report);

@@ -30,8 +30,12 @@ void print_profile(const runner::ProfileSummary& p, const std::string& trace_fil
   const auto host = [&](const runner::ProfileSummary::Row& r) {
     return device ? "  " + (r.device_timed ? ms(r.host_ms) : std::string("-")) : std::string();
   };
-  std::cout << "profile over " << p.runs << " run(s): " << ms(p.run_ms) << " ms per run, of which nodes "
-            << ms(p.nodes_ms) << " ms" << (device ? " (device nodes: the device's time)" : "") << "\n";
+  // The nodes' time is part of the run's: the rest is the run's own work (checking the feeds,
+  // returning the outputs) and, on a device, waiting for its work (counted in its nodes' times,
+  // which the device measures) and recording it.
+  std::cout << "profile over " << p.runs << " run(s): " << ms(p.run_ms) << " ms per run: nodes " << ms(p.nodes_ms) << " ms"
+            << (device ? " (device nodes: the device's time)" : "") << ", the rest " << ms(std::max(0.0, p.run_ms - p.nodes_ms))
+            << " ms (" << (device ? "waiting for and recording device work, " : "") << "checking feeds, returning outputs)\n";
   std::cout << "  the run's tensors of 1 MiB and more held at most " << ms(static_cast<double>(p.tensor_peak_bytes) / (1 << 20))
             << " MiB at once\n";
   std::cout << "  op type                      count/run    ms/run   share" << (device ? "  host ms/run" : "") << "\n";

@@ -129,6 +129,8 @@ std::string tensor_change(const Tensor& a, const Tensor& b) {
 }
 
 using Add = std::function<void(std::string kind, std::string subject, std::string detail)>;
+/// A difference with the fields the summary counts by.
+using AddItem = std::function<void(Difference)>;
 
 /// IR version, opsets, producer and metadata.
 void diff_model_fields(const Model& a, const Model& b, const Add& add) {
@@ -233,7 +235,7 @@ std::vector<std::string> node_changes(const Node& x, const Node& y) {
   return changes;
 }
 
-void diff_nodes(const Graph& ga, const Graph& gb, ModelDiff& d, const Add& add) {
+void diff_nodes(const Graph& ga, const Graph& gb, ModelDiff& d, const AddItem& add) {
   d.nodes_a = ga.nodes().size();
   d.nodes_b = gb.nodes().size();
   const NodeMatch m = match_nodes(ga, gb, d);
@@ -247,31 +249,42 @@ void diff_nodes(const Graph& ga, const Graph& gb, ModelDiff& d, const Add& add) 
     for (const auto& [ia, ib] : at) old_positions.push_back(ib);
     d.reordered = moved_count(old_positions);
   }
-  for (const Node* n : m.removed) add("node_removed", n->describe(), n->op_type + value_names(n->inputs()) + " -> " + value_names(n->outputs()));
+  const auto node_item = [](const char* kind, const Node& n, std::string detail) {
+    Difference x{kind, n.describe(), std::move(detail)};
+    x.op_type = n.op_type;
+    return x;
+  };
+  for (const Node* n : m.removed) add(node_item("node_removed", *n, n->op_type + value_names(n->inputs()) + " -> " + value_names(n->outputs())));
   for (const auto& n : gb.nodes())
-    if (!m.matched_b.count(n.get())) add("node_added", n->describe(), n->op_type + value_names(n->inputs()) + " -> " + value_names(n->outputs()));
+    if (!m.matched_b.count(n.get())) add(node_item("node_added", *n, n->op_type + value_names(n->inputs()) + " -> " + value_names(n->outputs())));
   for (const auto& [x, y] : m.pairs) {
     const std::vector<std::string> changes = node_changes(*x, *y);
-    if (!changes.empty()) add("node_changed", x->describe(), join(changes));
+    if (!changes.empty()) add(node_item("node_changed", *x, join(changes)));
   }
 }
 
 /// Initializers by name.
-void diff_initializers(const Graph& ga, const Graph& gb, const Add& add) {
+void diff_initializers(const Graph& ga, const Graph& gb, const AddItem& add) {
   std::map<std::string, const Tensor*> ia, ib;
   for (const auto& t : ga.initializers()) ia[t->name] = t.get();
   for (const auto& t : gb.initializers()) ib[t->name] = t.get();
+  const auto item = [](const char* kind, const std::string& name, std::string detail, const Tensor* a, const Tensor* b) {
+    Difference x{kind, name, std::move(detail)};
+    if (a) x.bytes_a = static_cast<int64_t>(a->data_bytes());
+    if (b) x.bytes_b = static_cast<int64_t>(b->data_bytes());
+    return x;
+  };
   for (const auto& [n, t] : ia) {
     auto it = ib.find(n);
     if (it == ib.end()) {
-      add("initializer_removed", n, std::string(data_type_name(t->type())));
+      add(item("initializer_removed", n, std::string(data_type_name(t->type())), t, nullptr));
       continue;
     }
     const std::string change = tensor_change(*t, *it->second);
-    if (!change.empty()) add("initializer_changed", n, change);
+    if (!change.empty()) add(item("initializer_changed", n, change, t, it->second));
   }
   for (const auto& [n, t] : ib)
-    if (!ia.count(n)) add("initializer_added", n, std::string(data_type_name(t->type())));
+    if (!ia.count(n)) add(item("initializer_added", n, std::string(data_type_name(t->type())), nullptr, t));
 }
 
 }  // namespace
@@ -287,9 +300,37 @@ ModelDiff diff_models(const Model& a, const Model& b) {
     return d;
   }
   diff_io(*a.graph, *b.graph, add);
-  diff_nodes(*a.graph, *b.graph, d, add);
-  diff_initializers(*a.graph, *b.graph, add);
+  const AddItem add_item = [&d](Difference x) { d.differences.push_back(std::move(x)); };
+  diff_nodes(*a.graph, *b.graph, d, add_item);
+  diff_initializers(*a.graph, *b.graph, add_item);
   return d;
+}
+
+DiffSummary summarize_diff(const ModelDiff& diff) {
+  DiffSummary s;
+  for (const Difference& x : diff.differences) {
+    DiffSummary::Nodes* nodes = x.kind == "node_added"     ? &s.nodes_added
+                                : x.kind == "node_removed" ? &s.nodes_removed
+                                : x.kind == "node_changed" ? &s.nodes_changed
+                                                           : nullptr;
+    DiffSummary::Initializers* inits = x.kind == "initializer_added"     ? &s.initializers_added
+                                       : x.kind == "initializer_removed" ? &s.initializers_removed
+                                       : x.kind == "initializer_changed" ? &s.initializers_changed
+                                                                         : nullptr;
+    if (nodes) {
+      ++nodes->count;
+      ++nodes->by_op_type[x.op_type];
+    } else if (inits) {
+      ++inits->count;
+      inits->bytes_a += std::max<int64_t>(x.bytes_a, 0);
+      inits->bytes_b += std::max<int64_t>(x.bytes_b, 0);
+    } else if (x.kind == "opset") {
+      s.opsets.emplace_back(x.subject, x.detail);
+    } else {
+      ++s.other[x.kind];
+    }
+  }
+  return s;
 }
 
 }  // namespace onnxtool::ir

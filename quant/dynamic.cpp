@@ -116,7 +116,7 @@ class DynamicQuantizer {
   }
 
   void account(const ir::Node* n, const QuantizedWeight& w, const std::vector<double>& values, int64_t inner, int64_t channels) {
-    report_.float_weight_bytes += static_cast<int64_t>(values.size() * 4);
+    report_.float_weight_bytes += stored_float_bytes(o_, n->input(1)->name(), values.size());
     report_.quantized_weight_bytes += static_cast<int64_t>(values.size() + w.scales.size() * 5);
     NodeReport r;
     r.node = n->name;
@@ -326,7 +326,7 @@ class DynamicQuantizer {
       if (per_axis) dq->set_attr(ir::Attribute::make_int("axis", 1));
       dq->output(0)->type = n->input(index)->type;
       n->set_input(index, dq->output(0));
-      report_.float_weight_bytes += static_cast<int64_t>(w->values.size() * 4);
+      report_.float_weight_bytes += stored_float_bytes(o_, name, w->values.size());
       report_.quantized_weight_bytes += static_cast<int64_t>(w->values.size() + qw.scales.size() * 5);
       NodeReport r;
       r.node = n->name;

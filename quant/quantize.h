@@ -65,6 +65,12 @@ struct QuantizeOptions {
   /// Receives the progress of the long phases: calibration runs, reference runs, error
   /// measurement, the accuracy search (empty: nothing reported).
   ir::Progress progress;
+  /// Set by quantize_model for a float16/bfloat16 model, which is quantized widened to float32:
+  /// the bytes per element of each float initializer as the model stored it, and those of most
+  /// of its float weights (for weights its preprocessing derived), so that the report's
+  /// float_weight_bytes are the bytes the model held, not float32's. Empty: 4 bytes each.
+  std::map<std::string, int> stored_element_bytes;
+  int default_stored_element_bytes = 4;
   /// How many samples the source holds, when known (for progress only; 0: unknown).
   int64_t sample_count = 0;
   /// quantize_model without sample folders (dynamic, weight-only): the accuracy is measured on
@@ -165,7 +171,7 @@ struct QuantizeReport {
   /// the MatMul/Gemm/Conv/recurrent nodes).
   std::vector<FloatNode> kept_float;
   int64_t quantized_nodes = 0;
-  int64_t float_weight_bytes = 0;      ///< fp32 bytes of the weights that were quantized
+  int64_t float_weight_bytes = 0;      ///< stored bytes of the weights that were quantized, as the model held them
   int64_t quantized_weight_bytes = 0;  ///< their int8 bytes plus scales and zero points
   int64_t nan_values = 0, inf_values = 0;  ///< seen in calibration data
   int64_t samples = 0;
@@ -302,5 +308,12 @@ FloatReason unselected_reason(const ir::Node& node, const QuantizeOptions& optio
 /// Checks --op-types / --exclude-nodes / --exclude-op-types name things the model has, and
 /// --op-types only op types of options.mode.
 void validate_selection(const ir::Model& model, const QuantizeOptions& options);
+
+/// The bytes the model as given stored for the float weight `name` of `elements` elements
+/// (QuantizeOptions::stored_element_bytes).
+inline int64_t stored_float_bytes(const QuantizeOptions& o, const std::string& name, size_t elements) {
+  const auto it = o.stored_element_bytes.find(name);
+  return static_cast<int64_t>(elements) * (it != o.stored_element_bytes.end() ? it->second : o.default_stored_element_bytes);
+}
 
 }  // namespace onnxtool::quant

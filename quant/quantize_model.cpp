@@ -201,6 +201,28 @@ bool size_random_samples(ir::Model& model, const QuantizeOptions& checked, runne
   return true;
 }
 
+/// The bytes per element of the model's float initializers as stored (before a float16/bfloat16
+/// model is widened to float32), and the size most of their elements have, for the report's
+/// figure of the weights quantized.
+void record_stored_element_bytes(ir::Model& model, QuantizeOptions& options) {
+  std::map<int, uint64_t> elements_by_size;
+  ir::for_each_graph(*model.graph, [&](ir::Graph& g) {
+    for (const auto& t : g.initializers()) {
+      const auto type = static_cast<ir::DataType>(t->data_type);
+      const int size = type == ir::DataType::kFloat ? 4 : type == ir::DataType::kDouble ? 8 : is_half(type) ? 2 : 0;
+      if (size == 0) continue;
+      options.stored_element_bytes[t->name] = size;
+      elements_by_size[size] += t->element_count().value_or(0);
+    }
+  });
+  uint64_t most = 0;
+  for (const auto& [size, elements] : elements_by_size)
+    if (elements > most) {
+      most = elements;
+      options.default_stored_element_bytes = size;
+    }
+}
+
 /// A float16/bfloat16 model's quantization is not kept when its weights come out larger: what
 /// stays float is float32 now.
 void judge_against_half(ir::Model& model, int64_t half_bytes, QuantizeReport& report) {
@@ -245,7 +267,10 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
   for (const auto& vi : model.graph->outputs) output_types.push_back(vi.type ? vi.type : std::optional<ir::TypeInfo>(vi.value->type));
   const bool half = has_half_precision(model);
   const int64_t half_bytes = half ? initializer_bytes(model) : 0;
-  if (half) convert::to_fp32(model);
+  if (half) {
+    record_stored_element_bytes(model, checked);
+    convert::to_fp32(model);
+  }
   if (preprocess) preprocess_model(model, options, moved);
   SampleSource source = [&](size_t index, std::map<std::string, runner::Value>& feeds) {
     if (index >= sample_dirs.size()) return false;
@@ -276,6 +301,10 @@ QuantizeReport quantize_model(ir::Model& model, const QuantizeOptions& options, 
     runner::FeedOptions f = random;
     f.seed = random.seed + index;
     feeds = runner::load_feeds(probe, f);
+    // Drawn for the model as given: a float16 input's values widened, as the samples' are.
+    if (half)
+      for (auto& [name, value] : feeds)
+        if (value.is_tensor() && is_half(value.tensor.dtype())) value = runner::Value::of(widened(value.tensor));
     return true;
   };
   const SampleSource optional_source = !sample_dirs.empty() ? source : use_random ? random_source : SampleSource{};

@@ -386,7 +386,7 @@ class StaticQuantizer {
                                {ir::unique_name(g_, n->input(index)->name() + "_dequantized")}, "",
                                ir::unique_name(g_, n->input(index)->name() + "_DequantizeLinear"), n);
     if (a >= 0) dq->set_attr(ir::Attribute::make_int("axis", a));
-    const WeightSource source{n->input(index), static_cast<int64_t>(w->values.size() * 4),
+    const WeightSource source{n->input(index), stored_float_bytes(o_, n->input(index)->name(), w->values.size()),
                               static_cast<int64_t>(w->values.size() + qw.scales.size() * 5)};
     weight_source_[dq->output(0)] = source;
     report_.float_weight_bytes += source.float_bytes;

@@ -116,7 +116,7 @@ void rewrite_weight_only(ir::Model& model, const QuantizeOptions& options, Quant
       dq->set_attr(ir::Attribute::make_int("block_size", block));
       dq->output(0)->type = n->input(1)->type;
       n->set_input(1, dq->output(0));
-      report.float_weight_bytes += static_cast<int64_t>(w->values.size() * 4);
+      report.float_weight_bytes += stored_float_bytes(options, base, w->values.size());
       report.quantized_weight_bytes += static_cast<int64_t>((w->values.size() * static_cast<size_t>(options.bits) + 7) / 8 +
                                                             q.scales.size() * 4);
       NodeReport r;

@@ -193,7 +193,7 @@ void Executor::execute(const GraphPlan& plan, Frame& frame) {
     }
     std::vector<Value> outputs(step.outputs.size());
     std::vector<DeviceTensorPtr> device_outputs;
-    const auto start = timed ? Profiler::Clock::now() : Profiler::Clock::time_point();
+    auto start = timed ? Profiler::Clock::now() : Profiler::Clock::time_point();
     const bool device_timed = timed && on_device && step.device_fn && !step.constant && backend_->begin_timed();
     bool ran = false;
     try {
@@ -208,6 +208,18 @@ void Executor::execute(const GraphPlan& plan, Frame& frame) {
         placement.cpu_nodes.push_back({step.node, "control flow; its subgraphs' nodes are placed one by one"});
       else if (!step.device_fn)
         placement.cpu_nodes.push_back({step.node, std::string("no ") + backend_->api_name() + " kernel"});
+    }
+    // A node the device declined after its timing began: the start it wrote is closed (and its
+    // time dropped), so that the next timed node does not write that query again unreset.
+    if (device_timed && !ran) backend_->end_timed([](int64_t) {});
+    if (timed && on_device && !ran && !step.computed) {
+      // A CPU node of a device session reads its inputs on the host: their download waits for
+      // the device work recorded before it, which the device nodes' own times already count.
+      // Fetched before its clock starts, so that the node's time is its kernel's and the nodes'
+      // sum stays within the run (the wait is in the rest of the run's time).
+      for (const auto& r : step.inputs)
+        if (r.slot >= 0) host(frame, r);
+      start = Profiler::Clock::now();
     }
     bool fused = false;
     if (!ran) fused = run_on_cpu(step, frame, outputs, epilogue);

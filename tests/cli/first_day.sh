@@ -54,6 +54,15 @@ expect_tool "an abbreviation" 2 "did you mean --external-data?" -- convert "$M" 
 expect_tool "an option no option is near" 2 "onnxtool inspect: unknown option --frobnicate (see --help)" -- inspect --frobnicate "$M"
 lacks "an option no option is near" "did you mean"
 expect_tool "a command's option before the command" 2 "did you mean \`onnxtool inspect --json\`" -- --json inspect "$M"
+expect_tool "an option of another command" 2 "onnxtool run: --calib-data is an option of onnxtool quantize, not of run" -- \
+  run "$M" --calib-data "$WORK/calib"
+expect_tool "an option of another command, as NAME=VALUE" 2 "onnxtool quantize: --benchmark is an option of onnxtool run, not of quantize" -- \
+  quantize "$M" -o "$OUT/q.onnx" --mode dynamic --benchmark=3
+expect_tool "an option of several other commands" 2 "onnxtool inspect: --seed is an option of " -- inspect "$M" --seed 1
+lacks "an option of several other commands" "unknown option"
+expect_tool "a near miss still suggested" 2 "onnxtool run: unknown option --benchmark-x; did you mean --benchmark?" -- \
+  run "$M" --random --benchmark-x 3
+expect_tool "an option before its command, the command named" 2 "onnxtool inspect: unknown option --json" -- --json inspect "$M"
 expect_tool "a parse error names its command" 2 "onnxtool run: MODEL is required (see --help)" -- run
 expect_tool "a value out of range, the command named" 2 "onnxtool run: --max-dump-files: '0' is outside [1, 100000000]" -- \
   run "$M" --random --max-dump-files 0

@@ -41,6 +41,7 @@ declare -A COMMANDS=(
   [run]="run $M --random --output-dir $OUT/run --dump-dir $OUT/dump --benchmark 2 --profile --json"
   [compare]="compare $M $WORK/opt.onnx --inputs $WORK/samples --per-layer --min-cosine 0.99 --json"
   [diff]="diff $M $WORK/opt.onnx --json"
+  [diff-summary]="diff $M $WORK/opt.onnx --summary --json"
   [devices]="devices --json"
   [extract]="extract $M -o $OUT/e.onnx --inputs relu1_out --outputs logits --json"
   [edit]="edit $M -o $OUT/m.onnx --rename-input image=pixels --set-metadata k=v --json"

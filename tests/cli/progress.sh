@@ -35,6 +35,14 @@ lines=$(grep -c "$PROGRESS" "$WORK/loud.err")
 limit=$((ms / 2000 + 3))
 if ((lines >= 2 && lines <= limit)); then ok; else fail "$lines progress lines in $ms ms (expected 2..$limit): $(head -5 "$WORK/loud.err")"; fi
 grep -q "progress: per-layer comparison done in " "$WORK/loud.err" && ok || fail "no 'done in' line: $(tail -2 "$WORK/loud.err")"
+# The time left, at the pace so far, once a tenth of a known total is done (or after 5 s):
+# ", ~N s left" (or "~N min left") after the elapsed time.
+far=$(grep "$PROGRESS" "$WORK/loud.err" | grep -E ' [0-9]+/[0-9]+ \(([1-9][0-9])%\)' || true)
+if [[ -n $far ]]; then
+  ! grep -vqE ', [0-9]+ s, ~[0-9]+ (s|min) left$' <<<"$far" && ok || fail "a line past 10% without the time left: $far"
+fi
+early=$(grep "$PROGRESS" "$WORK/loud.err" | grep -E ' [0-9]+/[0-9]+ \([0-9]%\), [0-4] s' || true)
+[[ -z $early ]] || ! grep -q "left" <<<"$early" && ok || fail "the time left before a tenth and 5 s: $early"
 others=$(grep -vc "$PROGRESS" "$WORK/loud.err")
 [[ $others -eq 0 ]] && ok || fail "stderr has $others other lines: $(grep -v "$PROGRESS" "$WORK/loud.err" | head -3)"
 grep -q $'\r' "$WORK/loud.err" && fail "carriage returns in a log" || ok
