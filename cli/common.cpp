@@ -38,7 +38,14 @@ void print_json_error(const std::string& command, const std::string& message, in
 
 std::string flag_for(const std::string& command, const std::string& parameter) {
   // Where a command spells a parameter otherwise than its name says.
-  if (parameter == "sample_dirs") return command == "quantize" ? "--calib-data" : "--inputs";
+  if (parameter == "sample_dirs") return "--inputs";
+  // The flags that write input dims into the model: optimize's --fix-input-shape (for folding) and
+  // edit's --set-input-shape; --input-shape elsewhere sizes generated inputs only.
+  if (parameter == "input_shape" && command == "optimize") return "--fix-input-shape";
+  if (parameter == "input_shape" && command == "edit") return "--set-input-shape";
+  // extract names the tensors of its cut with --from and --to.
+  if (command == "extract" && parameter == "inputs") return "--from";
+  if (command == "extract" && parameter == "outputs") return "--to";
   if (parameter == "output") return "-o";
   std::string flag = "--" + parameter;
   std::replace(flag.begin(), flag.end(), '_', '-');
@@ -190,9 +197,9 @@ runner::FeedOptions feed_options(const FeedFlags& f, const std::string& dir, boo
   for (const auto& s : f.inputs) feed.files.push_back(parse_assignment(s, "--input"));
   feed.dir = dir;
   feed.random = random;
-  feed.flags = {"--input", "--inputs", "--random", "--shape"};
+  feed.flags = {"--input", "--inputs", "--random", "--input-shape"};
   feed.seed = f.seed;
-  feed.shapes = parse_shapes("--shape", f.shapes);
+  feed.shapes = parse_shapes("--input-shape", f.shapes);
   for (const auto& r : f.input_ranges) runner::add_input_range(feed, r, "--input-range");
   return feed;
 }

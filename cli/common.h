@@ -63,17 +63,18 @@ void print_json_error(const std::string& command, const std::string& message, in
 std::pair<std::string, std::string> parse_assignment(const std::string& s, const char* flag);
 /// Parses "D1,D2,..." (non-negative sizes) of option `flag` for input `name`.
 std::vector<int64_t> parse_size_list(const std::string& flag, const std::string& name, const std::string& text);
-/// Each NAME=D1,D2,... of `flag` (--shape, --input-shape) by name; a name given twice takes the last.
+/// Each NAME=D1,D2,... of `flag` (--input-shape, --fix-input-shape) by name; a name given twice takes the last.
 std::map<std::string, std::vector<int64_t>> parse_shapes(const std::string& flag, const std::vector<std::string>& items);
 
 /// The inputs of `run` and `compare`: --input NAME=FILE, --inputs DIR, and random ones (--random,
-/// --seed, --shape, --input-range).
+/// --seed, --input-shape, --input-range).
 struct FeedFlags {
   std::vector<std::string> inputs;
   std::string inputs_dir;
   bool random = false;
   uint64_t seed = 0;
-  std::vector<std::string> shapes;
+  std::vector<std::string> shapes;      ///< --input-shape
+  std::vector<std::string> old_shapes;  ///< --shape, its former name (merged into `shapes` after parsing)
   std::vector<std::string> input_ranges;
 };
 /// FeedFlags as the runner takes them, reading the files of `dir` and filling the rest at random
@@ -89,7 +90,7 @@ std::string describe(const ir::Diagnostic& d);
 /// the number of nodes the sort moved.
 int64_t refuse_unrunnable(ir::Model& model, const std::string& path);
 
-/// The sample folders of DIR (`quantize --calib-data`, `compare --inputs`): its subfolders in name
+/// The sample folders of DIR (`quantize --inputs`, `compare --inputs`): its subfolders in name
 /// order, at most `limit` when > 0. Errors (not a folder, no subfolder) name `flag` and DIR.
 std::vector<std::string> sample_dirs(const std::string& flag, const std::string& dir, int limit = 0);
 

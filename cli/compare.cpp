@@ -57,7 +57,7 @@ void refuse_conflicts(const CompareCliOptions& o, bool random, const std::vector
   if (o.samples > 1 && !random)
     throw_usage_error("--samples needs --random (files give one sample, a folder of sample folders one per folder)");
   if (o.samples > 1 && !folders.empty()) throw_usage_error("--samples: the sample folders of --inputs " + o.feed.inputs_dir + " are the samples");
-  if (const std::string named = given_list(o.given, {"--seed", "--shape", "--input-range"}); !named.empty() && !random)
+  if (const std::string named = given_list(o.given, {"--seed", "--input-shape", "--shape", "--input-range"}); !named.empty() && !random)
     throw_usage_error(named + ": the inputs come from " + given_list(o.given, {"--input", "--inputs"}) +
                       "; add --random to fill the inputs they leave out with random data");
   if (!o.expect_dir.empty()) {
@@ -167,7 +167,8 @@ void register_compare(CLI::App& app, Action& action) {
   gate("--max-abs-error", runner::Gate::Kind::kMaxAbsError, 1e30, "fail above this largest absolute error");
   sub->add_flag("--random", o->feed.random, "random inputs (the default when no input is given)");
   sub->add_option("--seed", o->feed.seed, "seed of the first random sample (default 0)")->check(number_in(0, kMaxSeed));
-  sub->add_option("--shape", o->feed.shapes, "NAME=D1,D2,... sizes for symbolic dims of random inputs");
+  sub->add_option("--input-shape", o->feed.shapes, "NAME=D1,D2,... sizes for symbolic dims of random inputs (formerly --shape)");
+  add_old_name(sub, "--shape", o->feed.old_shapes);
   add_input_range_option(sub, o->feed.input_ranges);
   sub->add_option("--outputs", o->outputs, "compare and judge only these outputs of A (comma-separated; default all)")->delimiter(',');
   sub->add_option("--samples", o->samples, "random samples to run (default 1)")->check(number_in(1, 1e6));
@@ -182,7 +183,11 @@ void register_compare(CLI::App& app, Action& action) {
   add_model_run_flags(sub);
   sub->callback([&action, o, sub] {
     o->given = given_options(*sub);
-    action = [o] { return run_compare(*o); };
+    o->feed.shapes.insert(o->feed.shapes.begin(), o->feed.old_shapes.begin(), o->feed.old_shapes.end());
+    action = [o] {
+      note_renamed("compare", o->given, {{"--shape", "--input-shape", ""}});
+      return run_compare(*o);
+    };
   });
 }
 

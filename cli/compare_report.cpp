@@ -57,8 +57,9 @@ std::string describe_worst(const runner::WorstDiff& w, const std::vector<std::st
   const auto& d = w.diff;
   if (!d.problem.empty()) return d.problem;
   const runner::SampleStats& st = w.stats;
-  auto lowest = [&](const runner::SampleStats::Worst& x) {
+  auto lowest = [&](const runner::SampleStats::Worst& x, int digits) {
     std::ostringstream s;
+    s << std::setprecision(digits);
     if (st.samples > 1 && x.sample >= 0 && static_cast<size_t>(x.sample) < sample_names.size())
       s << " (lowest " << x.value << " on " << sample_names[static_cast<size_t>(x.sample)] << ")";
     return s.str();
@@ -66,9 +67,9 @@ std::string describe_worst(const runner::WorstDiff& w, const std::vector<std::st
   std::ostringstream s;
   s << std::setprecision(3) << "max abs " << st.max_abs_error.value << ", max rel " << st.max_rel_error.value << ", mean abs "
     << st.mean_abs_error << ", cosine ";
-  if (st.cosine_meaningful) s << std::setprecision(6) << st.cosine() << lowest(st.lowest_cosine);
+  if (st.cosine_meaningful) s << std::setprecision(6) << st.cosine() << lowest(st.lowest_cosine, 6);
   else s << "n/a (" << (d.elements < 2 ? "one element" : "constant reference") << ")";
-  s << ", SQNR " << std::setprecision(3) << st.sqnr_db() << " dB" << lowest(st.lowest_sqnr_db);
+  s << ", SQNR " << std::setprecision(3) << st.sqnr_db() << " dB" << lowest(st.lowest_sqnr_db, 3);
   if (d.top1_rows > 0) s << ", top-1 " << d.top1_agree << "/" << d.top1_rows;
   if (d.nonfinite_count) {
     s << ", " << d.nonfinite_count << " NaN/Inf mismatches (first at " << d.nonfinite[0].index << ": " << d.nonfinite[0].a << " vs "

@@ -22,7 +22,8 @@ struct EditOptions {
   bool in_place = false;
   std::vector<std::string> rename_inputs;
   std::vector<std::string> rename_outputs;
-  std::vector<std::string> input_shapes;
+  std::vector<std::string> input_shapes;      ///< --set-input-shape
+  std::vector<std::string> old_input_shapes;  ///< --input-shape, its former name here
   std::vector<std::string> set_metadata;
   std::vector<std::string> remove_metadata;
   std::string producer_name;
@@ -48,8 +49,8 @@ ir::EditRequest edit_request(const EditOptions& o) {
     for (const auto& [from, to] : *renames)
       if (to.find_first_of(",=") != std::string::npos)
         throw_usage_error("rename " + from + "=" + to + ": a new name with ',' or '='; give each rename its own flag");
-  for (const auto& [name, text] : assignments(o.input_shapes, "--input-shape"))
-    r.input_shapes.emplace_back(name, ir::parse_dims("--input-shape " + name, text));
+  for (const auto& [name, text] : assignments(o.input_shapes, "--set-input-shape"))
+    r.input_shapes.emplace_back(name, ir::parse_dims("--set-input-shape " + name, text));
   r.set_metadata = assignments(o.set_metadata, "--set-metadata");
   r.remove_metadata = o.remove_metadata;
   if (o.given.count("--producer-name")) r.producer_name = o.producer_name;
@@ -158,7 +159,7 @@ int run_edit(EditOptions& o) {
   if (request.rename_inputs.empty() && request.rename_outputs.empty() && request.input_shapes.empty() &&
       request.set_metadata.empty() && request.remove_metadata.empty() && !request.producer_name && !request.doc_string &&
       !request.fix_declarations)
-    throw_usage_error("nothing to edit: pass --rename-input, --rename-output, --input-shape, --fix-declarations, "
+    throw_usage_error("nothing to edit: pass --rename-input, --rename-output, --set-input-shape, --fix-declarations, "
                       "--set-metadata, --remove-metadata, --producer-name or --doc-string");
   refuse_verify_flags_unused(o.check, o.given);
   const verify::Tolerance tol = tolerance(o.check, verify::kExactTolerance);
@@ -200,8 +201,12 @@ void register_edit(CLI::App& app, Action& action) {
   sub->add_flag("--in-place", o->in_place, "replace the input model with the result (-o may then be left out)");
   sub->add_option("--rename-input", o->rename_inputs, "OLD=NEW rename a graph input and every use (repeatable)");
   sub->add_option("--rename-output", o->rename_outputs, "OLD=NEW rename a graph output and every use (repeatable)");
-  sub->add_option("--input-shape", o->input_shapes,
-                  "NAME=D1,D2,... set an input's dims: sizes, symbols (N) or ?; shapes are then re-inferred (repeatable)");
+  sub->add_option("--set-input-shape", o->input_shapes,
+                  "NAME=D1,D2,... set an input's dims in the model: sizes, symbols (N) or ?; shapes are then "
+                  "re-inferred (repeatable; formerly --input-shape, which still means this here)");
+  // Not the other commands' --input-shape (dims of generated inputs only): edit's former
+  // spelling keeps its meaning, so that no command line written for it changes silently.
+  add_old_name(sub, "--input-shape", o->old_input_shapes);
   sub->add_flag("--fix-declarations", o->fix_declarations,
                 "replace declared shapes (outputs, value_info) that the model's nodes contradict with the inferred ones");
   sub->add_option("--set-metadata", o->set_metadata, "KEY=VALUE add or replace a metadata entry (repeatable)");
@@ -213,7 +218,13 @@ void register_edit(CLI::App& app, Action& action) {
   add_model_run_flags(sub);
   sub->callback([&action, o, sub] {
     o->given = given_options(*sub);
-    action = [o] { return run_edit(*o); };
+    o->input_shapes.insert(o->input_shapes.begin(), o->old_input_shapes.begin(), o->old_input_shapes.end());
+    action = [o] {
+      note_renamed("edit", o->given,
+                   {{"--input-shape", "--set-input-shape",
+                     "here it sets the dims in the written model as before; elsewhere --input-shape only sizes generated inputs"}});
+      return run_edit(*o);
+    };
   });
 }
 

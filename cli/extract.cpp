@@ -1,4 +1,4 @@
-// `onnxtool extract MODEL -o OUT --inputs A,B --outputs C,D`: the subgraph between named tensors,
+// `onnxtool extract MODEL -o OUT --from A,B --to C,D`: the subgraph between named tensors,
 // checked and run against the original before it is written.
 #include <iostream>
 
@@ -16,8 +16,10 @@ namespace {
 struct ExtractOptions {
   std::string model;
   std::string output;
-  std::vector<std::string> inputs;
-  std::vector<std::string> outputs;
+  std::vector<std::string> from;  ///< --from: the tensors that become the graph inputs
+  std::vector<std::string> to;    ///< --to: the tensors that become the graph outputs
+  std::vector<std::string> old_from;  ///< --inputs, the former name of --from
+  std::vector<std::string> old_to;    ///< --outputs, the former name of --to
   std::vector<std::string> input_shapes;
   VerifyFlags check;
   bool json = false;
@@ -42,6 +44,8 @@ std::string io_list_text(const std::vector<ir::ValueInfo>& list) {
 }
 
 int run_extract(const ExtractOptions& o) {
+  if (o.from.empty()) throw_usage_error("--from is required: the tensors that become the graph inputs");
+  if (o.to.empty()) throw_usage_error("--to is required: the tensors that become the graph outputs");
   if (o.output.empty()) throw_usage_error("-o OUT is required");
   refuse_overwriting_input(o.model, o.output);
   refuse_verify_flags_unused(o.check, o.given);
@@ -55,7 +59,7 @@ int run_extract(const ExtractOptions& o) {
   auto loaded = ir::load_model(o.model);
   ir::check_output_paths(loaded.info, o.output, "", /*in_place=*/false);
   refuse_unrunnable(loaded.model, o.model);
-  const ir::ExtractReport r = ir::extract_subgraph(loaded.model, o.inputs, o.outputs);
+  const ir::ExtractReport r = ir::extract_subgraph(loaded.model, o.from, o.to);
 
   ir::Model original = ir::load_model(o.model).model;
   const checker::WriteCheck gate = check_before_writing(loaded.model);
@@ -94,9 +98,12 @@ void register_extract(CLI::App& app, Action& action) {
   CLI::App* sub = app.add_subcommand("extract", "Cut out the subgraph between named tensors, verified against the original");
   sub->add_option("MODEL", o->model, "input model")->required();
   sub->add_option("-o,--output", o->output, "output model");
-  sub->add_option("--inputs", o->inputs, "tensors that become the graph inputs (comma-separated)")->delimiter(',')->required();
-  sub->add_option("--outputs", o->outputs, "tensors that become the graph outputs (comma-separated)")->delimiter(',')->required();
-  // No --inputs folder: extract's --inputs names tensors.
+  sub->add_option("--from", o->from, "tensors that become the graph inputs (comma-separated; formerly --inputs)")->delimiter(',');
+  sub->add_option("--to", o->to, "tensors that become the graph outputs (comma-separated; formerly --outputs)")->delimiter(',');
+  // The former names keep their meaning here, tensor names: so no verification folder under
+  // --inputs on extract (--input NAME=FILE gives files).
+  add_old_name(sub, "--inputs", o->old_from)->delimiter(',');
+  add_old_name(sub, "--outputs", o->old_to)->delimiter(',');
   add_verify_flags(sub, o->check, {verify::kExactTolerance}, false);
   add_verify_option(sub, o->check, "--input-shape", o->input_shapes,
                     "NAME=D1,D2,... sizes of the original's symbolic dims for random inputs");
@@ -104,7 +111,12 @@ void register_extract(CLI::App& app, Action& action) {
   add_model_run_flags(sub);
   sub->callback([&action, o, sub] {
     o->given = given_options(*sub);
-    action = [o] { return run_extract(*o); };
+    o->from.insert(o->from.begin(), o->old_from.begin(), o->old_from.end());
+    o->to.insert(o->to.begin(), o->old_to.begin(), o->old_to.end());
+    action = [o] {
+      note_renamed("extract", o->given, {{"--inputs", "--from", ""}, {"--outputs", "--to", ""}});
+      return run_extract(*o);
+    };
   });
 }
 

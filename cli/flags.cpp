@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
 #include <sstream>
 
 #include "cli/progress.h"
@@ -74,7 +75,8 @@ std::string closest_match(const std::string& word, const std::vector<std::string
 std::vector<std::string> option_names(const CLI::App& app) {
   std::vector<std::string> names;
   for (const CLI::Option* opt : app.get_options()) {
-    if (!opt->nonpositional()) continue;
+    // Former names (add_old_name: hidden from help) are not suggested: a slip gets the new name.
+    if (!opt->nonpositional() || opt->get_group().empty()) continue;
     for (const auto& l : opt->get_lnames()) names.push_back("--" + l);
     for (const auto& s : opt->get_snames()) names.push_back("-" + s);
   }
@@ -154,7 +156,25 @@ void apply_run_environment() {
 }
 
 void add_quiet_flag(CLI::App* sub) {
-  sub->add_flag_callback("--quiet", [] { set_quiet(true); }, "no progress or notes on stderr (errors, warnings and results stay)");
+  sub->add_flag_callback("--quiet", [] { set_quiet(true); }, "no progress or notes on stderr (errors, warnings, results and the line naming a renamed flag stay)");
+}
+
+void add_shared_flags(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) {
+    if (!sub->get_option_no_throw("--quiet")) add_quiet_flag(sub);
+    if (!sub->get_option_no_throw("--threads"))
+      sub->add_option_function<int>(
+             "--threads", [](const int&) { g_threads_given = true; },
+             "accepted as on every command; " + sub->get_name() + " runs no model, so it changes nothing")
+          ->check(number_in(1, 1024));
+  }
+}
+
+void note_renamed(const std::string& command, const std::set<std::string>& given, const std::vector<Renamed>& renamed) {
+  for (const auto& r : renamed)
+    if (given.count(r.old_name))
+      std::cerr << "onnxtool " << command << ": " << r.old_name << " is now " << r.new_name << " (the old name still works"
+                << (r.remark.empty() ? "" : "; " + r.remark) << ")\n";
 }
 
 CLI::Validator number_in(double lo, double hi, bool open_low) {

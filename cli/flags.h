@@ -29,6 +29,34 @@ void add_threads_flag(CLI::App* sub);
 /// naming the variable) and applied.
 void apply_run_environment();
 
+/// Adds --quiet and --threads to every subcommand of `app` that lacks them, so that one command
+/// line (`--threads 1 --quiet --json`) fits every command. Where a command runs no model (check,
+/// diff, inspect, devices) --threads is accepted and changes nothing; its help says so.
+void add_shared_flags(CLI::App& app);
+
+/// Sets each command's --help footer: two or three examples that work on testdata/tiny_cnn.onnx
+/// (cli/examples.cpp).
+void add_examples(CLI::App& app);
+
+/// A flag's former name, kept working: an option hidden from --help that stores into `value`
+/// (the command merges it with the new name's value). `note_renamed` says it was used.
+template <class T>
+CLI::Option* add_old_name(CLI::App* sub, const std::string& old_name, T& value) {
+  return sub->add_option(old_name, value, "former name")->group("");
+}
+
+/// A flag renamed: its former spelling and the name to use now, and an optional word on what
+/// the former spelling still means on this command.
+struct Renamed {
+  std::string old_name;
+  std::string new_name;
+  std::string remark;
+};
+/// One stderr line per former name in `renamed` that was given ("onnxtool quantize: --calib-data
+/// is now --inputs (the old name still works)"). Never on stdout, so --json stays one document;
+/// not silenced by --quiet, so that a script learns of the change.
+void note_renamed(const std::string& command, const std::set<std::string>& given, const std::vector<Renamed>& renamed);
+
 /// Range check of a numeric flag: the text must be a finite number in [lo, hi] (or (lo, hi] with
 /// `open_low`). CLI11 alone takes "nan", "inf" and, for unsigned options, "-1" (as 2^64 - 1).
 CLI::Validator number_in(double lo, double hi, bool open_low = false);

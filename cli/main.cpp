@@ -199,6 +199,8 @@ int main(int argc, char** argv) {
   register_devices(app, action);
   register_extract(app, action);
   register_edit(app, action);
+  add_shared_flags(app);  // --quiet and --threads on every command
+  add_examples(app);
   std::string help_topic;
   CLI::App* help = app.add_subcommand("help", "Print this help, or a command's options: onnxtool help COMMAND");
   help->add_option("COMMAND", help_topic, "the command to describe");

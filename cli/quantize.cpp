@@ -57,10 +57,11 @@ void refuse_ignored_flags(const QuantizeCliOptions& o) {
   const bool random_samples = o.mode != "static" && o.calib_data.empty();
   refuse_unused(o.given, {
       {{"--calib-samples", "--error-samples"}, !random_samples,
-       "without --calib-data the accuracy is measured on " + std::to_string(quant::QuantizeOptions{}.random_samples) + " random samples"},
-      {{"--seed", "--input-range", "--no-verify"}, random_samples,
-       "for the random samples dynamic and weight-only modes are measured on without --calib-data"},
-      {{"--seed", "--input-range", "--accuracy-target", "--accuracy-outputs", "--auto-exclude", "--no-auto-exclude", "--time-limit"},
+       "without --inputs the accuracy is measured on " + std::to_string(quant::QuantizeOptions{}.random_samples) + " random samples"},
+      {{"--seed", "--input-range", "--input-shape", "--no-verify"}, random_samples,
+       "for the random samples dynamic and weight-only modes are measured on without --inputs"},
+      {{"--seed", "--input-range", "--input-shape", "--accuracy-target", "--accuracy-outputs", "--auto-exclude", "--no-auto-exclude",
+        "--time-limit"},
        !o.no_verify, "they choose how the accuracy is measured; --no-verify measures nothing"},
   });
 }
@@ -102,11 +103,13 @@ quant::QuantizeOptions quantize_options(const QuantizeCliOptions& o, std::chrono
     q.deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                              std::chrono::duration<double>(0.95 * o.time_limit));
   for (const auto& r : o.input_ranges) runner::add_input_range(q.random_feeds, r, "--input-range");
+  q.random_feeds.shapes = parse_shapes("--input-shape", o.input_shapes);
+  q.random_feeds.flags = {"", "--inputs", "", "--input-shape"};
   q.accuracy_outputs = o.accuracy_outputs;
   q.accuracy_target = o.accuracy_target;
   if (o.error_samples < 1) throw_usage_error("--error-samples must be at least 1");
   q.error_samples = o.error_samples;
-  if (q.mode == quant::Mode::kStatic && o.calib_data.empty()) throw_usage_error("--mode static needs --calib-data DIR");
+  if (q.mode == quant::Mode::kStatic && o.calib_data.empty()) throw_usage_error("--mode static needs --inputs DIR, a folder of calibration samples");
   return q;
 }
 
@@ -137,7 +140,7 @@ void refuse_unmet(const QuantizeCliOptions& o, const quant::QuantizeReport& repo
   if (o.require_speedup <= 0) return;
   const double estimate = unchanged.empty() ? report.estimated_speedup : 1.0;
   if (estimate < 0)
-    throw Error(ErrorKind::kFailed, o.model + ": --require-speedup: no speed-up estimate (it needs --calib-data, or static shapes)");
+    throw Error(ErrorKind::kFailed, o.model + ": --require-speedup: no speed-up estimate (it needs --inputs, or static shapes)");
   if (estimate < o.require_speedup)
     throw Error(ErrorKind::kFailed, o.model + ": --require-speedup " + significant(o.require_speedup, 8) + ": the estimated speed-up is " +
                                         significant(estimate, 8) + "x" + (unchanged.empty() ? "" : " (nothing quantized: " + unchanged + ")"));
@@ -151,7 +154,7 @@ int run_quantize(const QuantizeCliOptions& o) {
   if (o.format != "qdq" && o.format != "qoperator") throw_usage_error("--format must be qdq or qoperator");
   refuse_overwriting_input(o.model, o.output);
   quant::QuantizeOptions q = quantize_options(o, start);
-  const auto samples = o.calib_data.empty() ? std::vector<std::string>{} : sample_dirs("--calib-data", o.calib_data, o.calib_samples);
+  const auto samples = o.calib_data.empty() ? std::vector<std::string>{} : sample_dirs("--inputs", o.calib_data, o.calib_samples);
   ir::LoadedModel loaded;
   const int64_t sorted_on_load = load_for_quantize(o, loaded);
   q.progress = progress();
@@ -181,9 +184,10 @@ void register_quantize(CLI::App& app, Action& action) {
   sub->add_option("--bits", o->bits, "weight-only: 4 (default) or 8 bits per weight");
   sub->add_option("--block-size", o->block_size, "weight-only: rows of a weight column that share a scale (default 32)");
   sub->add_option("--format", o->format, "qdq (default) | qoperator");
-  sub->add_option("--calib-data", o->calib_data,
+  sub->add_option("--inputs", o->calib_data,
                   "folder of samples: one subfolder per sample, one .npy per input (or test_data_set_N of input_K.pb); "
-                  "static: calibration; both modes: the per-node errors and --auto-exclude");
+                  "static: calibration; both modes: the per-node errors and --auto-exclude (formerly --calib-data)");
+  add_old_name(sub, "--calib-data", o->old_calib_data);
   sub->add_option("--calib-method", o->calib_method, "minmax (default) | entropy | percentile");
   sub->add_option("--device", o->device, "run the calibration on cpu (default), vulkan or vulkan:N");
   sub->add_option("--percentile", o->percentile, "percentile of |x| kept by --calib-method percentile (default 99.999)")
@@ -203,15 +207,15 @@ void register_quantize(CLI::App& app, Action& action) {
   sub->add_flag("--no-preprocess", o->no_preprocess, "do not run `optimize` first");
   sub->add_flag("--no-auto-exclude", o->no_auto_exclude,
                 "quantize every supported node whatever the accuracy (the default keeps layers float until "
-                "--accuracy-target is reached on the samples, or on random ones without --calib-data)");
+                "--accuracy-target is reached on the samples, or on random ones without --inputs)");
   sub->add_flag("--auto-exclude", o->auto_exclude,
                 "require --accuracy-target: fail (exit 1) when no quantization reaches it; by default layers are "
                 "kept float until it is reached and a model where nothing can be is written unchanged");
   sub->add_option("--error-samples", o->error_samples,
-                  "how many --calib-data samples measure the per-node errors and --auto-exclude (default 8)")
+                  "how many --inputs samples measure the per-node errors and --auto-exclude (default 8)")
       ->check(number_in(1, 1e6));
   sub->add_option("--accuracy-target", o->accuracy_target,
-                  "output cosine similarity to fp32 on the samples, or on random ones without --calib-data (default 0.99)")
+                  "output cosine similarity to fp32 on the samples, or on random ones without --inputs (default 0.99)")
       ->check(number_in(0, 1, /*open_low=*/true));
   sub->add_option("--require-speedup", o->require_speedup,
                   "fail (exit 1, nothing written) when the estimated speed-up with integer kernels is below X")
@@ -220,11 +224,14 @@ void register_quantize(CLI::App& app, Action& action) {
                   "the outputs --accuracy-target judges (default: every float output; e.g. not the training-only "
                   "feature maps some exports keep)")
       ->delimiter(',');
-  sub->add_option("--seed", o->seed, "without --calib-data: seed of the first random sample the accuracy is measured on (default 0)")
+  sub->add_option("--seed", o->seed, "without --inputs: seed of the first random sample the accuracy is measured on (default 0)")
       ->check(number_in(0, kMaxSeed));
   add_input_range_option(sub, o->input_ranges);
+  sub->add_option("--input-shape", o->input_shapes,
+                  "NAME=D1,D2,... without --inputs: sizes of the random samples' symbolic dims (default: as verification "
+                  "sizes them, 1, else 64 or 512)");
   sub->add_flag("--no-verify", o->no_verify,
-                "without --calib-data: quantize without measuring the accuracy on random samples (nothing then says "
+                "without --inputs: quantize without measuring the accuracy on random samples (nothing then says "
                 "how far the result departs from the float model)");
   sub->add_option("--time-limit", o->time_limit,
                   "seconds after which the accuracy search starts no further attempt: the best quantization that reached "
@@ -236,7 +243,15 @@ void register_quantize(CLI::App& app, Action& action) {
   add_threads_flag(sub);
   sub->callback([&action, o, sub] {
     o->given = given_options(*sub);
-    action = [o] { return run_quantize(*o); };
+    action = [o] {
+      if (o->given.count("--calib-data")) {
+        if (o->given.count("--inputs") && o->calib_data != o->old_calib_data)
+          throw_usage_error("--calib-data and --inputs: two names of one flag, given two folders; give --inputs alone");
+        o->calib_data = o->old_calib_data;
+      }
+      note_renamed("quantize", o->given, {{"--calib-data", "--inputs", ""}});
+      return run_quantize(*o);
+    };
   });
 }
 

@@ -18,7 +18,9 @@ struct QuantizeCliOptions {
   std::string output;
   std::string mode;
   std::string format = "qdq";
-  std::string calib_data;
+  std::string calib_data;      ///< --inputs: the folder of samples
+  std::string old_calib_data;  ///< --calib-data, its former name
+  std::vector<std::string> input_shapes;  ///< --input-shape: dims of the random samples
   std::string calib_method = "minmax";
   std::string device = "cpu";
   double percentile = 99.999;
@@ -40,8 +42,8 @@ struct QuantizeCliOptions {
   std::vector<std::string> accuracy_outputs;
   int error_samples = 8;
   double time_limit = 0;  ///< seconds the accuracy search may take (0: no limit)
-  bool no_verify = false;  ///< without --calib-data: quantize unmeasured
-  uint64_t seed = 0;                      ///< of the random samples (no --calib-data)
+  bool no_verify = false;  ///< without --inputs: quantize unmeasured
+  uint64_t seed = 0;                      ///< of the random samples (no --inputs)
   std::vector<std::string> input_ranges;  ///< of the random samples
   int bits = 4;
   int64_t block_size = 32;

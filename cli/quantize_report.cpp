@@ -128,7 +128,7 @@ void print_accuracy(const QuantizeCliOptions& o, const quant::QuantizeReport& re
 /// The samples the accuracy was measured (or the model calibrated) on.
 void print_samples(const QuantizeCliOptions& o, const quant::QuantizeReport& report) {
   if (!report.random_samples.empty())
-    std::cout << "measured on " << report.samples << " samples, " << report.random_samples << "\nnote: " << random_inputs_note("--calib-data DIR")
+    std::cout << "measured on " << report.samples << " samples, " << report.random_samples << "\nnote: " << random_inputs_note("--inputs DIR")
               << "\n";
   else if (report.samples && o.mode != "static")
     std::cout << "measured on " << report.samples << " samples\n";
@@ -201,7 +201,7 @@ nlohmann::json quantize_json(const QuantizeCliOptions& o, const quant::QuantizeR
           {"sqnr_db", sqnr_json(report.output_rel_error)},
           {"error_samples", report.error_samples},
           {"random_samples", json_or_null(report.random_samples)},
-          {"note", random_note_json(!report.random_samples.empty(), "--calib-data DIR")},
+          {"note", random_note_json(!report.random_samples.empty(), "--inputs DIR")},
           {"auto_excluded", report.auto_excluded},
           {"aimed_target", measured(report.aimed_target)},
           {"kept_float", kept_float_json(report)},

@@ -14,8 +14,8 @@ namespace {
 void refuse_unusable_flags(const RunOptions& o) {
   if (o.benchmark < 0) throw_usage_error("--benchmark must be >= 0");
   refuse_unused(o.given, {
-      // --seed and --shape concern random inputs only: without --random they would be ignored.
-      {{"--seed", "--shape", "--input-range"}, o.feed.random, "for random inputs only; add --random"},
+      // --seed and --input-shape concern random inputs only: without --random they would be ignored.
+      {{"--seed", "--input-shape", "--shape", "--input-range"}, o.feed.random, "for random inputs only; add --random"},
       {{"--output-format"}, !o.output_dir.empty(), "add --output-dir"},
       {{"--max-dump-files", "--max-dump-bytes"}, !o.dump_dir.empty(), "the bounds of --dump-dir; add --dump-dir DIR"},
       {{"--rtol", "--atol"}, !o.expect_dir.empty(), "the tolerance of --expect; add --expect DIR"},
@@ -49,7 +49,8 @@ void register_run(CLI::App& app, Action& action) {
   sub->add_option("--inputs", o->feed.inputs_dir, "folder of <name>.npy/.pb files, or a test_data_set_N folder");
   sub->add_flag("--random", o->feed.random, "fill inputs not given with deterministic random data");
   sub->add_option("--seed", o->feed.seed, "seed for --random (default 0)")->check(number_in(0, kMaxSeed));
-  sub->add_option("--shape", o->feed.shapes, "NAME=D1,D2,... sizes for symbolic dims of random inputs");
+  sub->add_option("--input-shape", o->feed.shapes, "NAME=D1,D2,... sizes for symbolic dims of random inputs (formerly --shape)");
+  add_old_name(sub, "--shape", o->feed.old_shapes);
   add_input_range_option(sub, o->feed.input_ranges);
   sub->add_option("--output-dir", o->output_dir, "write each output to DIR/<name>.npy (or .pb: see --output-format)");
   sub->add_option("--output-format", o->output_format,
@@ -82,7 +83,11 @@ void register_run(CLI::App& app, Action& action) {
   sub->callback([&action, o, profile, sub] {
     o->profile = profile->count() > 0;
     o->given = given_options(*sub);
-    action = [o] { return run_command(*o); };
+    o->feed.shapes.insert(o->feed.shapes.begin(), o->feed.old_shapes.begin(), o->feed.old_shapes.end());
+    action = [o] {
+      note_renamed("run", o->given, {{"--shape", "--input-shape", ""}});
+      return run_command(*o);
+    };
   });
 }
 

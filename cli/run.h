@@ -19,7 +19,7 @@ namespace onnxtool::cli {
 
 struct RunOptions {
   std::string model;
-  FeedFlags feed;  ///< --input, --inputs, --random, --seed, --shape, --input-range
+  FeedFlags feed;  ///< --input, --inputs, --random, --seed, --input-shape, --input-range
   std::string output_dir;
   std::string output_format = "npy";  ///< of tensors; sequences and optionals are always .pb
   std::string expect_dir;             ///< reference outputs to compare with

@@ -48,7 +48,7 @@ std::map<std::string, runner::Value> make_feeds(const RunOptions& o, runner::Ses
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::kUsage || e.kind() == ErrorKind::kInternal) throw;
       throw Error(e.kind(), error_text("run", e) + " (random inputs with free dims of 1, 64 and 512 all failed; give " +
-                                "the sizes with --shape NAME=D1,D2,...)");
+                                "the sizes with --input-shape NAME=D1,D2,...)");
     }
   } else {
     feeds = runner::load_feeds(session, feed);

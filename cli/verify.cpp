@@ -62,7 +62,8 @@ void refuse_verify_flags_unused(const VerifyFlags& flags, const std::set<std::st
     throw_usage_error(named + ": they choose how the result is verified; --no-verify runs nothing");
 }
 
-verify::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std::string, std::vector<int64_t>>& shapes) {
+verify::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std::string, std::vector<int64_t>>& shapes,
+                                   const std::string& shape_flag) {
   const bool files = !flags.inputs_dir.empty() || !flags.inputs.empty();
   const std::string given = flags.inputs_dir.empty() ? "--input" : flags.inputs.empty() ? "--inputs" : "--inputs and --input";
   if (flags.seed_option && flags.seed_option->count() && files)
@@ -73,10 +74,10 @@ verify::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std:
   in.feeds.dir = flags.inputs_dir;
   for (const auto& s : flags.inputs) in.feeds.files.push_back(parse_assignment(s, "--input"));
   in.feeds.seed = flags.seed;
-  in.feeds.flags = {"--input", "--inputs", "", "--input-shape"};  // verification inputs are random or all given
+  in.feeds.flags = {"--input", "--inputs", "", shape_flag};  // verification inputs are random or all given
   for (const auto& [name, dims] : shapes)
     if (std::find(dims.begin(), dims.end(), 0) != dims.end())
-      throw_usage_error("--input-shape " + name + ": a dim of 0 makes an empty tensor, and a verification on empty "
+      throw_usage_error(shape_flag + " " + name + ": a dim of 0 makes an empty tensor, and a verification on empty "
                         "tensors compares nothing; give every dim at least 1");
   in.feeds.shapes = shapes;
   for (const auto& r : flags.input_ranges) runner::add_input_range(in.feeds, r, "--input-range");

@@ -53,16 +53,18 @@ CLI::Option* add_verify_option(CLI::App* sub, VerifyFlags& flags, const std::str
 /// ignored are refused.
 void refuse_verify_flags_unused(const VerifyFlags& flags, const std::set<std::string>& given);
 
-/// The verification inputs: the user's files, else random with `shapes` for symbolic dims.
-/// Refuses --seed with files (no random input left to seed).
-verify::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std::string, std::vector<int64_t>>& shapes);
+/// The verification inputs: the user's files, else random with `shapes` for symbolic dims
+/// (given by `shape_flag`, which errors name). Refuses --seed with files (no random input left
+/// to seed).
+verify::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std::string, std::vector<int64_t>>& shapes,
+                                   const std::string& shape_flag = "--input-shape");
 
 /// The policy with the user's --rtol/--atol in place of its own.
 verify::Tolerance tolerance(const VerifyFlags& flags, const verify::Tolerance& policy);
 
 /// What a verification on random inputs cannot prove, said wherever one is reported (text, and
 /// "note" in --json).
-/// `real` names the flag that gives real samples ("--inputs DIR", quantize's "--calib-data DIR").
+/// `real` names the flag that gives real samples ("--inputs DIR").
 std::string random_inputs_note(const std::string& real = "--inputs DIR");
 /// "note" in --json: random_inputs_note(real) where the inputs were random, else null.
 nlohmann::json random_note_json(bool random, const std::string& real = "--inputs DIR");

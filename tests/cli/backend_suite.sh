@@ -46,8 +46,8 @@ run_case() {
     return
   fi
   model=$WORK/corrected/${name//\//_}.onnx
-  if ! why=$("$ONNXTOOL" edit "$dir/model.onnx" -o "$model" --input-shape "$shape" 2>&1 >/dev/null); then
-    echo "fail $name: edit --input-shape $shape: $why"
+  if ! why=$("$ONNXTOOL" edit "$dir/model.onnx" -o "$model" --set-input-shape "$shape" 2>&1 >/dev/null); then
+    echo "fail $name: edit --set-input-shape $shape: $why"
     return
   fi
   why=$(run_model "$model" "$dir") && echo "corrected $name" || echo "fail $name: corrected by --input-shape $shape: $why"

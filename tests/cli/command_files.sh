@@ -100,7 +100,7 @@ mkdir -p "$WORK/calib/s0"
 cp "$WORK/x.npy" "$WORK/calib/s0/x.npy"
 calib_hash=$(sha256sum <"$WORK/calib/s0/x.npy")
 expect_tool "quantize --report CALIBRATION_SAMPLE" 2 "which this command reads" -- \
-  quantize "$M" -o "$WORK/q.onnx" --mode static --calib-data "$WORK/calib" --report "$WORK/calib/s0/x.npy"
+  quantize "$M" -o "$WORK/q.onnx" --mode static --inputs "$WORK/calib" --report "$WORK/calib/s0/x.npy"
 same_bytes "quantize --report CALIBRATION_SAMPLE" "$WORK/calib/s0/x.npy" "$calib_hash"
 [[ ! -e $WORK/q.onnx ]] && ok || fail "quantize --report CALIBRATION_SAMPLE wrote q.onnx"
 

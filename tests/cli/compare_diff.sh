@@ -14,7 +14,7 @@ make_work compare
 LOG=$WORK/log
 # check LABEL EXPECTED_RC ACTUAL_RC
 check() { [[ $2 -eq $3 ]] && ok || fail "$1: exit $3, expected $2"; }
-SHAPE=(--shape x=1,3,48,192)
+SHAPE=(--input-shape x=1,3,48,192)
 
 "$ONNXTOOL" compare "$MODEL" "$MODEL" "${SHAPE[@]}" --samples 2 --random >"$LOG" 2>&1
 check "compare with itself" 0 $?

@@ -37,7 +37,7 @@ DET=$CACHE_DIR/models/ch_PP-OCRv4_det_infer.onnx
 "$ONNXTOOL" diff "$DET" "$WORK/det11.onnx" >"$WORK/diff" 2>&1 && ok || fail "diff of the 11 -> 17 -> 11 round trip: $(head -3 "$WORK/diff")"
 "$ONNXTOOL" convert "$MODEL" -o "$WORK/up.onnx" --opset 21 >/dev/null 2>&1
 # Up, then compare in onnxtool's own runner too.
-"$ONNXTOOL" compare "$MODEL" "$WORK/up.onnx" --random --seed 3 --shape x=1,3,48,320 --rtol 1e-5 >"$WORK/cmp" 2>&1 &&
+"$ONNXTOOL" compare "$MODEL" "$WORK/up.onnx" --random --seed 3 --input-shape x=1,3,48,320 --rtol 1e-5 >"$WORK/cmp" 2>&1 &&
   ok || fail "compare 9 vs 21 in onnxtool: $(tail -3 "$WORK/cmp")"
 
 C=(convert "$MODEL" -o "$OUT/m.onnx")
@@ -124,7 +124,7 @@ done
 OWW=$MODELS/bench/oww_embedding.onnx
 if [[ -f $OWW ]]; then
   expect_tool "oww_embedding to opset 7" 0 "" -- convert "$OWW" -o "$OUT/oww7.onnx" --opset 7 --input-shape input_1=1,76,32,1
-  "$ONNXTOOL" compare "$OWW" "$OUT/oww7.onnx" --random --seed 5 --shape input_1=2,76,32,1 --rtol 1e-5 >"$WORK/cmp" 2>&1 &&
+  "$ONNXTOOL" compare "$OWW" "$OUT/oww7.onnx" --random --seed 5 --input-shape input_1=2,76,32,1 --rtol 1e-5 >"$WORK/cmp" 2>&1 &&
     ok || fail "oww_embedding at opset 7 departs from the original: $(tail -3 "$WORK/cmp")"
 else
   missing_data "$OWW"

@@ -22,7 +22,7 @@ expect_tool "--block-ops with --to-fp32" 2 "" -- convert "$MODEL" -o "$OUT/m.onn
 expect_tool "back to fp32" 0 "" -- convert "$WORK/half.onnx" -o "$WORK/back.onnx" --to-fp32
 "$ONNXTOOL" check "$WORK/back.onnx" >/dev/null 2>&1 && ok || fail "the fp32 model does not pass check"
 # The round trip computes what the original does, up to float16 weights (onnxtool's runner).
-"$ONNXTOOL" compare "$MODEL" "$WORK/back.onnx" --random --seed 4 --shape x=1,3,48,192 --rtol 1e-2 --atol 1e-3 >"$WORK/cmp" 2>&1 &&
+"$ONNXTOOL" compare "$MODEL" "$WORK/back.onnx" --random --seed 4 --input-shape x=1,3,48,192 --rtol 1e-2 --atol 1e-3 >"$WORK/cmp" 2>&1 &&
   ok || fail "the fp32 round trip drifted: $(head -2 "$WORK/cmp")"
 [[ $(sha256sum "$MODEL") == "$before" ]] && ok || fail "the input model changed"
 

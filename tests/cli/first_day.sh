@@ -118,31 +118,31 @@ expect_tool "--in-place with another output" 2 "is not the input model" -- conve
 # --- 4. flags that would be ignored
 Q=("$ONNXTOOL" quantize "$M" -o "$OUT/q.onnx")
 expect "--percentile without --calib-method percentile" 2 "--percentile goes with --calib-method percentile" -- \
-  "${Q[@]}" --mode static --calib-data "$WORK/calib" --percentile 99.9
+  "${Q[@]}" --mode static --inputs "$WORK/calib" --percentile 99.9
 expect "--moving-average with entropy" 2 "--moving-average averages minmax ranges" -- \
-  "${Q[@]}" --mode static --calib-data "$WORK/calib" --calib-method entropy --moving-average 0.5
+  "${Q[@]}" --mode static --inputs "$WORK/calib" --calib-method entropy --moving-average 0.5
 for flag in "--calib-method minmax" "--percentile 99" "--moving-average 0.1" "--format qoperator" "--activation-type int8"; do
   # shellcheck disable=SC2086
   expect "dynamic $flag" 2 "${flag%% *} is for --mode static; --mode dynamic would ignore it" -- \
-    "${Q[@]}" --mode dynamic --calib-data "$WORK/calib" $flag
+    "${Q[@]}" --mode dynamic --inputs "$WORK/calib" $flag
 done
 expect "weight-only --calib-method" 2 "--calib-method is for --mode static; --mode weight-only would ignore it" -- \
   "${Q[@]}" --mode weight-only --calib-method entropy
 expect "weight-only --per-tensor" 2 "--per-tensor is for --mode dynamic or static" -- "${Q[@]}" --mode weight-only --per-tensor
 expect "--bits outside weight-only, at its default" 2 "--bits is for --mode weight-only" -- "${Q[@]}" --mode dynamic --bits 4
-expect "--calib-samples without --calib-data" 2 "--calib-samples: without --calib-data the accuracy is measured on 4 random samples" -- \
+expect "--calib-samples without --inputs" 2 "--calib-samples: without --inputs the accuracy is measured on 4 random samples" -- \
   "${Q[@]}" --mode dynamic --calib-samples 2
-expect "--error-samples without --calib-data" 2 "--error-samples: without --calib-data" -- \
+expect "--error-samples without --inputs" 2 "--error-samples: without --inputs" -- \
   "${Q[@]}" --mode dynamic --error-samples 2 --accuracy-target 0.9
-expect "--seed with --calib-data" 2 "--seed: for the random samples" -- "${Q[@]}" --mode dynamic --calib-data "$WORK/calib" --seed 3
+expect "--seed with --inputs" 2 "--seed: for the random samples" -- "${Q[@]}" --mode dynamic --inputs "$WORK/calib" --seed 3
 expect "--no-verify with --accuracy-target" 2 "--no-verify measures nothing" -- "${Q[@]}" --mode dynamic --no-verify --accuracy-target 0.9
-expect "--moving-average 0" 2 "--moving-average: '0' is outside (0, 1]" -- "${Q[@]}" --mode static --calib-data "$WORK/calib" --moving-average 0
-expect "--calib-samples 0" 2 "--calib-samples: '0' is outside" -- "${Q[@]}" --mode static --calib-data "$WORK/calib" --calib-samples 0
+expect "--moving-average 0" 2 "--moving-average: '0' is outside (0, 1]" -- "${Q[@]}" --mode static --inputs "$WORK/calib" --moving-average 0
+expect "--calib-samples 0" 2 "--calib-samples: '0' is outside" -- "${Q[@]}" --mode static --inputs "$WORK/calib" --calib-samples 0
 # What stays accepted: samples to measure dynamic mode's errors on, and the percentile with its method.
-expect "dynamic --calib-data --calib-samples" 0 "wrote" -- "${Q[@]}" --mode dynamic --calib-data "$WORK/calib" --calib-samples 1
-expect "static percentile" 0 "wrote" -- "${Q[@]}" --mode static --calib-data "$WORK/calib" --calib-method percentile --percentile 99.9
+expect "dynamic --inputs --calib-samples" 0 "wrote" -- "${Q[@]}" --mode dynamic --inputs "$WORK/calib" --calib-samples 1
+expect "static percentile" 0 "wrote" -- "${Q[@]}" --mode static --inputs "$WORK/calib" --calib-method percentile --percentile 99.9
 expect_tool "run --seed without --random" 2 "--seed: for random inputs only; add --random" -- run "$M" --seed 3 --inputs "$WORK/calib/s0"
-expect_tool "run --shape without --random" 2 "--shape: for random inputs only" -- run "$M" --shape image=1,3,32,32 --inputs "$WORK/calib/s0"
+expect_tool "run --input-shape without --random" 2 "--input-shape: for random inputs only" -- run "$M" --input-shape image=1,3,32,32 --inputs "$WORK/calib/s0"
 expect_tool "run --random --seed" 0 "probs" -- run "$M" --random --seed 3
 expect_tool "compare --seed with files" 2 "--seed: the inputs come from --inputs; add --random" -- \
   compare "$M" "$M" --inputs "$WORK/calib/s0" --seed 1
@@ -161,8 +161,8 @@ expect_tool "convert --input-shape with given inputs" 2 "--input-shape sizes ran
   convert "$M" -o "$OUT/c.onnx" --opset 14 --inputs "$WORK/calib/s0" --input-shape image=1,3,32,32
 
 # --- 5. hints name the command's own flags
-expect "quantize: a sample without an input" 2 "--calib-data sample s0: input 'image' is not given: $WORK/calib_missing/s0 has no image.npy or image.pb" -- \
-  "${Q[@]}" --mode static --calib-data "$WORK/calib_missing"
+expect "quantize: a sample without an input" 2 "--inputs sample s0: input 'image' is not given: $WORK/calib_missing/s0 has no image.npy or image.pb" -- \
+  "${Q[@]}" --mode static --inputs "$WORK/calib_missing"
 lacks "quantize: a sample without an input" "--random"
 lacks "quantize: a sample without an input" "--input "
 expect_tool "convert: a verification input left out" 2 "input 'cond' is not given (use --input cond=FILE or --inputs DIR)" -- \

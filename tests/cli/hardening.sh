@@ -181,7 +181,7 @@ ln -s /dev/zero "$WORK/zero.pb"
 expect_tool "/dev/zero as a .pb --input" 2 "not a regular file" -- run "$M" --input "x=$WORK/zero.pb"
 mkdir -p "$WORK/calib/s0"
 mkfifo "$WORK/calib/s0/x.npy"
-expect_tool "a FIFO as calibration data" 2 "not a regular file" -- quantize "$M" -o "$WORK/q2.onnx" --mode static --calib-data "$WORK/calib"
+expect_tool "a FIFO as calibration data" 2 "not a regular file" -- quantize "$M" -o "$WORK/q2.onnx" --mode static --inputs "$WORK/calib"
 
 # A 96 MB model, for the full disk and the killed process.
 "$PYTHON" - "$WORK" <<'EOF'

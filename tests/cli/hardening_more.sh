@@ -123,9 +123,9 @@ expect_tool "run a model with a sparse initializer" 0 "" -- run "$WORK/sparse.on
   ok || fail "the sparse initializer's product is wrong"
 
 # --- chained renames; empty shapes and names
-expect_tool "edit: chained renames x=a, a=b" 0 "wrote" -- edit "$M" -o "$WORK/renamed.onnx" --rename-input x=a --rename-input a=b --input-shape b=1,64
+expect_tool "edit: chained renames x=a, a=b" 0 "wrote" -- edit "$M" -o "$WORK/renamed.onnx" --rename-input x=a --rename-input a=b --set-input-shape b=1,64
 expect_tool "the chained rename's result" 0 "b" -- inspect "$WORK/renamed.onnx"
-expect_tool "--input-shape with a dim of 0" 2 "a dim of 0 makes an empty tensor" -- optimize "$M" -o "$WORK/o.onnx" --input-shape x=0,64
+expect_tool "--fix-input-shape with a dim of 0" 2 "a dim of 0 makes an empty tensor" -- optimize "$M" -o "$WORK/o.onnx" --fix-input-shape x=0,64
 expect_tool "--data-file ''" 2 "--data-file: an empty name" -- convert "$M" -o "$WORK/d.onnx" --external-data --data-file ''
 
 # --- --dump-dir's bounds; a failed run leaves no dump

@@ -137,13 +137,13 @@ json_is "dump index: the branch taken and the other" "$WORK/ifdump/index.json" \
 cmp -s "$WORK/ifdump/then_y.0.npy" "$WORK/ifdump/y.npy" && ok || fail "run --dump-dir: then_y.0.npy is not the If's output"
 
 # --- extract
-expect_tool "extract" 0 "1 identical (exact tolerance)" -- extract "$M" -o "$OUT/mid.onnx" --inputs relu1_out --outputs logits
+expect_tool "extract" 0 "1 identical (exact tolerance)" -- extract "$M" -o "$OUT/mid.onnx" --from relu1_out --to logits
 cp "$OUT/mid.onnx" "$WORK/mid.onnx"
 has "extract: node count" "$WORK/stdout" "extracted 3 of 6 nodes, 2 of 4 initializers"
 has "extract: typed input" "$WORK/stdout" "inputs:  relu1_out float[N,8,32,32]"
 expect_tool "check the extracted model" 0 "" -- check "$WORK/mid.onnx"
-expect_tool "extract --json" 0 '"after": 3' -- extract "$M" -o "$OUT/mid.onnx" --inputs relu1_out --outputs logits --json
-expect_tool "extract --no-verify" 0 "checked, not run (--no-verify)" -- extract "$M" -o "$OUT/mid.onnx" --inputs conv1_out --outputs probs --no-verify
+expect_tool "extract --json" 0 '"after": 3' -- extract "$M" -o "$OUT/mid.onnx" --from relu1_out --to logits --json
+expect_tool "extract --no-verify" 0 "checked, not run (--no-verify)" -- extract "$M" -o "$OUT/mid.onnx" --from conv1_out --to probs --no-verify
 # The extracted model on the original's intermediate value gives the original's logits, here
 # and in onnxruntime.
 "$ONNXTOOL" run "$M" --random --outputs relu1_out,logits --output-dir "$WORK/ref" >/dev/null 2>&1 || fail "run the original"
@@ -159,21 +159,21 @@ if has_ort && has_python numpy; then
 else
   missing_data "onnxruntime-node and numpy (the extracted model in onnxruntime)"
 fi
-expect_tool "extract: unknown tensor" 2 "--inputs: 'nope' is no tensor of the model" -- extract "$M" -o "$OUT/x.onnx" --inputs nope --outputs logits
-expect_tool "extract: unknown output" 2 "--outputs: 'nada' is no tensor of the model" -- extract "$M" -o "$OUT/x.onnx" --inputs relu1_out --outputs nada
-expect_tool "extract: input that does not cut" 2 "'image' does not cut the graph" -- extract "$M" -o "$OUT/x.onnx" --inputs image,relu1_out --outputs logits
-expect_tool "extract: unreachable output" 2 "--inputs: output 'y' is not reachable from them: it needs the graph input 'cond'" -- \
-  extract "$IF" -o "$OUT/x.onnx" --inputs x --outputs y
+expect_tool "extract: unknown tensor" 2 "--from: 'nope' is no tensor of the model" -- extract "$M" -o "$OUT/x.onnx" --from nope --to logits
+expect_tool "extract: unknown output" 2 "--to: 'nada' is no tensor of the model" -- extract "$M" -o "$OUT/x.onnx" --from relu1_out --to nada
+expect_tool "extract: input that does not cut" 2 "'image' does not cut the graph" -- extract "$M" -o "$OUT/x.onnx" --from image,relu1_out --to logits
+expect_tool "extract: unreachable output" 2 "--from: output 'y' is not reachable from them: it needs the graph input 'cond'" -- \
+  extract "$IF" -o "$OUT/x.onnx" --from x --to y
 expect_tool "extract: subgraph tensor" 2 "is a tensor of the subgraph 'then_branch' of node 'select' (If)" -- \
-  extract "$IF" -o "$OUT/x.onnx" --inputs x,cond --outputs then_y
+  extract "$IF" -o "$OUT/x.onnx" --from x,cond --to then_y
 mkdir -p "$WORK/adir"
-expect_tool "extract: output a directory" 2 "$WORK/adir" -- extract "$M" -o "$WORK/adir" --inputs relu1_out --outputs logits
+expect_tool "extract: output a directory" 2 "$WORK/adir" -- extract "$M" -o "$WORK/adir" --from relu1_out --to logits
 [[ -z $(ls -A "$WORK/adir") ]] && ok || fail "extract: something written into the directory"
 cp "$M" "$WORK/copy.onnx"
 copy_sum=$(sha256sum "$WORK/copy.onnx")
-expect_tool "extract: output is the input" 2 "is the input model itself" -- extract "$WORK/copy.onnx" -o "$WORK/copy.onnx" --inputs relu1_out --outputs logits
+expect_tool "extract: output is the input" 2 "is the input model itself" -- extract "$WORK/copy.onnx" -o "$WORK/copy.onnx" --from relu1_out --to logits
 expect_tool "extract: --seed with --no-verify" 2 "--seed: they choose how the result is verified" -- \
-  extract "$M" -o "$OUT/x.onnx" --inputs relu1_out --outputs logits --no-verify --seed 3
+  extract "$M" -o "$OUT/x.onnx" --from relu1_out --to logits --no-verify --seed 3
 
 # --- edit
 expect_tool "edit: renames" 0 "verified 1 output(s)" -- edit "$M" -o "$OUT/r.onnx" --rename-input image=pixels --rename-output probs=scores
@@ -188,21 +188,21 @@ expect_tool "edit: clash inside a branch" 2 "'then_y' is already a tensor name" 
 expect_tool "edit: unknown input" 2 "'picture' is not a graph input (inputs: image)" -- edit "$M" -o "$OUT/x.onnx" --rename-input picture=p
 expect_tool "edit: two renames in one flag" 2 "give each rename its own flag" -- edit "$M" -o "$OUT/x.onnx" --rename-input image=a,probs=b
 expect_tool "edit: rename without =" 2 "--rename-input" -- edit "$M" -o "$OUT/x.onnx" --rename-input image
-expect_tool "edit: fixed batch" 0 "input shape(s) set" -- edit "$M" -o "$OUT/b4.onnx" --input-shape image=4,3,32,32
+expect_tool "edit: fixed batch" 0 "input shape(s) set" -- edit "$M" -o "$OUT/b4.onnx" --set-input-shape image=4,3,32,32
 # Dims both models take (the original's batch is free): run against the original on them.
 has "edit: fixed batch verified on image[4,3,32,32]" "$WORK/stdout" "image=float[4,3,32,32]"
 cp "$OUT/b4.onnx" "$WORK/b4.onnx"
 expect_tool "edit: the output's shape follows" 0 "probs: float[4,10]" -- inspect "$WORK/b4.onnx"
-expect_tool "edit: batch made free again" 0 "" -- edit "$WORK/b4.onnx" -o "$OUT/bn.onnx" --input-shape image=batch,3,32,32
+expect_tool "edit: batch made free again" 0 "" -- edit "$WORK/b4.onnx" -o "$OUT/bn.onnx" --set-input-shape image=batch,3,32,32
 has "edit: freed batch verified on the original's size" "$WORK/stdout" "image=float[4,3,32,32]"
 cp "$OUT/bn.onnx" "$WORK/bn.onnx"
 expect_tool "edit: a fixed dim changed is checked only" 0 "checked, not run against the original: input 'image' dim 0 was 4, now 2" -- \
-  edit "$WORK/b4.onnx" -o "$OUT/b2.onnx" --input-shape image=2,3,32,32
+  edit "$WORK/b4.onnx" -o "$OUT/b2.onnx" --set-input-shape image=2,3,32,32
 expect_tool "edit: free batch in the output" 0 "probs: float[batch,10]" -- inspect "$WORK/bn.onnx"
-expect_tool "edit: bad shape text" 2 "dim 2 is empty" -- edit "$M" -o "$OUT/x.onnx" --input-shape image=1,,32,32
-expect_tool "edit: bad dim" 2 "'-3' is neither a size nor a symbol" -- edit "$M" -o "$OUT/x.onnx" --input-shape image=-3,3,32,32
-expect_tool "edit: a rank the Conv cannot take" 2 "the model contradicts the new shape: node 'conv1'" -- edit "$M" -o "$OUT/x.onnx" --input-shape image=1,3,32
-expect_tool "edit: a size the weights contradict" 2 "the model contradicts the new shape" -- edit "$M" -o "$OUT/x.onnx" --input-shape image=1,3,16,16
+expect_tool "edit: bad shape text" 2 "dim 2 is empty" -- edit "$M" -o "$OUT/x.onnx" --set-input-shape image=1,,32,32
+expect_tool "edit: bad dim" 2 "'-3' is neither a size nor a symbol" -- edit "$M" -o "$OUT/x.onnx" --set-input-shape image=-3,3,32,32
+expect_tool "edit: a rank the Conv cannot take" 2 "the model contradicts the new shape: node 'conv1'" -- edit "$M" -o "$OUT/x.onnx" --set-input-shape image=1,3,32
+expect_tool "edit: a size the weights contradict" 2 "the model contradicts the new shape" -- edit "$M" -o "$OUT/x.onnx" --set-input-shape image=1,3,16,16
 expect_tool "edit: metadata" 0 "2 metadata set" -- edit "$M" -o "$OUT/meta.onnx" --set-metadata author=me --set-metadata license=MIT --producer-name tests
 cp "$OUT/meta.onnx" "$WORK/meta.onnx"
 expect_tool "edit: metadata shown" 0 "license: MIT" -- inspect "$WORK/meta.onnx"
@@ -213,8 +213,8 @@ expect_tool "edit: nothing to do" 2 "nothing to edit" -- edit "$M" -o "$OUT/x.on
 expect_tool "edit: output is the input" 2 "pass --in-place to overwrite it" -- edit "$WORK/copy.onnx" -o "$WORK/copy.onnx" --set-metadata a=b
 expect_tool "edit: output a directory" 2 "$WORK/adir" -- edit "$M" -o "$WORK/adir" --set-metadata a=b
 expect_tool "edit: --seed with a shape the original cannot take" 2 "--seed: the result is checked, not run against the original: input 'image' dim 0 was 4, now 2" -- \
-  edit "$WORK/b4.onnx" -o "$OUT/x.onnx" --input-shape image=2,3,32,32 --seed 1
-expect_tool "edit: --seed with a shape both take" 0 "image=float[2,3,32,32]" -- edit "$M" -o "$OUT/x.onnx" --input-shape image=2,3,32,32 --seed 1
+  edit "$WORK/b4.onnx" -o "$OUT/x.onnx" --set-input-shape image=2,3,32,32 --seed 1
+expect_tool "edit: --seed with a shape both take" 0 "image=float[2,3,32,32]" -- edit "$M" -o "$OUT/x.onnx" --set-input-shape image=2,3,32,32 --seed 1
 [[ $(sha256sum "$WORK/copy.onnx") == "$copy_sum" ]] && ok || fail "a refused command changed its input"
 expect_tool "edit --in-place" 0 "wrote $WORK/copy.onnx" -- edit "$WORK/copy.onnx" --in-place --set-metadata stage=edited
 expect_tool "edit --in-place: the result" 0 "stage: edited" -- inspect "$WORK/copy.onnx"
@@ -223,15 +223,15 @@ expect_tool "edit --in-place: the result" 0 "stage: edited" -- inspect "$WORK/co
 
 # --- a real model: PaddleOCR's direction classifier
 if [[ -f $CLS ]]; then
-  expect_tool "cls: extract a block" 0 "1 identical" -- extract "$CLS" -o "$OUT/block.onnx" --inputs hardswish_0.tmp_0 --outputs relu_1.tmp_0 \
+  expect_tool "cls: extract a block" 0 "1 identical" -- extract "$CLS" -o "$OUT/block.onnx" --from hardswish_0.tmp_0 --to relu_1.tmp_0 \
     --input-shape x=1,3,48,192
-  expect_tool "cls: everything after the stem" 0 "1 identical" -- extract "$CLS" -o "$OUT/head.onnx" --inputs hardswish_0.tmp_0 \
-    --outputs softmax_0.tmp_0 --input-shape x=1,3,48,192
-  expect_tool "cls: an output above the cut" 2 "--inputs: output 'batch_norm_0.tmp_3' is not reachable from them: it needs the graph input 'x'" -- \
-    extract "$CLS" -o "$OUT/x.onnx" --inputs relu_1.tmp_0 --outputs batch_norm_0.tmp_3
-  expect_tool "cls: dump every value" 0 "0 skipped" -- run "$CLS" --random --shape x=1,3,48,192 --dump-dir "$WORK/clsdump"
+  expect_tool "cls: everything after the stem" 0 "1 identical" -- extract "$CLS" -o "$OUT/head.onnx" --from hardswish_0.tmp_0 \
+    --to softmax_0.tmp_0 --input-shape x=1,3,48,192
+  expect_tool "cls: an output above the cut" 2 "--from: output 'batch_norm_0.tmp_3' is not reachable from them: it needs the graph input 'x'" -- \
+    extract "$CLS" -o "$OUT/x.onnx" --from relu_1.tmp_0 --to batch_norm_0.tmp_3
+  expect_tool "cls: dump every value" 0 "0 skipped" -- run "$CLS" --random --input-shape x=1,3,48,192 --dump-dir "$WORK/clsdump"
   expect_tool "cls: renames verified" 0 "identical" -- edit "$CLS" -o "$OUT/cls.onnx" --rename-input x=image --rename-output softmax_0.tmp_0=probs
-  expect_tool "cls: renamed and fixed, verified" 0 "identical" -- edit "$CLS" -o "$OUT/cls.onnx" --rename-input x=image --input-shape x=1,3,48,192
+  expect_tool "cls: renamed and fixed, verified" 0 "identical" -- edit "$CLS" -o "$OUT/cls.onnx" --rename-input x=image --set-input-shape x=1,3,48,192
 else
   missing_data "$CLS"
 fi
@@ -246,8 +246,8 @@ d = sys.argv[1]
 np.save(d + '/input.npy', (np.random.RandomState(0).rand(1, 512).astype(np.float32) - 0.5))
 np.save(d + '/state.npy', np.zeros((2, 1, 128), np.float32))
 np.save(d + '/sr.npy', np.array(16000, np.int64))" "$WORK/vad_in"
-  expect_tool "vad: extract around the If" 0 "2 identical" -- extract "$VAD" -o "$OUT/vad.onnx" --inputs input,state,Equal_0_C \
-    --outputs output,If_0_outputs_1 --input input="$WORK/vad_in/input.npy" --input state="$WORK/vad_in/state.npy" --input sr="$WORK/vad_in/sr.npy"
+  expect_tool "vad: extract around the If" 0 "2 identical" -- extract "$VAD" -o "$OUT/vad.onnx" --from input,state,Equal_0_C \
+    --to output,If_0_outputs_1 --input input="$WORK/vad_in/input.npy" --input state="$WORK/vad_in/state.npy" --input sr="$WORK/vad_in/sr.npy"
   expect_tool "vad: inputs the branches capture renamed" 0 "2 identical" -- edit "$VAD" -o "$OUT/vad.onnx" --rename-input state=h --rename-input sr=rate \
     --inputs "$WORK/vad_in"
   # Everything Silero computes is inside If_0 (and Ifs nested in it): each value of the branch

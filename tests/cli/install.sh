@@ -50,7 +50,7 @@ for page in onnxtool onnxtool-check onnxtool-quantize onnxtool-run; do
     grep -q '^\.TH' "$man_dir/$page.1" && ok || fail "$page.1 has no .TH header"
   fi
 done
-grep -q -- '--calib-data' "$man_dir/onnxtool-quantize.1" && ok || fail "onnxtool-quantize.1 lacks quantize's options"
+grep -q -- '--calib-method' "$man_dir/onnxtool-quantize.1" && ok || fail "onnxtool-quantize.1 lacks quantize's options"
 
 # Bash completion, as bash calls it: COMP_WORDS and COMP_CWORD in, COMPREPLY out.
 completion=$root/usr/share/bash-completion/completions/onnxtool
@@ -67,7 +67,7 @@ for c in check optimize quantize convert run compare extract edit; do
 done
 [[ $(complete_words "$installed" qu) == quantize ]] && ok || fail "onnxtool qu<TAB> is not quantize"
 got=$(complete_words "$installed" quantize --calib)
-grep -qx -- --calib-data <<<"$got" && grep -qx -- --calib-method <<<"$got" && ok ||
+grep -qx -- --calib-samples <<<"$got" && grep -qx -- --calib-method <<<"$got" && ok ||
   fail "onnxtool quantize --calib<TAB>: $(echo $got)"
 got=$(complete_words "$installed" run --dev)
 [[ $got == --device ]] && ok || fail "onnxtool run --dev<TAB>: $(echo $got)"

@@ -37,13 +37,13 @@ declare -A COMMANDS=(
   [optimize]="optimize $M -o $OUT/o.onnx --json"
   [optimize-list-passes]="optimize --list-passes --json"
   [convert]="convert $M -o $OUT/c.onnx --to-fp16 --json"
-  [quantize]="quantize $M -o $OUT/q.onnx --mode static --calib-data $WORK/samples --op-types Conv --json"
+  [quantize]="quantize $M -o $OUT/q.onnx --mode static --inputs $WORK/samples --op-types Conv --json"
   [run]="run $M --random --output-dir $OUT/run --dump-dir $OUT/dump --benchmark 2 --profile --json"
   [compare]="compare $M $WORK/opt.onnx --inputs $WORK/samples --per-layer --min-cosine 0.99 --json"
   [diff]="diff $M $WORK/opt.onnx --json"
   [diff-summary]="diff $M $WORK/opt.onnx --summary --json"
   [devices]="devices --json"
-  [extract]="extract $M -o $OUT/e.onnx --inputs relu1_out --outputs logits --json"
+  [extract]="extract $M -o $OUT/e.onnx --from relu1_out --to logits --json"
   [edit]="edit $M -o $OUT/m.onnx --rename-input image=pixels --set-metadata k=v --json"
 )
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `onnxtool optimize` from the command line: the pass list; bad input (unknown pass, cyclic
-# graph, contradicting --input-shape, invalid model without --force, output == input) exits 1 or
+# graph, contradicting --fix-input-shape, invalid model without --force, output == input) exits 1 or
 # 2 with one stderr line and writes nothing; an unsorted model is sorted, check says how, optimize
 # reports the move and diff sees it; a missing external-data file is one grouped finding in
 # check; optimize lists only the passes that changed something; on the real models the
@@ -19,9 +19,9 @@ if "$ONNXTOOL" optimize --list-passes --json | "$PYTHON" -c 'import json,sys; d=
 TINY=$SOURCE_DIR/testdata/tiny_cnn.onnx
 expect_tool "unknown pass" "2" "fuse_conv_batchnorm" -- optimize "$TINY" -o "$OUT/o.onnx" --passes fold_constants,no_such_pass
 expect_tool "unknown skipped pass" "2" "no_such_pass" -- optimize "$TINY" -o "$OUT/o.onnx" --skip no_such_pass
-expect_tool "contradicting input shape" "2" "image" -- optimize "$TINY" -o "$OUT/o.onnx" --input-shape image=1,3,16,16
-expect_tool "input shape of a missing input" "2" "nope" -- optimize "$TINY" -o "$OUT/o.onnx" --input-shape nope=1
-expect_tool "malformed input shape" "2" "--input-shape" -- optimize "$TINY" -o "$OUT/o.onnx" --input-shape image=1,x
+expect_tool "contradicting input shape" "2" "image" -- optimize "$TINY" -o "$OUT/o.onnx" --fix-input-shape image=1,3,16,16
+expect_tool "input shape of a missing input" "2" "nope" -- optimize "$TINY" -o "$OUT/o.onnx" --fix-input-shape nope=1
+expect_tool "malformed input shape" "2" "--fix-input-shape" -- optimize "$TINY" -o "$OUT/o.onnx" --fix-input-shape image=1,x
 expect_tool "output is the input" "2" "input model itself" -- optimize "$TINY" -o "$TINY"
 expect_tool "missing model" "2" "missing.onnx" -- optimize "$WORK/missing.onnx" -o "$OUT/o.onnx"
 
@@ -84,10 +84,10 @@ fi
 # float operations): exit 1, nothing written.
 CLS=$CACHE_DIR/models/ch_ppocr_mobile_v2.0_cls_infer.onnx
 if [[ -f $CLS ]]; then
-  expect_tool "--verify beyond tolerance" "1" "beyond tolerance" -- optimize "$CLS" -o "$OUT/o.onnx" --verify --rtol 0 --atol 0 --input-shape x=1,3,48,192
-  # --input-shape stores the inferred shapes as value_info.
-  "$ONNXTOOL" optimize "$CLS" -o "$WORK/fixed.onnx" --input-shape x=1,3,48,192 >/dev/null 2>&1
-  if "$PYTHON" -c 'import onnx,sys; m=onnx.load(sys.argv[1]); assert len(m.graph.value_info) > 10' "$WORK/fixed.onnx"; then ok; else fail "--input-shape: no value_info stored"; fi
+  expect_tool "--verify beyond tolerance" "1" "beyond tolerance" -- optimize "$CLS" -o "$OUT/o.onnx" --verify --rtol 0 --atol 0 --fix-input-shape x=1,3,48,192
+  # --fix-input-shape stores the inferred shapes as value_info.
+  "$ONNXTOOL" optimize "$CLS" -o "$WORK/fixed.onnx" --fix-input-shape x=1,3,48,192 >/dev/null 2>&1
+  if "$PYTHON" -c 'import onnx,sys; m=onnx.load(sys.argv[1]); assert len(m.graph.value_info) > 10' "$WORK/fixed.onnx"; then ok; else fail "--fix-input-shape: no value_info stored"; fi
 else
   missing_data "$CLS"
 fi
@@ -102,9 +102,9 @@ for m in ch_PP-OCRv4_det_infer ch_PP-OCRv4_rec_infer ch_ppocr_mobile_v2.0_cls_in
   shapes=()
   inputs=()  # verification inputs of the plain runs: random unless the model needs real ones
   case $m in
-    ch_PP-OCRv4_det_infer) shapes=(--input-shape x=1,3,96,128) ;;
-    ch_PP-OCRv4_rec_infer) shapes=(--input-shape x=1,3,48,160) ;;
-    ch_ppocr_mobile_v2.0_cls_infer) shapes=(--input-shape x=1,3,48,192) ;;
+    ch_PP-OCRv4_det_infer) shapes=(--fix-input-shape x=1,3,96,128) ;;
+    ch_PP-OCRv4_rec_infer) shapes=(--fix-input-shape x=1,3,48,160) ;;
+    ch_ppocr_mobile_v2.0_cls_infer) shapes=(--fix-input-shape x=1,3,48,192) ;;
     silero_vad_*)
       # Silero needs sr = 16000 (random integers would pick no valid branch): real-shaped inputs.
       mkdir -p "$WORK/vad_$m"
@@ -121,7 +121,7 @@ for m in ch_PP-OCRv4_det_infer ch_PP-OCRv4_rec_infer ch_ppocr_mobile_v2.0_cls_in
   "$ONNXTOOL" optimize "$WORK/$m.1.onnx" -o "$WORK/$m.again.onnx" "${inputs[@]}" >/dev/null 2>&1
   if cmp -s "$WORK/$m.1.onnx" "$WORK/$m.again.onnx"; then ok; else fail "$m: optimizing twice changes the model (not idempotent)"; fi
   if "$ONNXTOOL" check "$WORK/$m.1.onnx" >/dev/null 2>&1; then ok; else fail "$m: the optimized model fails check"; fi
-  # --verify on random inputs (symbolic image sizes fixed by --input-shape).
+  # --verify on random inputs (symbolic image sizes fixed by --fix-input-shape).
   if "$ONNXTOOL" optimize "$model" -o "$WORK/$m.v.onnx" --verify "${shapes[@]}" >"$WORK/stdout" 2>"$WORK/stderr"; then
     ok
     echo "$m: $(grep '^nodes' "$WORK/stdout")"

@@ -67,7 +67,7 @@ if why=$(check_profile "$WORK/doc.json" "$WORK/trace.json" 3 5 cpu); then ok; el
 # A real model: every node of the main graph once per run (but those fused into a Conv), its 38
 # Convs among them (alone or with fused activations: "Conv+...").
 if [[ -f $MODELS/ch_PP-OCRv4_rec_infer.onnx ]]; then
-  if "$ONNXTOOL" run "$MODELS/ch_PP-OCRv4_rec_infer.onnx" --random --shape x=1,3,48,160 --benchmark 2 \
+  if "$ONNXTOOL" run "$MODELS/ch_PP-OCRv4_rec_infer.onnx" --random --input-shape x=1,3,48,160 --benchmark 2 \
     --profile "$WORK/rec.trace.json" --json >"$WORK/rec.json" 2>"$WORK/stderr"; then
     nodes=$("$PYTHON" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["profile"]["nodes"]))' "$WORK/rec.json")
     # Each profiled node stands for itself and the nodes fused into it ("Conv+Add+Clip+Mul"):

@@ -134,7 +134,7 @@ fi
 
 CLS=$MODELS/ch_ppocr_mobile_v2.0_cls_infer.onnx
 if [[ -f $CLS ]]; then
-  SHAPE=(--shape x=1,3,48,192)
+  SHAPE=(--input-shape x=1,3,48,192)
   "$ONNXTOOL" optimize "$CLS" -o "$WORK/cls_opt.onnx" --quiet >/dev/null || fail "optimize of the cls model failed"
   "$ONNXTOOL" compare "$CLS" "$WORK/cls_opt.onnx" "${SHAPE[@]}" --per-layer --quiet >"$WORK/cls_mem.out"
   ONNXTOOL_PER_LAYER_MEMORY=0 "$ONNXTOOL" compare "$CLS" "$WORK/cls_opt.onnx" "${SHAPE[@]}" --per-layer --quiet >"$WORK/cls_spill.out"

@@ -48,13 +48,13 @@ PLAIN=("${Q[@]}")
 # The classifier's Convs are estimated slower in int8 (depthwise and a 3-channel stem, which
 # onnxruntime's integer kernels run slower than its float ones; measured 0.89x): the plain
 # command leaves it as it came, saying why, and --op-types Conv forces them, as below.
-expect "plain static on the classifier" 0 "estimated slower quantized" -- "${Q[@]}" --mode static --calib-data "$WORK/good"
+expect "plain static on the classifier" 0 "estimated slower quantized" -- "${Q[@]}" --mode static --inputs "$WORK/good"
 grep -q "nothing quantized" "$WORK/stdout" && ok || fail "plain static on the classifier quantized something: $(cat "$WORK/stdout")"
 "$ONNXTOOL" diff "$MODEL" "$OUT/m.onnx" >/dev/null && ok || fail "the classifier left float is not written as it came"
 Q=("$ONNXTOOL" quantize "$MODEL" -o "$OUT/m.onnx" --op-types Conv)
-expect "static on good samples" 0 "" -- "${Q[@]}" --mode static --calib-data "$WORK/good" --report "$WORK/report.md"
+expect "static on good samples" 0 "" -- "${Q[@]}" --mode static --inputs "$WORK/good" --report "$WORK/report.md"
 grep -q "| Conv |" "$WORK/report.md" && ok || fail "the markdown report lists no Conv node"
-expect "json report" 0 "" -- "${Q[@]}" --mode static --calib-data "$WORK/good" --report "$WORK/report.json"
+expect "json report" 0 "" -- "${Q[@]}" --mode static --inputs "$WORK/good" --report "$WORK/report.json"
 "$PYTHON" -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -66,9 +66,9 @@ assert d["sqnr_db"] is not None and d["cosine"] is None and d["calibration"]["sa
 assert all(set(x) == {"node", "op_type", "tensor", "reason"} and x["reason"] for x in d["kept_float"])
 ' "$WORK/report.json" && ok || fail "the JSON report lacks per-node ranges and errors"
 for method in minmax entropy percentile; do
-  expect "all-zero first sample ($method)" 0 "" -- "${Q[@]}" --mode static --calib-data "$WORK/zero_first" --calib-method "$method"
+  expect "all-zero first sample ($method)" 0 "" -- "${Q[@]}" --mode static --inputs "$WORK/zero_first" --calib-method "$method"
 done
-expect "empty calibration folder" 2 "" -- "${Q[@]}" --mode static --calib-data "$WORK/empty"
+expect "empty calibration folder" 2 "" -- "${Q[@]}" --mode static --inputs "$WORK/empty"
 # A Conv whose weight has no elements and an output channel dim of 2^36: one scale per channel
 # was allocated (out of memory, then a crash). The op stays float, so nothing is quantized: the
 # model is written as it came, exit 0.
@@ -79,12 +79,12 @@ for mode in "dynamic --per-tensor" "dynamic"; do
     "$ONNXTOOL" quantize "$EMPTY_W" -o "$OUT/e.onnx" --mode $mode --op-types Conv
   "$ONNXTOOL" diff "$EMPTY_W" "$OUT/e.onnx" >/dev/null && ok || fail "empty weight ($mode): the model written differs"
 done
-expect "missing calibration folder" 2 "" -- "${Q[@]}" --mode static --calib-data "$WORK/nonexistent"
-expect "static without --calib-data" 2 "" -- "${Q[@]}" --mode static
-expect "wrong input name" 2 "" -- "${Q[@]}" --mode static --calib-data "$WORK/wrong_name"
-expect "wrong dtype" 2 "" -- "${Q[@]}" --mode static --calib-data "$WORK/wrong_dtype"
-expect "wrong shape" 2 "" -- "${Q[@]}" --mode static --calib-data "$WORK/wrong_shape"
-expect "NaN-only data" 2 "" -- "${Q[@]}" --mode static --calib-data "$WORK/nan_only"
+expect "missing calibration folder" 2 "" -- "${Q[@]}" --mode static --inputs "$WORK/nonexistent"
+expect "static without --inputs" 2 "" -- "${Q[@]}" --mode static
+expect "wrong input name" 2 "" -- "${Q[@]}" --mode static --inputs "$WORK/wrong_name"
+expect "wrong dtype" 2 "" -- "${Q[@]}" --mode static --inputs "$WORK/wrong_dtype"
+expect "wrong shape" 2 "" -- "${Q[@]}" --mode static --inputs "$WORK/wrong_shape"
+expect "NaN-only data" 2 "" -- "${Q[@]}" --mode static --inputs "$WORK/nan_only"
 grep -q "NaN" "$WORK/stderr" && ok || fail "the NaN-only error does not say NaN: $(cat "$WORK/stderr")"
 expect "unknown op type" 2 "" -- "$ONNXTOOL" quantize "$MODEL" -o "$OUT/m.onnx" --mode dynamic --op-types Foo
 # --op-types is checked against the model as given: its MatMul, which the preprocessing fuses
@@ -96,7 +96,7 @@ expect "unknown node name" 2 "" -- "${Q[@]}" --mode dynamic --exclude-nodes no_s
 expect "--auto-exclude without samples: random ones" 0 "measured on 4 samples, random (seed 0;" -- \
   "${Q[@]}" --mode dynamic --auto-exclude
 expect "bad --mode" 2 "" -- "${Q[@]}" --mode fast
-expect "bad --calib-method" 2 "" -- "${Q[@]}" --mode static --calib-data "$WORK/good" --calib-method median
+expect "bad --calib-method" 2 "" -- "${Q[@]}" --mode static --inputs "$WORK/good" --calib-method median
 expect "output is the input" 2 "" -- "$ONNXTOOL" quantize "$MODEL" -o "$MODEL" --mode dynamic
 
 # ONNX test_data_set_N folders (input_K.pb TensorProtos) as calibration samples; other files
@@ -115,7 +115,7 @@ for k in range(2):
 open(f"{w}/pb/README", "w").write("not a sample\n")
 EOF2
 then
-  expect "test_data_set folders" 0 "" -- "${Q[@]}" --mode static --calib-data "$WORK/pb"
+  expect "test_data_set folders" 0 "" -- "${Q[@]}" --mode static --inputs "$WORK/pb"
   grep -q "calibrated on 2 samples" "$WORK/stdout" && ok || fail "not calibrated on the 2 test_data_set folders: $(cat "$WORK/stdout")"
   "$ONNXTOOL" check "$OUT/m.onnx" >/dev/null 2>&1 && ok || fail "the model quantized from .pb samples does not pass check"
 fi
@@ -129,11 +129,11 @@ grep -q "from opset 9 to 11" "$WORK/stdout" && ok || fail "no note about the ops
 expect "--bits 3" 2 "--bits: must be 4 or 8" -- "${PLAIN[@]}" --mode weight-only --bits 3
 expect "--block-size 10" 2 "--block-size: must be a power of two" -- "${PLAIN[@]}" --mode weight-only --block-size 10
 expect "--bits outside weight-only" 2 "for --mode weight-only" -- "${PLAIN[@]}" --mode dynamic --bits 8
-expect "--auto-exclude with weight-only, nothing to quantize" 1 "no MatMul" -- "${PLAIN[@]}" --mode weight-only --calib-data "$WORK/good" --auto-exclude
+expect "--auto-exclude with weight-only, nothing to quantize" 1 "no MatMul" -- "${PLAIN[@]}" --mode weight-only --inputs "$WORK/good" --auto-exclude
 expect "weight-only on a model without MatMul" 0 "nothing quantized" -- "$ONNXTOOL" quantize "$MODEL" -o "$OUT/m.onnx" \
   --mode weight-only
 expect "--per-channel with --per-tensor" 2 "exclude each other" -- "${Q[@]}" --mode dynamic --per-channel --per-tensor
-expect "--accuracy-outputs naming no output" 2 "no output named 'nope'" -- "${Q[@]}" --mode static --calib-data "$WORK/good" \
+expect "--accuracy-outputs naming no output" 2 "no output named 'nope'" -- "${Q[@]}" --mode static --inputs "$WORK/good" \
   --accuracy-outputs nope
 # Dynamic mode leaves Conv alone unless --op-types names it (onnxruntime's ConvInteger is slower
 # than its float Conv): the classifier's Convs stay float, each with that reason.
@@ -146,21 +146,21 @@ convs = [k for k in d["kept_float"] if k["op_type"] == "Conv"]
 assert len(convs) > 40 and all("--op-types" in k["reason"] for k in convs), convs[:2]
 ' "$WORK/stdout" && ok || fail "plain dynamic: the Convs kept float lack their reason"
 # --require-speedup gates on the estimate: nothing written below it.
-expect "--require-speedup above the estimate" 1 "--require-speedup 100" -- "${Q[@]}" --mode static --calib-data "$WORK/good" \
+expect "--require-speedup above the estimate" 1 "--require-speedup 100" -- "${Q[@]}" --mode static --inputs "$WORK/good" \
   --no-auto-exclude --require-speedup 100
-expect "--require-speedup below the estimate" 0 "estimated speed-up" -- "${Q[@]}" --mode static --calib-data "$WORK/good" \
+expect "--require-speedup below the estimate" 0 "estimated speed-up" -- "${Q[@]}" --mode static --inputs "$WORK/good" \
   --no-auto-exclude --require-speedup 0.5
 # An explicit --auto-exclude whose target only float reaches fails, naming the target and the
 # best score an attempt with something quantized reached; without the flag the same target
 # leaves the model as it came, exit 0.
 expect "--auto-exclude, target only float reaches" 1 "no quantization reaches --accuracy-target 1" -- "${Q[@]}" --mode static \
-  --calib-data "$WORK/good" --auto-exclude --accuracy-target 1
+  --inputs "$WORK/good" --auto-exclude --accuracy-target 1
 grep -q "the best with a node quantized: 0\.[0-9]" "$WORK/stderr" && ok || fail "the failure names no best score: $(cat "$WORK/stderr")"
 expect "default target only float reaches" 0 "nothing quantized: no quantization reaches" -- "${Q[@]}" --mode static \
-  --calib-data "$WORK/good" --accuracy-target 1
+  --inputs "$WORK/good" --accuracy-target 1
 "$ONNXTOOL" diff "$MODEL" "$OUT/m.onnx" >/dev/null && ok || fail "a model nothing was quantized in is not written as it came"
 # Entropy ranges are measured against the extremes, and the report carries both scores.
-expect "entropy calibration" 0 "" -- "${Q[@]}" --mode static --calib-data "$WORK/good" --calib-method entropy --no-auto-exclude \
+expect "entropy calibration" 0 "" -- "${Q[@]}" --mode static --inputs "$WORK/good" --calib-method entropy --no-auto-exclude \
   --json
 "$PYTHON" -c '
 import json, sys
@@ -181,7 +181,7 @@ for k in range(3):
     np.save(f"{w}/half_samples/s{k}/x.npy", rng.uniform(-1, 1, (1, 3, 48, 192)).astype(np.float16))
 EOF3
 expect "float16 model" 0 "" -- "$ONNXTOOL" quantize "$WORK/half.onnx" -o "$OUT/h.onnx" --mode static \
-  --calib-data "$WORK/half_samples" --no-auto-exclude --op-types Conv --json
+  --inputs "$WORK/half_samples" --no-auto-exclude --op-types Conv --json
 "$PYTHON" -c '
 import json, sys
 d = json.load(open(sys.argv[1]))

@@ -2,7 +2,7 @@
 # Bad inputs to `onnxtool run` (issue 4): missing, extra or misnamed inputs; wrong element type,
 # rank or shape; malformed .npy files (bad magic, huge header length, shape product overflow,
 # object dtype, big-endian, data shorter than the shape, Fortran order); a .pb of the wrong type;
-# a nonexistent file; an --output-dir that is a file; and models or --shape requests whose
+# a nonexistent file; an --output-dir that is a file; and models or --input-shape requests whose
 # tensors cannot fit in the machine's memory (refused before running). Each case must exit 1 or
 # 2 (README, "Exit codes": 1 the model failed, 2 bad usage or unreadable input; never a signal), print
 # exactly one line on stderr naming the input or file at fault, and write no output file.
@@ -35,7 +35,7 @@ F = TensorProto.FLOAT
 save_model("add", [helper.make_node("Add", ["x", "y"], ["z"], name="add")],
            [helper.make_tensor_value_info("x", F, [2, 3]), helper.make_tensor_value_info("y", F, [2, 3])],
            [helper.make_tensor_value_info("z", F, [2, 3])])
-# relu over a symbolic shape, for --random --shape
+# relu over a symbolic shape, for --random --input-shape
 save_model("dynamic", [helper.make_node("Relu", ["x"], ["y"], name="relu")],
            [helper.make_tensor_value_info("x", F, ["a", "b", "c"])],
            [helper.make_tensor_value_info("y", F, ["a", "b", "c"])])
@@ -158,7 +158,7 @@ expect_failure output_dir_is_file "a_file" "$ADD" --input x="$G" --input y="$G" 
 expect_failure output_dir_under_file "a_file" "$ADD" --input x="$G" --input y="$G" --output-dir "$D/a_file/sub"
 if [[ $(cat "$D/a_file") != "not a directory" ]]; then fail "output_dir_is_file: the file changed"; fi
 # --- memory: refused before running
-expect_failure memory_random_shape "'x'" "$D/dynamic.onnx" --random --shape x=100000,100000,100
+expect_failure memory_random_shape "'x'" "$D/dynamic.onnx" --random --input-shape x=100000,100000,100
 expect_failure memory_constant_of_shape "fill" "$D/constant_of_shape.onnx"
 # A size known only at run time: the allocation fails and the message names the node. Under
 # AddressSanitizer operator new aborts instead of throwing, so this case needs a size check

@@ -206,7 +206,7 @@ assert np.all((v.view(np.uint32) & 0xffff) == 0), v  # bfloat16 widened: the low
 EOF
 # Another rank mends a stale declaration; the original cannot run on it, so it is checked only.
 expect_tool "edit: another rank" 0 "checked, not run against the original: input 'x' was bfloat16[3], now of rank 2" -- \
-  edit "$D/bf16.onnx" -o "$OUT/rank2.onnx" --input-shape x=1,3
+  edit "$D/bf16.onnx" -o "$OUT/rank2.onnx" --set-input-shape x=1,3
 cp "$OUT/rank2.onnx" "$WORK/rank2.onnx"
 expect_tool "edit: another rank, declared" 0 "y: float[1,3]" -- inspect "$WORK/rank2.onnx"
 

@@ -35,7 +35,7 @@ for spec in "ch_ppocr_mobile_v2.0_cls_infer x=1,3,48,192" "ch_PP-OCRv4_rec_infer
     missing_data "$MODELS/$name.onnx"
     continue
   fi
-  args=(--shape "$shape")
+  args=(--input-shape "$shape")
   if [[ $name == silero* ]]; then
     # Silero takes its 16 kHz branch only with its real sample rate, an int64 scalar.
     has_python numpy || { missing_data "$PYTHON with numpy (Silero's sample rate)"; continue; }
@@ -60,13 +60,13 @@ if [[ -f $det ]]; then
     (while :; do :; done) &
     busy+=($!)
   done
-  "$ONNXTOOL" run "$det" --random --shape x=1,3,480,640 --threads 3 --output-dir "$WORK/busy3" >/dev/null 2>"$WORK/stderr"
+  "$ONNXTOOL" run "$det" --random --input-shape x=1,3,480,640 --threads 3 --output-dir "$WORK/busy3" >/dev/null 2>"$WORK/stderr"
   status=$?
   kill -9 "${busy[@]}" 2>/dev/null
   wait "${busy[@]}" 2>/dev/null
   if [[ $status -ne 0 ]]; then
     fail "det beside busy processes: $(cat "$WORK/stderr")"
-  elif "$ONNXTOOL" run "$det" --random --shape x=1,3,480,640 --threads 1 --output-dir "$WORK/idle1" >/dev/null 2>&1 &&
+  elif "$ONNXTOOL" run "$det" --random --input-shape x=1,3,480,640 --threads 1 --output-dir "$WORK/idle1" >/dev/null 2>&1 &&
     diff -r "$WORK/idle1" "$WORK/busy3" >/dev/null; then
     ok
   else
@@ -98,7 +98,7 @@ if [[ -f $cls ]]; then
   same_written "edit --producer-name" edit "$cls" --producer-name t -o
   io=$("$ONNXTOOL" inspect "$cls" --json |
     "$PYTHON" -c 'import json, sys; d = json.load(sys.stdin); print(d["inputs"][0]["name"], d["outputs"][0]["name"])')
-  same_written extract extract "$cls" --inputs "${io% *}" --outputs "${io#* }" -o
+  same_written extract extract "$cls" --from "${io% *}" --to "${io#* }" -o
   for t in 1 3; do
     expect_tool "compare --threads $t" 0 "" -- compare "$cls" "$WORK/w1.onnx" --threads "$t"
   done
@@ -123,7 +123,7 @@ fi
 # allocator ignores the tunable: the check then proves nothing, and passes.)
 calib=$CACHE_DIR/quant_data/ch_ppocr_mobile_v2.0_cls_infer/calib
 if [[ -f $cls && -d $calib ]]; then
-  for spec in "static:--mode static --calib-data $calib --accuracy-target 0.999" "dynamic:--mode dynamic" \
+  for spec in "static:--mode static --inputs $calib --accuracy-target 0.999" "dynamic:--mode dynamic" \
     "optimize:" "fp16:--to-fp16"; do
     label=${spec%%:*}
     read -ra extra <<<"${spec#*:}"

@@ -59,7 +59,7 @@ timed "optimize (verification)" 2 "--time-limit 2 ran out" -- optimize "$F" -o "
 timed "convert --opset (verification)" 2 "--time-limit 2 ran out" -- convert "$F" --opset 14 -o "$OUT/c.onnx" --time-limit 2
 timed "convert --to-fp16 (verification)" 2 "--time-limit 2 ran out" -- convert "$F" --to-fp16 -o "$OUT/h.onnx" --time-limit 2
 timed "edit --producer-name (verification)" 2 "--time-limit 2 ran out" -- edit "$F" -o "$OUT/e.onnx" --producer-name x --time-limit 2
-timed "extract (verification)" 2 "--time-limit 2 ran out" -- extract "$F" -o "$OUT/x.onnx" --inputs x --outputs y --time-limit 2
+timed "extract (verification)" 2 "--time-limit 2 ran out" -- extract "$F" -o "$OUT/x.onnx" --from x --to y --time-limit 2
 export ONNXTOOL_TIME_LIMIT=1.5
 timed "ONNXTOOL_TIME_LIMIT" 2 "ONNXTOOL_TIME_LIMIT=1.5 ran out" -- run "$F" --random
 timed "the flag wins over ONNXTOOL_TIME_LIMIT" 3 "--time-limit 3 ran out" -- run "$F" --random --time-limit 3

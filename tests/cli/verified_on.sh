@@ -11,7 +11,7 @@
 #    in onnxruntime; a side output that no quantization brings to the target is named with
 #    --accuracy-outputs, and the model written unchanged says so ("changed": false);
 #  - --input-range shapes random inputs (run, compare, verification), run/compare --random size
-#    free dims as verification does and name --shape when no size runs;
+#    free dims as verification does and name --input-shape when no size runs;
 #  - compare --json fills "measured" for every gate, and --outputs judges only those named.
 #
 # Environment: ONNXTOOL, ONNXTOOL_SOURCE_DIR, ONNXTOOL_CACHE_DIR.
@@ -167,7 +167,7 @@ expect_tool "--input-range outside uint8" 2 "no uint8 value" -- run "$WORK/ident
 expect_tool "--input-range LO above HI" 2 "LO must not exceed HI" -- run "$WORK/ident.onnx" --random --input-range x=3,1
 expect_tool "--input-range without --random" 2 "add --random" -- run "$WORK/ident.onnx" --input-range x=1,2
 expect_tool "run --random sizes a free dim as verification does" 0 "output: float[1,1,1,32]" -- run "$MEL" --random
-expect_tool "run --random: no size runs, --shape named" 1 "--shape" -- run "$WORK/window.onnx" --random
+expect_tool "run --random: no size runs, --input-shape named" 1 "--input-shape" -- run "$WORK/window.onnx" --random
 expect_tool "compare --input-range shows the float16 overflow" 1 "NaN/Inf mismatches" -- \
   compare "$MEL" "$WORK/h_random.onnx" --input-range=-32768,32767
 grep -q "^inputs: random (seed 0; values uniform in \[-32768, 32767)" "$WORK/stdout" && ok || fail "compare names no inputs: $(cat "$WORK/stdout")"

@@ -77,9 +77,9 @@ real() {
     fail "$name: convert --to-fp16: $(cat "$WORK/convert.err")"
   fi
 }
-real ch_ppocr_mobile_v2.0_cls_infer --shape x=1,3,48,192
-real ch_PP-OCRv4_rec_infer --shape x=1,3,48,160
-real ch_PP-OCRv4_det_infer --shape x=1,3,96,128
+real ch_ppocr_mobile_v2.0_cls_infer --input-shape x=1,3,48,192
+real ch_PP-OCRv4_rec_infer --input-shape x=1,3,48,160
+real ch_PP-OCRv4_det_infer --input-shape x=1,3,96,128
 if has_python numpy; then
   for m in silero_vad_legacy silero_vad_v5 silero_vad_v6; do
     mkdir -p "$WORK/vad_$m"
@@ -142,5 +142,5 @@ expect "a right device passes optimize's verification" 0 "verified" -- \
   "$ONNXTOOL" optimize "$WORK/tiny.onnx" -o "$OUT/o.onnx" --device vulkan
 expect_tool "optimize --device unknown" 2 "unknown device" -- optimize "$N/test_relu/model.onnx" -o "$OUT/o.onnx" --device tpu
 expect_tool "quantize --device bad index" 2 "no Vulkan device 5" -- \
-  quantize "$N/test_relu/model.onnx" -o "$OUT/q.onnx" --mode static --calib-data "$N/test_relu" --device vulkan:5
+  quantize "$N/test_relu/model.onnx" -o "$OUT/q.onnx" --mode static --inputs "$N/test_relu" --device vulkan:5
 finish

@@ -72,7 +72,7 @@ while IFS=$'\t' read -r model inputs output opset reversed; do
     "external|convert $model --external-data --size-threshold 0 -o $base.ext.onnx|$base.ext.onnx"
     "quantize|quantize $model --mode dynamic -o $base.q.onnx|$base.q.onnx"
     "edit|edit $model --rename-input $input=renamed_input -o $base.edit.onnx|$base.edit.onnx"
-    "extract|extract $model --inputs $inputs --outputs $output -o $base.cut.onnx|$base.cut.onnx"
+    "extract|extract $model --from $inputs --to $output -o $base.cut.onnx|$base.cut.onnx"
   )
   ((opset >= 21)) && unset 'writers[2]'
   ((opset <= 7)) && unset 'writers[1]'

@@ -92,7 +92,7 @@ for k, (model, mode, flags, target, *rest) in enumerate(CASES):
     cmd = [onnxtool, "quantize", src, "-o", out, "--mode", mode, "--json"] + flags
     # Every mode on the real calibration samples: without them dynamic and weight-only modes
     # measure on random ones, which Silero (its state and sample rate) cannot run on.
-    cmd += ["--calib-data", os.path.join(data, model, "calib")]
+    cmd += ["--inputs", os.path.join(data, model, "calib")]
     q = subprocess.run(cmd, capture_output=True, text=True)
     if q.returncode != 0:
         print(f"FAIL {label}: onnxtool quantize: {q.stderr.strip()}")
