@@ -53,8 +53,8 @@ std::string commands_with_option(const CLI::App& app, const CLI::App& except, co
   std::vector<std::string> owners;
   for (const CLI::App* other : app.get_subcommands([](const CLI::App*) { return true; })) {
     if (other == &except) continue;
-    const std::vector<std::string> names = option_names(*other);
-    if (std::find(names.begin(), names.end(), flag) != names.end()) owners.push_back(other->get_name());
+    // Former names count too: `run --calib-data` was meant for quantize.
+    if (other->get_option_no_throw(flag) != nullptr) owners.push_back(other->get_name());
   }
   const std::string prefix = owners.size() <= 2 ? "onnxtool " : "";
   std::string out;
