@@ -68,6 +68,7 @@ verify::VerifiedOptimizeOptions optimize_options(const OptimizeCliOptions& o) {
   options.optimize.input_shapes = parse_shapes("--fix-input-shape", o.fix_shapes);
   passes::check_pass_names(options.optimize);  // a usage error before any work
   refuse_verify_flags_unused(o.check, o.given);
+  if (o.verify) std::cerr << "onnxtool optimize: --verify is the default; the flag can be left out\n";
   options.require_valid = !o.force;
   if (!o.check.no_verify) options.verify = verify_inputs(o.check, options.optimize.input_shapes, "--fix-input-shape");
   options.tolerance = tolerance(o.check, verify::kRewriteTolerance);
@@ -174,7 +175,8 @@ void register_optimize(CLI::App& app, Action& action) {
   // spelling keeps its meaning, so that no command line written for it changes silently.
   add_old_name(sub, "--input-shape", o->old_fix_shapes);
   add_verify_flags(sub, o->check, {verify::kRewriteTolerance});
-  sub->add_flag("--verify", o->verify, "compare the result with the original before writing (the default)");
+  // Verifying is the default: the flag, hidden from help, stays accepted for old command lines.
+  sub->add_flag("--verify", o->verify, "compare the result with the original before writing (the default)")->group("");
   o->check.names.push_back("--verify");  // says what the default does: refused with --no-verify
   sub->add_flag("--fixed-point", o->fixed_point, "repeat the pipeline until nothing changes");
   sub->add_flag("--force", o->force,

@@ -2,6 +2,7 @@
 // quantization.
 #include <algorithm>
 #include <chrono>
+#include <iostream>
 #include <memory>
 
 #include "cli/common.h"
@@ -82,6 +83,7 @@ quant::QuantizeOptions quantize_options(const QuantizeCliOptions& o, std::chrono
   q.calibration.moving_average = o.moving_average;
   q.calibration.device = runner::DeviceSpec::parse(o.device);
   if (o.per_channel && o.per_tensor) throw_usage_error("--per-channel and --per-tensor exclude each other");
+  if (o.per_channel) std::cerr << "onnxtool quantize: --per-channel is the default; the flag can be left out\n";
   q.per_channel = !o.per_tensor;
   q.weight_type = parse_type("--weight-type", o.weight_type);
   q.activation_type = parse_type("--activation-type", o.activation_type);
@@ -195,7 +197,8 @@ void register_quantize(CLI::App& app, Action& action) {
   sub->add_option("--moving-average", o->moving_average, "minmax: moving-average constant in (0, 1] (default: off)")
       ->check(number_in(0, 1, /*open_low=*/true));
   sub->add_option("--calib-samples", o->calib_samples, "use at most N samples")->check(number_in(1, 1e9));
-  sub->add_flag("--per-channel", o->per_channel, "per-channel weight scales (the default)");
+  // Per-channel is the default: the flag, hidden from help, stays accepted for old command lines.
+  sub->add_flag("--per-channel", o->per_channel, "per-channel weight scales (the default)")->group("");
   sub->add_flag("--per-tensor", o->per_tensor, "one scale per weight tensor instead of per channel");
   sub->add_option("--weight-type", o->weight_type, "int8 (default) | uint8");
   sub->add_option("--activation-type", o->activation_type, "uint8 (default) | int8");

@@ -203,5 +203,12 @@ fi
 # check --max-errors takes a count: -1 (its internal "no limit") is refused like any negative.
 expect_tool "check --max-errors -1" 2 "--max-errors" -- check "$M" --max-errors -1
 
+# Flags that only restate the default are hidden from --help; given, they say so.
+expect_tool "--per-channel restates the default" 0 "--per-channel is the default" -- quantize "$M" -o "$OUT/q.onnx" --mode dynamic --per-channel --quiet
+expect_tool "optimize --verify restates the default" 0 "--verify is the default" -- optimize "$M" -o "$OUT/o.onnx" --verify --quiet
+for c in "quantize --per-channel" "optimize --verify"; do
+  "$ONNXTOOL" ${c% *} --help | grep -qE -- "${c#* }( |$)" && fail "${c} is in --help" || ok
+done
+
 [[ $(sha256sum "$M" "$IF") == "$before" ]] && ok || fail "an input model changed"
 finish
