@@ -16,8 +16,8 @@ needs_file "$SOURCE_DIR/testdata/tiny_cnn.onnx" "$SOURCE_DIR/testdata/tiny_if.on
 make_work docs
 
 # --- every command has a page naming each of its options
-commands=$("$ONNXTOOL" --help | awk '/^Subcommands:/ { on = 1; next } on && NF { print $1 }' | grep -v '^help$')
-[[ $(wc -w <<<"$commands") -ge 11 ]] && ok || fail "onnxtool --help lists too few commands: $commands"
+commands=$("$ONNXTOOL" --help | awk '/^Subcommands:/ { on = 1; next } on && NF { print $1 }')
+[[ $(wc -w <<<"$commands") -ge 12 ]] && ok || fail "onnxtool --help lists too few commands: $commands"
 for c in $commands; do
   page=$SOURCE_DIR/docs/commands/$c.md
   if [[ ! -f $page ]]; then
