@@ -6,13 +6,12 @@
 #    repository root's view: testdata/ as in a clone), and every line starting `onnxtool ` in a
 #    ```sh block of docs/commands/*.md, in the order written, each page in a folder of its own
 #    holding model.onnx (testdata/tiny_cnn.onnx: image float[N,3,32,32] -> probs), if.onnx
-#    (testdata/tiny_if.onnx) and samples/s0..s3/image.npy. An example exits 0 unless its line
-#    ends with `# exit N`.
+#    (testdata/tiny_if.onnx) and samples/s0..s3/image.npy (tiny_cnn_samples). An example exits
+#    0 unless its line ends with `# exit N`.
 #
 # Environment: ONNXTOOL, ONNXTOOL_SOURCE_DIR.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
-needs_python numpy
-needs_file "$SOURCE_DIR/testdata/tiny_cnn.onnx" "$SOURCE_DIR/testdata/tiny_if.onnx"
+needs_file "$SOURCE_DIR/testdata/tiny_cnn.onnx" "$SOURCE_DIR/testdata/tiny_if.onnx" "$PYTHON"
 make_work docs
 
 # --- every command has a page naming each of its options
@@ -35,15 +34,7 @@ fixture() {
   mkdir -p "$1"
   cp "$SOURCE_DIR/testdata/tiny_cnn.onnx" "$1/model.onnx"
   cp "$SOURCE_DIR/testdata/tiny_if.onnx" "$1/if.onnx"
-  "$PYTHON" - "$1" <<'EOF'
-import os, sys
-import numpy as np
-rng = np.random.default_rng(7)
-for s in range(4):
-    d = os.path.join(sys.argv[1], "samples", f"s{s}")
-    os.makedirs(d)
-    np.save(os.path.join(d, "image.npy"), rng.uniform(-1, 1, (1, 3, 32, 32)).astype(np.float32))
-EOF
+  tiny_cnn_samples "$1/samples" 4
 }
 
 # examples FILE: the example commands of a page, one per line (continuations joined).

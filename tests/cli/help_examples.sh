@@ -14,17 +14,7 @@ make_work help_examples
 
 cd "$WORK" || exit 1
 cp "$M" model.onnx
-"$PYTHON" - samples <<'EOF'
-import math, os, struct, sys
-for s in range(2):
-    d = os.path.join(sys.argv[1], "s%d" % s)
-    os.makedirs(d)
-    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 32, 32), }"
-    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
-    with open(os.path.join(d, "image.npy"), "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
-        f.write(struct.pack("<3072f", *[math.sin(0.05 * i + s) for i in range(3072)]))
-EOF
+tiny_cnn_samples samples
 
 # Every command of `onnxtool help` (help itself aside) has examples.
 commands=$("$ONNXTOOL" help | awk '/^Subcommands:/ {on = 1; next} on && /^  [a-z]/ {print $1}' | grep -vx help)

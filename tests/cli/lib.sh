@@ -134,6 +134,23 @@ expect_tool() {
   expect "$label" "$codes" "$needle" -- "$ONNXTOOL" "$@"
 }
 
+# tiny_cnn_samples DIR [N]: N (default 2) sample folders DIR/s0, DIR/s1... each holding
+# image.npy, float32 [1,3,32,32] of smooth values (sample k shifted by k): inputs for
+# testdata/tiny_cnn.onnx, written without numpy.
+tiny_cnn_samples() {
+  "$PYTHON" - "$1" "${2:-2}" <<'EOF'
+import math, os, struct, sys
+for s in range(int(sys.argv[2])):
+    d = os.path.join(sys.argv[1], "s%d" % s)
+    os.makedirs(d)
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 32, 32), }"
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(os.path.join(d, "image.npy"), "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+        f.write(struct.pack("<3072f", *[math.sin(0.05 * i + s) for i in range(3072)]))
+EOF
+}
+
 # tree_hash DIR: a fingerprint of everything under DIR: names, types, modes, link targets,
 # hard-link counts, sizes and the sha256 of every regular file.
 tree_hash() {

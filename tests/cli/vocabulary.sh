@@ -13,17 +13,7 @@ needs_file "$M" "$PYTHON"
 make_work vocabulary
 
 # Two calibration samples, samples/s0/image.npy and samples/s1/image.npy, of smooth values.
-"$PYTHON" - "$WORK/samples" <<'EOF'
-import math, os, struct, sys
-for s in range(2):
-    d = os.path.join(sys.argv[1], "s%d" % s)
-    os.makedirs(d)
-    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 32, 32), }"
-    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
-    with open(os.path.join(d, "image.npy"), "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
-        f.write(struct.pack("<3072f", *[math.sin(0.05 * i + s) for i in range(3072)]))
-EOF
+tiny_cnn_samples "$WORK/samples"
 
 # json_of FILE: FILE's JSON without the keys that time the work (they differ from run to run),
 # re-printed with sorted keys; nothing and status 1 when FILE is not one JSON document.
