@@ -58,6 +58,12 @@ fi
 if [[ -n "${ONNXTOOL_CACHE_DIR:-}" ]]; then
   cmake_args+=("-DONNXTOOL_CACHE_DIR=$ONNXTOOL_CACHE_DIR")
 fi
+# In CI (.ci/run sets CI) a warning fails the build: both builds are kept warning-free.
+if [[ -n "${CI:-}" ]]; then
+  cmake_args+=(-DONNXTOOL_WERROR=ON)
+else
+  cmake_args+=(-DONNXTOOL_WERROR=OFF)
+fi
 
 # A directory configured with another generator cannot switch to Ninja in place.
 if [[ -f "$build_dir/CMakeCache.txt" ]] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja$' "$build_dir/CMakeCache.txt"; then
