@@ -291,8 +291,11 @@ void diff_initializers(const Graph& ga, const Graph& gb, const AddItem& add) {
 
 ModelDiff diff_models(const Model& a, const Model& b) {
   ModelDiff d;
-  const Add add = [&d](std::string kind, std::string subject, std::string detail) {
-    d.differences.push_back({std::move(kind), std::move(subject), std::move(detail)});
+  // One sink: the nodes and initializers fill the fields the summary counts by, the rest give
+  // kind, subject and detail.
+  const AddItem add_item = [&d](Difference x) { d.differences.push_back(std::move(x)); };
+  const Add add = [&add_item](std::string kind, std::string subject, std::string detail) {
+    add_item({std::move(kind), std::move(subject), std::move(detail)});
   };
   diff_model_fields(a, b, add);
   if (!a.graph || !b.graph) {
@@ -300,7 +303,6 @@ ModelDiff diff_models(const Model& a, const Model& b) {
     return d;
   }
   diff_io(*a.graph, *b.graph, add);
-  const AddItem add_item = [&d](Difference x) { d.differences.push_back(std::move(x)); };
   diff_nodes(*a.graph, *b.graph, d, add_item);
   diff_initializers(*a.graph, *b.graph, add_item);
   return d;
