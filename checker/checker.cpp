@@ -491,6 +491,16 @@ void Checker::check_node(ir::Node& n, long index, const GraphCtx& ctx) {
     return;
   }
   const ir::OpSchema* schema = registry_.find(domain, n.op_type, *version);
+  if (!schema && !registry_.fully_documented(domain) && !registry_.versions(domain, n.op_type)) {
+    report("node.undocumented-op")
+        .in(ctx.path)
+        .at(&n, index)
+        .emit(options_.strict ? Severity::kError : Severity::kWarning,
+              n.describe() + ": " + n.op_type + " is not among the documented operators of domain '" + domain +
+                  "' and cannot be checked");
+    check_attributes(n, index, ctx, nullptr);
+    return;
+  }
   if (!schema) {
     const auto* versions = registry_.versions(domain, n.op_type);
     std::string why = "is not an operator of " + shown_domain;
@@ -628,11 +638,14 @@ void Checker::check_attributes(ir::Node& n, long index, const GraphCtx& ctx, con
     if (!schema) continue;
     const ir::AttributeSpec* spec = schema->attribute(a.name);
     if (!spec) {
+      // A partly documented domain (com.microsoft) may have attributes its documentation omits.
+      const bool documented = registry_.fully_documented(ir::canonical_domain(n.domain));
       report("node.attribute-unknown")
           .in(ctx.path)
           .at(&n, index)
-          .error(n.describe() + ": " + n.op_type + "-" + std::to_string(schema->since_version) + " has no attribute '" +
-                 a.name + "'");
+          .emit(documented || options_.strict ? Severity::kError : Severity::kWarning,
+                n.describe() + ": " + n.op_type + "-" + std::to_string(schema->since_version) + " has no attribute '" +
+                    a.name + "'" + (documented ? "" : " in its documentation"));
       continue;
     }
     if (spec->type != ir::AttrType::kUndefined && type != spec->type)

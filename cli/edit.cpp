@@ -22,8 +22,7 @@ struct EditOptions {
   bool in_place = false;
   std::vector<std::string> rename_inputs;
   std::vector<std::string> rename_outputs;
-  std::vector<std::string> input_shapes;      ///< --set-input-shape
-  std::vector<std::string> old_input_shapes;  ///< --input-shape, its former name here
+  ModelDimsFlag input_shapes;  ///< --set-input-shape
   std::vector<std::string> set_metadata;
   std::vector<std::string> remove_metadata;
   std::string producer_name;
@@ -49,7 +48,7 @@ ir::EditRequest edit_request(const EditOptions& o) {
     for (const auto& [from, to] : *renames)
       if (to.find_first_of(",=") != std::string::npos)
         throw_usage_error("rename " + from + "=" + to + ": a new name with ',' or '='; give each rename its own flag");
-  for (const auto& [name, text] : assignments(o.input_shapes, "--set-input-shape"))
+  for (const auto& [name, text] : assignments(o.input_shapes.values, "--set-input-shape"))
     r.input_shapes.emplace_back(name, ir::parse_dims("--set-input-shape " + name, text));
   r.set_metadata = assignments(o.set_metadata, "--set-metadata");
   r.remove_metadata = o.remove_metadata;
@@ -201,12 +200,9 @@ void register_edit(CLI::App& app, Action& action) {
   sub->add_flag("--in-place", o->in_place, "replace the input model with the result (-o may then be left out)");
   sub->add_option("--rename-input", o->rename_inputs, "OLD=NEW rename a graph input and every use (repeatable)");
   sub->add_option("--rename-output", o->rename_outputs, "OLD=NEW rename a graph output and every use (repeatable)");
-  sub->add_option("--set-input-shape", o->input_shapes,
-                  "NAME=D1,D2,... set an input's dims in the model: sizes, symbols (N) or ?; shapes are then "
-                  "re-inferred (repeatable; formerly --input-shape, which still means this here)");
-  // Not the other commands' --input-shape (dims of generated inputs only): edit's former
-  // spelling keeps its meaning, so that no command line written for it changes silently.
-  add_old_name(sub, "--input-shape", o->old_input_shapes);
+  add_model_dims_flag(sub, o->input_shapes, "--set-input-shape",
+                      "NAME=D1,D2,... set an input's dims in the model: sizes, symbols (N) or ?; shapes are then "
+                      "re-inferred");
   sub->add_flag("--fix-declarations", o->fix_declarations,
                 "replace declared shapes (outputs, value_info) that the model's nodes contradict with the inferred ones");
   sub->add_option("--set-metadata", o->set_metadata, "KEY=VALUE add or replace a metadata entry (repeatable)");
@@ -218,11 +214,8 @@ void register_edit(CLI::App& app, Action& action) {
   add_model_run_flags(sub);
   sub->callback([&action, o, sub] {
     o->given = given_options(*sub);
-    o->input_shapes.insert(o->input_shapes.begin(), o->old_input_shapes.begin(), o->old_input_shapes.end());
     action = [o] {
-      note_renamed("edit", o->given,
-                   {{"--input-shape", "--set-input-shape",
-                     "here it sets the dims in the written model as before; elsewhere --input-shape only sizes generated inputs"}});
+      take_old_dims("edit", o->given, o->input_shapes, "--set-input-shape", "sets");
       return run_edit(*o);
     };
   });

@@ -177,6 +177,21 @@ void note_renamed(const std::string& command, const std::set<std::string>& given
                 << (r.remark.empty() ? "" : "; " + r.remark) << ")\n";
 }
 
+void add_model_dims_flag(CLI::App* sub, ModelDimsFlag& flag, const std::string& name, const std::string& help) {
+  sub->add_option(name, flag.values, help + " (repeatable; formerly --input-shape, which still means this here)");
+  add_old_name(sub, "--input-shape", flag.old_values);
+}
+
+void take_old_dims(const std::string& command, const std::set<std::string>& given, ModelDimsFlag& flag,
+                   const std::string& new_name, const std::string& verb) {
+  flag.values.insert(flag.values.begin(), flag.old_values.begin(), flag.old_values.end());
+  flag.old_values.clear();
+  note_renamed(command, given,
+               {{"--input-shape", new_name,
+                 "here it " + verb + " the dims in the written model as before; elsewhere --input-shape only sizes "
+                 "generated inputs"}});
+}
+
 CLI::Validator number_in(double lo, double hi, bool open_low) {
   std::ostringstream domain;
   domain.precision(17);

@@ -57,6 +57,22 @@ struct Renamed {
 /// not silenced by --quiet, so that a script learns of the change.
 void note_renamed(const std::string& command, const std::set<std::string>& given, const std::vector<Renamed>& renamed);
 
+/// A flag that writes input dims into the model (optimize --fix-input-shape, edit
+/// --set-input-shape), spelt --input-shape on that command before --input-shape came to size
+/// generated inputs only. The former spelling keeps its meaning there, so that no command line
+/// written for it changes silently.
+struct ModelDimsFlag {
+  std::vector<std::string> values;      ///< NAME=D1,D2,... as given, former spelling's first
+  std::vector<std::string> old_values;  ///< --input-shape (merged into `values` by take_old_dims)
+};
+/// Adds `name` and its hidden former spelling --input-shape to `sub`, both storing into `flag`.
+void add_model_dims_flag(CLI::App* sub, ModelDimsFlag& flag, const std::string& name, const std::string& help);
+/// Merges the values given under --input-shape into `flag.values` and, when there were any,
+/// says on stderr that `new_name` is the flag's name now and what the former one still does on
+/// `command` (`verb`: "fixes", "sets").
+void take_old_dims(const std::string& command, const std::set<std::string>& given, ModelDimsFlag& flag,
+                   const std::string& new_name, const std::string& verb);
+
 /// Range check of a numeric flag: the text must be a finite number in [lo, hi] (or (lo, hi] with
 /// `open_low`). CLI11 alone takes "nan", "inf" and, for unsigned options, "-1" (as 2^64 - 1).
 CLI::Validator number_in(double lo, double hi, bool open_low = false);

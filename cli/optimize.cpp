@@ -35,8 +35,7 @@ struct OptimizeCliOptions {
   std::vector<std::string> passes;
   std::vector<std::string> skip;
   bool list_passes = false;
-  std::vector<std::string> fix_shapes;      ///< --fix-input-shape
-  std::vector<std::string> old_fix_shapes;  ///< --input-shape, its former name here
+  ModelDimsFlag fix_shapes;  ///< --fix-input-shape
   bool verify = false;  // the default; the flag stays for scripts written before it was
   VerifyFlags check;
   bool fixed_point = false;
@@ -65,7 +64,7 @@ verify::VerifiedOptimizeOptions optimize_options(const OptimizeCliOptions& o) {
   options.optimize.only = o.passes;
   options.optimize.skip = o.skip;
   options.optimize.fixed_point = o.fixed_point;
-  options.optimize.input_shapes = parse_shapes("--fix-input-shape", o.fix_shapes);
+  options.optimize.input_shapes = parse_shapes("--fix-input-shape", o.fix_shapes.values);
   passes::check_pass_names(options.optimize);  // a usage error before any work
   refuse_verify_flags_unused(o.check, o.given);
   if (o.verify) std::cerr << "onnxtool optimize: --verify is the default; the flag can be left out\n";
@@ -168,12 +167,9 @@ void register_optimize(CLI::App& app, Action& action) {
   sub->add_option("--passes", o->passes, "run only these passes (comma-separated)")->delimiter(',');
   sub->add_option("--skip", o->skip, "passes not to run (comma-separated)")->delimiter(',');
   sub->add_flag("--list-passes", o->list_passes, "list the passes in pipeline order and exit");
-  sub->add_option("--fix-input-shape", o->fix_shapes,
-                  "NAME=D1,D2,... fix an input's dims in the written model (more folding); the verification inputs "
-                  "take them too (formerly --input-shape, which still means this here)");
-  // Not the other commands' --input-shape (dims of generated inputs only): optimize's former
-  // spelling keeps its meaning, so that no command line written for it changes silently.
-  add_old_name(sub, "--input-shape", o->old_fix_shapes);
+  add_model_dims_flag(sub, o->fix_shapes, "--fix-input-shape",
+                      "NAME=D1,D2,... fix an input's dims in the written model (more folding); the verification "
+                      "inputs take them too");
   add_verify_flags(sub, o->check, {verify::kRewriteTolerance});
   // Verifying is the default: the flag, hidden from help, stays accepted for old command lines.
   sub->add_flag("--verify", o->verify, "compare the result with the original before writing (the default)")->group("");
@@ -186,11 +182,8 @@ void register_optimize(CLI::App& app, Action& action) {
   add_model_run_flags(sub);
   sub->callback([&action, o, sub] {
     o->given = given_options(*sub);
-    o->fix_shapes.insert(o->fix_shapes.begin(), o->old_fix_shapes.begin(), o->old_fix_shapes.end());
     action = [o] {
-      note_renamed("optimize", o->given,
-                   {{"--input-shape", "--fix-input-shape",
-                     "here it fixes the dims in the written model as before; elsewhere --input-shape only sizes generated inputs"}});
+      take_old_dims("optimize", o->given, o->fix_shapes, "--fix-input-shape", "fixes");
       return run_optimize(*o);
     };
   });

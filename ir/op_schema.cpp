@@ -1,4 +1,4 @@
-// The operator schema registry and the reader of the embedded ir/ops/onnx_schemas.def.
+// The operator schema registry and the reader of the embedded schema files, ir/ops/*.def.
 #include "ir/op_schema.h"
 #include "ir/shape_inference.h"
 
@@ -13,10 +13,12 @@
 
 namespace onnxtool::ir {
 
-// Defined in the .cpp that ir/CMakeLists.txt generates from ir/ops/onnx_schemas.def.
+// Defined in the .cpp files that ir/CMakeLists.txt generates from ir/ops/*.def.
 namespace generated {
 extern const char kOnnxSchemasDef[];
 extern const std::size_t kOnnxSchemasDefSize;
+extern const char kMicrosoftSchemasDef[];
+extern const std::size_t kMicrosoftSchemasDefSize;
 }  // namespace generated
 
 const AttributeSpec* OpSchema::attribute(std::string_view attr_name) const {
@@ -398,6 +400,9 @@ void register_all(SchemaRegistry& registry) {
       registry,
       std::string_view(generated::kOnnxSchemasDef, generated::kOnnxSchemasDefSize),
       "ir/ops/onnx_schemas.def");
+  add_schemas_from_def(registry, std::string_view(generated::kMicrosoftSchemasDef, generated::kMicrosoftSchemasDefSize),
+                       "ir/ops/microsoft_schemas.def");
+  registry.set_partly_documented(kMicrosoftDomain);
 }
 
 }  // namespace onnxtool::ir

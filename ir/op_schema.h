@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,6 +77,11 @@ struct OpSchema {
 };
 
 /// All schemas, keyed by domain and op_type, each with its versions in ascending order.
+/// Normalises "ai.onnx" to "".
+inline std::string_view canonical_domain(std::string_view domain) {
+  return domain == "ai.onnx" ? std::string_view() : domain;
+}
+
 class SchemaRegistry {
  public:
   /// The process-wide registry with every built-in schema registered (register_all()).
@@ -90,6 +96,14 @@ class SchemaRegistry {
   /// Every version of an op (ascending), or nullptr when the op is unknown in the domain.
   const std::vector<OpSchema>* versions(std::string_view domain, std::string_view op_type) const;
   bool has_domain(std::string_view domain) const;
+  /// Whether every operator of the domain has a schema here (the ONNX domains, whose
+  /// specification lists them all), or only the documented ones (com.microsoft: onnxruntime
+  /// also has internal operators its documentation leaves out, and its documentation may
+  /// predate the onnxruntime that wrote a model). An op or attribute a partly documented domain
+  /// does not name is not known to be wrong.
+  bool fully_documented(std::string_view domain) const { return has_domain(domain) && !partial_.count(canonical_domain(domain)); }
+  /// Marks a domain as documented in part (see fully_documented()).
+  void set_partly_documented(std::string_view domain) { partial_.emplace(canonical_domain(domain)); }
   /// Highest opset version any schema of the domain was introduced at.
   int max_version(std::string_view domain) const;
   /// Every schema, sorted by (domain, name, since_version).
@@ -109,6 +123,7 @@ class SchemaRegistry {
 
  private:
   std::string_view family_;
+  std::set<std::string, std::less<>> partial_;
   std::map<std::string, std::map<std::string, std::vector<OpSchema>, std::less<>>, std::less<>> ops_;
 };
 
@@ -121,9 +136,7 @@ void register_all(SchemaRegistry& registry);
 void add_schemas_from_def(SchemaRegistry& registry, std::string_view def_text,
                           std::string_view source_name);
 
-/// Normalises "ai.onnx" to "".
-inline std::string_view canonical_domain(std::string_view domain) {
-  return domain == "ai.onnx" ? std::string_view() : domain;
-}
+/// onnxruntime's contrib operator domain, documented in ir/ops/microsoft_schemas.def.
+inline constexpr std::string_view kMicrosoftDomain = "com.microsoft";
 
 }  // namespace onnxtool::ir

@@ -979,6 +979,43 @@ TEST_SUITE("checker") {
     c.onnx_note("onnx.checker skips nodes of domains it has no schemas for (a custom op is legal)");
   }
 
+  MUTATION(microsoft_undocumented_op_when_strict) {
+    c.from(tiny_cnn());
+    c.ir([](Model& m) {
+      m.set_opset_version("com.microsoft", 1);
+      node_named(*m.graph, "relu1")->domain = "com.microsoft";
+      node_named(*m.graph, "relu1")->op_type = "NotAContribOp";
+    });
+    c.strict();
+    c.expect("node.undocumented-op", {"relu1", "NotAContribOp", "com.microsoft"});
+    c.onnx_note("onnx.checker has no com.microsoft schemas and skips the domain");
+  }
+
+  MUTATION(microsoft_op_attribute_of_wrong_type) {
+    c.from(tiny_cnn());
+    c.ir([](Model& m) {
+      m.set_opset_version("com.microsoft", 1);
+      Node* n = node_named(*m.graph, "relu1");
+      n->domain = "com.microsoft";
+      n->op_type = "QuickGelu";
+      n->attributes.push_back(Attribute::make_int("alpha", 2));
+    });
+    c.expect("node.attribute-type", {"relu1", "alpha", "float"});
+    c.onnx_note("onnx.checker has no com.microsoft schemas and skips the domain");
+  }
+
+  MUTATION(microsoft_op_missing_required_attribute) {
+    c.from(tiny_cnn());
+    c.ir([](Model& m) {
+      m.set_opset_version("com.microsoft", 1);
+      Node* n = node_named(*m.graph, "relu1");
+      n->domain = "com.microsoft";
+      n->op_type = "Attention";  // num_heads is required
+    });
+    c.expect("node.attribute-missing", {"relu1", "num_heads"});
+    c.onnx_note("onnx.checker has no com.microsoft schemas and skips the domain");
+  }
+
   MUTATION(relu_on_int32_at_opset_13) {
     c.from(unary_model("Relu", DataType::kFloat, 13));
     c.ir([](Model& m) {

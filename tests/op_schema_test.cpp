@@ -289,8 +289,33 @@ TEST_SUITE("op_schema") {
     CHECK(gradient.attribute("xs")->required);
     CHECK_FALSE(gradient.inputs[0].homogeneous);
     CHECK(registry().find("ai.onnx.preview.training", "Adam", 1) != nullptr);
-    CHECK_FALSE(registry().has_domain("com.microsoft"));
-    CHECK(registry().max_version("com.microsoft") == 0);
+    CHECK(registry().fully_documented(""));
+    CHECK(registry().fully_documented("ai.onnx.ml"));
+    CHECK_FALSE(registry().has_domain("com.example"));
+    CHECK_FALSE(registry().fully_documented("com.example"));
+  }
+
+  TEST_CASE("com.microsoft: onnxruntime's documented contrib operators, one version each") {
+    CHECK(registry().has_domain("com.microsoft"));
+    CHECK_FALSE(registry().fully_documented("com.microsoft"));
+    CHECK(registry().max_version("com.microsoft") == 1);
+    const OpSchema& conv = exact("com.microsoft", "FusedConv", 1);
+    CHECK(conv.min_inputs == 2);
+    CHECK(conv.max_inputs == 4);  // X, W, optional B and Z (a residual added before the activation)
+    CHECK(conv.attribute("activation")->type == AttrType::kString);
+    CHECK(conv.attribute("activation_params")->type == AttrType::kFloats);
+    CHECK_FALSE(conv.attribute("activation")->required);
+    // The document states defaults in prose only: none is recorded.
+    CHECK(conv.attribute("group")->default_value.empty());
+    const OpSchema& nbits = exact("com.microsoft", "MatMulNBits", 1);
+    CHECK(nbits.attribute("K")->required);
+    CHECK(nbits.attribute("N")->required);
+    CHECK(nbits.attribute("block_size")->required);
+    CHECK(nbits.constraint("T2")->allowed == std::vector<std::string>{"tensor(uint8)"});
+    const OpSchema& gelu = exact("com.microsoft", "QuickGelu", 1);
+    CHECK(gelu.attribute("alpha")->type == AttrType::kFloat);
+    CHECK(registry().find("com.microsoft", "QuickGelu", 5) == &gelu);  // one version for every opset
+    CHECK(registry().find("com.microsoft", "NoSuchOp", 1) == nullptr);
   }
 
   TEST_CASE("counts per domain") {
@@ -308,7 +333,9 @@ TEST_SUITE("op_schema") {
     CHECK(ml_available == 17);
     CHECK(op_counts("ai.onnx.preview", 1).first == 1);
     CHECK(op_counts("ai.onnx.preview.training", 1).first == 4);
-    CHECK(schemas == 642);
+    // onnxruntime's ContribOperators.md (1.24) documents 113 com.microsoft ops.
+    CHECK(op_counts("com.microsoft", 1).first == 113);
+    CHECK(schemas == 642 + 113);
   }
 
   TEST_CASE("the registry is consistent: unique, ascending, sorted, bounds match parameters") {
