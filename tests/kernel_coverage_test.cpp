@@ -70,35 +70,6 @@ const std::map<std::string, std::string>& semantic_changes() {
   return changes;
 }
 
-/// Kernels registered by a file of another family than their op's ("op file"), with where they
-/// belong: each is a move still to make (the Vulkan files are split by shader kind, not yet by
-/// family). A kernel that moves must leave this list.
-const std::map<std::string, std::string>& misplaced_kernels() {
-  static const std::map<std::string, std::string> moves = {
-      {"Identity runner/vulkan/data.cpp", "control: to a runner/vulkan/control.cpp"},
-      {"Cast runner/vulkan/data.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
-      {"DequantizeLinear runner/vulkan/data.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
-      {"Dropout runner/vulkan/data.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
-      {"QuantizeLinear runner/vulkan/data.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
-      {"Where runner/vulkan/data.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
-      {"Resize runner/vulkan/data.cpp", "vision: to a runner/vulkan/vision.cpp"},
-      {"Hardmax runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
-      {"LogSoftmax runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
-      {"Softmax runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
-      {"ReduceL1 runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
-      {"ReduceL2 runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
-      {"ReduceLogSum runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
-      {"ReduceLogSumExp runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
-      {"ReduceMax runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
-      {"ReduceMean runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
-      {"ReduceMin runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
-      {"ReduceProd runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
-      {"ReduceSum runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
-      {"ReduceSumSquare runner/vulkan/nn.cpp", "elementwise: to runner/vulkan/elementwise.cpp"},
-  };
-  return moves;
-}
-
 /// The family of an op ("domain::op" key of the kernel tables): the one that registered the shape
 /// function of its versions; "" when none did. Versions of one op must agree.
 std::string family_of(const std::string& key) {
@@ -114,10 +85,9 @@ std::string family_of(const std::string& key) {
   return family;
 }
 
-/// Checks each registration of a kernel table against its op's family; marks the misplaced
-/// entries it meets in `seen`.
+/// Checks each registration of a kernel table against its op's family.
 template <class Entries>
-void check_kernel_families(const Entries& entries, std::map<std::string, bool>& seen) {
+void check_kernel_families(const Entries& entries) {
   for (const auto& [key, list] : entries) {
     const std::string family = family_of(key), op = key.substr(key.find("::") + 2);
     CHECK_MESSAGE(!family.empty(), key << " has a kernel but no family (no shape function): docs/ops.md cannot place it");
@@ -125,11 +95,6 @@ void check_kernel_families(const Entries& entries, std::map<std::string, bool>& 
       const std::string where = op + " " + std::string(e.file);
       CHECK_MESSAGE(std::count(std::begin(ir::kOpFamilies), std::end(ir::kOpFamilies), e.family) == 1,
                     where << ": the file's family '" << e.family << "' is not in ir/ops/families.h");
-      if (misplaced_kernels().count(where)) {
-        seen[where] = true;
-        CHECK_MESSAGE(e.family != family, where << ": in its family's file now, remove it from misplaced_kernels()");
-        continue;
-      }
       CHECK_MESSAGE(e.family == family, where << ": a " << e.family << " file registers an op of family " << family
                                              << " (move the kernel, or its shape function)");
     }
@@ -221,11 +186,8 @@ TEST_SUITE("kernel_coverage") {
   }
 
   TEST_CASE("every registered op has a family, and only files of that family register it") {
-    std::map<std::string, bool> seen;
-    for (const auto& [key, reason] : misplaced_kernels()) seen[key] = false;
-    check_kernel_families(runner::KernelRegistry::instance().entries(), seen);
-    check_kernel_families(runner::vulkan::kernel_table().entries(), seen);
-    for (const auto& [key, used] : seen) CHECK_MESSAGE(used, key << ": a misplaced kernel that is not registered there");
+    check_kernel_families(runner::KernelRegistry::instance().entries());
+    check_kernel_families(runner::vulkan::kernel_table().entries());
     // The quantizer's and the converter's rows name ops the index lists under a family too.
     for (const quant::OpRule& r : quant::op_rules())
       CHECK_MESSAGE(!family_of("::" + std::string(r.op_type)).empty(), r.op_type << ": a quantizer rule for an op without a family");

@@ -1,6 +1,8 @@
-// The Vulkan data-movement kernels (runner/vulkan/data.cpp) against the CPU runner: one-node
-// models of every op at odd sizes, float32 and float16 (and int32 where the copies move raw
-// elements), each checked to have run on the device, plus the cases that must decline.
+// The Vulkan kernels of runner/vulkan/data.cpp (data movement), convert.cpp (Cast, Where,
+// Quantize/Dequantize, Dropout), vision.cpp (Resize) and control.cpp (Identity) against the CPU
+// runner: one-node models of every op at odd sizes, float32 and float16 (and int32 where the
+// copies move raw elements), each checked to have run on the device, plus the cases that must
+// decline.
 #include <doctest/doctest.h>
 
 #include <cstring>

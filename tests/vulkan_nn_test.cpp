@@ -1,7 +1,7 @@
-// The Vulkan kernels of runner/vulkan/nn.cpp (pooling, Softmax family, Reduce*, the
-// normalizations) against the CPU runner: generated one-node models at odd sizes, float32 and
-// float16, each run on both and required to agree (testing::run_on_both) and to have run on the
-// device, or to have been declined where the kernel must decline.
+// The Vulkan kernels of runner/vulkan/nn.cpp (pooling, the normalizations) and reduce.cpp
+// (Softmax family, Reduce*) against the CPU runner: generated one-node models at odd sizes,
+// float32 and float16, each run on both and required to agree (testing::run_on_both) and to have
+// run on the device, or to have been declined where the kernel must decline.
 #include <doctest/doctest.h>
 
 #include "ir/graph.h"

@@ -93,10 +93,14 @@ namespace {
 // family.
 constexpr KernelFile<KernelTable> kKernelFiles[] = {
     {"elementwise", "runner/vulkan/elementwise.cpp", register_elementwise},
+    {"elementwise", "runner/vulkan/reduce.cpp", register_reduce},
+    {"elementwise", "runner/vulkan/convert.cpp", register_convert},
     {"nn", "runner/vulkan/linalg.cpp", register_linalg},
     {"nn", "runner/vulkan/nn.cpp", register_nn},
     {"tensor", "runner/vulkan/data.cpp", register_data},
     {"nn", "runner/vulkan/recurrent.cpp", register_recurrent},
+    {"vision", "runner/vulkan/vision.cpp", register_vision},
+    {"control", "runner/vulkan/control.cpp", register_control},
 };
 
 }  // namespace

@@ -151,10 +151,14 @@ void require_loop_bound(DeviceKernelContext& ctx, uint64_t iterations, const std
 
 // Registration of each kernel family (one per file).
 void register_elementwise(KernelTable& table);
-void register_linalg(KernelTable& table);  // MatMul, Gemm, Conv, ConvTranspose
-void register_nn(KernelTable& table);      // pooling, Softmax, Reduce*, normalizations
-void register_data(KernelTable& table);    // reshapes, Transpose, Concat, Slice, Gather, Cast, Resize...
+void register_reduce(KernelTable& table);     // Reduce*, Softmax, LogSoftmax, Hardmax
+void register_convert(KernelTable& table);    // Cast, Where, Quantize/DequantizeLinear, Dropout
+void register_linalg(KernelTable& table);     // MatMul, Gemm, Conv, ConvTranspose
+void register_nn(KernelTable& table);         // pooling, normalizations
+void register_data(KernelTable& table);       // reshapes, Transpose, Concat, Slice, Gather, Pad...
 void register_recurrent(KernelTable& table);  // RNN, GRU, LSTM
+void register_vision(KernelTable& table);     // Resize
+void register_control(KernelTable& table);    // Identity
 
 }  // namespace onnxtool::runner::vulkan
 

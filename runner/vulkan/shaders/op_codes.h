@@ -1,5 +1,5 @@
 // The op codes of the shaders that switch on an op: one list per shader, included by the shader
-// and by the C++ that records it (runner/vulkan/elementwise.cpp, nn.cpp), so that the two cannot
+// and by the C++ that records it (runner/vulkan/elementwise.cpp, reduce.h), so that the two cannot
 // number an op differently. Valid C++ and GLSL: each list is X(Name, code), which OP_CODE turns
 // into the enumerator kName = code in C++ (enum class BinaryOp : uint32_t { BINARY_OPS(OP_CODE) })
 // and into the constant kName, for case labels, in GLSL.
