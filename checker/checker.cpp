@@ -118,6 +118,9 @@ class Checker {
   void check_value_type(const ir::TypeInfo& t, const GraphCtx& ctx, const std::string& name,
                         const char* role);
   void check_node(ir::Node& n, long index, const GraphCtx& ctx);
+  /// The schema of onnxruntime's own ai.onnx op that `n` is (reported as node.onnxruntime-op),
+  /// or nullptr.
+  const ir::OpSchema* onnxruntime_op(ir::Node& n, long index, const GraphCtx& ctx, int64_t version);
   void check_attributes(ir::Node& n, long index, const GraphCtx& ctx, const ir::OpSchema* schema);
   void check_type_constraints(ir::Graph& g, const GraphCtx& ctx);
   void check_tensors();
@@ -491,6 +494,7 @@ void Checker::check_node(ir::Node& n, long index, const GraphCtx& ctx) {
     return;
   }
   const ir::OpSchema* schema = registry_.find(domain, n.op_type, *version);
+  if (!schema) schema = onnxruntime_op(n, index, ctx, *version);
   if (!schema && !registry_.fully_documented(domain) && !registry_.versions(domain, n.op_type)) {
     report("node.undocumented-op")
         .in(ctx.path)
@@ -665,6 +669,22 @@ void Checker::check_attributes(ir::Node& n, long index, const GraphCtx& ctx, con
                  std::to_string(schema->since_version) + " is missing");
 }
 
+const ir::OpSchema* Checker::onnxruntime_op(ir::Node& n, long index, const GraphCtx& ctx, int64_t version) {
+  const ir::OpSchema* schema = registry_.onnxruntime_extension(n.domain, n.op_type, version);
+  if (!schema) return nullptr;
+  const auto* standard = registry_.versions("", n.op_type);
+  const std::string spec = standard && !standard->empty()
+                               ? "ONNX defines " + n.op_type + " from opset " + std::to_string(standard->front().since_version)
+                               : "the ONNX specification has no such op";
+  report("node.onnxruntime-op")
+      .in(ctx.path)
+      .at(&n, index)
+      .emit(options_.strict ? Severity::kError : Severity::kWarning,
+            n.describe() + ": " + n.op_type + " at ai.onnx opset " + std::to_string(version) +
+                " is onnxruntime's own operator (" + spec + "): onnxruntime and onnxtool run it, other ONNX runtimes may not");
+  return schema;
+}
+
 void Checker::check_type_constraints(ir::Graph& g, const GraphCtx& ctx) {
   const auto& nodes = g.nodes();
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -673,6 +693,7 @@ void Checker::check_type_constraints(ir::Graph& g, const GraphCtx& ctx) {
     auto version = opset_of(domain, ctx);
     if (!version || local_function(n) || !registry_.has_domain(domain)) continue;
     const ir::OpSchema* schema = registry_.find(domain, n.op_type, *version);
+    if (!schema) schema = registry_.onnxruntime_extension(domain, n.op_type, *version);
     if (!schema) continue;
     std::map<std::string, std::string> bound;  // type variable -> type string
     auto check = [&](const std::vector<ir::FormalParam>& formals, const std::vector<ir::Value*>& values,

@@ -19,6 +19,8 @@ extern const char kOnnxSchemasDef[];
 extern const std::size_t kOnnxSchemasDefSize;
 extern const char kMicrosoftSchemasDef[];
 extern const std::size_t kMicrosoftSchemasDefSize;
+extern const char kOnnxruntimeSchemasDef[];
+extern const std::size_t kOnnxruntimeSchemasDefSize;
 }  // namespace generated
 
 const AttributeSpec* OpSchema::attribute(std::string_view attr_name) const {
@@ -403,6 +405,15 @@ void register_all(SchemaRegistry& registry) {
   add_schemas_from_def(registry, std::string_view(generated::kMicrosoftSchemasDef, generated::kMicrosoftSchemasDefSize),
                        "ir/ops/microsoft_schemas.def");
   registry.set_partly_documented(kMicrosoftDomain);
+  add_schemas_from_def(registry, std::string_view(generated::kOnnxruntimeSchemasDef, generated::kOnnxruntimeSchemasDefSize),
+                       "ir/ops/onnxruntime_schemas.def");
+  registry.set_partly_documented(kOnnxruntimeAiOnnx);  // its schemas accept unchecked attributes
+}
+
+const OpSchema* SchemaRegistry::onnxruntime_extension(std::string_view domain, std::string_view op_type,
+                                                      int64_t opset) const {
+  if (!canonical_domain(domain).empty() || find(domain, op_type, opset)) return nullptr;
+  return find(kOnnxruntimeAiOnnx, op_type, opset);
 }
 
 }  // namespace onnxtool::ir

@@ -102,6 +102,11 @@ class SchemaRegistry {
   /// predate the onnxruntime that wrote a model). An op or attribute a partly documented domain
   /// does not name is not known to be wrong.
   bool fully_documented(std::string_view domain) const { return has_domain(domain) && !partial_.count(canonical_domain(domain)); }
+  /// The schema of onnxruntime's own operator of the ai.onnx domain that a node (`domain`,
+  /// `op_type`) at `opset` is, where the ONNX specification has no op of that name at that opset
+  /// (LayerNormalization below opset 17, SimplifiedLayerNormalization); nullptr otherwise. Such a
+  /// node runs in onnxruntime, not in every ONNX runtime.
+  const OpSchema* onnxruntime_extension(std::string_view domain, std::string_view op_type, int64_t opset) const;
   /// Marks a domain as documented in part (see fully_documented()).
   void set_partly_documented(std::string_view domain) { partial_.emplace(canonical_domain(domain)); }
   /// Highest opset version any schema of the domain was introduced at.
@@ -138,5 +143,8 @@ void add_schemas_from_def(SchemaRegistry& registry, std::string_view def_text,
 
 /// onnxruntime's contrib operator domain, documented in ir/ops/microsoft_schemas.def.
 inline constexpr std::string_view kMicrosoftDomain = "com.microsoft";
+/// The registry's domain key for onnxruntime's own operators of the ai.onnx domain
+/// (ir/ops/onnxruntime_schemas.def): not a domain a model names, a colon keeps it apart from all.
+inline constexpr std::string_view kOnnxruntimeAiOnnx = "onnxruntime:ai.onnx";
 
 }  // namespace onnxtool::ir

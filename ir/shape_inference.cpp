@@ -312,6 +312,7 @@ void ShapeInferencer::infer_node(Node& n, size_t index, const std::string& path,
     if (canonical_domain(o.domain) == domain) version = o.version;
   if (!version) return;  // the checker reports the missing import
   const OpSchema* schema = registry_.find(domain, n.op_type, *version);
+  if (!schema) schema = registry_.onnxruntime_extension(domain, n.op_type, *version);
   if (!schema) return;  // unknown op: the checker reports it
   InferenceContext ctx(*this, n, *version);
   try {

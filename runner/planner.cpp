@@ -95,6 +95,8 @@ class Planner {
       const std::string domain(ir::canonical_domain(n->domain));
       st.opset = opset_for(model_, domain);
       st.fn = kernels_.find(domain, n->op_type, st.opset);
+      if (!st.fn && ir::SchemaRegistry::instance().onnxruntime_extension(domain, n->op_type, st.opset))
+        st.fn = kernels_.find(ir::kOnnxruntimeAiOnnx, n->op_type, 1);  // onnxruntime's own op (version 1)
       if (!st.fn) {
         const std::string where = n->name.empty() ? "an unnamed node" : "node '" + n->name + "'";
         throw_input_error("no kernel for " + n->qualified_op() + " (opset " + std::to_string(st.opset) +

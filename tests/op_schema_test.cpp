@@ -318,6 +318,19 @@ TEST_SUITE("op_schema") {
     CHECK(registry().find("com.microsoft", "NoSuchOp", 1) == nullptr);
   }
 
+  TEST_CASE("onnxruntime's own ai.onnx ops answer only where ONNX has none") {
+    const OpSchema* ln13 = registry().onnxruntime_extension("", "LayerNormalization", 13);
+    REQUIRE(ln13 != nullptr);
+    CHECK(ln13->domain == kOnnxruntimeAiOnnx);
+    CHECK(ln13->constraint("V") != nullptr);
+    CHECK(registry().onnxruntime_extension("ai.onnx", "LayerNormalization", 16) == ln13);
+    CHECK(registry().onnxruntime_extension("", "LayerNormalization", 17) == nullptr);  // ONNX's own
+    CHECK(registry().onnxruntime_extension("", "SimplifiedLayerNormalization", 14) != nullptr);
+    CHECK(registry().onnxruntime_extension("com.microsoft", "SimplifiedLayerNormalization", 1) == nullptr);
+    CHECK(registry().onnxruntime_extension("", "Relu", 13) == nullptr);
+    CHECK(registry().find("", "SimplifiedLayerNormalization", 14) == nullptr);  // not ONNX
+  }
+
   TEST_CASE("counts per domain") {
     // Operators.md documents 203 ops of the default domain, two of them (Scatter, Upsample)
     // deprecated; Operators-ml.md documents 19, two of them deprecated.
@@ -335,7 +348,7 @@ TEST_SUITE("op_schema") {
     CHECK(op_counts("ai.onnx.preview.training", 1).first == 4);
     // onnxruntime's ContribOperators.md (1.24) documents 113 com.microsoft ops.
     CHECK(op_counts("com.microsoft", 1).first == 113);
-    CHECK(schemas == 642 + 113);
+    CHECK(schemas == 642 + 113 + 2);  // and onnxruntime's 2 own ai.onnx ops
   }
 
   TEST_CASE("the registry is consistent: unique, ascending, sorted, bounds match parameters") {

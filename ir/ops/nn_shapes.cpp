@@ -465,28 +465,36 @@ DataType stash_type(const InferenceContext& ctx) {
 }
 
 // LayerNormalization: Y like X; Mean and InvStdDev are X.shape[:axis] + [1] * (rank - axis).
-void infer_layer_norm(InferenceContext& ctx) {
-  propagate_type_and_shape(ctx, 0, 0);
+/// The per-row statistics outputs of a normalization from output `first` on (LayerNormalization's
+/// Mean and InvStdDev, SimplifiedLayerNormalization's inv_std_var): X's shape with the normalized
+/// dims (from `axis`) set to 1, of the stash_type.
+void set_stat_outputs(InferenceContext& ctx, size_t first) {
   const Shape* x = ctx.input_shape(0);
   const int64_t rank = x ? static_cast<int64_t>(x->rank()) : 0;
   const int64_t axis = x ? shape::normalize_axis(ctx, ctx.attr_int("axis", -1), rank) : 0;
-  if (ctx.output_count() < 2) return;
+  if (ctx.output_count() <= first) return;
   const DataType stats = stash_type(ctx);
   std::optional<Shape> s;
   if (x) {
     s = *x;
     for (int64_t i = axis; i < rank; ++i) s->dims[static_cast<size_t>(i)] = Dim::of(1);
   }
-  for (size_t i = 1; i < ctx.output_count() && i < 3; ++i) ctx.set_output_tensor(i, stats, s);
+  for (size_t i = first; i < ctx.output_count() && i < 3; ++i) ctx.set_output_tensor(i, stats, s);
 }
 
-// RMSNormalization: Y has X's shape and the scale's element type.
+void infer_layer_norm(InferenceContext& ctx) {
+  propagate_type_and_shape(ctx, 0, 0);
+  set_stat_outputs(ctx, 1);
+}
+
+// RMSNormalization: Y has X's shape and the scale's element type (so has onnxruntime's
+// SimplifiedLayerNormalization, whose optional second output is the inverse RMS).
 void infer_rms_norm(InferenceContext& ctx) {
   const Shape* x = ctx.input_shape(0);
-  if (x) shape::normalize_axis(ctx, ctx.attr_int("axis", -1), static_cast<int64_t>(x->rank()));
   auto et = ctx.input_elem_type(1);
   if (!et) et = ctx.input_elem_type(0);
   ctx.set_output_tensor(0, et.value_or(DataType::kUndefined), x ? std::optional<Shape>(*x) : std::nullopt);
+  set_stat_outputs(ctx, 1);
 }
 
 void infer_lp_normalization(InferenceContext& ctx) {
@@ -875,6 +883,9 @@ void register_nn_shapes(SchemaRegistry& r) {
   r.set_shape_fn("LayerNormalization", infer_layer_norm);
   r.set_shape_fn("GroupNormalization", infer_same_as_x);
   r.set_shape_fn("RMSNormalization", infer_rms_norm);
+  // onnxruntime's own ai.onnx ops of the same meaning (ir/ops/onnxruntime_schemas.def).
+  r.set_shape_fn(kOnnxruntimeAiOnnx, "LayerNormalization", 1, kMaxOpset, infer_layer_norm);
+  r.set_shape_fn(kOnnxruntimeAiOnnx, "SimplifiedLayerNormalization", 1, kMaxOpset, infer_rms_norm);
   r.set_shape_fn("LRN", infer_same_as_x);
   r.set_shape_fn("MeanVarianceNormalization", infer_same_as_x);
   r.set_shape_fn("LpNormalization", infer_lp_normalization);

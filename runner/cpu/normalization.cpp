@@ -136,6 +136,13 @@ void normalize_rows(const KernelContext& ctx, const Tensor& x, Tensor& y, int64_
   (void)ctx;
 }
 
+/// The shape of a normalization's per-row statistics: X's with the dims from `axis` on set to 1.
+std::vector<int64_t> stats_shape(const Tensor& x, int64_t axis) {
+  std::vector<int64_t> shape = x.shape();
+  for (size_t i = static_cast<size_t>(axis); i < shape.size(); ++i) shape[i] = 1;
+  return shape;
+}
+
 /// A float32 row's mean and 1 / sqrt(variance + eps), with normalize_rows' double arithmetic
 /// expression for expression (so the float32 paths give its bits).
 std::pair<double, double> row_stats_f32(const float* row, int64_t len, double eps) {
@@ -219,8 +226,7 @@ void layer_norm(KernelContext& ctx) {
   const bool has_bias = ctx.has_input(2);
   if (has_bias) bias.init(ctx, ctx.input(2), block, "B");
   Tensor& y = ctx.output(0, x.dtype(), x.shape());
-  std::vector<int64_t> stat_shape = x.shape();
-  for (int64_t i = axis; i < rank; ++i) stat_shape[static_cast<size_t>(i)] = 1;
+  const std::vector<int64_t> stat_shape = stats_shape(x, axis);
   const auto stash = static_cast<DataType>(ctx.attr_int("stash_type", 1));
   Tensor* mean = ctx.output_count() > 1 && ctx.has_output(1) ? &ctx.output(1, stash, stat_shape) : nullptr;
   Tensor* inv = ctx.output_count() > 2 && ctx.has_output(2) ? &ctx.output(2, stash, stat_shape) : nullptr;
@@ -260,8 +266,20 @@ void rms_norm(KernelContext& ctx) {
   Broadcast scale;
   scale.init(ctx, ctx.input(1), block, "scale");
   Tensor& y = ctx.output(0, ctx.input(1).dtype(), x.shape());
+  Tensor* inv = nullptr;  // onnxruntime's SimplifiedLayerNormalization: the optional inverse RMS
+  if (ctx.output_count() > 1 && ctx.has_output(1))
+    inv = &ctx.output(1, static_cast<DataType>(ctx.attr_int("stash_type", 1)), stats_shape(x, axis));
   normalize_rows(ctx, x, y, rows, len, ctx.attr_float("epsilon", 1e-5f), [&](int64_t, int64_t k) { return scale.at(k); },
-                 [](int64_t, int64_t) { return 0.0; }, nullptr, nullptr, false);
+                 [](int64_t, int64_t) { return 0.0; }, nullptr, inv, false);
+}
+
+/// onnxruntime's LayerNormalization of the ai.onnx domain below opset 17: ONNX's, except that Y
+/// takes Scale's type; X and Scale of different types are refused.
+void onnxruntime_layer_norm(KernelContext& ctx) {
+  if (ctx.input(0).dtype() != ctx.input(1).dtype())
+    ctx.fail("X (" + ctx.input(0).describe() + ") and Scale (" + ctx.input(1).describe() +
+             ") of different types are not supported");
+  layer_norm(ctx);
 }
 
 void group_norm(KernelContext& ctx) {
@@ -389,6 +407,9 @@ void register_normalization_kernels(KernelRegistry& r) {
   r.add("LayerNormalization", layer_norm);
   r.add("GroupNormalization", group_norm);
   r.add("RMSNormalization", rms_norm);
+  // onnxruntime's own ai.onnx ops (ir/ops/onnxruntime_schemas.def), where ONNX has none.
+  r.add(ir::kOnnxruntimeAiOnnx, "LayerNormalization", 1, kMaxOpset, onnxruntime_layer_norm);
+  r.add(ir::kOnnxruntimeAiOnnx, "SimplifiedLayerNormalization", 1, kMaxOpset, rms_norm);
   r.add("LpNormalization", lp_norm);
   r.add("LRN", lrn);
   r.add("", "MeanVarianceNormalization", 1, kMaxOpset, mvn);
