@@ -723,7 +723,9 @@ void infer_einsum(InferenceContext& ctx) {
 /// (batch, seq, input); W (dirs, gates * hidden, input); R (dirs, gates * hidden, hidden).
 /// Y (seq, dirs, batch, hidden) / (batch, seq, dirs, hidden); Y_h and Y_c (dirs, batch, hidden)
 /// / (batch, dirs, hidden).
-void infer_recurrent(InferenceContext& ctx, int64_t gates) {
+// `transposed`: W [dirs, input, gates*hidden] and R [dirs, hidden, gates*hidden], as onnxruntime's
+// DynamicQuantizeLSTM takes them.
+void infer_recurrent(InferenceContext& ctx, int64_t gates, bool transposed = false) {
   static const std::string rule = "shape.rnn";
   const Shape* x = shape_of_rank(ctx, 0, 3, "recurrent input X");
   const Shape* w = shape_of_rank(ctx, 1, 3, "recurrent weight W");
@@ -737,13 +739,14 @@ void infer_recurrent(InferenceContext& ctx, int64_t gates) {
   dirs = merge(ctx, dirs, dim_at(r, 0), rule, "directions of R vs the direction attribute");
   Dim hidden;
   if (ctx.has_attr("hidden_size")) hidden = Dim::of(ctx.attr_int("hidden_size", 0));
-  hidden = merge(ctx, hidden, dim_at(r, 2), rule, "hidden_size vs R's last dim");
+  const size_t gate_dim = transposed ? 2 : 1, other_dim = transposed ? 1 : 2;
+  hidden = merge(ctx, hidden, dim_at(r, other_dim), rule, "hidden_size vs R's hidden dim");
   if (hidden.is_static()) {
     const Dim gh = Dim::of(gates * hidden.value);
-    merge(ctx, gh, dim_at(w, 1), rule, "W's gate rows vs " + str(gates) + " * hidden_size");
-    merge(ctx, gh, dim_at(r, 1), rule, "R's gate rows vs " + str(gates) + " * hidden_size");
+    merge(ctx, gh, dim_at(w, gate_dim), rule, "W's gate rows vs " + str(gates) + " * hidden_size");
+    merge(ctx, gh, dim_at(r, gate_dim), rule, "R's gate rows vs " + str(gates) + " * hidden_size");
   }
-  merge(ctx, dim_at(x, 2), dim_at(w, 2), rule, "input size of X vs W's last dim");
+  merge(ctx, dim_at(x, 2), dim_at(w, other_dim), rule, "input size of X vs W's input dim");
   const Dim seq = dim_at(x, batch_first ? 1 : 0);
   Dim batch = dim_at(x, batch_first ? 0 : 1);
   if (const Shape* h0 = ctx.has_input(5) ? ctx.input_shape(5) : nullptr; h0 && h0->rank() == 3)
@@ -764,6 +767,7 @@ void infer_recurrent(InferenceContext& ctx, int64_t gates) {
 void infer_rnn(InferenceContext& ctx) { infer_recurrent(ctx, 1); }
 void infer_gru(InferenceContext& ctx) { infer_recurrent(ctx, 3); }
 void infer_lstm(InferenceContext& ctx) { infer_recurrent(ctx, 4); }
+void infer_quantized_lstm(InferenceContext& ctx) { infer_recurrent(ctx, 4, true); }
 
 // ---------------------------------------------------------------- attention
 
@@ -895,6 +899,7 @@ void register_nn_shapes(SchemaRegistry& r) {
   r.set_shape_fn("RNN", infer_rnn);
   r.set_shape_fn("GRU", infer_gru);
   r.set_shape_fn("LSTM", infer_lstm);
+  r.set_shape_fn(kMicrosoftDomain, "DynamicQuantizeLSTM", 1, kMaxOpset, infer_quantized_lstm);
 
   r.set_shape_fn("Attention", infer_attention);
   r.set_shape_fn("RotaryEmbedding", infer_same_as_x);

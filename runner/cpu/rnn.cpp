@@ -1,7 +1,8 @@
 // CPU kernels: RNN, GRU and LSTM (forward, reverse, bidirectional; sequence_lens; layouts 0
 // and 1; activation lists with alpha/beta; clip; LSTM peepholes and input_forget; GRU
-// linear_before_reset). The input projection of all steps is one GEMM; each step is one GEMM
-// with the recurrence weights plus the gate arithmetic.
+// linear_before_reset), and onnxruntime's com.microsoft DynamicQuantizeLSTM (8-bit weights).
+// The input projection of all steps is one GEMM; each step is one GEMM with the recurrence
+// weights plus the gate arithmetic.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -10,6 +11,7 @@
 
 #include "runner/cpu/elementwise_util.h"
 #include "runner/cpu/gemm.h"
+#include "runner/cpu/gemm_int.h"
 #include "runner/cpu/kernels.h"
 #include "runner/cpu/tensor_util.h"
 #include "runner/recurrent.h"
@@ -87,13 +89,87 @@ void few_rows_product(int64_t batch, int64_t rows, int64_t k, const float* h, co
   }
 }
 
+/// DynamicQuantizeLSTM's weights (com.microsoft): W [dirs, input, 4H] and R [dirs, hidden, 4H]
+/// (transposed against LSTM's), int8 or uint8, with a scale per direction or per column and one
+/// zero point per direction (onnxruntime requires a direction's zero points to be equal, and 0
+/// for int8).
+struct QuantizedWeights {
+  struct Operand {
+    const Tensor* t = nullptr;
+    std::vector<float> scales;   ///< dirs x (1 or 4H)
+    std::vector<int32_t> zeros;  ///< dirs
+    int64_t scales_per_dir = 1;
+  };
+  Operand w, r;
+};
+
+/// out[M, N] = a x b, or out += a x b with `accumulate`, as onnxruntime's quantized recurrences
+/// compute it: `a` [M, K] float quantized to uint8 over all its values (the range widened to
+/// include 0; scale (max - min) / 255, or 1 for a constant range; zero point and values rounded
+/// half to even), multiplied in integers by `b` [K, N] (8-bit, zero point zb), each column then
+/// scaled by scale(a) * its scale (`scales`: 1 or N values).
+void quantized_product(int64_t m, int64_t n, int64_t k, const float* a, const Int8Matrix& b, int32_t zb,
+                       const float* scales, bool per_column, float* out, bool accumulate) {
+  float lo = 0, hi = 0;
+  for (int64_t i = 0; i < m * k; ++i) {
+    lo = a[i] < lo ? a[i] : lo;
+    hi = hi < a[i] ? a[i] : hi;
+  }
+  const float scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+  const float zero = std::nearbyint(std::max(0.0f, std::min(255.0f, 0.0f - lo / scale)));
+  std::vector<uint8_t> qa(static_cast<size_t>(m * k));
+  for (int64_t i = 0; i < m * k; ++i)
+    qa[static_cast<size_t>(i)] = static_cast<uint8_t>(std::max(0.0f, std::min(255.0f, std::nearbyint(a[i] / scale) + zero)));
+  const std::vector<int32_t> za(static_cast<size_t>(m), static_cast<int32_t>(zero)), zbs(static_cast<size_t>(n), zb);
+  std::vector<int32_t> c(static_cast<size_t>(m * n));
+  int_gemm(m, n, k, Int8Matrix{qa.data(), false, k}, za.data(), b, zbs.data(), c.data(), n);
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const float v = static_cast<float>(c[static_cast<size_t>(i * n + j)]) * (scale * scales[per_column ? j : 0]);
+      out[i * n + j] = accumulate ? out[i * n + j] + v : v;
+    }
+}
+
+/// Reads one quantized weight of DynamicQuantizeLSTM: `t` [dirs, rows, gh] with its scale and
+/// zero point inputs (`scale_index`, `zero_index`).
+QuantizedWeights::Operand quantized_operand(const KernelContext& ctx, size_t index, size_t scale_index, size_t zero_index,
+                                            int64_t dirs, int64_t gh, const char* name) {
+  QuantizedWeights::Operand op;
+  op.t = &ctx.input(index);
+  const std::string what(name);
+  if (op.t->dtype() != DataType::kInt8 && op.t->dtype() != DataType::kUInt8)
+    ctx.fail(what + " must be int8 or uint8, is " + type_name(op.t->dtype()));
+  const Tensor& s = ctx.input(scale_index);
+  const Tensor& z = ctx.input(zero_index);
+  if (s.dtype() != DataType::kFloat) ctx.fail(what + "_scale must be float");
+  if (z.dtype() != op.t->dtype()) ctx.fail(what + "_zero_point must have " + what + "'s type");
+  if (s.size() != dirs && s.size() != dirs * gh)
+    ctx.fail(what + "_scale must have " + std::to_string(dirs) + " or " + std::to_string(dirs * gh) + " values, has " +
+             std::to_string(s.size()));
+  if (z.size() != s.size()) ctx.fail(what + "_zero_point must have as many values as " + what + "_scale");
+  op.scales_per_dir = s.size() / dirs;
+  op.scales.assign(s.data<float>(), s.data<float>() + s.size());
+  for (int64_t d = 0; d < dirs; ++d) {
+    const int64_t base = d * op.scales_per_dir;
+    const auto zero_at = [&](int64_t i) {
+      return z.dtype() == DataType::kInt8 ? static_cast<int32_t>(z.data<int8_t>()[i]) : static_cast<int32_t>(z.data<uint8_t>()[i]);
+    };
+    for (int64_t i = 1; i < op.scales_per_dir; ++i)
+      if (zero_at(base + i) != zero_at(base)) ctx.fail(what + "_zero_point must be one value per direction");
+    if (z.dtype() == DataType::kInt8 && zero_at(base) != 0) ctx.fail(what + "_zero_point must be 0 for int8 weights");
+    op.zeros.push_back(zero_at(base));
+  }
+  return op;
+}
+
 std::vector<Activation> activations(const KernelContext& ctx, Cell cell, int64_t dirs) {
   std::vector<Activation> out;
   for (const auto& a : recurrent_activations(ctx, cell, dirs)) out.push_back(Activation{a});
   return out;
 }
 
-void recurrent(KernelContext& ctx, Cell cell) {
+/// RNN, GRU, LSTM; with `quantized`, DynamicQuantizeLSTM (W and R from it, transposed and 8-bit).
+void recurrent(KernelContext& ctx, Cell cell, bool quantized = false) {
   // float16/bfloat16 recurrences (a model converted to float16) compute in float32: the inputs
   // widened here, the outputs narrowed at the end, as onnxruntime's CPU kernels do.
   const DataType io_type = ctx.input(0).dtype();
@@ -116,12 +192,14 @@ void recurrent(KernelContext& ctx, Cell cell) {
   const int64_t seq = layout ? x.dim(1) : x.dim(0), batch = layout ? x.dim(0) : x.dim(1), input = x.dim(2);
   const int64_t gates = cell == Cell::kLstm ? 4 : cell == Cell::kGru ? 3 : 1;
   const int64_t dirs = w.dim(0);
-  const int64_t hidden = r.dim(2);
+  const int64_t hidden = quantized ? r.dim(1) : r.dim(2);
   const std::string direction = ctx.attr_string("direction", "forward");
   if ((direction == "bidirectional") != (dirs == 2) || (direction != "forward" && direction != "reverse" && direction != "bidirectional"))
     ctx.fail("direction '" + direction + "' does not match W's " + std::to_string(dirs) + " directions");
   const int64_t gh = gates * hidden;
-  if (w.dim(1) != gh || w.dim(2) != input || r.dim(0) != dirs || r.dim(1) != gh)
+  const bool shapes_ok = quantized ? w.dim(1) == input && w.dim(2) == gh && r.dim(0) == dirs && r.dim(2) == gh
+                                   : w.dim(1) == gh && w.dim(2) == input && r.dim(0) == dirs && r.dim(1) == gh;
+  if (!shapes_ok)
     ctx.fail("W " + w.describe() + " / R " + r.describe() + " do not match " + std::to_string(gates) + " gates of hidden size " + std::to_string(hidden));
   if (ctx.has_attr("hidden_size") && ctx.attr_int("hidden_size", hidden) != hidden) ctx.fail("hidden_size differs from R's shape");
   auto float_input = [&](size_t i, int64_t elements, const char* what) -> const float* {
@@ -131,7 +209,12 @@ void recurrent(KernelContext& ctx, Cell cell) {
     if (t.size() != elements) ctx.fail(std::string(what) + " must have " + std::to_string(elements) + " elements, has " + std::to_string(t.size()));
     return t.data<float>();
   };
-  if (w.dtype() != DataType::kFloat || r.dtype() != DataType::kFloat) ctx.fail("W and R must be float like X");
+  if (!quantized && (w.dtype() != DataType::kFloat || r.dtype() != DataType::kFloat)) ctx.fail("W and R must be float like X");
+  QuantizedWeights qw;
+  if (quantized) {
+    qw.w = quantized_operand(ctx, 1, 8, 9, dirs, gh, "W");
+    qw.r = quantized_operand(ctx, 2, 10, 11, dirs, gh, "R");
+  }
   const float* pb = float_input(3, dirs * 2 * gh, "B");
   std::vector<int64_t> lens(static_cast<size_t>(batch), seq);
   if (ctx.has_input(4)) {
@@ -189,7 +272,7 @@ void recurrent(KernelContext& ctx, Cell cell) {
   // transposed).
   // Transposing R costs about one step's product: not worth it for a few steps (Silero runs
   // one step per call: 0.13 -> 0.31 ms with it).
-  const bool few = batch <= 16 && seq >= 8 && gh * hidden * 4 < (int64_t{1} << 20);
+  const bool few = !quantized && batch <= 16 && seq >= 8 && gh * hidden * 4 < (int64_t{1} << 20);
   const auto recurrence = [&](const float* hv, const float* rd, const float* rt, float* out, bool descending) {
     const auto blocks = [&](int64_t b0, int64_t b1) {
       for (int64_t i = b0; i < b1; ++i) {
@@ -212,8 +295,8 @@ void recurrent(KernelContext& ctx, Cell cell) {
     for (int64_t d = share_steps ? 0 : p0; d < (share_steps ? dirs : p1); ++d) {
       std::vector<float> xw(static_cast<size_t>(seq * batch * gh)), hr(static_cast<size_t>(batch * gh));
       const bool reverse = direction == "reverse" || d == 1;
-      const float* wd = w.data<float>() + d * gh * input;
-      const float* rd = r.data<float>() + d * gh * hidden;
+      const float* wd = quantized ? nullptr : w.data<float>() + d * gh * input;
+      const float* rd = quantized ? nullptr : r.data<float>() + d * gh * hidden;
       std::vector<float> rt(few ? static_cast<size_t>(gh * hidden) : 0);
       if (few)
         for (int64_t row = 0; row < gh; ++row)
@@ -221,20 +304,38 @@ void recurrent(KernelContext& ctx, Cell cell) {
       const float* wb = pb ? pb + d * 2 * gh : nullptr;
       const float* rb = pb ? wb + gh : nullptr;
       const Activation* a = &acts[static_cast<size_t>(d) * per_dir];
-      // X W^T for all steps at once: [seq*batch, gh].
-      gemm_f32(seq * batch, gh, input, xs.data(), input, false, wd, input, true, xw.data(), gh, false);
+      // X W^T for all steps at once: [seq*batch, gh] (quantized: X W, W stored transposed).
+      const auto quantized_by = [&](const QuantizedWeights::Operand& op, int64_t rows, int64_t m, const float* a, float* out) {
+        const auto* base = static_cast<const uint8_t*>(op.t->raw()) + d * rows * gh;
+        quantized_product(m, gh, rows, a, Int8Matrix{base, op.t->dtype() == DataType::kInt8, gh}, op.zeros[static_cast<size_t>(d)],
+                          op.scales.data() + d * op.scales_per_dir, op.scales_per_dir > 1, out, false);
+      };
+      // Quantized, the range of X is that of the steps up to the longest sequence, as onnxruntime
+      // quantizes them.
+      const int64_t longest = lens.empty() ? 0 : *std::max_element(lens.begin(), lens.end());
+      if (quantized) quantized_by(qw.w, input, longest * batch, xs.data(), xw.data());
+      else gemm_f32(seq * batch, gh, input, xs.data(), input, false, wd, input, true, xw.data(), gh, false);
       std::vector<float> h(static_cast<size_t>(batch * hidden), 0.0f), c(static_cast<size_t>(batch * hidden), 0.0f);
       for (int64_t b = 0; b < batch; ++b) {
         if (h0) std::copy(h0 + state_index(d, b), h0 + state_index(d, b) + hidden, h.data() + b * hidden);
         if (c0) std::copy(c0 + state_index(d, b), c0 + state_index(d, b) + hidden, c.data() + b * hidden);
       }
-      std::vector<float> hprev;
+      std::vector<float> hprev, hq;
       // Gates of one batch row: LSTM's i, o, f, c~ and a copy of the new cell state; GRU's z, r,
       // h~ and (r * H_prev) with its product by R_h.
       std::vector<float> gates(cell == Cell::kRnn ? 0 : static_cast<size_t>(5 * hidden));
       for (int64_t step = 0; step < seq; ++step) {
-        // H R^T: [batch, gh].
-        recurrence(h.data(), rd, rt.data(), hr.data(), step % 2 == 1);
+        // H R^T: [batch, gh] (quantized: H R).
+        if (quantized) {
+          // onnxruntime multiplies the previous step's outputs, zeros for a sequence that ended
+          // before it: they count in H's quantization range.
+          hq = h;
+          for (int64_t b = 0; b < batch; ++b)
+            if (step > lens[static_cast<size_t>(b)]) std::fill_n(hq.data() + b * hidden, hidden, 0.0f);
+          quantized_by(qw.r, hidden, batch, hq.data(), hr.data());
+        } else {
+          recurrence(h.data(), rd, rt.data(), hr.data(), step % 2 == 1);
+        }
         hprev = h;
         for (int64_t b = 0; b < batch; ++b) {
           const int64_t len = lens[static_cast<size_t>(b)];
@@ -340,6 +441,7 @@ void recurrent(KernelContext& ctx, Cell cell) {
 void rnn(KernelContext& ctx) { recurrent(ctx, Cell::kRnn); }
 void gru(KernelContext& ctx) { recurrent(ctx, Cell::kGru); }
 void lstm(KernelContext& ctx) { recurrent(ctx, Cell::kLstm); }
+void dynamic_quantize_lstm(KernelContext& ctx) { recurrent(ctx, Cell::kLstm, true); }
 
 }  // namespace
 
@@ -347,6 +449,7 @@ void register_rnn_kernels(KernelRegistry& r) {
   r.add("RNN", rnn);
   r.add("GRU", gru);
   r.add("LSTM", lstm);
+  r.add(ir::kMicrosoftDomain, "DynamicQuantizeLSTM", 1, kMaxOpset, dynamic_quantize_lstm);
 }
 
 }  // namespace onnxtool::runner::cpu
