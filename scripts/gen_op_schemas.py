@@ -149,78 +149,12 @@ def canonical_type(text):
     return re.sub(r"\s+", "", text)
 
 
-def parse_changelog(path, schemas):
-    """Appends every operator version of one changelog to `schemas`."""
-    domain = None
-    opset = None
-    current = None
-    section = None
-    expect_version_sentence = False
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().split("\n")
-    for lineno, raw in enumerate(lines, start=1):
-        line = raw.rstrip()
-        if line.startswith("## "):
-            m = RE_OPSET_SECTION.match(line)
-            if m:
-                opset = int(m.group(1))
-                domain = m.group(2) or "ai.onnx"
-            current, section = None, None
-            continue
-        if line.startswith("# "):
-            current, section = None, None
-            continue
-        if line.startswith("### "):
-            m = RE_OP_HEADING.match(line)
-            if not m:
-                fail(path, lineno, f"unrecognised operator heading: {line}")
-            if domain is None:
-                fail(path, lineno, "operator heading outside an operator set section")
-            anchor, full_name, version = m.group(1), m.group(2), int(m.group(3))
-            if anchor != f"{full_name}-{version}":
-                fail(path, lineno, f"anchor {anchor} does not match {full_name}-{version}")
-            name = full_name
-            if domain != "ai.onnx":
-                prefix = domain + "."
-                if not name.startswith(prefix):
-                    fail(path, lineno, f"{full_name} lacks the domain prefix {prefix}")
-                name = name[len(prefix):]
-            if version != opset:
-                fail(path, lineno, f"{full_name}-{version} listed under opset {opset}")
-            current = Schema(domain, name, version, f"{path}:{lineno}")
-            current.deprecated = m.group(4) is not None
-            schemas.append(current)
-            section = None
-            continue
-        if current is None:
-            continue
-        if line.startswith("#### "):
-            m = RE_PARAM_HEADING.match(line)
-            if m:
-                section = m.group(1)
-                if m.group(2) is not None:
-                    high = INFINITY if m.group(3) == "&#8734;" else int(m.group(3))
-                    current.declared[section] = (int(m.group(2)), high)
-            elif line in ("#### Attributes", "#### Type Constraints", "#### Version"):
-                section = line[5:]
-                expect_version_sentence = section == "Version"
-            else:
-                fail(path, lineno, f"unrecognised section heading: {line}")
-            continue
-        if expect_version_sentence and line:
-            expect_version_sentence = False
-            parse_version_sentence(path, lineno, line, current)
-            continue
-        if line.startswith("<dt>") and section is not None:
-            parse_dt(path, lineno, line, section, current)
-            continue
-        if line.startswith("<dt>"):
-            fail(path, lineno, "definition line outside a schema section")
-
-
-def parse_contrib(path, schemas):
-    """Appends the operators of onnxruntime's ContribOperators.md to `schemas`: one version each,
-    the one its version sentence names."""
+def parse_document(path, schemas, start_schema, on_section=None, read_version=None):
+    """The reading both documents share: every operator section of `path` appended to `schemas`.
+    `start_schema(lineno, line)` turns an operator heading ('### ') into a Schema;
+    `on_section(line)` sees the '## ' lines (the changelogs' opset sections); `read_version(lineno,
+    line, schema)` takes the version from the version sentence where the heading has none (the
+    contrib document)."""
     current = None
     section = None
     expect_version_sentence = False
@@ -229,20 +163,12 @@ def parse_contrib(path, schemas):
     for lineno, raw in enumerate(lines, start=1):
         line = raw.rstrip()
         if line.startswith("## ") or line.startswith("# "):
+            if on_section and line.startswith("## "):
+                on_section(line)
             current, section = None, None
             continue
         if line.startswith("### "):
-            m = RE_CONTRIB_HEADING.match(line)
-            if not m:
-                fail(path, lineno, f"unrecognised operator heading: {line}")
-            if (m.group(2), m.group(3)) != (m.group(4), m.group(5)):
-                fail(path, lineno, f"anchor {m.group(2)}.{m.group(3)} does not match the title")
-            if m.group(2) not in CONTRIB_DOMAINS:
-                fail(path, lineno, f"unexpected domain {m.group(2)}")
-            # The version is the one the version sentence names; experimental ops have none
-            # and are listed at version 1, the only one of the domain.
-            current = Schema(m.group(2), m.group(3), None, f"{path}:{lineno}")
-            current.experimental = m.group(1) is not None
+            current = start_schema(lineno, line)
             schemas.append(current)
             section = None
             continue
@@ -263,13 +189,8 @@ def parse_contrib(path, schemas):
             continue
         if expect_version_sentence and line:
             expect_version_sentence = False
-            if current.experimental and RE_EXPERIMENTAL.match(line):
-                current.version = 1
-            else:
-                m = RE_SINCE.match(line)
-                if not m or m.group(1) != "available":
-                    fail(path, lineno, f"unrecognised version sentence: {line}")
-                current.version = int(m.group(2))
+            if read_version:
+                read_version(lineno, line, current)
             parse_version_sentence(path, lineno, line, current)
             continue
         if line.startswith("<dt>") and section is not None:
@@ -277,6 +198,70 @@ def parse_contrib(path, schemas):
             continue
         if line.startswith("<dt>"):
             fail(path, lineno, "definition line outside a schema section")
+
+
+def parse_changelog(path, schemas):
+    """Appends every operator version of one changelog to `schemas`."""
+    where = {"domain": None, "opset": None}
+
+    def on_section(line):
+        m = RE_OPSET_SECTION.match(line)
+        if m:
+            where["opset"] = int(m.group(1))
+            where["domain"] = m.group(2) or "ai.onnx"
+
+    def start_schema(lineno, line):
+        domain, opset = where["domain"], where["opset"]
+        m = RE_OP_HEADING.match(line)
+        if not m:
+            fail(path, lineno, f"unrecognised operator heading: {line}")
+        if domain is None:
+            fail(path, lineno, "operator heading outside an operator set section")
+        anchor, full_name, version = m.group(1), m.group(2), int(m.group(3))
+        if anchor != f"{full_name}-{version}":
+            fail(path, lineno, f"anchor {anchor} does not match {full_name}-{version}")
+        name = full_name
+        if domain != "ai.onnx":
+            prefix = domain + "."
+            if not name.startswith(prefix):
+                fail(path, lineno, f"{full_name} lacks the domain prefix {prefix}")
+            name = name[len(prefix):]
+        if version != opset:
+            fail(path, lineno, f"{full_name}-{version} listed under opset {opset}")
+        schema = Schema(domain, name, version, f"{path}:{lineno}")
+        schema.deprecated = m.group(4) is not None
+        return schema
+
+    parse_document(path, schemas, start_schema, on_section=on_section)
+
+
+def parse_contrib(path, schemas):
+    """Appends the operators of onnxruntime's ContribOperators.md to `schemas`: one version each,
+    the one its version sentence names."""
+
+    def start_schema(lineno, line):
+        m = RE_CONTRIB_HEADING.match(line)
+        if not m:
+            fail(path, lineno, f"unrecognised operator heading: {line}")
+        if (m.group(2), m.group(3)) != (m.group(4), m.group(5)):
+            fail(path, lineno, f"anchor {m.group(2)}.{m.group(3)} does not match the title")
+        if m.group(2) not in CONTRIB_DOMAINS:
+            fail(path, lineno, f"unexpected domain {m.group(2)}")
+        schema = Schema(m.group(2), m.group(3), None, f"{path}:{lineno}")
+        schema.experimental = m.group(1) is not None
+        return schema
+
+    def read_version(lineno, line, schema):
+        # Experimental ops have no version of their own: listed at version 1, the domain's only.
+        if schema.experimental and RE_EXPERIMENTAL.match(line):
+            schema.version = 1
+            return
+        m = RE_SINCE.match(line)
+        if not m or m.group(1) != "available":
+            fail(path, lineno, f"unrecognised version sentence: {line}")
+        schema.version = int(m.group(2))
+
+    parse_document(path, schemas, start_schema, read_version=read_version)
 
 
 def parse_version_sentence(path, lineno, line, schema):
