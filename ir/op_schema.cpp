@@ -19,6 +19,8 @@ extern const char kOnnxSchemasDef[];
 extern const std::size_t kOnnxSchemasDefSize;
 extern const char kMicrosoftSchemasDef[];
 extern const std::size_t kMicrosoftSchemasDefSize;
+extern const char kNchwcSchemasDef[];
+extern const std::size_t kNchwcSchemasDefSize;
 }  // namespace generated
 
 const AttributeSpec* OpSchema::attribute(std::string_view attr_name) const {
@@ -403,6 +405,9 @@ void register_all(SchemaRegistry& registry) {
   add_schemas_from_def(registry, std::string_view(generated::kMicrosoftSchemasDef, generated::kMicrosoftSchemasDefSize),
                        "ir/ops/microsoft_schemas.def");
   registry.set_partly_documented(kMicrosoftDomain);
+  add_schemas_from_def(registry, std::string_view(generated::kNchwcSchemasDef, generated::kNchwcSchemasDefSize),
+                       "ir/ops/nchwc_schemas.def");
+  registry.set_partly_documented(kNchwcDomain);
 }
 
 }  // namespace onnxtool::ir

@@ -138,5 +138,8 @@ void add_schemas_from_def(SchemaRegistry& registry, std::string_view def_text,
 
 /// onnxruntime's contrib operator domain, documented in ir/ops/microsoft_schemas.def.
 inline constexpr std::string_view kMicrosoftDomain = "com.microsoft";
+/// onnxruntime's internal domain of its channel-blocked (NCHWc) layout, documented in
+/// ir/ops/nchwc_schemas.def.
+inline constexpr std::string_view kNchwcDomain = "com.microsoft.nchwc";
 
 }  // namespace onnxtool::ir
