@@ -21,6 +21,8 @@ extern const char kMicrosoftSchemasDef[];
 extern const std::size_t kMicrosoftSchemasDefSize;
 extern const char kOnnxruntimeSchemasDef[];
 extern const std::size_t kOnnxruntimeSchemasDefSize;
+extern const char kNchwcSchemasDef[];
+extern const std::size_t kNchwcSchemasDefSize;
 }  // namespace generated
 
 const AttributeSpec* OpSchema::attribute(std::string_view attr_name) const {
@@ -408,6 +410,9 @@ void register_all(SchemaRegistry& registry) {
   add_schemas_from_def(registry, std::string_view(generated::kOnnxruntimeSchemasDef, generated::kOnnxruntimeSchemasDefSize),
                        "ir/ops/onnxruntime_schemas.def");
   registry.set_partly_documented(kOnnxruntimeAiOnnx);  // its schemas accept unchecked attributes
+  add_schemas_from_def(registry, std::string_view(generated::kNchwcSchemasDef, generated::kNchwcSchemasDefSize),
+                       "ir/ops/nchwc_schemas.def");
+  registry.set_partly_documented(kNchwcDomain);
 }
 
 const OpSchema* SchemaRegistry::onnxruntime_extension(std::string_view domain, std::string_view op_type,

@@ -146,5 +146,8 @@ inline constexpr std::string_view kMicrosoftDomain = "com.microsoft";
 /// The registry's domain key for onnxruntime's own operators of the ai.onnx domain
 /// (ir/ops/onnxruntime_schemas.def): not a domain a model names, a colon keeps it apart from all.
 inline constexpr std::string_view kOnnxruntimeAiOnnx = "onnxruntime:ai.onnx";
+/// onnxruntime's internal domain of its channel-blocked (NCHWc) layout, documented in
+/// ir/ops/nchwc_schemas.def.
+inline constexpr std::string_view kNchwcDomain = "com.microsoft.nchwc";
 
 }  // namespace onnxtool::ir

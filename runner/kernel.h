@@ -30,6 +30,10 @@ class Executor;
 struct Frame;
 struct Step;
 struct Epilogue;
+class KernelContext;
+
+/// A kernel: runs one node.
+using KernelFn = void (*)(KernelContext&);
 
 /// A node's attributes with the spec's defaults, for the kernels of every device.
 class NodeAttributes {
@@ -79,6 +83,14 @@ class KernelContext : public NodeAttributes {
   /// values resolve through the calling frame.
   std::vector<Value> run_subgraph(const ir::Graph& graph, const std::vector<Value>& inputs);
 
+  /// Runs the kernel `fn` of another op on other inputs and returns its `outputs` outputs: how a
+  /// kernel reuses another's (com.microsoft.nchwc's run Conv and the pools on unblocked copies
+  /// of their tensors). `node` holds the attributes `fn` reads (this node, or one built for the
+  /// purpose; failures name it), `opset` is the version `fn` runs as. `fn` keeps no state
+  /// between runs and sees no fused activations.
+  std::vector<Value> delegate(KernelFn fn, const ir::Node& node, int64_t opset, std::vector<const Value*> inputs,
+                              size_t outputs);
+
   /// The activations the planner fused into this node (runner/cpu/epilogue.h), or nullptr. A
   /// kernel that applied them to its output says so with epilogue_applied(); otherwise the
   /// fused nodes run on their own after it.
@@ -109,8 +121,6 @@ class KernelContext : public NodeAttributes {
   const Epilogue* epilogue_ = nullptr;
   bool epilogue_applied_ = false;
 };
-
-using KernelFn = void (*)(KernelContext&);
 
 /// Kernels keyed by domain and op_type, each with the opset range it implements.
 class KernelRegistry {

@@ -78,6 +78,15 @@ std::vector<Value> KernelContext::run_subgraph(const ir::Graph& graph, const std
   return exec_.run_subgraph(frame_, graph, inputs, &node_);
 }
 
+std::vector<Value> KernelContext::delegate(KernelFn fn, const ir::Node& node, int64_t opset,
+                                          std::vector<const Value*> inputs, size_t outputs) {
+  std::vector<Value> results(outputs);
+  std::shared_ptr<void> state;
+  KernelContext inner(exec_, frame_, node, opset, threads_, std::move(inputs), results, &state);
+  fn(inner);
+  return results;
+}
+
 void NodeAttributes::fail(const std::string& message) const {
   throw Error(ErrorKind::kFailed, node_.describe() + ": " + message);
 }

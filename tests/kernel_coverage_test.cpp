@@ -185,6 +185,22 @@ TEST_SUITE("kernel_coverage") {
     MESSAGE(checked << " operator versions have kernels; " << no_kernel_reasons().size() << " ops have none, with reasons");
   }
 
+  TEST_CASE("every com.microsoft.nchwc op has a CPU kernel and a shape function, in the nchwc family") {
+    const auto& schemas = ir::SchemaRegistry::instance();
+    const auto& kernels = runner::KernelRegistry::instance();
+    int checked = 0;
+    for (const ir::OpSchema* s : schemas.all()) {
+      if (s->domain != ir::kNchwcDomain) continue;
+      ++checked;
+      const bool has_kernel = kernels.find(s->domain, s->name, s->since_version) != nullptr;
+      const bool has_shape_fn = s->infer != nullptr;
+      CHECK_MESSAGE(has_kernel, s->domain << "::" << s->name << "-" << s->since_version << " has no CPU kernel");
+      CHECK_MESSAGE(has_shape_fn, s->domain << "::" << s->name << "-" << s->since_version << " has no shape function");
+      CHECK_MESSAGE(s->family == "nchwc", s->name << " is in family '" << s->family << "', not nchwc");
+    }
+    CHECK(checked == 8);
+  }
+
   TEST_CASE("every registered op has a family, and only files of that family register it") {
     check_kernel_families(runner::KernelRegistry::instance().entries());
     check_kernel_families(runner::vulkan::kernel_table().entries());

@@ -331,6 +331,20 @@ TEST_SUITE("op_schema") {
     CHECK(registry().find("", "SimplifiedLayerNormalization", 14) == nullptr);  // not ONNX
   }
 
+  TEST_CASE("com.microsoft.nchwc: onnxruntime's channel-blocked ops, with their defaults") {
+    CHECK(registry().has_domain("com.microsoft.nchwc"));
+    CHECK_FALSE(registry().fully_documented("com.microsoft.nchwc"));
+    const OpSchema& conv = exact("com.microsoft.nchwc", "Conv", 1);
+    CHECK(conv.min_inputs == 2);
+    CHECK(conv.max_inputs == 4);  // X, W, optional B and Sum (added before the activation)
+    CHECK(conv.attribute("group")->default_value == "1");
+    CHECK(conv.constraint("T")->allowed == std::vector<std::string>{"tensor(float)"});
+    CHECK(exact("com.microsoft.nchwc", "MaxPool", 1).attribute("kernel_shape")->required);
+    CHECK(exact("com.microsoft.nchwc", "ReorderOutput", 1).attribute("channels")->default_value == "0");
+    CHECK(exact("com.microsoft.nchwc", "Upsample", 1).attribute("coordinate_transformation_mode")->default_value ==
+          "asymmetric");
+  }
+
   TEST_CASE("counts per domain") {
     // Operators.md documents 203 ops of the default domain, two of them (Scatter, Upsample)
     // deprecated; Operators-ml.md documents 19, two of them deprecated.
@@ -348,7 +362,9 @@ TEST_SUITE("op_schema") {
     CHECK(op_counts("ai.onnx.preview.training", 1).first == 4);
     // onnxruntime's ContribOperators.md (1.24) documents 113 com.microsoft ops.
     CHECK(op_counts("com.microsoft", 1).first == 113);
-    CHECK(schemas == 642 + 113 + 2);  // and onnxruntime's 2 own ai.onnx ops
+    // onnxruntime's NCHWc ops (ir/ops/nchwc_schemas.def, from its source).
+    CHECK(op_counts("com.microsoft.nchwc", 1).first == 8);
+    CHECK(schemas == 642 + 113 + 8 + 2);  // and onnxruntime's 2 own ai.onnx ops
   }
 
   TEST_CASE("the registry is consistent: unique, ascending, sorted, bounds match parameters") {

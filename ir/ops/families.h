@@ -18,7 +18,8 @@
   X(signal)                     \
   X(string)                     \
   X(random)                     \
-  X(ml)
+  X(ml)                         \
+  X(nchwc)
 
 namespace onnxtool::ir {
 

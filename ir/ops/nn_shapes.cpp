@@ -905,4 +905,12 @@ void register_nn_shapes(SchemaRegistry& r) {
   r.set_shape_fn("RotaryEmbedding", infer_same_as_x);
 }
 
+namespace shape {
+
+void conv_like(InferenceContext& ctx) { infer_conv(ctx); }
+void pool_like(InferenceContext& ctx) { infer_pool(ctx); }
+void global_pool_like(InferenceContext& ctx) { infer_global_pool(ctx); }
+
+}  // namespace shape
+
 }  // namespace onnxtool::ir

@@ -119,4 +119,11 @@ std::optional<std::vector<double>> tensor_numbers(const Tensor& t);
 /// The values of a numeric input: propagated integers, or a constant of any numeric type.
 std::optional<std::vector<double>> input_numbers(const InferenceContext& ctx, size_t i);
 
+/// The shape functions of Conv, of MaxPool and AveragePool, and of the global pools
+/// (ir/ops/nn_shapes.cpp), for ops of other domains that take the same inputs and attributes
+/// (com.microsoft.nchwc's: ir/ops/nchwc_shapes.cpp).
+void conv_like(InferenceContext& ctx);
+void pool_like(InferenceContext& ctx);
+void global_pool_like(InferenceContext& ctx);
+
 }  // namespace onnxtool::ir::shape

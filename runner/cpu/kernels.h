@@ -29,6 +29,7 @@ void register_random_kernels(KernelRegistry& registry);
 void register_attention_kernels(KernelRegistry& registry);
 void register_image_kernels(KernelRegistry& registry);
 void register_string_kernels(KernelRegistry& registry);
+void register_nchwc_kernels(KernelRegistry& registry);
 
 /// A float Conv of a QDQ model run on the quantized tensors its DequantizeLinear nodes read
 /// (the session plans it: runner/session.cpp). Inputs: x (uint8/int8), x_scale (one float),
