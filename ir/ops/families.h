@@ -18,7 +18,8 @@
   X(signal)                     \
   X(string)                     \
   X(random)                     \
-  X(ml)
+  X(ml)                         \
+  X(contrib)
 
 namespace onnxtool::ir {
 

@@ -33,7 +33,8 @@
 //
 // - --batch runs many models in one process (the suite-wide tests: one node start-up, not one
 //   per model). JOBS.json is a list of {"model", "inputs": {NAME: FILE.npy}, "output_dir"} and
-//   optionally "level" (that job's --level); for each job one JSON line is printed: {"model", "ok", "error" (first line, when not ok),
+//   optionally "level" (that job's --level) and "optimized_model" (that job's --optimized-model:
+//   without inputs the job stops after loading); for each job one JSON line is printed: {"model", "ok", "error" (first line, when not ok),
 //   "outputs": [{"name", "file"}]}. A job that fails does not stop the others; exit 0.
 //
 // onnxruntime-node is found in $ONNXTOOL_ORT_DIR, else $ONNXTOOL_CACHE_DIR/ort, else
@@ -194,7 +195,13 @@ async function runBatch(ort, opts) {
         if (!LEVELS[job.level]) throw new Error(`job level expects one of ${Object.keys(LEVELS).join(', ')}, got '${job.level}'`);
         options = { ...sessionOptions, graphOptimizationLevel: LEVELS[job.level] };
       }
+      if (job.optimized_model) options = { ...options, optimizedModelFilePath: job.optimized_model };
       const session = await ort.InferenceSession.create(job.model, options);
+      if (job.optimized_model && !Object.keys(feeds).length) {
+        await session.release();
+        console.log(JSON.stringify(line));
+        continue;
+      }
       const results = await session.run(feeds);
       if (job.output_dir && !fs.existsSync(job.output_dir)) fs.mkdirSync(job.output_dir, { recursive: true });
       for (const name of session.outputNames) {
