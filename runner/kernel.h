@@ -78,6 +78,10 @@ class KernelContext : public NodeAttributes {
   Tensor& output(size_t i, DataType type, std::vector<int64_t> shape);
   void set_output(size_t i, Value value);
   void set_output(size_t i, Tensor tensor) { set_output(i, Value::of(std::move(tensor))); }
+  /// Output i as this node's kernel has set it so far (output() or set_output()), for a kernel
+  /// that finishes another kernel's output in place (the com.microsoft fused ops,
+  /// runner/cpu/contrib.cpp); fails naming the node when it is not a tensor yet.
+  Tensor& written_output(size_t i);
 
   /// Runs a subgraph of this node (If branch, Loop/Scan body) with the given inputs; outer-scope
   /// values resolve through the calling frame.

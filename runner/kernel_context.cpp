@@ -40,6 +40,12 @@ Tensor& KernelContext::output(size_t i, DataType type, std::vector<int64_t> shap
   return outputs_[i].tensor;
 }
 
+Tensor& KernelContext::written_output(size_t i) {
+  if (i >= outputs_.size() || outputs_[i].kind != Value::Kind::kTensor)
+    fail("output " + std::to_string(i) + " has not been written as a tensor");
+  return outputs_[i].tensor;
+}
+
 void KernelContext::set_output(size_t i, Value value) {
   if (i >= outputs_.size()) fail("output " + std::to_string(i) + " does not exist");
   outputs_[i] = std::move(value);

@@ -201,6 +201,42 @@ TEST_SUITE("kernel_coverage") {
     CHECK(checked == 8);
   }
 
+  TEST_CASE("every com.microsoft op the runner implements runs on the CPU and has a shape function") {
+    // onnxruntime's contrib ops that onnxtool executes (runner/cpu/contrib.cpp): the ones its
+    // graph optimizer writes into the models it saves. The other documented com.microsoft ops
+    // have a schema (the checker validates them) and neither a kernel nor a shape function.
+    // By family: the contrib ops of runner/cpu/contrib.cpp; DynamicQuantizeLSTM is the LSTM
+    // kernel's 8-bit form (runner/cpu/rnn.cpp).
+    const std::map<std::string, std::string> implemented = {
+        {"FusedConv", "contrib"},   {"FusedGemm", "contrib"},  {"FusedMatMul", "contrib"},
+        {"TransposeMatMul", "contrib"}, {"QuickGelu", "contrib"}, {"Gelu", "contrib"},
+        {"FastGelu", "contrib"},    {"BiasGelu", "contrib"},   {"DynamicQuantizeMatMul", "contrib"},
+        {"MatMulIntegerToFloat", "contrib"}, {"DynamicQuantizeLSTM", "nn"},
+    };
+    const auto& schemas = ir::SchemaRegistry::instance();
+    const auto& kernels = runner::KernelRegistry::instance();
+    for (const auto& [op, family] : implemented) {
+      const auto* versions = schemas.versions(ir::kMicrosoftDomain, op);
+      REQUIRE_MESSAGE(versions != nullptr, op << " has no com.microsoft schema");
+      for (const ir::OpSchema& s : *versions) {
+        const bool has_kernel = kernels.find(s.domain, s.name, s.since_version) != nullptr;
+        const bool has_shape_fn = s.infer != nullptr;
+        CHECK_MESSAGE(has_kernel, op << "@" << s.since_version << " has no CPU kernel");
+        CHECK_MESSAGE(has_shape_fn, op << "@" << s.since_version << " has no shape function");
+        CHECK_MESSAGE(s.family == family, op << " is of family '" << s.family << "', not " << family);
+      }
+    }
+    // And nothing else of the domain is half done: a kernel without a shape function or the
+    // reverse, or an op missing from the list above.
+    for (const ir::OpSchema* s : schemas.all()) {
+      if (s->domain != ir::kMicrosoftDomain) continue;
+      const bool has_kernel = kernels.find(s->domain, s->name, s->since_version) != nullptr;
+      const bool has_shape_fn = s->infer != nullptr;
+      CHECK_MESSAGE(has_kernel == has_shape_fn, s->name << ": a kernel without a shape function or the reverse");
+      CHECK_MESSAGE(has_kernel == (implemented.count(s->name) == 1), s->name << ": add it to (or remove it from) the list");
+    }
+  }
+
   TEST_CASE("every registered op has a family, and only files of that family register it") {
     check_kernel_families(runner::KernelRegistry::instance().entries());
     check_kernel_families(runner::vulkan::kernel_table().entries());

@@ -19,6 +19,7 @@
   X(string)                     \
   X(random)                     \
   X(ml)                         \
+  X(contrib)                    \
   X(nchwc)
 
 namespace onnxtool::ir {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "ir/ops/nn_shapes.h"
 #include "ir/ops/shape_util.h"
 
 namespace onnxtool::ir {
@@ -31,8 +32,12 @@ Dim prefer_known(const Dim& a, const Dim& b) {
 /// numpy matmul: 1-D operands are promoted (a row vector on the left, a column on the right,
 /// the added axis removed afterwards), batch axes broadcast, inner dims must match.
 std::optional<Shape> matmul_shape(const InferenceContext& ctx, size_t a_index, size_t b_index) {
-  const Shape* a = ctx.input_shape(a_index);
-  const Shape* b = ctx.input_shape(b_index);
+  return shape::matmul_of(ctx, ctx.input_shape(a_index), ctx.input_shape(b_index));
+}
+
+}  // namespace
+
+std::optional<Shape> shape::matmul_of(const InferenceContext& ctx, const Shape* a, const Shape* b) {
   if (a && a->rank() == 0) ctx.fail("shape.rank", "MatMul operand A is a scalar (rank 0)");
   if (b && b->rank() == 0) ctx.fail("shape.rank", "MatMul operand B is a scalar (rank 0)");
   if (!a || !b) return std::nullopt;
@@ -53,6 +58,8 @@ std::optional<Shape> matmul_shape(const InferenceContext& ctx, size_t a_index, s
   return out;
 }
 
+namespace {
+
 void infer_matmul(InferenceContext& ctx) { propagate_type(ctx, 0, 0, matmul_shape(ctx, 0, 1)); }
 
 void infer_matmul_integer(InferenceContext& ctx) {
@@ -64,7 +71,8 @@ void infer_qlinear_matmul(InferenceContext& ctx) { propagate_type(ctx, 7, 0, mat
 
 // Gemm: Y(M, N) = alpha * op(A)(M, K) * op(B)(K, N) + beta * C, C unidirectionally broadcast
 // (before opset 7 only with broadcast=1; without it C is (M, N) itself).
-void infer_gemm(InferenceContext& ctx) {
+/// Gemm's shape; `legacy_c`: C broadcasts only with broadcast=1 (before opset 7).
+void gemm_shape(InferenceContext& ctx, bool legacy_c) {
   const Shape* a = shape_of_rank(ctx, 0, 2, "Gemm input A");
   const Shape* b = shape_of_rank(ctx, 1, 2, "Gemm input B");
   const bool trans_a = ctx.attr_int("transA", 0) != 0;
@@ -76,7 +84,7 @@ void infer_gemm(InferenceContext& ctx) {
                                  " columns, op(B) has " + str(kb.value) + " rows");
   if (const Shape* c = ctx.has_input(2) ? ctx.input_shape(2) : nullptr) {
     if (c->rank() > 2) ctx.fail("shape.rank", "Gemm input C has rank " + str(static_cast<int64_t>(c->rank())) + " > 2");
-    if (ctx.opset() < 7 && ctx.attr_int("broadcast", 0) == 0) {
+    if (legacy_c && ctx.attr_int("broadcast", 0) == 0) {
       if (c->rank() != 2)
         ctx.fail("shape.broadcast", "Gemm input C " + c->to_string() +
                                         " must be (M, N): before opset 7 it broadcasts only with broadcast=1");
@@ -102,6 +110,14 @@ void infer_gemm(InferenceContext& ctx) {
   out.dims = {m, n};
   propagate_type(ctx, 0, 0, std::move(out));
 }
+
+void infer_gemm(InferenceContext& ctx) { gemm_shape(ctx, ctx.opset() < 7); }
+
+}  // namespace
+
+void shape::infer_gemm_broadcast(InferenceContext& ctx) { gemm_shape(ctx, false); }
+
+namespace {
 
 void infer_det(InferenceContext& ctx) {
   const Shape* in = ctx.input_shape(0);
@@ -229,6 +245,16 @@ std::optional<size_t> spatial_rank(const InferenceContext& ctx, const Shape* x, 
   if (auto ks = ctx.attr_ints("kernel_shape")) return ks->size();
   return std::nullopt;
 }
+
+std::optional<Shape> conv_shape(const InferenceContext& ctx, size_t x_index, size_t w_index);
+
+}  // namespace
+
+std::optional<Shape> shape::conv_of(const InferenceContext& ctx, size_t x_index, size_t w_index) {
+  return conv_shape(ctx, x_index, w_index);
+}
+
+namespace {
 
 /// Output shape of a convolution: X (N, C, D...), W (M, C/group, k...) -> (N, M, O...).
 std::optional<Shape> conv_shape(const InferenceContext& ctx, size_t x_index, size_t w_index) {

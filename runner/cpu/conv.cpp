@@ -441,6 +441,8 @@ void conv_family(KernelContext& ctx, Geometry geometry, Compute compute) {
   }
 }
 
+}  // namespace
+
 void conv(KernelContext& ctx) {
   conv_family(ctx, conv_geometry, [&ctx](const ConvGeometry& g, const auto* x, const auto* w, const auto* bias, auto* y,
                                          auto& col) {
@@ -457,6 +459,8 @@ void conv(KernelContext& ctx) {
     conv_compute(g, x, w, bias, y, col);
   });
 }
+
+namespace {
 
 // ---------------------------------------------------------------- ConvTranspose
 

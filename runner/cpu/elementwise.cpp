@@ -312,7 +312,9 @@ void hard_sigmoid_kernel(KernelContext& ctx) {
   });
 }
 
-void gelu_kernel(KernelContext& ctx) {
+}  // namespace
+
+void gelu(KernelContext& ctx) {
   const std::string approx = ctx.attr_string("approximate", "none");
   if (approx == "none" && ctx.input(0).dtype() == DataType::kFloat) {
     const Tensor& x = ctx.input(0);
@@ -339,6 +341,8 @@ void gelu_kernel(KernelContext& ctx) {
     ctx.fail("Gelu approximate must be 'none' or 'tanh', got '" + approx + "'");
   }
 }
+
+namespace {
 
 void swish_kernel(KernelContext& ctx) {
   const double alpha = ctx.attr_float("alpha", 1.0f);
@@ -1073,7 +1077,7 @@ void register_elementwise_kernels(KernelRegistry& r) {
   r.add("Celu", celu_kernel);
   r.add("ThresholdedRelu", thresholded_relu_kernel);
   r.add("HardSigmoid", hard_sigmoid_kernel);
-  r.add("Gelu", gelu_kernel);
+  r.add("Gelu", gelu);
   r.add("Swish", swish_kernel);
   r.add("Shrink", shrink_kernel);
   r.add("", "Clip", 1, 10, clip_6);

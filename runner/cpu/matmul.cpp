@@ -90,9 +90,11 @@ void real_product(const MatMulShape& s, const T* pa, const T* pb, T* py) {
   }
 }
 
-void matmul(KernelContext& ctx) {
-  const Tensor& a = ctx.input(0);
-  const Tensor& b = ctx.input(1);
+void matmul(KernelContext& ctx) { matmul_of(ctx, ctx.input(0), ctx.input(1)); }
+
+}  // namespace
+
+void matmul_of(KernelContext& ctx, const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype()) ctx.fail("MatMul inputs have different types");
   const MatMulShape s = matmul_shape(ctx, a.shape(), b.shape());
   Tensor& y = ctx.output(0, a.dtype(), s.out);
@@ -121,6 +123,8 @@ void matmul(KernelContext& ctx) {
     }
   });
 }
+
+namespace {
 
 /// Unidirectional broadcast of C to [M, N]: element (i, j) of C.
 struct BiasView {
@@ -158,7 +162,9 @@ void real_gemm(int64_t m, int64_t n, int64_t k, const T* pa, int64_t lda, bool t
   });
 }
 
-void gemm_kernel(KernelContext& ctx) {
+}  // namespace
+
+void gemm(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
   const Tensor& b = ctx.input(1);
   if (a.rank() != 2 || b.rank() != 2) ctx.fail("Gemm inputs must be 2-D, got " + a.describe() + " and " + b.describe());
@@ -208,14 +214,16 @@ void gemm_kernel(KernelContext& ctx) {
   });
 }
 
+namespace {
+
 // ---------------------------------------------------------------- integer products
 
 /// A zero point input: absent (0), a scalar, or one value per row (A) / column (B) along `axis`
 /// of length `len`; returns per-index values.
-std::vector<int32_t> zero_points(const KernelContext& ctx, size_t input, int64_t len, const char* what) {
+std::vector<int32_t> zero_points(const KernelContext& ctx, const Tensor* given, int64_t len, const char* what) {
   std::vector<int32_t> z(static_cast<size_t>(len), 0);
-  if (!ctx.has_input(input)) return z;
-  const Tensor& t = ctx.input(input);
+  if (!given) return z;
+  const Tensor& t = *given;
   // The spec types it as its operand; the integer GEMM relies on the 8-bit range.
   if (t.dtype() != DataType::kUInt8 && t.dtype() != DataType::kInt8)
     ctx.fail(std::string(what) + " zero point must be uint8 or int8, is " + type_name(t.dtype()));
@@ -260,15 +268,9 @@ void check_int8(const KernelContext& ctx, const Tensor& t, const char* what) {
 }
 
 void matmul_integer(KernelContext& ctx) {
-  const Tensor& a = ctx.input(0);
-  const Tensor& b = ctx.input(1);
-  check_int8(ctx, a, "A");
-  check_int8(ctx, b, "B");
-  const MatMulShape s = matmul_shape(ctx, a.shape(), b.shape());
-  const auto za = zero_points(ctx, 2, s.m, "A");
-  const auto zb = zero_points(ctx, 3, s.n, "B");
-  Tensor& y = ctx.output(0, DataType::kInt32, s.out);
-  integer_product(a, b, s, za, zb, y.mutable_data<int32_t>());
+  const Tensor* za = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  const Tensor* zb = ctx.has_input(3) ? &ctx.input(3) : nullptr;
+  ctx.set_output(0, matmul_integer_of(ctx, ctx.input(0), ctx.input(1), za, zb));
 }
 
 /// A per-tensor or per-row/column float scale.
@@ -292,8 +294,8 @@ void qlinear_matmul(KernelContext& ctx) {
   const MatMulShape s = matmul_shape(ctx, a.shape(), b.shape());
   const auto sa = scales(ctx, 1, s.m, "a");
   const auto sb = scales(ctx, 4, s.n, "b");
-  const auto za = zero_points(ctx, 2, s.m, "a");
-  const auto zb = zero_points(ctx, 5, s.n, "b");
+  const auto za = zero_points(ctx, ctx.has_input(2) ? &ctx.input(2) : nullptr, s.m, "a");
+  const auto zb = zero_points(ctx, ctx.has_input(5) ? &ctx.input(5) : nullptr, s.n, "b");
   const float sy = ctx.input(6).data<float>()[0];
   const int32_t zy = int_at(yz, 0);
   std::vector<int32_t> acc(static_cast<size_t>(shape_size(s.out)));
@@ -311,6 +313,22 @@ void qlinear_matmul(KernelContext& ctx) {
     else y.mutable_data<int8_t>()[i] = static_cast<int8_t>(q);
   }
 }
+
+}  // namespace
+
+Tensor matmul_integer_of(const KernelContext& ctx, const Tensor& a, const Tensor& b, const Tensor* a_zero,
+                         const Tensor* b_zero) {
+  check_int8(ctx, a, "A");
+  check_int8(ctx, b, "B");
+  const MatMulShape s = matmul_shape(ctx, a.shape(), b.shape());
+  const auto za = zero_points(ctx, a_zero, s.m, "A");
+  const auto zb = zero_points(ctx, b_zero, s.n, "B");
+  Tensor y(DataType::kInt32, s.out);
+  integer_product(a, b, s, za, zb, y.mutable_data<int32_t>());
+  return y;
+}
+
+namespace {
 
 // ---------------------------------------------------------------- Det
 
@@ -536,7 +554,7 @@ void einsum_kernel(KernelContext& ctx) {
 
 void register_matmul_kernels(KernelRegistry& r) {
   r.add("MatMul", matmul);
-  r.add("Gemm", gemm_kernel);
+  r.add("Gemm", gemm);
   r.add("MatMulInteger", matmul_integer);
   r.add("QLinearMatMul", qlinear_matmul);
   r.add("Det", det);

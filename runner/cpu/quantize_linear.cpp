@@ -272,8 +272,9 @@ void min_max(const float* x, int64_t b, int64_t e, float& lo, float& hi) {
   }
 }
 
-void dynamic_quantize_linear(KernelContext& ctx) {
-  const Tensor& x = ctx.input(0);
+}  // namespace
+
+DynamicQuantized dynamic_quantize(const KernelContext& ctx, const Tensor& x) {
   if (x.dtype() != DataType::kFloat) ctx.fail("x must be float, is " + type_name(x.dtype()));
   const float* px = x.data<float>();
   // Range over chunks (one min/max pass), combined in chunk order; the bits do not depend on the split.
@@ -292,12 +293,20 @@ void dynamic_quantize_linear(KernelContext& ctx) {
   const float scale = (hi - lo) / 255.0f;
   float zero = 0;
   if (scale != 0) zero = std::min(255.0f, std::max(0.0f, std::nearbyint(0.0f - lo / scale)));
-  Tensor& y = ctx.output(0, DataType::kUInt8, x.shape());
-  uint8_t* py = y.mutable_data<uint8_t>();
+  DynamicQuantized q{Tensor(DataType::kUInt8, x.shape()), scale, static_cast<uint8_t>(zero)};
+  uint8_t* py = q.values.mutable_data<uint8_t>();
   if (scale == 0) std::fill(py, py + x.size(), static_cast<uint8_t>(zero));
   else parallel_ranges(x.size(), kElementwiseGrain, [&](int64_t b, int64_t e) { quantize_run(px + b, scale, zero, 0.0f, 255.0f, py + b, e - b); });
-  ctx.output(1, DataType::kFloat, {}).mutable_data<float>()[0] = scale;
-  ctx.output(2, DataType::kUInt8, {}).mutable_data<uint8_t>()[0] = static_cast<uint8_t>(zero);
+  return q;
+}
+
+namespace {
+
+void dynamic_quantize_linear(KernelContext& ctx) {
+  DynamicQuantized q = dynamic_quantize(ctx, ctx.input(0));
+  ctx.set_output(0, std::move(q.values));
+  ctx.output(1, DataType::kFloat, {}).mutable_data<float>()[0] = q.scale;
+  ctx.output(2, DataType::kUInt8, {}).mutable_data<uint8_t>()[0] = q.zero_point;
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ constexpr KernelFile<KernelRegistry> kKernelFiles[] = {
     {"nn", "runner/cpu/attention.cpp", cpu::register_attention_kernels},
     {"vision", "runner/cpu/image.cpp", cpu::register_image_kernels},
     {"string", "runner/cpu/strings.cpp", cpu::register_string_kernels},
+    {"contrib", "runner/cpu/contrib.cpp", cpu::register_contrib_kernels},
     {"nchwc", "runner/cpu/nchwc.cpp", cpu::register_nchwc_kernels},
 };
 

@@ -74,6 +74,32 @@ def concatenated_outputs(lines):
     return {k: np.concatenate(v) for k, v in got.items()}
 
 
+def judge_outputs(outputs, mine_dir, rtol=1e-3, atol=1e-5, scale_atol=False):
+    """Compares onnxruntime's outputs (the "outputs" of an ort_batch line or of ort_run.js
+    --json: {"name", "file"}) with the files of the same names onnxtool wrote in `mine_dir`:
+    dtypes and shapes equal, integer and bool values equal, floats within atol + rtol * |ort|
+    (NaN matching NaN; with scale_atol, atol times max(1, max |ort|) of the output). Returns
+    (the first problem or None, the worst error/tolerance ratio of the float outputs)."""
+    problem, worst = None, 0.0
+    for o in outputs:
+        ref = np.load(o["file"])
+        mine = np.load(os.path.join(mine_dir, os.path.basename(o["file"])))
+        if mine.shape != ref.shape or mine.dtype != ref.dtype:
+            return f"{o['name']}: {mine.dtype}{list(mine.shape)} vs onnxruntime {ref.dtype}{list(ref.shape)}", worst
+        if ref.dtype.kind != "f":
+            if not np.array_equal(ref, mine):
+                problem = problem or f"{o['name']}: {int(np.count_nonzero(ref != mine))} of {ref.size} values differ"
+            continue
+        x, y = ref.astype(np.float64), mine.astype(np.float64)
+        err = np.where(np.isnan(x) & np.isnan(y), 0, np.abs(x - y))
+        a = atol * max(1.0, float(np.max(np.abs(x)))) if scale_atol and x.size else atol
+        ratio = float(np.max(err / (a + rtol * np.abs(x)))) if err.size else 0.0
+        worst = max(worst, ratio)
+        if not ratio <= 1:
+            problem = problem or f"{o['name']}: max abs error {float(np.max(err)):.3g} (error/tolerance {ratio:.3g})"
+    return problem, worst
+
+
 def cosine(a, b):
     na, nb = np.linalg.norm(a), np.linalg.norm(b)
     if na == 0 and nb == 0:
