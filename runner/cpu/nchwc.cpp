@@ -196,7 +196,7 @@ void activate(const KernelContext& ctx, float* y, int64_t size) {
 
 // Conv(X, W, B?, Sum?): activation(conv(X, W) + B + Sum), X and Y blocked (X plain NCHW for the
 // first convolution: weights of fewer input channels than a block, group 1).
-void conv(KernelContext& ctx) {
+void blocked_conv(KernelContext& ctx) {
   NchwcState& st = state_of(ctx);
   const int64_t block = st.block;
   const Tensor& x = image(ctx, 0, "X");
@@ -279,7 +279,7 @@ void register_nchwc_kernels(KernelRegistry& r) {
   const std::string_view d = ir::kNchwcDomain;
   r.add(d, "ReorderInput", 1, kMaxOpset, reorder_input);
   r.add(d, "ReorderOutput", 1, kMaxOpset, reorder_output);
-  r.add(d, "Conv", 1, kMaxOpset, conv);
+  r.add(d, "Conv", 1, kMaxOpset, blocked_conv);
   r.add(d, "MaxPool", 1, kMaxOpset, max_pool);
   r.add(d, "AveragePool", 1, kMaxOpset, average_pool);
   r.add(d, "GlobalMaxPool", 1, kMaxOpset, global_max_pool);
