@@ -12,10 +12,8 @@ graph as it is) on seeded random inputs written here, and every output must sati
     |ours - ort| <= atol + rtol * |ort|,  rtol = 1e-3,  atol = 1e-5 * max(1, max |ort|)
 
 (tests/cli/ort_crosscheck.sh's rule, for the same reason: float32 errors of deep networks scale
-with the output's range). A model that needs an op another change brings (LayerNormalization
-below opset 17 and SimplifiedLayerNormalization, onnxruntime's extensions of the default domain;
-the com.microsoft.nchwc ops), or another com.microsoft op onnxtool does not implement yet
-(DynamicQuantizeLSTM), is listed as skipped with the op. Errors `onnxtool check` reports on the
+with the output's range). A model that needs a com.microsoft op onnxtool does not implement is
+listed as skipped with the op (none of the 29 models today). Errors `onnxtool check` reports on the
 original model too are not counted against the optimized one, and a model whose original
 departs from onnxruntime as much on the same inputs is listed as such (not the ops' doing).
 Exits 1 on any other mismatch or failure, 77 when the models are missing.
