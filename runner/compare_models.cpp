@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <set>
 
 #include "ir/error.h"
 #include "runner/layer_compare.h"
@@ -136,6 +137,7 @@ ModelComparison compare_models(ir::Model& a, ir::Model& b, const ModelComparison
   result.output_diffs.resize(result.outputs.size());
 
   std::map<std::string, size_t> layer_index;  // A's value name -> index into result.layers
+  std::set<std::string> unmatched_shapes;       // A's values whose namesake in B has another shape
   // Progress: per sample, or per value each model produces with --per-layer.
   auto outputs_of = [](const ir::Graph& g) {
     int64_t n = 0;
@@ -192,6 +194,12 @@ ModelComparison compare_models(ir::Model& a, ir::Model& b, const ModelComparison
     }
     if (layers)
       for (const auto& m : layers->end_sample()) {
+        // The same name on values of different shapes (B's rewrite reused a name for a value of
+        // another layout, [1,207,1] for [1,1,207]): not the same value, so not a divergence.
+        if (m.diff.problem.rfind("shape ", 0) == 0) {
+          unmatched_shapes.insert(m.tensor);
+          continue;
+        }
         auto [it, added] = layer_index.emplace(m.tensor, result.layers.size());
         if (added) result.layers.push_back({m.tensor, m.node, {}});
         result.layers[it->second].worst.add(m.diff, s);
@@ -199,6 +207,10 @@ ModelComparison compare_models(ir::Model& a, ir::Model& b, const ModelComparison
     if (!layers) advance();
   }
   ir::report_progress(options.progress, phase, steps, steps);
+  if (!unmatched_shapes.empty())
+    result.notes.push_back(std::to_string(unmatched_shapes.size()) +
+                           " intermediate value(s) share a name with a value of B of another shape, not compared (first: " +
+                           *unmatched_shapes.begin() + ")");
 
   if (sa.device()) result.placement_a = SidePlacement{*sa.device(), sa.placement()};
   if (sb.device()) result.placement_b = SidePlacement{*sb.device(), sb.placement()};
