@@ -18,7 +18,7 @@ make_work convert
 before=$(sha256sum "$MODEL")
 # Under AddressSanitizer every onnxtool process starts and ends slowly: a fifth of the backend
 # cases (the Release build runs them all).
-if ldd "$ONNXTOOL" 2>/dev/null | grep -q libasan; then export CONVERT_CASE_STRIDE=5; fi
+((SANITIZED)) && export CONVERT_CASE_STRIDE=5
 
 "$PYTHON" "$SOURCE_DIR/tests/ort/convert_vs_ort.py" "$ONNXTOOL" "$SOURCE_DIR" "$CACHE_DIR" "$BACKEND" >"$WORK/ort.log" 2>&1
 if judged $?; then

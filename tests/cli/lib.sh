@@ -18,6 +18,12 @@ BACKEND=${ONNXTOOL_BACKEND_DATA:-/usr/share/libonnx-testdata/data}
 MODELS=$CACHE_DIR/models
 PYTHON=/usr/bin/python3  # Debian's, with python3-onnx, python3-numpy and python3-skimage
 ORT_RUN=$SOURCE_DIR/tests/ort/ort_run.js
+# 1 when the binary is the AddressSanitizer/UBSan build, where every process starts and runs
+# several times slower: the longest tests run a stated sample of their cases there (the Release
+# stage runs them all). Exported for the Python judges (tests/ort/).
+SANITIZED=0
+if ldd "$ONNXTOOL" 2>/dev/null | grep -q libasan; then SANITIZED=1; fi
+export ONNXTOOL_SANITIZED=$SANITIZED
 
 passed=0
 failed=0

@@ -16,7 +16,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 needs_python onnx numpy
 make_work write_race
-if ldd "$ONNXTOOL" 2>/dev/null | grep -q libasan; then
+if ((SANITIZED)); then
   PAIRS=${PAIRS:-100} READS=${READS:-100}
 fi
 PAIRS=${PAIRS:-300}

@@ -24,7 +24,7 @@ for f in "$SOURCE_DIR"/testdata/*.onnx "$MODELS"/ch_PP-OCRv4_det_infer.onnx "$MO
 done
 
 stride=1
-if ldd "$ONNXTOOL" 2>/dev/null | grep -q libasan; then stride=10; fi
+((SANITIZED)) && stride=10
 "$GENERATOR" --seeds 1-500 --generate "$WORK/gen" >/dev/null || { echo "FAIL: the generator"; exit 1; }
 generated=()
 for ((s = 1; s <= 500; s += stride)); do generated+=("$WORK/gen/seed_$s.onnx"); done
