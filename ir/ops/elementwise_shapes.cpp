@@ -901,6 +901,8 @@ void register_elementwise_shapes(SchemaRegistry& r) {
   r.set_shape_fn("QuantizeLinear", infer_quantize_linear);
   r.set_shape_fn("DequantizeLinear", infer_dequantize_linear);
   r.set_shape_fn("DynamicQuantizeLinear", infer_dynamic_quantize_linear);
+  r.set_shape_fn(kMicrosoftDomain, "QuantizeLinear", 1, 1, infer_quantize_linear);
+  r.set_shape_fn(kMicrosoftDomain, "DequantizeLinear", 1, 1, infer_dequantize_linear);
 }
 
 }  // namespace onnxtool::ir

@@ -315,6 +315,11 @@ void register_quantize_linear_kernels(KernelRegistry& r) {
   r.add("QuantizeLinear", quantize_linear);
   r.add("DequantizeLinear", dequantize_linear);
   r.add("DynamicQuantizeLinear", dynamic_quantize_linear);
+  // onnxruntime's quantizer writes its com.microsoft forms for 16-bit and 4-bit types: the same
+  // operation (per tensor or per `axis`, rounding half to even); at the domain's opset 1 none of
+  // the later ONNX attributes (block_size, output_dtype, saturate) apply.
+  r.add(ir::kMicrosoftDomain, "QuantizeLinear", 1, 1, quantize_linear);
+  r.add(ir::kMicrosoftDomain, "DequantizeLinear", 1, 1, dequantize_linear);
 }
 
 }  // namespace onnxtool::runner::cpu

@@ -6,8 +6,8 @@ Each case is a model written here with python3-onnx and seeded random inputs; on
 them all in one process (graph optimizations disabled, so that it runs the node as written) and
 onnxtool runs each one. Float outputs must agree within rtol 1e-3 / atol 1e-5. The quantized
 products (DynamicQuantizeMatMul, MatMulIntegerToFloat) are exact int32 sums scaled in float as
-onnxruntime does, so they are held to the same tolerance. Exits 1 on any mismatch or onnxtool
-failure.
+onnxruntime does, so they are held to the same tolerance. QuantizeLinear's integer outputs must
+be equal. Exits 1 on any mismatch or onnxtool failure.
 
 Usage: contrib_vs_ort.py ONNXTOOL SOURCE_DIR CACHE_DIR
 """
@@ -26,7 +26,8 @@ onnxtool, source_dir, cache_dir, ort_run, env = judge_setup(sys.argv)
 work = tempfile.mkdtemp(prefix="onnxtool_contrib.")
 rng = np.random.default_rng(0)
 ELEM = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.int8): TensorProto.INT8,
-        np.dtype(np.uint8): TensorProto.UINT8}
+        np.dtype(np.uint8): TensorProto.UINT8, np.dtype(np.int16): TensorProto.INT16,
+        np.dtype(np.uint16): TensorProto.UINT16, np.dtype(np.int32): TensorProto.INT32}
 cases = []  # (name, model path, {input: npy}, output names)
 
 
@@ -39,9 +40,9 @@ def ints(dtype, *shape):
     return rng.integers(info.min, info.max, shape, endpoint=True).astype(dtype)
 
 
-def case(name, op, inputs, attrs=None, outputs=1):
+def case(name, op, inputs, attrs=None, outputs=1, out_type=TensorProto.FLOAT):
     """One node `op` of com.microsoft over `inputs` [(name, array or None for omitted)]: arrays
-    named as graph inputs, omitted ones as ''."""
+    named as graph inputs, omitted ones as ''; the outputs declared of `out_type`."""
     d = os.path.join(work, name)
     os.makedirs(d)
     names, graph_inputs, files = [], [], {}
@@ -56,7 +57,7 @@ def case(name, op, inputs, attrs=None, outputs=1):
     outs = [f"y{i}" for i in range(outputs)]
     node = helper.make_node(op, names, outs, domain="com.microsoft", **(attrs or {}))
     graph = helper.make_graph([node], name, graph_inputs,
-                              [helper.make_tensor_value_info(o, TensorProto.FLOAT, None) for o in outs])
+                              [helper.make_tensor_value_info(o, out_type, None) for o in outs])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
     model.ir_version = 8
     path = os.path.join(d, "model.onnx")
@@ -170,6 +171,28 @@ for at, bt in ((np.uint8, np.uint8), (np.uint8, np.int8), (np.int8, np.int8)):
                  [("A", ints(at, 2, 4, 7)), ("B", ints(bt, 7, n)), ("a_scale", np.array(0.05, np.float32)),
                   ("b_scale", b_scale), ("a_zero_point", ints(at) if zps else None), ("b_zero_point", b_zero),
                   ("bias", floats(n) if zps else None)])
+
+# com.microsoft QuantizeLinear / DequantizeLinear, the forms onnxruntime's quantizer writes for
+# 16-bit types: per tensor and per axis, with and without zero points, values beyond the range
+# (saturation) and halfway cases (round half to even).
+for qt in (np.int8, np.uint8, np.int16, np.uint16):
+    info = np.iinfo(qt)
+    for axis in (None, 1, 2):
+        n = {None: 1, 1: 3, 2: 5}[axis]
+        scale = np.array(0.02, np.float32) if axis is None else floats(n, lo=0.01, hi=0.05)
+        zero = ints(qt) if axis is None else ints(qt, n)
+        tag = f"{np.dtype(qt).name}_{'tensor' if axis is None else f'axis{axis}'}"
+        x = floats(2, 3, 5, lo=-40.0, hi=40.0) * (200 if np.dtype(qt).itemsize == 2 else 1)
+        x.flat[:4] = np.array([0.5, 1.5, -0.5, -2.5], np.float32) * scale.flat[0]
+        attrs = {} if axis is None else {"axis": axis}
+        case(f"QuantizeLinear_{tag}", "QuantizeLinear", [("x", x), ("y_scale", scale), ("y_zero_point", zero)],
+             attrs, out_type=ELEM[np.dtype(qt)])
+        case(f"DequantizeLinear_{tag}", "DequantizeLinear",
+             [("x", ints(qt, 2, 3, 5)), ("x_scale", scale), ("x_zero_point", zero)], attrs)
+case("QuantizeLinear_no_zero_point", "QuantizeLinear", [("x", floats(4, 6)), ("y_scale", np.array(0.01, np.float32))],
+     out_type=TensorProto.UINT8)
+case("DequantizeLinear_int32", "DequantizeLinear",
+     [("x", rng.integers(-100000, 100000, (4, 6)).astype(np.int32)), ("x_scale", np.array(0.001, np.float32))])
 
 jobs = [{"model": path, "inputs": files, "output_dir": os.path.join(os.path.dirname(path), "ort")}
         for _, path, files in cases]
