@@ -215,6 +215,8 @@ TEST_SUITE("kernel_coverage") {
         {"FastGelu", "contrib"},    {"BiasGelu", "contrib"},   {"DynamicQuantizeMatMul", "contrib"},
         {"MatMulIntegerToFloat", "contrib"}, {"DynamicQuantizeLSTM", "nn"},
         {"QuantizeLinear", "elementwise"}, {"DequantizeLinear", "elementwise"},
+        // The transformer ops of runner/cpu/contrib_transformer.cpp.
+        {"BiasAdd", "contrib_transformer"}, {"BiasSoftmax", "contrib_transformer"}, {"MatMulNBits", "contrib_transformer"},
     };
     const auto& schemas = ir::SchemaRegistry::instance();
     const auto& kernels = runner::KernelRegistry::instance();
@@ -297,11 +299,6 @@ TEST_SUITE("kernel_coverage") {
         {"Pad", "the contrib form of ONNX Pad-11 from before opset 11 existed: not implemented (exporters write ONNX Pad)"},
         {"GridSample", "the contrib form of ONNX GridSample-16 from before opset 16 existed: not implemented (exporters write ONNX GridSample)"},
         {"Unique", "the contrib form of ONNX Unique-11: not implemented (exporters write ONNX Unique)"},
-        {"EmbedLayerNormalization", "fused BERT embedding of onnxruntime's transformer optimizer: not implemented yet"},
-        {"RotaryEmbedding", "rotary position embedding of onnxruntime's model builder: not implemented yet"},
-        {"SkipLayerNormalization", "residual add + LayerNormalization of onnxruntime's transformer optimizer: not implemented yet"},
-        {"SkipSimplifiedLayerNormalization", "residual add + RMS normalization of onnxruntime's model builder: not implemented yet"},
-        {"MatMulNBits", "4/8-bit blocked weights of onnxruntime's weight-only quantizer: not implemented yet"},
         {"QGemm", "8-bit Gemm of onnxruntime's static quantizer (QOperator format): not implemented yet"},
         {"QLinearAdd", "QOperator-format 8-bit op of onnxruntime's static quantizer: not implemented yet"},
         {"QLinearMul", "QOperator-format 8-bit op of onnxruntime's static quantizer: not implemented yet"},
@@ -311,11 +308,6 @@ TEST_SUITE("kernel_coverage") {
         {"QLinearWhere", "QOperator-format 8-bit op of onnxruntime's static quantizer: not implemented yet"},
         {"QLinearConv", "the com.microsoft form of ONNX QLinearConv (NHWC channels_last): not implemented"},
         {"NhwcMaxPool", "8-bit MaxPool in NHWC of onnxruntime's QDQ/NHWC transformer: not implemented yet"},
-        {"ExpandDims", kRare},
-        {"GatherND", "the contrib form of ONNX GatherND-11: not implemented (exporters write ONNX GatherND)"},
-        {"Inverse", kRare},
-        {"Range", "the contrib form of ONNX Range-11: not implemented (exporters write ONNX Range)"},
-        {"Trilu", "the contrib form of ONNX Trilu-14: not implemented (exporters write ONNX Trilu)"},
     };
     const auto& schemas = ir::SchemaRegistry::instance();
     const auto& kernels = runner::KernelRegistry::instance();

@@ -20,6 +20,7 @@
   X(random)                     \
   X(ml)                         \
   X(contrib)                    \
+  X(contrib_transformer)        \
   X(nchwc)
 
 namespace onnxtool::ir {
