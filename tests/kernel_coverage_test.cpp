@@ -216,7 +216,11 @@ TEST_SUITE("kernel_coverage") {
         {"MatMulIntegerToFloat", "contrib"}, {"DynamicQuantizeLSTM", "nn"},
         {"QuantizeLinear", "elementwise"}, {"DequantizeLinear", "elementwise"},
         // The transformer ops of runner/cpu/contrib_transformer.cpp.
+        {"SkipLayerNormalization", "contrib_transformer"}, {"SkipSimplifiedLayerNormalization", "contrib_transformer"},
         {"BiasAdd", "contrib_transformer"}, {"BiasSoftmax", "contrib_transformer"}, {"MatMulNBits", "contrib_transformer"},
+        {"RotaryEmbedding", "contrib_transformer"}, {"EmbedLayerNormalization", "contrib_transformer"},
+        {"Range", "contrib_transformer"}, {"ExpandDims", "contrib_transformer"}, {"Trilu", "contrib_transformer"},
+        {"GatherND", "contrib_transformer"}, {"Inverse", "contrib_transformer"},
     };
     const auto& schemas = ir::SchemaRegistry::instance();
     const auto& kernels = runner::KernelRegistry::instance();
