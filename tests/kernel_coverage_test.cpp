@@ -212,6 +212,12 @@ TEST_SUITE("kernel_coverage") {
         {"TransposeMatMul", "contrib"}, {"QuickGelu", "contrib"}, {"Gelu", "contrib"},
         {"FastGelu", "contrib"},    {"BiasGelu", "contrib"},   {"DynamicQuantizeMatMul", "contrib"},
         {"MatMulIntegerToFloat", "contrib"}, {"DynamicQuantizeLSTM", "nn"},
+        // The quantized (QLinear*) ops of runner/cpu/contrib_quant.cpp.
+        {"QLinearAdd", "contrib_quant"}, {"QLinearMul", "contrib_quant"}, {"QLinearSigmoid", "contrib_quant"},
+        {"QLinearLeakyRelu", "contrib_quant"}, {"QLinearConcat", "contrib_quant"},
+        {"QLinearGlobalAveragePool", "contrib_quant"}, {"QLinearAveragePool", "contrib_quant"},
+        {"QLinearSoftmax", "contrib_quant"}, {"QLinearWhere", "contrib_quant"}, {"QGemm", "contrib_quant"},
+        {"NhwcMaxPool", "contrib_quant"},
     };
     const auto& schemas = ir::SchemaRegistry::instance();
     const auto& kernels = runner::KernelRegistry::instance();

@@ -20,7 +20,8 @@
   X(random)                     \
   X(ml)                         \
   X(contrib)                    \
-  X(nchwc)
+  X(nchwc)                      \
+  X(contrib_quant)
 
 namespace onnxtool::ir {
 

@@ -33,6 +33,7 @@ constexpr KernelFile<KernelRegistry> kKernelFiles[] = {
     {"string", "runner/cpu/strings.cpp", cpu::register_string_kernels},
     {"contrib", "runner/cpu/contrib.cpp", cpu::register_contrib_kernels},
     {"nchwc", "runner/cpu/nchwc.cpp", cpu::register_nchwc_kernels},
+    {"contrib_quant", "runner/cpu/contrib_quant.cpp", cpu::register_contrib_quant_kernels},
 };
 
 }  // namespace
