@@ -36,7 +36,7 @@ void infer_where(InferenceContext& ctx) {
 void infer_concat(InferenceContext& ctx) {
   const size_t count = ctx.input_count();
   if (count < 5 || (count - 2) % 3 != 0)
-    ctx.fail("shape.inputs", "QLinearConcat takes Y_scale, Y_zero_point and (X, X_scale, X_zero_point) triples, got " +
+    ctx.fail("shape.input-count", "QLinearConcat takes Y_scale, Y_zero_point and (X, X_scale, X_zero_point) triples, got " +
                                  std::to_string(count) + " inputs");
   std::optional<Shape> out;
   bool known = true;
@@ -157,7 +157,7 @@ void infer_qgemm(InferenceContext& ctx) {
   const auto b = gemm_operand(ctx, 3, ctx.attr_int("transB", 0) != 0);
   std::optional<Shape> out;
   if (a && b) {
-    shape::merge(ctx, a->dims[1], b->dims[0], "shape.gemm", "inner dims");
+    shape::merge(ctx, a->dims[1], b->dims[0], "shape.matmul", "inner dims");
     out = shape::shape_of_dims({a->dims[0], b->dims[1]});
   }
   if (ctx.has_input(8)) {
