@@ -221,6 +221,12 @@ TEST_SUITE("kernel_coverage") {
         {"RotaryEmbedding", "contrib_transformer"}, {"EmbedLayerNormalization", "contrib_transformer"},
         {"Range", "contrib_transformer"}, {"ExpandDims", "contrib_transformer"}, {"Trilu", "contrib_transformer"},
         {"GatherND", "contrib_transformer"}, {"Inverse", "contrib_transformer"},
+        // The quantized (QLinear*) ops of runner/cpu/contrib_quant.cpp.
+        {"QLinearAdd", "contrib_quant"}, {"QLinearMul", "contrib_quant"}, {"QLinearSigmoid", "contrib_quant"},
+        {"QLinearLeakyRelu", "contrib_quant"}, {"QLinearConcat", "contrib_quant"},
+        {"QLinearGlobalAveragePool", "contrib_quant"}, {"QLinearAveragePool", "contrib_quant"},
+        {"QLinearSoftmax", "contrib_quant"}, {"QLinearWhere", "contrib_quant"}, {"QGemm", "contrib_quant"},
+        {"NhwcMaxPool", "contrib_quant"},
     };
     const auto& schemas = ir::SchemaRegistry::instance();
     const auto& kernels = runner::KernelRegistry::instance();
@@ -303,15 +309,7 @@ TEST_SUITE("kernel_coverage") {
         {"Pad", "the contrib form of ONNX Pad-11 from before opset 11 existed: not implemented (exporters write ONNX Pad)"},
         {"GridSample", "the contrib form of ONNX GridSample-16 from before opset 16 existed: not implemented (exporters write ONNX GridSample)"},
         {"Unique", "the contrib form of ONNX Unique-11: not implemented (exporters write ONNX Unique)"},
-        {"QGemm", "8-bit Gemm of onnxruntime's static quantizer (QOperator format): not implemented yet"},
-        {"QLinearAdd", "QOperator-format 8-bit op of onnxruntime's static quantizer: not implemented yet"},
-        {"QLinearMul", "QOperator-format 8-bit op of onnxruntime's static quantizer: not implemented yet"},
-        {"QLinearLeakyRelu", "QOperator-format 8-bit op of onnxruntime's static quantizer: not implemented yet"},
-        {"QLinearSigmoid", "QOperator-format 8-bit op of onnxruntime's static quantizer: not implemented yet"},
-        {"QLinearSoftmax", "QOperator-format 8-bit op of onnxruntime's static quantizer: not implemented yet"},
-        {"QLinearWhere", "QOperator-format 8-bit op of onnxruntime's static quantizer: not implemented yet"},
         {"QLinearConv", "the com.microsoft form of ONNX QLinearConv (NHWC channels_last): not implemented"},
-        {"NhwcMaxPool", "8-bit MaxPool in NHWC of onnxruntime's QDQ/NHWC transformer: not implemented yet"},
     };
     const auto& schemas = ir::SchemaRegistry::instance();
     const auto& kernels = runner::KernelRegistry::instance();

@@ -21,7 +21,8 @@
   X(ml)                         \
   X(contrib)                    \
   X(contrib_transformer)        \
-  X(nchwc)
+  X(nchwc)                      \
+  X(contrib_quant)
 
 namespace onnxtool::ir {
 
