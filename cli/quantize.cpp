@@ -32,7 +32,7 @@ void refuse_ignored_flags(const QuantizeCliOptions& o) {
   // weight-only mode keeps activations float and weights in int4/int8 blocks of its own.
   enum : unsigned { kDynamic = 1, kStatic = 2, kWeightOnly = 4 };
   static const std::pair<const char*, unsigned> kModeFlags[] = {
-      {"--format", kStatic},           {"--calib-method", kStatic},
+      {"--format", kStatic | kWeightOnly}, {"--calib-method", kStatic},
       {"--percentile", kStatic},       {"--moving-average", kStatic},
       {"--device", kStatic},           {"--activation-type", kStatic},
       {"--symmetric-activations", kStatic},
@@ -44,7 +44,8 @@ void refuse_ignored_flags(const QuantizeCliOptions& o) {
   const unsigned mode = o.mode == "dynamic" ? kDynamic : o.mode == "static" ? kStatic : kWeightOnly;
   for (const auto& [flag, modes] : kModeFlags) {
     if (!o.given.count(flag) || (modes & mode)) continue;
-    const char* used_in = modes == kStatic ? "static" : modes == kWeightOnly ? "weight-only" : "dynamic or static";
+    const char* used_in = modes == kStatic ? "static" : modes == kWeightOnly ? "weight-only"
+                          : modes == (kStatic | kWeightOnly) ? "static or weight-only" : "dynamic or static";
     throw_usage_error(std::string(flag) + " is for --mode " + used_in + "; --mode " + o.mode + " would ignore it");
   }
   if (o.calib_method != "minmax" && o.calib_method != "entropy" && o.calib_method != "percentile")
@@ -73,7 +74,7 @@ quant::QuantizeOptions quantize_options(const QuantizeCliOptions& o, std::chrono
   q.mode = o.mode == "static" ? quant::Mode::kStatic : o.mode == "weight-only" ? quant::Mode::kWeightOnly : quant::Mode::kDynamic;
   q.bits = o.bits;
   q.block_size = o.block_size;
-  q.format = o.format == "qoperator" ? quant::Format::kQOperator : quant::Format::kQdq;
+  q.format = o.format == "qoperator" ? quant::Format::kQOperator : o.format == "matmulnbits" ? quant::Format::kMatMulNBits : quant::Format::kQdq;
   if (o.calib_method == "minmax") q.calibration.method = quant::CalibrationMethod::kMinMax;
   else if (o.calib_method == "entropy") q.calibration.method = quant::CalibrationMethod::kEntropy;
   else if (o.calib_method == "percentile") q.calibration.method = quant::CalibrationMethod::kPercentile;
@@ -153,7 +154,10 @@ int run_quantize(const QuantizeCliOptions& o) {
   if (o.mode != "dynamic" && o.mode != "static" && o.mode != "weight-only")
     throw_usage_error("--mode must be dynamic, static or weight-only");
   refuse_ignored_flags(o);
-  if (o.format != "qdq" && o.format != "qoperator") throw_usage_error("--format must be qdq or qoperator");
+  if (o.mode == "weight-only" && o.format != "qdq" && o.format != "matmulnbits")
+    throw_usage_error("--format must be qdq or matmulnbits with --mode weight-only, not '" + o.format + "'");
+  if (o.mode != "weight-only" && o.format != "qdq" && o.format != "qoperator")
+    throw_usage_error("--format must be qdq or qoperator with --mode static, not '" + o.format + "'");
   refuse_overwriting_input(o.model, o.output);
   quant::QuantizeOptions q = quantize_options(o, start);
   const auto samples = o.calib_data.empty() ? std::vector<std::string>{} : sample_dirs("--inputs", o.calib_data, o.calib_samples);
@@ -185,7 +189,9 @@ void register_quantize(CLI::App& app, Action& action) {
       ->required();
   sub->add_option("--bits", o->bits, "weight-only: 4 (default) or 8 bits per weight");
   sub->add_option("--block-size", o->block_size, "weight-only: rows of a weight column that share a scale (default 32)");
-  sub->add_option("--format", o->format, "qdq (default) | qoperator");
+  sub->add_option("--format", o->format,
+                  "qdq (default) | qoperator (static: QLinearConv/QLinearMatMul) | matmulnbits (weight-only: "
+                  "onnxruntime's com.microsoft MatMulNBits)");
   sub->add_option("--inputs", o->calib_data,
                   "folder of samples: one subfolder per sample, one .npy per input (or test_data_set_N of input_K.pb); "
                   "static: calibration; both modes: the per-node errors and --auto-exclude (formerly --calib-data)");

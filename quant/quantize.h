@@ -22,7 +22,10 @@
 namespace onnxtool::quant {
 
 enum class Mode { kDynamic, kStatic, kWeightOnly };
-enum class Format { kQdq, kQOperator };
+/// kQdq: QuantizeLinear/DequantizeLinear pairs (static, dynamic) or a blocked DequantizeLinear
+/// before the float MatMul (weight-only); kQOperator: QLinearConv/QLinearMatMul (static);
+/// kMatMulNBits: onnxruntime's com.microsoft MatMulNBits with the packed weight (weight-only).
+enum class Format { kQdq, kQOperator, kMatMulNBits };
 
 struct QuantizeOptions {
   Mode mode = Mode::kDynamic;

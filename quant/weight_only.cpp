@@ -1,6 +1,9 @@
 // Weight-only quantization: MatMul weights stored as int4/int8 in blocks along their reduction
 // axis, behind a blocked DequantizeLinear (opset 21); the arithmetic stays float. For models
 // where memory is the goal (runtimes such as onnxruntime fuse the pair into a 4-bit MatMul).
+// With Format::kMatMulNBits the MatMul itself becomes onnxruntime's com.microsoft MatMulNBits,
+// the weight packed as that op reads it: the form onnxruntime's own weight-only quantizer
+// writes, at any ONNX opset.
 #include <algorithm>
 #include <cmath>
 
@@ -77,6 +80,37 @@ std::vector<uint8_t> pack_int4(const std::vector<int8_t>& v) {
   return bytes;
 }
 
+/// The weight in MatMulNBits' layout: for each column n and block b, the block's `block` values
+/// along K as unsigned `bits`-bit numbers offset by the default zero point (8 or 128, so that no
+/// zero-point input is needed for the symmetric values), 4-bit ones two per byte with the lower
+/// K index in the low nibble; rows past K pad the last block with the zero point. The scales
+/// go column-major, [N, blocks].
+struct PackedNBits {
+  std::vector<uint8_t> data;  // N * blocks * (block * bits / 8)
+  std::vector<float> scales;  // N * blocks
+};
+
+PackedNBits pack_nbits(const BlockedWeight& q, int64_t k, int64_t n, int64_t block, int bits) {
+  const int64_t blocks = (k + block - 1) / block, blob = block * bits / 8;
+  const int zero = bits == 4 ? 8 : 128;
+  PackedNBits out;
+  out.data.assign(static_cast<size_t>(n * blocks * blob), 0);
+  out.scales.resize(static_cast<size_t>(n * blocks));
+  for (int64_t c = 0; c < n; ++c) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      out.scales[static_cast<size_t>(c * blocks + b)] = q.scales[static_cast<size_t>(b * n + c)];
+      uint8_t* bytes = out.data.data() + (c * blocks + b) * blob;
+      for (int64_t i = 0; i < block; ++i) {
+        const int64_t r = b * block + i;
+        const int u = (r < k ? q.values[static_cast<size_t>(r * n + c)] : 0) + zero;
+        if (bits == 8) bytes[i] = static_cast<uint8_t>(u);
+        else bytes[i / 2] |= static_cast<uint8_t>(u << (i % 2 ? 4 : 0));
+      }
+    }
+  }
+  return out;
+}
+
 void rewrite_weight_only(ir::Model& model, const QuantizeOptions& options, QuantizeReport& report) {
   ir::for_each_graph(*model.graph, [&](ir::Graph& g) {
     std::vector<ir::Node*> order;
@@ -95,12 +129,40 @@ void rewrite_weight_only(ir::Model& model, const QuantizeOptions& options, Quant
                                      "attention scores)"});
         continue;
       }
+      const bool nbits = options.format == Format::kMatMulNBits;
+      const auto& a_shape = n->input(0)->type.shape;
+      if (nbits && a_shape && a_shape->rank() < 2) {
+        report.kept_float.push_back({n->name, n->op_type, n->output(0)->name(),
+                                     "MatMulNBits multiplies an A of rank 2 or more; this A is 1-D"});
+        continue;
+      }
       const int64_t k = w->dims[0], cols = w->dims[1];
-      const int64_t block = std::min<int64_t>(options.block_size, k);
+      // MatMulNBits' blocks have the asked size whatever K (the last one padded); the blocked
+      // DequantizeLinear's block cannot exceed K.
+      const int64_t block = nbits ? options.block_size : std::min<int64_t>(options.block_size, k);
       const BlockedWeight q = quantize_blocked(w->values, k, cols, block, options.bits);
       const std::string base = n->input(1)->name();
-      ir::Value* data;
-      if (options.bits == 4) {
+      const int64_t blocks = (k + block - 1) / block;
+      if (nbits) {
+        const PackedNBits packed = pack_nbits(q, k, cols, block, options.bits);
+        ir::Value* b = g.add_initializer(ir::make_tensor(ir::unique_name(g, base + "_nbits"), ir::DataType::kUInt8,
+                                                         {cols, blocks, block * options.bits / 8}, packed.data.data(),
+                                                         packed.data.size()));
+        ir::Value* scales = add_float(g, base + "_scales", {cols * blocks}, packed.scales);
+        n->op_type = "MatMulNBits";
+        n->domain = std::string(ir::kMicrosoftDomain);
+        n->set_input(1, b);
+        n->append_input(scales);
+        n->set_attr(ir::Attribute::make_int("K", k));
+        n->set_attr(ir::Attribute::make_int("N", cols));
+        n->set_attr(ir::Attribute::make_int("bits", options.bits));
+        n->set_attr(ir::Attribute::make_int("block_size", block));
+        model.set_opset_version(std::string(ir::kMicrosoftDomain), 1);
+      }
+      ir::Value* data = nullptr;
+      if (nbits) {
+        // the node was rewritten in place above
+      } else if (options.bits == 4) {
         const std::vector<uint8_t> packed = pack_int4(q.values);
         data = g.add_initializer(ir::make_tensor(ir::unique_name(g, base + "_int4"), ir::DataType::kInt4, {k, cols},
                                                  packed.data(), packed.size()));
@@ -108,14 +170,15 @@ void rewrite_weight_only(ir::Model& model, const QuantizeOptions& options, Quant
         data = g.add_initializer(ir::make_tensor(ir::unique_name(g, base + "_int8"), ir::DataType::kInt8, {k, cols},
                                                  q.values.data(), q.values.size()));
       }
-      const int64_t blocks = (k + block - 1) / block;
-      ir::Value* scale = add_float(g, base + "_scale", {blocks, cols}, q.scales);
-      ir::Node* dq = g.add_node("DequantizeLinear", {data, scale}, {ir::unique_name(g, base + "_dequantized")}, "",
-                                ir::unique_name(g, base + "_DequantizeLinear"), n);
-      dq->set_attr(ir::Attribute::make_int("axis", 0));
-      dq->set_attr(ir::Attribute::make_int("block_size", block));
-      dq->output(0)->type = n->input(1)->type;
-      n->set_input(1, dq->output(0));
+      if (!nbits) {
+        ir::Value* scale = add_float(g, base + "_scale", {blocks, cols}, q.scales);
+        ir::Node* dq = g.add_node("DequantizeLinear", {data, scale}, {ir::unique_name(g, base + "_dequantized")}, "",
+                                  ir::unique_name(g, base + "_DequantizeLinear"), n);
+        dq->set_attr(ir::Attribute::make_int("axis", 0));
+        dq->set_attr(ir::Attribute::make_int("block_size", block));
+        dq->output(0)->type = n->input(1)->type;
+        n->set_input(1, dq->output(0));
+      }
       report.float_weight_bytes += stored_float_bytes(options, base, w->values.size());
       report.quantized_weight_bytes += static_cast<int64_t>((w->values.size() * static_cast<size_t>(options.bits) + 7) / 8 +
                                                             q.scales.size() * 4);
@@ -146,7 +209,8 @@ QuantizeReport quantize_weight_only(ir::Model& model, const QuantizeOptions& opt
     throw_usage_error({"block_size", ""}, "must be a power of two, at least 16");
   validate_selection(model, options);
   QuantizeReport report;
-  ensure_opset(model, 21, report);  // blocked DequantizeLinear and int4 are opset 21
+  // Blocked DequantizeLinear and int4 are opset 21; MatMulNBits needs no particular opset.
+  if (options.format != Format::kMatMulNBits) ensure_opset(model, 21, report);
   const References references = optional_references(model, samples, options, report);
   const bool measured = references.samples() > 0;
   auto attempt = [&](const std::vector<std::string>& excluded, const ir::Progress& progress) {
