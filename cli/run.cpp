@@ -47,7 +47,7 @@ int run_command(const RunOptions& o) {
 
 void register_run(CLI::App& app, Action& action) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App* sub = app.add_subcommand("run", "Execute a model on the reference runner (CPU or a Vulkan device)");
+  CLI::App* sub = app.add_subcommand("run", "Execute a model on the reference runner (CPU or a Vulkan device), or in onnxruntime");
   sub->add_option("MODEL", o->model, "model file")->required();
   sub->add_option("--input", o->feed.inputs, "NAME=FILE (.npy, or a TensorProto, SequenceProto or OptionalProto .pb as the model declares NAME); repeatable");
   sub->add_option("--inputs", o->feed.inputs_dir, "folder of <name>.npy/.pb files, or a test_data_set_N folder");
