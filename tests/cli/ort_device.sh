@@ -26,6 +26,9 @@ for level in disabled basic extended all; do
 done
 expect_tool "run --device onnxruntime --outputs of an intermediate value" 0 "" -- \
   run "$CNN" --random --device onnxruntime --outputs relu1_out,probs
+# --dump-dir sees every intermediate value (through the copy whose values are all outputs).
+expect_tool "run --device onnxruntime --dump-dir" 0 "dumped 6 values" -- \
+  run "$CNN" --random --device onnxruntime --dump-dir "$OUT/dump"
 expect_tool "run --device onnxruntime --json" 0 '"device": "onnxruntime:disabled"' -- \
   run "$CNN" --random --device onnxruntime --json
 if [[ -f $SOURCE_DIR/testdata/tiny_if.onnx ]]; then
@@ -53,6 +56,8 @@ expect_tool "compare tiny_cnn cpu vs onnxruntime" 0 "" -- compare "$CNN" --devic
 expect_tool "compare tiny_cnn cpu vs onnxruntime:all --per-layer" 0 "" -- \
   compare "$CNN" --device-a cpu --device-b onnxruntime:all --per-layer
 expect_tool "compare A B, B on onnxruntime" 0 "" -- compare "$CNN" "$CNN" --device-b onnxruntime:extended
+expect_tool "compare onnxruntime's levels" 0 "" -- \
+  compare "$CNN" --device-a onnxruntime:disabled --device-b onnxruntime:all
 for spec in "ch_ppocr_mobile_v2.0_cls_infer x=1,3,48,192" "ch_PP-OCRv4_det_infer x=1,3,96,128"; do
   read -r name shape <<<"$spec"
   if [[ ! -f $MODELS/$name.onnx ]]; then
