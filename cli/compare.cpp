@@ -175,7 +175,9 @@ void register_compare(CLI::App& app, Action& action) {
   sub->add_option("--atol", o->atol, "absolute tolerance (default 1e-5; with gates, applied only when given)")->check(number_in(0, 1e30));
   sub->add_option("--rtol", o->rtol, "relative tolerance (default 1e-3)")->check(number_in(0, 1e30));
   sub->add_flag("--per-layer", o->per_layer, "compare the intermediate tensors both models have");
-  sub->add_option("--device", o->device, "device both models run on: cpu (default), vulkan or vulkan:N");
+  sub->add_option("--device", o->device,
+                  "device both models run on: cpu (default), vulkan or vulkan:N, or onnxruntime[:LEVEL] (LEVEL: "
+                  "disabled, the default, basic, extended or all)");
   sub->add_option("--device-a", o->device_a, "device of A (default: --device)");
   sub->add_option("--device-b", o->device_b, "device of B (default: --device)");
   sub->add_flag("--json", o->json, "print one JSON document");

@@ -60,6 +60,8 @@ std::vector<std::pair<std::string, size_t>> cpu_groups(const runner::Placement& 
 
 std::string placement_line(const runner::DeviceInfo* device, const runner::Placement& p) {
   if (!device) return "";
+  // onnxruntime places its nodes itself, out of our sight.
+  if (device->type == "onnxruntime") return device->id + " (" + device->name + "): the whole model on onnxruntime";
   std::string line = device->id + " (" + device->name + "): " + std::to_string(p.device_nodes) +
                      " node(s) on the device";
   if (p.constant_nodes) line += ", " + std::to_string(p.constant_nodes) + " of constant inputs computed once on the CPU";

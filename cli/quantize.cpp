@@ -83,6 +83,9 @@ quant::QuantizeOptions quantize_options(const QuantizeCliOptions& o, std::chrono
   q.calibration.percentile = o.percentile;
   q.calibration.moving_average = o.moving_average;
   q.calibration.device = runner::DeviceSpec::parse(o.device);
+  // Calibration observes the reference runner's values node by node, kernels as they fuse them.
+  if (q.calibration.device.kind == runner::DeviceSpec::Kind::kOnnxruntime)
+    throw_usage_error("--device " + o.device + ": calibration runs on cpu or vulkan; onnxruntime is a device of run and compare only");
   if (o.per_channel && o.per_tensor) throw_usage_error("--per-channel and --per-tensor exclude each other");
   if (o.per_channel) std::cerr << "onnxtool quantize: --per-channel is the default; the flag can be left out\n";
   q.per_channel = !o.per_tensor;
@@ -197,7 +200,7 @@ void register_quantize(CLI::App& app, Action& action) {
                   "static: calibration; both modes: the per-node errors and --auto-exclude (formerly --calib-data)");
   add_old_name(sub, "--calib-data", o->old_calib_data);
   sub->add_option("--calib-method", o->calib_method, "minmax (default) | entropy | percentile");
-  sub->add_option("--device", o->device, "run the calibration on cpu (default), vulkan or vulkan:N");
+  sub->add_option("--device", o->device, "run the calibration on cpu (default), vulkan or vulkan:N (not onnxruntime)");
   sub->add_option("--percentile", o->percentile, "percentile of |x| kept by --calib-method percentile (default 99.999)")
       ->check(number_in(0, 100, /*open_low=*/true));
   sub->add_option("--moving-average", o->moving_average, "minmax: moving-average constant in (0, 1] (default: off)")

@@ -20,6 +20,10 @@ void refuse_unusable_flags(const RunOptions& o) {
       {{"--max-dump-files", "--max-dump-bytes"}, !o.dump_dir.empty(), "the bounds of --dump-dir; add --dump-dir DIR"},
       {{"--rtol", "--atol"}, !o.expect_dir.empty(), "the tolerance of --expect; add --expect DIR"},
   });
+  // onnxruntime runs the whole model in one call: there are no nodes of ours to time.
+  if (o.profile && o.device.rfind("onnxruntime", 0) == 0)
+    throw_usage_error("--profile times the reference runner's nodes, and onnxruntime's are not seen one by one; "
+                      "use --benchmark N for the time of whole runs");
   if (!o.output_dir.empty()) check_output_dir(o.output_dir);
   refuse_shared_folders(o);
 }
@@ -43,7 +47,7 @@ int run_command(const RunOptions& o) {
 
 void register_run(CLI::App& app, Action& action) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App* sub = app.add_subcommand("run", "Execute a model on the reference runner (CPU or a Vulkan device)");
+  CLI::App* sub = app.add_subcommand("run", "Execute a model on the reference runner (CPU or a Vulkan device), or in onnxruntime");
   sub->add_option("MODEL", o->model, "model file")->required();
   sub->add_option("--input", o->feed.inputs, "NAME=FILE (.npy, or a TensorProto, SequenceProto or OptionalProto .pb as the model declares NAME); repeatable");
   sub->add_option("--inputs", o->feed.inputs_dir, "folder of <name>.npy/.pb files, or a test_data_set_N folder");
@@ -70,7 +74,9 @@ void register_run(CLI::App& app, Action& action) {
   sub->add_option("--max-dump-bytes", o->dump_limits.max_bytes,
                   "--dump-dir writes at most B bytes of tensors (default 4294967296, 4 GiB)")
       ->check(number_in(1, 0x1p50));
-  sub->add_option("--device", o->device, "cpu (default), vulkan or vulkan:N, optionally :fp32-arithmetic (`onnxtool devices` lists them)");
+  sub->add_option("--device", o->device,
+                  "cpu (default), vulkan or vulkan:N, optionally :fp32-arithmetic (`onnxtool devices` lists them), or "
+                  "onnxruntime[:LEVEL] (LEVEL: disabled, the default, basic, extended or all)");
   sub->add_option("--benchmark", o->benchmark, "time N runs after one warm-up run")->check(number_in(0, 1e7));
   CLI::Option* profile =
       sub->add_option("--profile", o->trace_file,

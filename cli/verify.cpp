@@ -38,7 +38,7 @@ void add_verify_flags(CLI::App* sub, VerifyFlags& flags, const std::vector<verif
                     "absolute tolerance of verification, times max(1, the output's largest magnitude) " +
                         defaults(&verify::Tolerance::atol))
       ->check(number_in(0, 1e30));
-  add_verify_option(sub, flags, "--device", flags.device, "run the result on cpu (default), vulkan or vulkan:N to verify it (the original always runs on the CPU)");
+  add_verify_option(sub, flags, "--device", flags.device, "run the result on cpu (default), vulkan or vulkan:N to verify it (the original always runs on the CPU; not onnxruntime)");
 }
 
 CLI::Option* add_input_range_option(CLI::App* sub, std::vector<std::string>& ranges) {
@@ -82,6 +82,11 @@ verify::VerifyInputs verify_inputs(const VerifyFlags& flags, const std::map<std:
   in.feeds.shapes = shapes;
   for (const auto& r : flags.input_ranges) runner::add_input_range(in.feeds, r, "--input-range");
   in.device = runner::DeviceSpec::parse(flags.device);
+  // Verification is of onnxtool's rewrite on the runner that checks it; onnxruntime would judge
+  // itself as much as the rewrite.
+  if (in.device.kind == runner::DeviceSpec::Kind::kOnnxruntime)
+    throw_usage_error("--device " + flags.device + ": verification runs on cpu or vulkan; compare the result with "
+                      "`onnxtool compare MODEL --device-a cpu --device-b onnxruntime` instead");
   return in;
 }
 

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "ir/error.h"
+#include "runner/ort/ort_session.h"
 #include "runner/vulkan/backend.h"
 
 namespace onnxtool::runner {
@@ -12,6 +13,19 @@ namespace onnxtool::runner {
 DeviceSpec DeviceSpec::parse(std::string_view text) {
   DeviceSpec spec;
   if (text == "cpu") return spec;
+  const std::string_view ort = "onnxruntime";
+  if (text.substr(0, ort.size()) == ort) {
+    spec.kind = Kind::kOnnxruntime;
+    const std::string_view rest = text.substr(ort.size());
+    if (rest.empty() || rest == ":disabled") return spec;
+    for (const OrtLevel level : {OrtLevel::kBasic, OrtLevel::kExtended, OrtLevel::kAll}) {
+      spec.ort_level = level;
+      if (rest.size() > 1 && rest[0] == ':' && rest.substr(1) == ort::level_name(level)) return spec;
+    }
+    throw_usage_error("unknown device '" + std::string(text) +
+                      "' (onnxruntime takes one graph optimization level: onnxruntime:disabled, the default, "
+                      "onnxruntime:basic, onnxruntime:extended or onnxruntime:all)");
+  }
   const std::string_view vk = "vulkan";
   if (text.substr(0, vk.size()) == vk) {
     spec.kind = Kind::kVulkan;
@@ -29,11 +43,13 @@ DeviceSpec DeviceSpec::parse(std::string_view text) {
     }
   }
   throw_usage_error("unknown device '" + std::string(text) +
-                    "' (expected cpu, vulkan or vulkan:N, optionally with :fp32-arithmetic; `onnxtool devices` lists them)");
+                    "' (expected cpu, vulkan or vulkan:N, optionally with :fp32-arithmetic, or onnxruntime[:LEVEL]; "
+                    "`onnxtool devices` lists them)");
 }
 
 std::string DeviceSpec::to_string() const {
   if (kind == Kind::kCpu) return "cpu";
+  if (kind == Kind::kOnnxruntime) return std::string("onnxruntime:") + ort::level_name(ort_level);
   return "vulkan:" + std::to_string(index) + (fp32_arithmetic ? ":fp32-arithmetic" : "");
 }
 

@@ -22,11 +22,16 @@
 namespace onnxtool::runner {
 
 /// Where a session runs its nodes: "cpu", "vulkan" (the first Vulkan device) or "vulkan:N", each
-/// Vulkan form optionally followed by ":fp32-arithmetic".
+/// Vulkan form optionally followed by ":fp32-arithmetic"; or "onnxruntime[:LEVEL]", the whole
+/// model handed to an onnxruntime library loaded at run time (runner/ort/).
 struct DeviceSpec {
-  enum class Kind { kCpu, kVulkan };
+  enum class Kind { kCpu, kVulkan, kOnnxruntime };
+  /// onnxruntime's graph optimization levels. kDisabled, the default, runs the graph as written,
+  /// so that a difference from the reference runner is a kernel's and not a rewrite's.
+  enum class OrtLevel { kDisabled, kBasic, kExtended, kAll };
   Kind kind = Kind::kCpu;
   int index = 0;
+  OrtLevel ort_level = OrtLevel::kDisabled;
   /// Float16 tensors computed in float32 everywhere, also where the device has float16 arithmetic.
   bool fp32_arithmetic = false;
   /// Parses the --device syntax; throws Error(kUsage) naming the text otherwise.

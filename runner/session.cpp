@@ -5,11 +5,16 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <set>
 #include <string>
 
+#include "ir/diagnostic.h"
 #include "ir/error.h"
+#include "ir/model_io.h"
+#include "ir/shape_inference.h"
 #include "runner/buffer_pool.h"
 #include "runner/executor.h"
+#include "runner/ort/ort_session.h"
 #include "runner/profile.h"
 #include "runner/thread_pool.h"
 
@@ -29,7 +34,20 @@ Session::Session(ir::Model& model, SessionOptions options) : model_(model), opti
   if (!model.graph) throw_input_error("the model has no graph");
   if (const uint64_t memory = physical_memory()) check_static_sizes(*model.graph, memory);
   if (options_.device.kind == DeviceSpec::Kind::kVulkan) backend_ = open_vulkan_backend(options_.device);
-  plan_ = plan_graph(model, *model.graph, backend_.get());
+  const int threads = options_.threads > 0 ? options_.threads : default_threads();
+  options_.threads = threads;
+  if (options_.device.kind == DeviceSpec::Kind::kOnnxruntime) {
+    // onnxruntime runs the whole model: nothing is planned here, so a node the reference runner
+    // has no kernel for (a contrib op) still runs there.
+    ort_device_ = std::make_unique<DeviceInfo>();
+    ort_device_->id = options_.device.to_string();
+    ort_device_->name = ort::library_version() + ", level " + ort::level_name(options_.device.ort_level);
+    ort_device_->type = "onnxruntime";
+    ort_device_->driver = ort_device_->name;
+    ort_plain_ = std::make_unique<ort::ModelSession>(ir::serialize_model(model), options_.device.ort_level, threads);
+  } else {
+    plan_ = plan_graph(model, *model.graph, backend_.get());
+  }
   if (backend_) {
     // The weights live on the device for the whole session: refuse up front a model whose
     // constants alone exceed the device's memory.
@@ -42,8 +60,6 @@ Session::Session(ir::Model& model, SessionOptions options) : model_(model), opti
                                           " (" + d.name + ") has (" + gigabytes(d.memory_bytes) +
                                           " of device memory); run it on the CPU");
   }
-  const int threads = options_.threads > 0 ? options_.threads : default_threads();
-  options_.threads = threads;
   executor_ = std::make_unique<Executor>(threads, &observation_, backend_.get());
   executor_->keep_constants = options_.keep_constants;
   for (const auto& vi : model.graph->inputs)
@@ -95,8 +111,105 @@ void check_feed(const ir::ValueInfo& vi, const Value& v) {
 
 }  // namespace
 
+std::vector<Value> Session::run_onnxruntime(const std::map<std::string, Value>& feeds,
+                                            const std::vector<std::string>& output_names) {
+  const ir::Graph& g = *model_.graph;
+  std::map<std::string, const ir::ValueInfo*> by_name;
+  for (const auto& vi : g.inputs) by_name[vi.value->name()] = &vi;
+  std::map<std::string, Tensor> tensors;
+  for (const auto& [name, value] : feeds) {
+    auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      std::string known;
+      for (const auto* vi : inputs_) known += (known.empty() ? "" : ", ") + vi->value->name();
+      throw_usage_error("the model has no input '" + name + "' (inputs: " + known + ")");
+    }
+    check_feed(*it->second, value);
+    if (!value.is_tensor()) throw_usage_error("input '" + name + "' is " + value.describe() + ": only tensors are passed to onnxruntime");
+    tensors[name] = value.tensor;
+  }
+  for (const auto* vi : inputs_)
+    if (!vi->value->is_initializer() && !feeds.count(vi->value->name()))
+      throw_usage_error("input '" + vi->value->name() + "' is not given");
+
+  std::set<std::string> graph_outputs;
+  for (const auto* vi : outputs_) graph_outputs.insert(vi->value->name());
+  std::vector<std::string> wanted = output_names;
+  if (wanted.empty())
+    for (const auto* vi : outputs_) wanted.push_back(vi->value->name());
+  const bool intermediate_wanted =
+      std::any_of(wanted.begin(), wanted.end(), [&](const std::string& n) { return !graph_outputs.count(n); });
+  const bool wide = observation_.active() || intermediate_wanted;
+  if (wide && !ort_wide_) {
+    // Polygraphy's way to see inside onnxruntime: a copy of the model in which every
+    // intermediate value of a known tensor type is a graph output too. The copy is the model's
+    // own serialization with a longer output list: the list is swapped for the time of it, so the
+    // original entries (which callers point at) never move.
+    ir::DiagnosticSink sink;
+    const ir::TypeTable inferred = ir::infer_types(model_, sink);
+    std::vector<ir::ValueInfo> outputs = model_.graph->outputs;
+    for (const auto& node : g.nodes())
+      for (ir::Value* v : node ? node->outputs() : std::vector<ir::Value*>{}) {
+        if (!v || v->name().empty() || graph_outputs.count(v->name())) continue;
+        const auto t = inferred.find(v);
+        const ir::TypeInfo& type = t != inferred.end() ? t->second : v->type;
+        if (!type.is_tensor() || !type.elem_type || !ort::passes(type.data_type())) continue;
+        ir::ValueInfo vi;
+        vi.value = v;
+        vi.type = ir::TypeInfo::tensor(type.data_type());  // the element type only: onnxruntime infers shapes itself
+        outputs.push_back(std::move(vi));
+        ort_wide_names_.push_back(v->name());
+      }
+    std::string bytes;
+    {
+      struct Swap {
+        std::vector<ir::ValueInfo>& a;
+        std::vector<ir::ValueInfo>& b;
+        Swap(std::vector<ir::ValueInfo>& x, std::vector<ir::ValueInfo>& y) : a(x), b(y) { a.swap(b); }
+        ~Swap() { a.swap(b); }
+      } swapped(model_.graph->outputs, outputs);
+      bytes = ir::serialize_model(model_);
+    }
+    ort_wide_ = std::make_unique<ort::ModelSession>(bytes, options_.device.ort_level, options_.threads);
+  }
+  for (const auto& n : wanted)
+    if (!graph_outputs.count(n) && std::find(ort_wide_names_.begin(), ort_wide_names_.end(), n) == ort_wide_names_.end()) {
+      if (!g.find(n)) throw_usage_error("the model has no value '" + n + "'");
+      throw_usage_error("value '" + n + "' cannot be taken from onnxruntime (not a tensor of a known type in the main graph)");
+    }
+  // The graph's outputs come from the model as written whenever only they are asked for, also
+  // when an observer wants the intermediate values too: a value made an output is one onnxruntime
+  // no longer fuses or casts away, and what it computes downstream can change with it (float16
+  // peak picking's departure vanishes in the copy). The intermediate values come from the copy.
+  std::vector<std::string> plain_fetch, wide_fetch;
+  std::set<std::string> fetching;
+  auto add = [&](std::vector<std::string>& to, const std::string& n) {
+    if (fetching.insert(n).second) to.push_back(n);
+  };
+  std::vector<std::string>& main_fetch = intermediate_wanted ? wide_fetch : plain_fetch;
+  for (const auto& n : wanted) add(main_fetch, n);
+  if (observation_.active()) {
+    for (const auto* vi : outputs_) add(main_fetch, vi->value->name());
+    for (const auto& n : ort_wide_names_) add(wide_fetch, n);
+  }
+  std::map<std::string, Tensor> fetched;
+  for (auto [session, names] : {std::make_pair(ort_plain_.get(), &plain_fetch), std::make_pair(ort_wide_.get(), &wide_fetch)}) {
+    if (names->empty()) continue;
+    std::vector<Tensor> results = session->run(tensors, *names);
+    for (size_t i = 0; i < names->size(); ++i) fetched.emplace((*names)[i], std::move(results[i]));
+  }
+  if (observation_.active())
+    for (const auto& node : g.nodes())
+      for (const ir::Value* v : node ? node->outputs() : std::vector<ir::Value*>{})
+        if (v && fetched.count(v->name()) && observation_.wanted(*v)) observation_.observer(*v, Value::of(fetched.at(v->name())));
+  std::vector<Value> out;
+  for (const auto& n : wanted) out.push_back(Value::of(fetched.at(n)));
+  return out;
+}
+
 std::vector<Value> Session::run(const std::map<std::string, Value>& feeds,
                                 const std::vector<std::string>& output_names) {
+  if (ort_plain_) return run_onnxruntime(feeds, output_names);
   // Held until the frame's device tensors are gone (declared first, released last).
   std::unique_lock<std::mutex> device_lock;
   if (backend_) device_lock = backend_->lock_for_run();

@@ -56,6 +56,9 @@ struct Observation {
 
 struct GraphPlan;
 class Profiler;
+namespace ort {
+class ModelSession;
+}
 
 /// Plans a model once and runs it many times. The model must outlive the session; planning sorts
 /// its nodes topologically when they are not (the model is otherwise untouched).
@@ -98,8 +101,8 @@ class Session {
   /// The threads its runs use (the default 0 resolved when the session was made).
   int threads() const { return options_.threads; }
 
-  /// The device the session runs on ("cpu", "vulkan:0").
-  const DeviceInfo* device() const { return backend_ ? &backend_->info() : nullptr; }
+  /// The device the session runs on ("cpu", "vulkan:0", "onnxruntime:all").
+  const DeviceInfo* device() const { return ort_device_ ? ort_device_.get() : backend_ ? &backend_->info() : nullptr; }
   /// Where the last run placed each node (empty for CPU sessions).
   const Placement& placement() const;
 
@@ -122,6 +125,14 @@ class Session {
   std::vector<const ir::ValueInfo*> inputs_;
   std::vector<const ir::ValueInfo*> outputs_;
   Observation observation_;
+  // The onnxruntime device: the model as written, and made on first need, a copy of it whose
+  // intermediate values are graph outputs too (observers, --outputs of intermediate values).
+  std::unique_ptr<DeviceInfo> ort_device_;
+  std::unique_ptr<ort::ModelSession> ort_plain_, ort_wide_;
+  std::vector<std::string> ort_wide_names_;  ///< the values ort_wide_ returns, in node order
+
+  std::vector<Value> run_onnxruntime(const std::map<std::string, Value>& feeds,
+                                     const std::vector<std::string>& output_names);
 };
 
 /// Converts a stored tensor (initializer, Constant, test data) to a runtime tensor; raw and
