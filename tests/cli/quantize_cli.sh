@@ -129,6 +129,9 @@ grep -q "from opset 9 to 11" "$WORK/stdout" && ok || fail "no note about the ops
 expect "--bits 3" 2 "--bits: must be 4 or 8" -- "${PLAIN[@]}" --mode weight-only --bits 3
 expect "--block-size 10" 2 "--block-size: must be a power of two" -- "${PLAIN[@]}" --mode weight-only --block-size 10
 expect "--bits outside weight-only" 2 "for --mode weight-only" -- "${PLAIN[@]}" --mode dynamic --bits 8
+expect "--format matmulnbits with static" 2 "--format must be qdq or qoperator with --mode static" -- "${PLAIN[@]}" --mode static --inputs "$WORK/good" --format matmulnbits
+expect "--format qoperator with weight-only" 2 "--format must be qdq or matmulnbits with --mode weight-only" -- "${PLAIN[@]}" --mode weight-only --format qoperator
+expect "--format with dynamic" 2 "--format is for --mode static or weight-only" -- "${PLAIN[@]}" --mode dynamic --format matmulnbits
 expect "--auto-exclude with weight-only, nothing to quantize" 1 "no MatMul" -- "${PLAIN[@]}" --mode weight-only --inputs "$WORK/good" --auto-exclude
 expect "weight-only on a model without MatMul" 0 "nothing quantized" -- "$ONNXTOOL" quantize "$MODEL" -o "$OUT/m.onnx" \
   --mode weight-only

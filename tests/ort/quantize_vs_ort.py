@@ -59,6 +59,12 @@ CASES = [
     # Weight-only: MatMul weights in int4/int8 blocks of 32 (opset 21 blocked DequantizeLinear).
     ("ch_PP-OCRv4_rec_infer", "weight-only", ["--bits", "4"], 0.99),
     ("ch_PP-OCRv4_rec_infer", "weight-only", ["--bits", "8"], 0.999),
+    # The same weights as onnxruntime's com.microsoft MatMulNBits (its 4-bit kernels), at the
+    # block sizes its quantizer offers.
+    ("ch_PP-OCRv4_rec_infer", "weight-only", ["--bits", "4", "--format", "matmulnbits"], 0.99),
+    ("ch_PP-OCRv4_rec_infer", "weight-only", ["--bits", "4", "--block-size", "64", "--format", "matmulnbits"], 0.99),
+    ("ch_PP-OCRv4_rec_infer", "weight-only", ["--bits", "4", "--block-size", "128", "--format", "matmulnbits"], 0.99),
+    ("ch_PP-OCRv4_rec_infer", "weight-only", ["--bits", "8", "--format", "matmulnbits"], 0.999),
     ("ch_PP-OCRv4_det_infer", "static", ["--no-auto-exclude", "--op-types", "Conv"], 0.88, 0.995),
     ("ch_PP-OCRv4_det_infer", "static", [], 0.99),
 ]
@@ -76,10 +82,12 @@ only = os.environ.get("QUANT_CASES", "")  # a substring of the case labels to ru
 # measures both, and their code runs under the sanitizers in the cls cases (static QDQ and
 # QOperator), the rec case (the search) and the library tests (per-channel static in qoperator).
 # The other cases left out there repeat code a kept case runs: dynamic Conv alone (Conv,LSTM
-# runs it), Silero v6 (v5) and 8-bit weight-only (4-bit).
+# runs it), Silero v6 (v5), 8-bit weight-only (4-bit) and MatMulNBits' other block sizes.
 sanitized = os.environ.get("ONNXTOOL_SANITIZED") == "1"
 SANITIZER_REPEATS = {("silero_vad_v5", "dynamic --op-types Conv"), ("silero_vad_v6", "dynamic --op-types Conv"),
-                     ("ch_PP-OCRv4_rec_infer", "weight-only --bits 8")}
+                     ("ch_PP-OCRv4_rec_infer", "weight-only --bits 8"),
+                     ("ch_PP-OCRv4_rec_infer", "weight-only --bits 4 --block-size 64 --format matmulnbits"),
+                     ("ch_PP-OCRv4_rec_infer", "weight-only --bits 8 --format matmulnbits")}
 for k, (model, mode, flags, target, *rest) in enumerate(CASES):
     agreement = rest[0] if rest else 0.998
     label = f"{model} {mode} {' '.join(flags)}".strip()
@@ -113,6 +121,11 @@ for k, (model, mode, flags, target, *rest) in enumerate(CASES):
         problems.append(f"weights at {ratio:.3f}x of fp32")
     if not doc["quantized_nodes"]:
         problems.append("nothing quantized: " + str(doc.get("unchanged")))
+    if "matmulnbits" in flags:
+        import onnx
+        nbits = sum(n.op_type == "MatMulNBits" and n.domain == "com.microsoft" for n in onnx.load(out).graph.node)
+        if nbits != doc["quantized_nodes"]:
+            problems.append(f"{nbits} MatMulNBits nodes for {doc['quantized_nodes']} quantized")
     samples = sample_folders(os.path.join(data, model, "eval"))
     try:
         jobs_fp = [{"model": src, "inputs": f, "output_dir": os.path.join(work, f"c{k}", "fp32", s)} for s, f in samples]
