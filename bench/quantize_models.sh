@@ -16,9 +16,10 @@
 # source).
 #
 # Modes: static, dynamic, and weight-only4 / weight-only8 (`--mode weight-only --bits 4` / `8`:
-# MatMul weights in blocks, float arithmetic). Each model runs MODES when it is set; by default
-# every model runs static and dynamic, and the float Moonshine encoders (where the MatMuls are)
-# also weight-only4 and weight-only8. Per model and mode:
+# MatMul weights in blocks behind a blocked DequantizeLinear, float arithmetic) and nbits4 /
+# nbits8 (the same weights as onnxruntime's com.microsoft MatMulNBits: `--format matmulnbits`).
+# Each model runs MODES when it is set; by default every model runs static and dynamic, and the
+# float Moonshine encoders (where the MatMuls are) also the four weight-only ones. Per model and mode:
 #  - `onnxtool quantize M -o Q --mode MODE [--bits B] --calib-data calib/ --json --report
 #    Q.report.json`, no other flag (dynamic and weight-only get the calibration samples too, so
 #    that their reports have measured errors), timed as a whole process (/usr/bin/time, wall
@@ -80,8 +81,8 @@ wait_for() {  # FILE: up to 2 minutes until FILE is executable
 source "$(dirname "${BASH_SOURCE[0]}")/ort_setup.sh"
 [[ -x /usr/bin/time ]] || die "/usr/bin/time is missing (apt-get install time)"
 for mode in $MODES; do
-  [[ $mode =~ ^(static|dynamic|weight-only4|weight-only8)$ ]] ||
-    die "MODES takes static, dynamic, weight-only4 and weight-only8, got '$mode'"
+  [[ $mode =~ ^(static|dynamic|weight-only4|weight-only8|nbits4|nbits8)$ ]] ||
+    die "MODES takes static, dynamic, weight-only4, weight-only8, nbits4 and nbits8, got '$mode'"
 done
 [[ $QUANTIZE_TIMEOUT =~ ^[1-9][0-9]*$ ]] || die "QUANTIZE_TIMEOUT must be a positive integer, got '$QUANTIZE_TIMEOUT'"
 for model in $MODELS; do
@@ -208,18 +209,19 @@ modes_of() {
   if [[ -n $MODES ]]; then
     echo "$MODES"
   elif [[ $1 == moonshine_*encoder_float ]]; then
-    echo "$DEFAULT_MODES weight-only4 weight-only8"
+    echo "$DEFAULT_MODES weight-only4 weight-only8 nbits4 nbits8"
   else
     echo "$DEFAULT_MODES"
   fi
 }
 
 # quantize MODEL Q MODE CALIB_DIR WORK_DIR: the plain command (weight-onlyB: --mode weight-only
-# --bits B), timed (wall seconds in WORK_DIR/time), its JSON in WORK_DIR/q.json and its errors in
+# --bits B; nbitsB: the same with --format matmulnbits), timed (wall seconds in WORK_DIR/time), its JSON in WORK_DIR/q.json and its errors in
 # WORK_DIR/q.err; returns its exit status.
 quantize() {
   local mode=(--mode "$3")
   [[ $3 == weight-only* ]] && mode=(--mode weight-only --bits "${3#weight-only}")
+  [[ $3 == nbits* ]] && mode=(--mode weight-only --bits "${3#nbits}" --format matmulnbits)
   /usr/bin/time -f '%e' -o "$5/time" timeout "$QUANTIZE_TIMEOUT" "$ONNXTOOL" quantize "$1" -o "$2" "${mode[@]}" \
     --calib-data "$4" --json --report "$2.report.json" >"$5/q.json" 2>"$5/q.err"
 }
