@@ -121,11 +121,13 @@ expect "--percentile without --calib-method percentile" 2 "--percentile goes wit
   "${Q[@]}" --mode static --inputs "$WORK/calib" --percentile 99.9
 expect "--moving-average with entropy" 2 "--moving-average averages minmax ranges" -- \
   "${Q[@]}" --mode static --inputs "$WORK/calib" --calib-method entropy --moving-average 0.5
-for flag in "--calib-method minmax" "--percentile 99" "--moving-average 0.1" "--format qoperator" "--activation-type int8"; do
+for flag in "--calib-method minmax" "--percentile 99" "--moving-average 0.1" "--activation-type int8"; do
   # shellcheck disable=SC2086
   expect "dynamic $flag" 2 "${flag%% *} is for --mode static; --mode dynamic would ignore it" -- \
     "${Q[@]}" --mode dynamic --inputs "$WORK/calib" $flag
 done
+expect "dynamic --format qoperator" 2 "--format is for --mode static or weight-only; --mode dynamic would ignore it" -- \
+  "${Q[@]}" --mode dynamic --inputs "$WORK/calib" --format qoperator
 expect "weight-only --calib-method" 2 "--calib-method is for --mode static; --mode weight-only would ignore it" -- \
   "${Q[@]}" --mode weight-only --calib-method entropy
 expect "weight-only --per-tensor" 2 "--per-tensor is for --mode dynamic or static" -- "${Q[@]}" --mode weight-only --per-tensor
