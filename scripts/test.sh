@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: builds onnxtool, fetches the pinned test data, runs ctest, then does the same
 # with the AddressSanitizer/UndefinedBehaviorSanitizer build, then runs each libFuzzer target for
-# 45 s (ONNXTOOL_FUZZ_SECONDS changes it). Every stage runs even when an
+# 30 s (ONNXTOOL_FUZZ_SECONDS changes it). Every stage runs even when an
 # earlier one failed (except a ctest whose build failed); the exit status is non-zero when
 # anything failed. The last line is the total over both ctest runs: "N passed, M failed".
 #
@@ -105,9 +105,9 @@ else
   summary+=("  ctest asan     skipped (the build failed)")
 fi
 
-# libFuzzer (clang, ASan, UBSan) on every way onnxtool reads untrusted bytes, 45 s per target;
+# libFuzzer (clang, ASan, UBSan) on every way onnxtool reads untrusted bytes, 30 s per target;
 # long runs: scripts/fuzz.sh --seconds N.
-ONNXTOOL_FUZZ_DIR="${build_dir}-fuzz" stage "fuzz" scripts/fuzz.sh --seconds "${ONNXTOOL_FUZZ_SECONDS:-45}" || true
+ONNXTOOL_FUZZ_DIR="${build_dir}-fuzz" stage "fuzz" scripts/fuzz.sh --seconds "${ONNXTOOL_FUZZ_SECONDS:-30}" || true
 
 echo
 echo "== summary"

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Every model a command writes passes `onnxtool check`: each writer (optimize, convert --opset,
 # convert --to-fp16, convert --external-data, quantize --mode dynamic, edit, extract) runs on the
-# real models the tests fetch, the bundled ones and 500 generated models (tests/differential/'s
-# generator, seeds 1-500; every fourth one stored with its nodes in reverse order, out of
-# topological order), and each file written is checked by a separate `onnxtool check`. A writer
-# may refuse (exit 1: a node with no equivalent at the target opset, float16 beyond tolerance),
-# leaving nothing behind, but never because its own result fails the checker (the write gate
-# catching a writer's bug) and never with a usage error. Under the sanitizers one generated
-# model in ten runs.
+# real models the tests fetch, the bundled ones and 200 generated models (tests/differential/'s
+# generator, seeds 1-200; WRITERS_SEEDS=N runs seeds 1-N; every fourth one stored with its nodes
+# in reverse order, out of topological order), and each file written is checked by a separate
+# `onnxtool check`. A writer may refuse (exit 1: a node with no equivalent at the target opset,
+# float16 beyond tolerance), leaving nothing behind, but never because its own result fails the
+# checker (the write gate catching a writer's bug) and never with a usage error. Under the
+# sanitizers one generated model in ten runs.
 #
 # Environment: ONNXTOOL (the binary; onnxtool_differential beside it), ONNXTOOL_CACHE_DIR.
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -25,9 +25,10 @@ done
 
 stride=1
 ((SANITIZED)) && stride=10
-"$GENERATOR" --seeds 1-500 --generate "$WORK/gen" >/dev/null || { echo "FAIL: the generator"; exit 1; }
+seeds=${WRITERS_SEEDS:-200}
+"$GENERATOR" --seeds "1-$seeds" --generate "$WORK/gen" >/dev/null || { echo "FAIL: the generator"; exit 1; }
 generated=()
-for ((s = 1; s <= 500; s += stride)); do generated+=("$WORK/gen/seed_$s.onnx"); done
+for ((s = 1; s <= seeds; s += stride)); do generated+=("$WORK/gen/seed_$s.onnx"); done
 
 # Every fourth generated model (seeds 1, 5, 9, ...) with its main graph's nodes reversed; the list
 # of each model's fed inputs and first output (edit renames the first input, extract cuts between
