@@ -16,9 +16,9 @@ command -v node >/dev/null || skip_all "node"
 make_work convert
 
 before=$(sha256sum "$MODEL")
-# Under AddressSanitizer every onnxtool process starts and ends slowly: a fifth of the backend
+# Under AddressSanitizer every onnxtool process starts and ends slowly: a tenth of the backend
 # cases (the Release build runs them all).
-((SANITIZED)) && export CONVERT_CASE_STRIDE=5
+((SANITIZED)) && export CONVERT_CASE_STRIDE=10
 
 "$PYTHON" "$SOURCE_DIR/tests/ort/convert_vs_ort.py" "$ONNXTOOL" "$SOURCE_DIR" "$CACHE_DIR" "$BACKEND" >"$WORK/ort.log" 2>&1
 if judged $?; then

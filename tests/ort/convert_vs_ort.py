@@ -249,7 +249,7 @@ counts = {"no_kernel": 0, "refused": 0, "cases": 0, "below7": 0, "unrunnable": 0
 node_dir = os.path.join(backend, "node")
 cases = sorted(os.listdir(node_dir)) if os.path.isdir(node_dir) else []
 # CONVERT_CASE_STRIDE=K takes every K-th case: the sanitizer build, whose process start-up and
-# checks make a thousand conversions chains too slow for ctest's budget, runs a fifth of them.
+# checks make a thousand conversions chains too slow for ctest's budget, runs a tenth of them.
 stride = int(os.environ.get("CONVERT_CASE_STRIDE", "1"))
 if stride > 1:
     cases = cases[::stride]

@@ -87,6 +87,7 @@ sanitized = os.environ.get("ONNXTOOL_SANITIZED") == "1"
 SANITIZER_REPEATS = {("silero_vad_v5", "dynamic --op-types Conv"), ("silero_vad_v6", "dynamic --op-types Conv"),
                      ("ch_PP-OCRv4_rec_infer", "weight-only --bits 8"),
                      ("ch_PP-OCRv4_rec_infer", "weight-only --bits 4 --block-size 64 --format matmulnbits"),
+                     ("ch_PP-OCRv4_rec_infer", "weight-only --bits 4 --block-size 128 --format matmulnbits"),
                      ("ch_PP-OCRv4_rec_infer", "weight-only --bits 8 --format matmulnbits")}
 for k, (model, mode, flags, target, *rest) in enumerate(CASES):
     agreement = rest[0] if rest else 0.998
