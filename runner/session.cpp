@@ -109,22 +109,27 @@ void check_feed(const ir::ValueInfo& vi, const Value& v) {
   }
 }
 
+/// The graph input a feed names, its value checked against the input's declared type and shape;
+/// an unknown name is a usage error listing the model's inputs.
+const ir::Value* checked_feed(const std::vector<const ir::ValueInfo*>& inputs, const std::string& name, const Value& value) {
+  for (const auto* vi : inputs) {
+    if (vi->value->name() != name) continue;
+    check_feed(*vi, value);
+    return vi->value;
+  }
+  std::string known;
+  for (const auto* vi : inputs) known += (known.empty() ? "" : ", ") + vi->value->name();
+  throw_usage_error("the model has no input '" + name + "' (inputs: " + known + ")");
+}
+
 }  // namespace
 
 std::vector<Value> Session::run_onnxruntime(const std::map<std::string, Value>& feeds,
                                             const std::vector<std::string>& output_names) {
   const ir::Graph& g = *model_.graph;
-  std::map<std::string, const ir::ValueInfo*> by_name;
-  for (const auto& vi : g.inputs) by_name[vi.value->name()] = &vi;
   std::map<std::string, Tensor> tensors;
   for (const auto& [name, value] : feeds) {
-    auto it = by_name.find(name);
-    if (it == by_name.end()) {
-      std::string known;
-      for (const auto* vi : inputs_) known += (known.empty() ? "" : ", ") + vi->value->name();
-      throw_usage_error("the model has no input '" + name + "' (inputs: " + known + ")");
-    }
-    check_feed(*it->second, value);
+    checked_feed(inputs_, name, value);
     if (!value.is_tensor()) throw_usage_error("input '" + name + "' is " + value.describe() + ": only tensors are passed to onnxruntime");
     tensors[name] = value.tensor;
   }
@@ -225,18 +230,8 @@ std::vector<Value> Session::run(const std::map<std::string, Value>& feeds,
   } timer(executor_->profiler);
   Frame frame{plan_.get(), nullptr, std::vector<Value>(static_cast<size_t>(plan_->n_slots))};
   const ir::Graph& g = *model_.graph;
-  std::map<std::string, const ir::ValueInfo*> by_name;
-  for (const auto& vi : g.inputs) by_name[vi.value->name()] = &vi;
-  for (const auto& [name, value] : feeds) {
-    auto it = by_name.find(name);
-    if (it == by_name.end()) {
-      std::string known;
-      for (const auto* vi : inputs_) known += (known.empty() ? "" : ", ") + vi->value->name();
-      throw_usage_error("the model has no input '" + name + "' (inputs: " + known + ")");
-    }
-    check_feed(*it->second, value);
-    frame.slots[static_cast<size_t>(plan_->slots.at(it->second->value))] = value;
-  }
+  for (const auto& [name, value] : feeds)
+    frame.slots[static_cast<size_t>(plan_->slots.at(checked_feed(inputs_, name, value)))] = value;
   for (const auto* vi : inputs_)
     if (!vi->value->is_initializer() && !feeds.count(vi->value->name()))
       throw_usage_error("input '" + vi->value->name() + "' is not given");
