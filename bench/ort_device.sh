@@ -20,23 +20,14 @@ INPUTS_DIR=$("$PYTHON" "$ROOT/bench/make_bench_inputs.py" "$CACHE_DIR") || die "
 # onnxtool finds the library of onnxruntime-node under NODE_PATH.
 export NODE_PATH=$CACHE_DIR/ort/node_modules
 
-"$PYTHON" - "$ONNXTOOL" "$CACHE_DIR" "$INPUTS_DIR" "$LEVELS" <<'EOF'
-import os, re, subprocess, sys
+PYTHONPATH=$ROOT/bench${PYTHONPATH:+:$PYTHONPATH} "$PYTHON" - "$ONNXTOOL" "$CACHE_DIR" "$INPUTS_DIR" "$LEVELS" <<'EOF'
+import re, subprocess, sys
+
+import bench_models
 
 onnxtool, cache, inputs_dir, levels = sys.argv[1:5]
 rows, bad = [], 0
-for line in open(os.path.join(inputs_dir, "manifest.tsv")):
-    if not line.strip() or line.startswith("#"):
-        continue
-    model, _, files = line.rstrip("\n").split("\t")
-    path = os.path.join(cache, "models", model)
-    if not os.path.exists(path):
-        continue
-    feeds = []
-    for f in files.split():
-        name, rel = f.split("=", 1)
-        feeds += ["--input", name + "=" + os.path.join(inputs_dir, rel)]
-    short = os.path.basename(model)[:-5]
+for short, path, feeds in bench_models.models(cache, inputs_dir):
     for level in levels.split():
         r = subprocess.run([onnxtool, "compare", path, *feeds, "--device-a", "cpu", "--device-b", "onnxruntime:" + level],
                            capture_output=True, text=True)

@@ -24,25 +24,16 @@ source "$(dirname "${BASH_SOURCE[0]}")/ort_setup.sh"
 "$ROOT/testdata/fetch_models.sh" --manifest "$ROOT/bench/models.sha256" >/dev/null || die "fetching bench/models.sha256 failed"
 INPUTS_DIR=$("$PYTHON" "$ROOT/bench/make_bench_inputs.py" "$CACHE_DIR") || die "bench/make_bench_inputs.py failed"
 
-"$PYTHON" - "$ONNXTOOL" "$ORT_RUN" "$CACHE_DIR" "$INPUTS_DIR" "$TMP" "$LEVELS" <<'EOF'
+PYTHONPATH=$ROOT/bench${PYTHONPATH:+:$PYTHONPATH} "$PYTHON" - "$ONNXTOOL" "$ORT_RUN" "$CACHE_DIR" "$INPUTS_DIR" "$TMP" "$LEVELS" <<'EOF'
 import json, os, subprocess, sys
 import numpy as np
+
+import bench_models
 
 onnxtool, ort_run, cache, inputs_dir, tmp, levels = sys.argv[1:7]
 env = dict(os.environ, NODE_PATH=os.path.join(cache, "ort", "node_modules"))
 rows, bad = [], 0
-for line in open(os.path.join(inputs_dir, "manifest.tsv")):
-    if not line.strip() or line.startswith("#"):
-        continue
-    model, _, files = line.rstrip("\n").split("\t")
-    path = os.path.join(cache, "models", model)
-    if not os.path.exists(path):
-        continue
-    feeds = []
-    for f in files.split():
-        name, rel = f.split("=", 1)
-        feeds += ["--input", name + "=" + os.path.join(inputs_dir, rel)]
-    short = os.path.basename(model)[:-5]
+for short, path, feeds in bench_models.models(cache, inputs_dir):
     for level in levels.split():
         work = os.path.join(tmp, short + "." + level)
         os.makedirs(work)
