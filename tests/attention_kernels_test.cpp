@@ -11,7 +11,7 @@
 
 #include "tests/kernel_test_util.h"
 
-namespace onnxtool {
+namespace onnxtool::attention_kernels_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel-test harness
@@ -416,4 +416,4 @@ TEST_SUITE("attention_kernels") {
 }
 
 }  // namespace
-}  // namespace onnxtool
+}  // namespace onnxtool::attention_kernels_test

@@ -13,7 +13,7 @@
 #include "ir/error.h"
 #include "tests/test_data.h"
 
-namespace onnxtool {
+namespace onnxtool::checker_conformance_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -100,4 +100,4 @@ TEST_SUITE("checker_conformance") {
   }
 }
 
-}  // namespace onnxtool
+}  // namespace onnxtool::checker_conformance_test

@@ -26,7 +26,7 @@
 #endif
 #endif
 
-namespace onnxtool {
+namespace onnxtool::checker_fuzz_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -187,4 +187,4 @@ TEST_SUITE("checker_fuzz") {
   }
 }
 
-}  // namespace onnxtool
+}  // namespace onnxtool::checker_fuzz_test

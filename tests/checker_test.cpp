@@ -30,7 +30,7 @@
 #include "onnx.pb.h"
 #include "tests/test_data.h"
 
-namespace onnxtool {
+namespace onnxtool::checker_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -1878,4 +1878,4 @@ TEST_SUITE("checker") {
   }
 }
 
-}  // namespace onnxtool
+}  // namespace onnxtool::checker_test

@@ -22,7 +22,7 @@
 #include "runner/tensor_io.h"
 #include "tests/test_data.h"
 
-namespace onnxtool {
+namespace onnxtool::conformance_test {
 namespace {
 
 using runner::Tensor;
@@ -242,4 +242,4 @@ TEST_SUITE("conformance") {
   }
 }
 
-}  // namespace onnxtool
+}  // namespace onnxtool::conformance_test

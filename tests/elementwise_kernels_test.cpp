@@ -23,7 +23,7 @@
 #include "tests/kernel_test_util.h"
 #include "tests/random_feed.h"
 
-namespace onnxtool {
+namespace onnxtool::elementwise_kernels_test {
 namespace {
 
 using ir::DataType;
@@ -1123,4 +1123,4 @@ TEST_SUITE("elementwise_kernels") {
 }
 
 }  // namespace
-}  // namespace onnxtool
+}  // namespace onnxtool::elementwise_kernels_test

@@ -5,7 +5,7 @@
 
 #include "tests/model_builder.h"
 
-namespace onnxtool {
+namespace onnxtool::elementwise_shapes_test {
 namespace {
 
 using ir::DataType;
@@ -305,4 +305,4 @@ TEST_SUITE("elementwise_shapes") {
   }
 }
 
-}  // namespace onnxtool
+}  // namespace onnxtool::elementwise_shapes_test

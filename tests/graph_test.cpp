@@ -18,7 +18,7 @@
 #include "ir/model_io.h"
 #include "onnx.pb.h"
 
-namespace onnxtool {
+namespace onnxtool::graph_test {
 namespace {
 
 using ir::Graph;
@@ -819,4 +819,4 @@ TEST_CASE("a subgraph resolves outer-scope names to the parent's values") {
 }  // TEST_SUITE
 
 }  // namespace
-}  // namespace onnxtool
+}  // namespace onnxtool::graph_test

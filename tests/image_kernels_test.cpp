@@ -9,7 +9,7 @@
 
 #include "tests/kernel_test_util.h"
 
-namespace onnxtool {
+namespace onnxtool::image_kernels_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel-test harness
@@ -171,4 +171,4 @@ TEST_SUITE("image_kernels") {
 }
 
 }  // namespace
-}  // namespace onnxtool
+}  // namespace onnxtool::image_kernels_test

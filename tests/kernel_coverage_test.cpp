@@ -22,7 +22,7 @@
 #include "runner/kernel.h"
 #include "runner/vulkan/backend.h"
 
-namespace onnxtool {
+namespace onnxtool::kernel_coverage_test {
 namespace {
 
 /// Operators the runner does not execute, with the reason (refused before running, naming the
@@ -428,4 +428,4 @@ TEST_SUITE("kernel_coverage") {
   }
 }
 
-}  // namespace onnxtool
+}  // namespace onnxtool::kernel_coverage_test

@@ -19,7 +19,7 @@
 #include "runner/profile.h"
 #include "tests/kernel_test_util.h"
 
-namespace onnxtool {
+namespace onnxtool::linalg_kernels_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel-test harness
@@ -949,4 +949,4 @@ TEST_CASE("QLinearConv: per-output-channel weight scale and zero point, int32 bi
 }  // TEST_SUITE
 
 }  // namespace
-}  // namespace onnxtool
+}  // namespace onnxtool::linalg_kernels_test

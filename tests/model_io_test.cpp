@@ -34,7 +34,7 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::util::MessageDifferencer;
 
-namespace onnxtool {
+namespace onnxtool::model_io_test {
 namespace {
 
 // ------------------------------------------------------------------ helpers
@@ -803,4 +803,4 @@ TEST_CASE("inspect figures match counts computed with libprotobuf") {
 }  // TEST_SUITE
 
 }  // namespace
-}  // namespace onnxtool
+}  // namespace onnxtool::model_io_test

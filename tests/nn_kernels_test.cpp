@@ -16,7 +16,7 @@
 
 #include "tests/kernel_test_util.h"
 
-namespace onnxtool {
+namespace onnxtool::nn_kernels_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel-test harness
@@ -836,4 +836,4 @@ TEST_CASE("GroupNormalization: per-group parameters (opset 18) and per-channel (
 }  // TEST_SUITE
 
 }  // namespace
-}  // namespace onnxtool
+}  // namespace onnxtool::nn_kernels_test

@@ -13,7 +13,7 @@
 #include "tests/model_builder.h"
 #include "tests/test_data.h"
 
-namespace onnxtool {
+namespace onnxtool::nn_shapes_test {
 namespace {
 
 using ir::DataType;
@@ -462,4 +462,4 @@ TEST_SUITE("nn_shapes") {
   }
 }
 
-}  // namespace onnxtool
+}  // namespace onnxtool::nn_shapes_test

@@ -11,7 +11,7 @@
 #include "ir/error.h"
 #include "ir/op_schema.h"
 
-namespace onnxtool::ir {
+namespace onnxtool::ir::op_schema_test {
 namespace {
 
 const SchemaRegistry& registry() { return SchemaRegistry::instance(); }
@@ -482,4 +482,4 @@ TEST_SUITE("op_schema") {
   }
 }
 
-}  // namespace onnxtool::ir
+}  // namespace onnxtool::ir::op_schema_test

@@ -15,7 +15,7 @@
 #include "ir/output_file.h"
 #include "runner/tensor_io.h"
 
-namespace onnxtool {
+namespace onnxtool::output_file_test {
 namespace {
 
 namespace fs = std::filesystem;
@@ -143,4 +143,4 @@ TEST_SUITE("output_file") {
 }
 
 }  // namespace
-}  // namespace onnxtool
+}  // namespace onnxtool::output_file_test

@@ -17,7 +17,7 @@
 #include "tests/kernel_test_util.h"
 #include "tests/model_builder.h"
 
-namespace onnxtool {
+namespace onnxtool::passes_test {
 namespace {
 
 using ir::DataType;
@@ -622,4 +622,4 @@ TEST_SUITE("passes") {
   }
 }
 
-}  // namespace onnxtool
+}  // namespace onnxtool::passes_test

@@ -24,7 +24,7 @@
 #include "tests/random_feed.h"
 #include "tests/test_data.h"
 
-namespace onnxtool {
+namespace onnxtool::precision_test {
 namespace {
 
 using convert::Fp16Options;
@@ -791,4 +791,4 @@ TEST_SUITE("precision") {
 }
 
 }  // namespace
-}  // namespace onnxtool
+}  // namespace onnxtool::precision_test

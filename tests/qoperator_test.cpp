@@ -29,7 +29,7 @@
 #include "tests/random_feed.h"
 #include "tests/test_data.h"
 
-namespace onnxtool {
+namespace onnxtool::qoperator_test {
 namespace {
 
 using ir::DataType;
@@ -514,4 +514,4 @@ TEST_SUITE("qoperator") {
   }
 }
 
-}  // namespace onnxtool
+}  // namespace onnxtool::qoperator_test

@@ -22,7 +22,7 @@
 #include "tests/empty_model.h"
 #include "tests/random_feed.h"
 
-namespace onnxtool {
+namespace onnxtool::quant_test {
 namespace {
 
 using quant::QuantType;
@@ -776,4 +776,4 @@ TEST_SUITE("quant") {
   }
 }
 
-}  // namespace onnxtool
+}  // namespace onnxtool::quant_test

@@ -14,7 +14,7 @@
 
 #include "tests/kernel_test_util.h"
 
-namespace onnxtool {
+namespace onnxtool::quantize_kernels_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel-test harness
@@ -399,4 +399,4 @@ TEST_CASE("Quantization kernels reject bad inputs") {
 }  // TEST_SUITE
 
 }  // namespace
-}  // namespace onnxtool
+}  // namespace onnxtool::quantize_kernels_test

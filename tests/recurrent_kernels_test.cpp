@@ -15,7 +15,7 @@
 
 #include "tests/kernel_test_util.h"
 
-namespace onnxtool {
+namespace onnxtool::recurrent_kernels_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel-test harness
@@ -270,4 +270,4 @@ TEST_SUITE("recurrent_kernels") {
 }
 
 }  // namespace
-}  // namespace onnxtool
+}  // namespace onnxtool::recurrent_kernels_test

@@ -28,7 +28,7 @@
 #include "tests/empty_model.h"
 #include "tests/model_builder.h"
 
-namespace onnxtool {
+namespace onnxtool::session_test {
 namespace {
 
 // One Relu over x: float[n].
@@ -393,4 +393,4 @@ TEST_SUITE("session") {
 }
 
 }  // namespace
-}  // namespace onnxtool
+}  // namespace onnxtool::session_test

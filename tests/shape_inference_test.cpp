@@ -10,7 +10,7 @@
 #include "ir/shape_inference.h"
 #include "tests/test_data.h"
 
-namespace onnxtool {
+namespace onnxtool::shape_inference_test {
 namespace {
 
 enum class Outcome { kExact, kPartial, kUnknown, kWrong };
@@ -119,4 +119,4 @@ TEST_SUITE("shape_inference") {
   }
 }
 
-}  // namespace onnxtool
+}  // namespace onnxtool::shape_inference_test

@@ -12,7 +12,7 @@
 #include "tests/model_builder.h"
 #include "verify/surgery.h"
 
-namespace onnxtool {
+namespace onnxtool::surgery_test {
 namespace {
 
 using testing::ModelBuilder;
@@ -219,4 +219,4 @@ TEST_SUITE("surgery") {
   }
 }
 
-}  // namespace onnxtool
+}  // namespace onnxtool::surgery_test

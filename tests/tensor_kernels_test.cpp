@@ -16,7 +16,7 @@
 #include "runner/session.h"
 #include "tests/kernel_test_util.h"
 
-namespace onnxtool {
+namespace onnxtool::tensor_kernels_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel-test harness
@@ -617,4 +617,4 @@ TEST_SUITE("tensor_kernels") {
 }
 
 }  // namespace
-}  // namespace onnxtool
+}  // namespace onnxtool::tensor_kernels_test

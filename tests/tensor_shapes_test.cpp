@@ -10,7 +10,7 @@
 #include "ir/shape_inference.h"
 #include "tests/model_builder.h"
 
-namespace onnxtool {
+namespace onnxtool::tensor_shapes_test {
 namespace {
 
 using ir::DataType;
@@ -262,4 +262,4 @@ TEST_SUITE("tensor_shapes") {
   }
 }
 
-}  // namespace onnxtool
+}  // namespace onnxtool::tensor_shapes_test

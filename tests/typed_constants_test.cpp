@@ -24,7 +24,7 @@
 #include "tests/model_builder.h"
 #include "tests/test_data.h"
 
-namespace onnxtool {
+namespace onnxtool::typed_constants_test {
 namespace {
 
 using ir::DataType;
@@ -303,4 +303,4 @@ TEST_SUITE("typed_constants") {
   }
 }
 
-}  // namespace onnxtool
+}  // namespace onnxtool::typed_constants_test

@@ -14,7 +14,7 @@
 #include "verify/fp16_guided.h"
 #include "verify/reference.h"
 
-namespace onnxtool {
+namespace onnxtool::verify_test {
 namespace {
 
 using ir::DataType;
@@ -144,4 +144,4 @@ TEST_SUITE("verify") {
 }
 
 }  // namespace
-}  // namespace onnxtool
+}  // namespace onnxtool::verify_test

@@ -12,7 +12,7 @@
 #include "runner/session.h"
 #include "tests/kernel_test_util.h"
 
-namespace onnxtool {
+namespace onnxtool::version_converter_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel-test harness
@@ -283,4 +283,4 @@ TEST_SUITE("version_converter") {
 }
 
 }  // namespace
-}  // namespace onnxtool
+}  // namespace onnxtool::version_converter_test

@@ -8,7 +8,7 @@
 
 #include "tests/kernel_test_util.h"
 
-namespace onnxtool {
+namespace onnxtool::vision_kernels_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel-test harness
@@ -208,4 +208,4 @@ TEST_SUITE("vision_kernels") {
 }
 
 }  // namespace
-}  // namespace onnxtool
+}  // namespace onnxtool::vision_kernels_test

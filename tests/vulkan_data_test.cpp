@@ -16,7 +16,7 @@
 #include "tests/model_builder.h"
 #include "tests/vulkan_test_util.h"
 
-namespace onnxtool {
+namespace onnxtool::vulkan_data_test {
 namespace {
 
 using namespace testing;  // NOLINT: the kernel-test harness
@@ -296,4 +296,4 @@ TEST_SUITE("vulkan_data") {
 }
 
 }  // namespace
-}  // namespace onnxtool
+}  // namespace onnxtool::vulkan_data_test

@@ -13,7 +13,7 @@
 #include "tests/random_feed.h"
 #include "tests/vulkan_test_util.h"
 
-namespace onnxtool {
+namespace onnxtool::vulkan_elementwise_test {
 namespace {
 
 using runner::Tensor;
@@ -87,4 +87,4 @@ TEST_CASE("binary ops under broadcasting") {
 }
 
 }  // namespace
-}  // namespace onnxtool
+}  // namespace onnxtool::vulkan_elementwise_test

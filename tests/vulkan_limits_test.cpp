@@ -14,7 +14,7 @@
 #include "tests/random_feed.h"
 #include "tests/vulkan_test_util.h"
 
-namespace onnxtool {
+namespace onnxtool::vulkan_limits_test {
 namespace {
 
 using ir::DataType;
@@ -180,4 +180,4 @@ TEST_CASE("RNN, GRU and LSTM with 70,000 inputs per step") {
 }
 
 }  // namespace
-}  // namespace onnxtool
+}  // namespace onnxtool::vulkan_limits_test

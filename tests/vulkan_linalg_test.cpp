@@ -15,7 +15,7 @@
 #include "tests/random_feed.h"
 #include "tests/vulkan_test_util.h"
 
-namespace onnxtool {
+namespace onnxtool::vulkan_linalg_test {
 namespace {
 
 using ir::DataType;
@@ -252,4 +252,4 @@ TEST_CASE("ConvTranspose: strides, dilations, pads, output_padding, output_shape
 }
 
 }  // namespace
-}  // namespace onnxtool
+}  // namespace onnxtool::vulkan_linalg_test

@@ -10,7 +10,7 @@
 #include "tests/random_feed.h"
 #include "tests/vulkan_test_util.h"
 
-namespace onnxtool {
+namespace onnxtool::vulkan_nn_test {
 namespace {
 
 using ir::DataType;
@@ -283,4 +283,4 @@ TEST_CASE("RNN, GRU and LSTM: directions, layouts, initial state, clip, activati
 }
 
 }  // namespace
-}  // namespace onnxtool
+}  // namespace onnxtool::vulkan_nn_test

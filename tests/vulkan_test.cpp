@@ -16,7 +16,7 @@
 #include "runner/vulkan/backend.h"
 #include "tests/vulkan_test_util.h"
 
-namespace onnxtool {
+namespace onnxtool::vulkan_test {
 namespace {
 
 using testing::backend_models;
@@ -98,4 +98,4 @@ TEST_CASE("the backend suite's cases of the Vulkan ops agree with the CPU runner
 }
 
 }  // namespace
-}  // namespace onnxtool
+}  // namespace onnxtool::vulkan_test

@@ -16,16 +16,15 @@ Usage: contrib_transformer_vs_ort.py ONNXTOOL SOURCE_DIR CACHE_DIR
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from ort_util import finish, judge_outputs, judge_setup, ort_batch
+from ort_util import finish, judge_outputs, judge_setup, ort_batch, work_dir
 
 onnxtool, source_dir, cache_dir, ort_run, env = judge_setup(sys.argv)
-work = tempfile.mkdtemp(prefix="onnxtool_contrib_transformer.")
+work = work_dir("onnxtool_contrib_transformer.")
 rng = np.random.default_rng(0)
 ELEM = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float16): TensorProto.FLOAT16,
         np.dtype(np.int32): TensorProto.INT32, np.dtype(np.int64): TensorProto.INT64,

@@ -19,16 +19,15 @@ Usage: conv_windows_vs_ort.py ONNXTOOL SOURCE_DIR CACHE_DIR
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from ort_util import concatenated_outputs, cosine, finish, judge_setup, ort_batch
+from ort_util import concatenated_outputs, cosine, finish, judge_setup, ort_batch, work_dir
 
 onnxtool, source_dir, cache_dir, ort_run, env = judge_setup(sys.argv)
-work = tempfile.mkdtemp(prefix="onnxtool_conv_windows.")
+work = work_dir("onnxtool_conv_windows.")
 CASES = 24
 
 

@@ -23,12 +23,11 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
-from ort_util import finish, judge_setup, missing_data
+from ort_util import finish, judge_setup, missing_data, work_dir
 
 NEWEST = 26  # the newest default-domain opset onnxruntime-node 1.30 loads
 
@@ -42,7 +41,7 @@ EXPECTED_REFUSALS = {
 onnxtool, source_dir, cache_dir, ort_run, env = judge_setup(sys.argv)
 backend = sys.argv[4] if len(sys.argv) > 4 else "/usr/share/libonnx-testdata/data"
 
-work = tempfile.mkdtemp(prefix="onnxtool_convert_ort.")
+work = work_dir("onnxtool_convert_ort.")
 failures = []
 
 

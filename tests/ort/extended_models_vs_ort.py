@@ -26,19 +26,18 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import onnx
 
-from ort_util import finish, judge_outputs, judge_setup, ort_batch, safe_name, skip_all
+from ort_util import finish, judge_outputs, judge_setup, ort_batch, safe_name, skip_all, work_dir
 
 onnxtool, source_dir, cache_dir, ort_run, env = judge_setup(sys.argv)
 models = sorted(glob.glob(os.path.join(cache_dir, "models", "*.onnx")) +
                 glob.glob(os.path.join(cache_dir, "models", "bench", "*.onnx")))
 if not models:
     skip_all(f"no real models in {cache_dir}/models")
-work = tempfile.mkdtemp(prefix="onnxtool_extended.")
+work = work_dir("onnxtool_extended.")
 # Ops of other changes: a model whose run fails naming one of them is skipped, not failed.
 
 

@@ -12,17 +12,16 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
-from ort_util import finish, skip_all
+from ort_util import finish, skip_all, work_dir
 
 onnxtool, make_cases, source_dir, cache_dir = sys.argv[1:5]
 env = dict(os.environ, ONNXTOOL_ORT_DIR=os.path.join(cache_dir, "ort"))
 ort_run = os.path.join(source_dir, "tests", "ort", "ort_run.js")
 if not os.path.isdir(os.path.join(cache_dir, "ort", "node_modules", "onnxruntime-node")):
     skip_all("onnxruntime-node is not installed")
-work = tempfile.mkdtemp(prefix="onnxtool_opsets.")
+work = work_dir("onnxtool_opsets.")
 subprocess.run([make_cases, work], check=True)
 cases = open(os.path.join(work, "cases.txt")).read().split()
 passed, failed, skipped = [], [], []

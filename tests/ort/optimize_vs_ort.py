@@ -19,20 +19,19 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ort_util import finish, judge_setup, missing_data, verify_args
+from ort_util import finish, judge_setup, missing_data, verify_args, work_dir
 
 RTOL, ATOL = 1e-4, 1e-5
 
 onnxtool, source_dir, cache_dir, ort_run, env = judge_setup(sys.argv)
 backend = sys.argv[4] if len(sys.argv) > 4 else "/usr/share/libonnx-testdata/data"
 
-work = tempfile.mkdtemp(prefix="onnxtool_opt_ort.")
+work = work_dir("onnxtool_opt_ort.")
 
 
 def run(cmd):

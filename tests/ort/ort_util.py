@@ -1,8 +1,11 @@
 """Shared helpers of the Python tests that judge onnxtool's outputs by onnxruntime-node."""
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import numpy as np
 
@@ -17,6 +20,38 @@ def judge_setup(argv):
     if not os.path.isdir(os.path.join(cache_dir, "ort", "node_modules", "onnxruntime-node")):
         skip_all("onnxruntime-node is not installed")
     return onnxtool, source_dir, cache_dir, ort_run, env
+
+
+def work_dir(prefix):
+    """A fresh temporary folder for one judge run, removed when the run ends (whatever its result:
+    a failure's message names the case and the models are written again by a re-run)."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    atexit.register(shutil.rmtree, path, True)
+    return path
+
+
+class SanitizerSample:
+    """Which single-op cases run under the sanitizers (ONNXTOOL_SANITIZED, tests/cli/lib.sh): the
+    first case of each op and every `stride`-th after it, so that every kernel still runs under
+    them while the Release stage judges the whole grid. keep(op) answers for the next case of op."""
+
+    def __init__(self, stride=3):
+        self.stride = stride if os.environ.get("ONNXTOOL_SANITIZED") == "1" else 1
+        self.seen = {}
+        self.left_out = 0
+
+    def keep(self, op):
+        n = self.seen.get(op, 0)
+        self.seen[op] = n + 1
+        if n % self.stride == 0:
+            return True
+        self.left_out += 1
+        return False
+
+    def note(self):
+        """A line for the summary when cases were left out, else ''."""
+        return (f" ({self.left_out} more left out under the sanitizers: one case in {self.stride} of each op)"
+                if self.left_out else "")
 
 
 def ort_batch(ort_run, env, work, jobs, level="all", threads=1):

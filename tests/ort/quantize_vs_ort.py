@@ -20,11 +20,11 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
-from ort_util import concatenated_outputs as outputs_of, cosine, finish, judge_setup, missing_data, ort_batch, safe_name, sample_folders, skip_all
+from ort_util import (concatenated_outputs as outputs_of, cosine, finish, judge_setup,
+                       missing_data, ort_batch, safe_name, sample_folders, skip_all, work_dir)
 
 onnxtool, source_dir, cache_dir, ort_run, env = judge_setup(sys.argv)
 r = subprocess.run(["/usr/bin/python3", os.path.join(source_dir, "tests", "make_quant_data.py"), cache_dir],
@@ -33,7 +33,7 @@ if r.returncode != 0:
     skip_all("tests/make_quant_data.py could not make the samples (python3-skimage, espeak-ng): " +
           (r.stderr.strip().splitlines() or ["?"])[-1])
 data = r.stdout.strip().splitlines()[-1]
-work = tempfile.mkdtemp(prefix="onnxtool_quant_ort.")
+work = work_dir("onnxtool_quant_ort.")
 
 # (model, mode, extra flags, cosine target). The targets are issue 6's 0.99; PaddleOCR det with
 # every layer quantized is held below what it reaches today (README: 0.899); with --auto-exclude

@@ -18,11 +18,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
 import numpy as np
 
-from ort_util import finish, judge_setup, ort_batch
+from ort_util import finish, judge_setup, ort_batch, work_dir
 
 onnxtool, source_dir, cache_dir, ort_run, env = judge_setup(sys.argv)
 cases_dir = os.path.join(source_dir, "testdata", "runtime_departures")
@@ -65,7 +64,7 @@ CASES = [("ort_fp16_peak_picking", peak_picking, "peak_picking"),
          ("ort_fp16_cast_rounding", cast_rounding, "peak_picking (its cause)")]
 
 failures = 0
-work = tempfile.mkdtemp(prefix="onnxtool_runtime_departures.")
+work = work_dir("onnxtool_runtime_departures.")
 r = subprocess.run(["/usr/bin/python3", os.path.join(cases_dir, "make_cases.py"), "--check", cases_dir], capture_output=True, text=True)
 if r.returncode != 0:
     print("FAIL " + (r.stderr.strip() or "make_cases.py --check failed"))
