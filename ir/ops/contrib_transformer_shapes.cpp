@@ -79,6 +79,9 @@ void infer_gather_nd(InferenceContext& ctx) {
   if (standard && standard->infer) standard->infer(ctx);
 }
 
+// A size taken from an attribute: unknown unless positive (the kernel refuses the others).
+Dim positive_dim(int64_t v) { return v > 0 ? Dim::of(v) : Dim(); }
+
 // Attention(input [B, S, Din], weights [Din, Dq + Dk + Dv], ...): output [B, S, Dv] of input's
 // type (Dv from qkv_hidden_sizes, else a third of weights' columns); present [2, B, N, P + S, H]
 // with the total length known when past's is.
@@ -89,8 +92,8 @@ void infer_bert_attention(InferenceContext& ctx) {
   const auto sizes = ctx.attr_ints("qkv_hidden_sizes");
   Dim v_hidden, hidden;
   if (sizes && sizes->size() == 3) {
-    v_hidden = Dim::of((*sizes)[2]);
-    hidden = Dim::of((*sizes)[0]);
+    v_hidden = positive_dim((*sizes)[2]);
+    hidden = positive_dim((*sizes)[0]);
   } else {
     v_hidden = hidden = shape::exact_quotient(shape::dim_at(w, 1), 3);
   }
@@ -100,10 +103,12 @@ void infer_bert_attention(InferenceContext& ctx) {
   if (!wants_output(ctx, 1)) return;
   Dim total;
   const Shape* past = ctx.input_shape(4);
-  if (past && past->rank() == 5 && in && in->rank() == 3) total = shape::sum_dims(ctx, past->dims[3], in->dims[1]);
-  else if (!ctx.has_input(4) && in && in->rank() == 3) total = in->dims[1];
+  if (past && past->rank() == 5 && in && in->rank() == 3)
+    total = shape::sum_dims(ctx, past->dims[3], in->dims[1]);
+  else if (!ctx.has_input(4) && in && in->rank() == 3)
+    total = in->dims[1];
   propagate_type(ctx, 0, 1,
-                 shape::shape_of_dims({Dim::of(2), shape::dim_at(in, 0), Dim::of(heads), total,
+                 shape::shape_of_dims({Dim::of(2), shape::dim_at(in, 0), positive_dim(heads), total,
                                        heads > 0 ? shape::exact_quotient(hidden, heads) : Dim()}));
 }
 
@@ -127,9 +132,12 @@ void infer_multi_head_attention(InferenceContext& ctx) {
   if (ctx.has_input(6)) total = past && past->rank() == 4 ? shape::sum_dims(ctx, past->dims[2], kv_len) : Dim();
   const auto per_head = [&](const Dim& d) { return heads > 0 ? shape::exact_quotient(d, heads) : Dim(); };
   const Dim batch = shape::dim_at(q, 0);
-  if (wants_output(ctx, 1)) propagate_type(ctx, 0, 1, shape::shape_of_dims({batch, Dim::of(heads), total, per_head(hidden)}));
-  if (wants_output(ctx, 2)) propagate_type(ctx, 0, 2, shape::shape_of_dims({batch, Dim::of(heads), total, per_head(v_hidden)}));
-  if (wants_output(ctx, 3)) propagate_type(ctx, 0, 3, shape::shape_of_dims({batch, Dim::of(heads), shape::dim_at(q, 1), total}));
+  if (wants_output(ctx, 1))
+    propagate_type(ctx, 0, 1, shape::shape_of_dims({batch, positive_dim(heads), total, per_head(hidden)}));
+  if (wants_output(ctx, 2))
+    propagate_type(ctx, 0, 2, shape::shape_of_dims({batch, positive_dim(heads), total, per_head(v_hidden)}));
+  if (wants_output(ctx, 3))
+    propagate_type(ctx, 0, 3, shape::shape_of_dims({batch, positive_dim(heads), shape::dim_at(q, 1), total}));
 }
 
 // DecoderMaskedMultiHeadAttention(query [B, 1, D], ..., past_key [B, N, M, H], ...): output of
@@ -149,12 +157,12 @@ void infer_group_query_attention(InferenceContext& ctx) {
   const int64_t heads = ctx.attr_int("num_heads", 0), kv_heads = ctx.attr_int("kv_num_heads", 0);
   const bool packed = !ctx.has_input(1);
   const Dim d = shape::dim_at(q, 2);
-  Dim head_size = packed ? shape::exact_quotient(d, heads + 2 * kv_heads) : heads > 0 ? shape::exact_quotient(d, heads) : Dim();
+  Dim head_size = heads <= 0 || kv_heads <= 0 ? Dim() : shape::exact_quotient(d, packed ? heads + 2 * kv_heads : heads);
   Dim hidden = packed ? (head_size.kind == Dim::Kind::kValue ? Dim::of(head_size.value * heads) : Dim()) : d;
   std::optional<Shape> out;
   if (q && q->rank() == 3) out = shape::shape_of_dims({q->dims[0], q->dims[1], hidden});
   propagate_type(ctx, 0, 0, out);
-  const Shape present = shape::shape_of_dims({shape::dim_at(q, 0), Dim::of(kv_heads), Dim(), head_size});
+  const Shape present = shape::shape_of_dims({shape::dim_at(q, 0), positive_dim(kv_heads), Dim(), head_size});
   for (size_t i : {size_t{1}, size_t{2}})
     if (wants_output(ctx, i)) propagate_type(ctx, 0, i, present);
 }
