@@ -381,7 +381,7 @@ bert_case("f16_past_causal", 2, 2, 2, 8, past=3, causal=1, dtype=np.float16)
 # rotary (interleaved or not, partial), softcap, local windows, smooth softmax, head sinks,
 # attention_bias, scale, float16.
 def gqa_case(tag, batch, q_len, heads, kv_heads, head, past_lens=None, cap=None, packed=False, rotary=None, attrs=None,
-             dtype=np.float32, ab=None, sink=False):
+             dtype=np.float32, ab=None, sink=False, pos=None):
     past_lens = past_lens if past_lens is not None else [0] * batch
     lens = [p + q_len for p in past_lens]
     total = max(lens)
@@ -406,9 +406,9 @@ def gqa_case(tag, batch, q_len, heads, kv_heads, head, past_lens=None, cap=None,
         a.update({"do_rotary": 1, "rotary_interleaved": interleaved})
         cos, sin = rope_caches(max(total, cap) + 2, half, dtype)
         ins += [("cos_cache", cos), ("sin_cache", sin)]
-    if ab or sink:
+    if ab or sink or pos is not None:
         ins += [("cos_cache", None), ("sin_cache", None)] if not rotary else []
-        ins += [("position_ids", None),
+        ins += [("position_ids", pos),
                 ("attention_bias", floats(batch if ab[0] else 1, heads if ab[1] else 1, q_len, total, dtype=dtype) if ab else None),
                 ("head_sink", floats(heads, dtype=dtype) if sink else None)]
     case(f"GroupQueryAttention_{tag}", "GroupQueryAttention", ins, a, outputs=("y0", "y1", "y2"))
@@ -449,6 +449,10 @@ gqa_case("scale", 1, 4, 2, 2, 16, attrs={"scale": 0.2})
 for ab in ((1, 1), (0, 1), (1, 0)):
     gqa_case(f"attention_bias_b{ab[0]}_n{ab[1]}", 2, 4, 4, 2, 16, ab=ab)
 gqa_case("attention_bias_decode", 2, 1, 4, 2, 16, past_lens=[3, 3], ab=(1, 1))
+# Given position_ids: onnxruntime reads the first one (plus s) on a prompt, each one otherwise.
+gqa_case("position_ids_prompt", 2, 4, 4, 2, 16, rotary=(0, 8), pos=np.array([[1, 2, 3, 4], [0, 1, 2, 3]], np.int64))
+gqa_case("position_ids_decode", 2, 1, 4, 2, 16, past_lens=[3, 5], rotary=(1, 8), pos=np.array([[2], [7]], np.int64))
+gqa_case("position_ids_subsequent", 1, 3, 4, 2, 32, past_lens=[4], rotary=(0, 16), pos=np.array([[1, 5, 2]], np.int64))
 gqa_case("everything", 1, 3, 4, 1, 32, past_lens=[4], cap=9, rotary=(1, 16),
          attrs={"softcap": 10.0, "local_window_size": 3, "smooth_softmax": 1})
 for tag, kw in (("prompt", {}), ("decode", {"past_lens": [3, 6]}), ("rotary", {"rotary": (0, 8)}),
