@@ -288,12 +288,10 @@ void multi_head_attention(KernelContext& ctx) {
   if (query.rank() != 3) ctx.fail("query " + query.describe() + " must be [batch, sequence, hidden]");
   const Tensor* key = optional_input(ctx, 1);
   const Tensor* value = optional_input(ctx, 2);
-  if (!key || !value)
-    ctx.fail(
-        "key and value must both be given: packed QKV and packed KV are not supported (nor by onnxruntime's CPU "
-        "kernel)");
-  if (key->rank() == 5)
+  if (key && key->rank() == 5)
     ctx.fail("key " + key->describe() + ": packed KV is not supported (nor by onnxruntime's CPU kernel)");
+  if (!key || !value)
+    ctx.fail("key and value must both be given: packed QKV is not supported (nor by onnxruntime's CPU kernel)");
   for (size_t i : {size_t{8}, size_t{9}})
     if (ctx.has_input(i))
       ctx.fail(std::string(i == 8 ? "past_sequence_length" : "cache_indirection") +
