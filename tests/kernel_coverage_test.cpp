@@ -221,6 +221,9 @@ TEST_SUITE("kernel_coverage") {
         {"RotaryEmbedding", "contrib_transformer"}, {"EmbedLayerNormalization", "contrib_transformer"},
         {"Range", "contrib_transformer"}, {"ExpandDims", "contrib_transformer"}, {"Trilu", "contrib_transformer"},
         {"GatherND", "contrib_transformer"}, {"Inverse", "contrib_transformer"},
+        // The fused attention ops of runner/cpu/contrib_attention.cpp.
+        {"Attention", "contrib_transformer"}, {"MultiHeadAttention", "contrib_transformer"},
+        {"GroupQueryAttention", "contrib_transformer"}, {"DecoderMaskedMultiHeadAttention", "contrib_transformer"},
         // The quantized (QLinear*) ops of runner/cpu/contrib_quant.cpp.
         {"QLinearAdd", "contrib_quant"}, {"QLinearMul", "contrib_quant"}, {"QLinearSigmoid", "contrib_quant"},
         {"QLinearLeakyRelu", "contrib_quant"}, {"QLinearConcat", "contrib_quant"},
@@ -275,10 +278,6 @@ TEST_SUITE("kernel_coverage") {
     const std::string kGeneration = "a whole text-generation loop over decoder subgraphs (onnxruntime's generation tools): not implemented";
     const std::string kRare = "written by no onnxruntime optimizer or quantizer, and by no exporter we know of: not implemented";
     const std::map<std::string, std::string> reasons = {
-        {"Attention", kAttention},
-        {"MultiHeadAttention", kAttention},
-        {"GroupQueryAttention", kAttention},
-        {"DecoderMaskedMultiHeadAttention", kAttention},
         {"SparseAttention", kAttention},
         {"QAttention", "8-bit fused attention, written by onnxruntime's older BERT quantization: not implemented yet"},
         {"QEmbedLayerNormalization", "8-bit fused BERT embedding, written by onnxruntime's older BERT quantization: not implemented yet"},

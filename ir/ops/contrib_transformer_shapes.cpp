@@ -1,7 +1,9 @@
 // Shape functions of onnxruntime's com.microsoft transformer ops that the runner executes
 // (runner/cpu/contrib_transformer.cpp): the residual-add normalizations, BiasAdd, BiasSoftmax,
 // MatMulNBits, RotaryEmbedding and EmbedLayerNormalization, and the contrib forms of Range,
-// ExpandDims, Trilu, GatherND and Inverse.
+// ExpandDims, Trilu, GatherND and Inverse; and the fused attention ops (Attention,
+// MultiHeadAttention, DecoderMaskedMultiHeadAttention, GroupQueryAttention) that
+// runner/cpu/contrib_attention.cpp runs.
 #include "ir/ops/shape_util.h"
 
 namespace onnxtool::ir {
@@ -77,6 +79,94 @@ void infer_gather_nd(InferenceContext& ctx) {
   if (standard && standard->infer) standard->infer(ctx);
 }
 
+// A size taken from an attribute: unknown unless positive (the kernel refuses the others).
+Dim positive_dim(int64_t v) { return v > 0 ? Dim::of(v) : Dim(); }
+
+// Attention(input [B, S, Din], weights [Din, Dq + Dk + Dv], ...): output [B, S, Dv] of input's
+// type (Dv from qkv_hidden_sizes, else a third of weights' columns); present [2, B, N, P + S, H]
+// with the total length known when past's is.
+void infer_bert_attention(InferenceContext& ctx) {
+  const Shape* in = ctx.input_shape(0);
+  const Shape* w = ctx.input_shape(1);
+  const int64_t heads = ctx.attr_int("num_heads", 0);
+  const auto sizes = ctx.attr_ints("qkv_hidden_sizes");
+  Dim v_hidden, hidden;
+  if (sizes && sizes->size() == 3) {
+    v_hidden = positive_dim((*sizes)[2]);
+    hidden = positive_dim((*sizes)[0]);
+  } else {
+    v_hidden = hidden = shape::exact_quotient(shape::dim_at(w, 1), 3);
+  }
+  std::optional<Shape> out;
+  if (in && in->rank() == 3) out = shape::shape_of_dims({in->dims[0], in->dims[1], v_hidden});
+  propagate_type(ctx, 0, 0, out);
+  if (!wants_output(ctx, 1)) return;
+  Dim total;
+  const Shape* past = ctx.input_shape(4);
+  if (past && past->rank() == 5 && in && in->rank() == 3)
+    total = shape::sum_dims(ctx, past->dims[3], in->dims[1]);
+  else if (!ctx.has_input(4) && in && in->rank() == 3)
+    total = in->dims[1];
+  propagate_type(ctx, 0, 1,
+                 shape::shape_of_dims({Dim::of(2), shape::dim_at(in, 0), positive_dim(heads), total,
+                                       heads > 0 ? shape::exact_quotient(hidden, heads) : Dim()}));
+}
+
+// MultiHeadAttention(query [B, S, D], key, value, ...): output [B, S, Dv] (Dv value's last dim
+// when 3-D, else D); present_key / present_value [B, N, P + L, H or Hv]; qk [B, N, S, P + L].
+void infer_multi_head_attention(InferenceContext& ctx) {
+  const Shape* q = ctx.input_shape(0);
+  const Shape* k = ctx.input_shape(1);
+  const Shape* v = ctx.input_shape(2);
+  const Shape* past = ctx.input_shape(6);
+  const int64_t heads = ctx.attr_int("num_heads", 0);
+  const Dim hidden = shape::dim_at(q, 2);
+  const Dim v_hidden = v && v->rank() == 3 ? v->dims[2] : hidden;
+  std::optional<Shape> out;
+  if (q && q->rank() == 3) out = shape::shape_of_dims({q->dims[0], q->dims[1], v_hidden});
+  propagate_type(ctx, 0, 0, out);
+  Dim kv_len;
+  if (k && k->rank() == 3) kv_len = k->dims[1];
+  if (k && k->rank() == 4) kv_len = k->dims[2];
+  Dim total = kv_len;
+  if (ctx.has_input(6)) total = past && past->rank() == 4 ? shape::sum_dims(ctx, past->dims[2], kv_len) : Dim();
+  const auto per_head = [&](const Dim& d) { return heads > 0 ? shape::exact_quotient(d, heads) : Dim(); };
+  const Dim batch = shape::dim_at(q, 0);
+  if (wants_output(ctx, 1))
+    propagate_type(ctx, 0, 1, shape::shape_of_dims({batch, positive_dim(heads), total, per_head(hidden)}));
+  if (wants_output(ctx, 2))
+    propagate_type(ctx, 0, 2, shape::shape_of_dims({batch, positive_dim(heads), total, per_head(v_hidden)}));
+  if (wants_output(ctx, 3))
+    propagate_type(ctx, 0, 3, shape::shape_of_dims({batch, positive_dim(heads), shape::dim_at(q, 1), total}));
+}
+
+// DecoderMaskedMultiHeadAttention(query [B, 1, D], ..., past_key [B, N, M, H], ...): output of
+// query's type and shape; present_key / present_value the caches' shapes.
+void infer_decoder_masked_mha(InferenceContext& ctx) {
+  propagate_type_and_shape(ctx, 0, 0);
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    const Shape* cache = ctx.input_shape(4 + i);  // past_key, past_value
+    if (wants_output(ctx, i)) propagate_type(ctx, 0, i, cache ? std::optional<Shape>(*cache) : std::nullopt);
+  }
+}
+
+// GroupQueryAttention(query [B, S, D], ...): output [B, S, N * H] (D itself unless QKV is packed
+// into query, H = D / (N + 2 Nkv)); present_key / present_value [B, Nkv, max(total, past), H].
+void infer_group_query_attention(InferenceContext& ctx) {
+  const Shape* q = ctx.input_shape(0);
+  const int64_t heads = ctx.attr_int("num_heads", 0), kv_heads = ctx.attr_int("kv_num_heads", 0);
+  const bool packed = !ctx.has_input(1);
+  const Dim d = shape::dim_at(q, 2);
+  Dim head_size = heads <= 0 || kv_heads <= 0 ? Dim() : shape::exact_quotient(d, packed ? heads + 2 * kv_heads : heads);
+  Dim hidden = packed ? (head_size.kind == Dim::Kind::kValue ? Dim::of(head_size.value * heads) : Dim()) : d;
+  std::optional<Shape> out;
+  if (q && q->rank() == 3) out = shape::shape_of_dims({q->dims[0], q->dims[1], hidden});
+  propagate_type(ctx, 0, 0, out);
+  const Shape present = shape::shape_of_dims({shape::dim_at(q, 0), positive_dim(kv_heads), Dim(), head_size});
+  for (size_t i : {size_t{1}, size_t{2}})
+    if (wants_output(ctx, i)) propagate_type(ctx, 0, i, present);
+}
+
 }  // namespace
 
 void register_contrib_transformer_shapes(SchemaRegistry& r) {
@@ -93,6 +183,10 @@ void register_contrib_transformer_shapes(SchemaRegistry& r) {
   add("Trilu", infer_same_as_x);
   add("GatherND", infer_gather_nd);
   add("Inverse", infer_same_as_x);
+  add("Attention", infer_bert_attention);
+  add("MultiHeadAttention", infer_multi_head_attention);
+  add("GroupQueryAttention", infer_group_query_attention);
+  add("DecoderMaskedMultiHeadAttention", infer_decoder_masked_mha);
 }
 
 }  // namespace onnxtool::ir

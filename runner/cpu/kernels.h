@@ -32,6 +32,7 @@ void register_string_kernels(KernelRegistry& registry);
 void register_nchwc_kernels(KernelRegistry& registry);
 void register_contrib_kernels(KernelRegistry& registry);
 void register_contrib_transformer_kernels(KernelRegistry& registry);
+void register_contrib_attention_kernels(KernelRegistry& registry);
 void register_contrib_quant_kernels(KernelRegistry& registry);
 
 // Standard kernels that the com.microsoft ops of runner/cpu/contrib.cpp build on. Each reads the

@@ -34,6 +34,7 @@ constexpr KernelFile<KernelRegistry> kKernelFiles[] = {
     {"contrib", "runner/cpu/contrib.cpp", cpu::register_contrib_kernels},
     {"nchwc", "runner/cpu/nchwc.cpp", cpu::register_nchwc_kernels},
     {"contrib_transformer", "runner/cpu/contrib_transformer.cpp", cpu::register_contrib_transformer_kernels},
+    {"contrib_transformer", "runner/cpu/contrib_attention.cpp", cpu::register_contrib_attention_kernels},
     {"contrib_quant", "runner/cpu/contrib_quant.cpp", cpu::register_contrib_quant_kernels},
 };
 
