@@ -104,6 +104,15 @@ TEST_SUITE("cost") {
     check(cost_of(c, "y"), macs, 2 * macs + rows * 5 * (5 * runner::kTranscendentalFlops + 4) + rows * 2 * 20);
   }
 
+  TEST_CASE("GRU, forward, without biases: three gates, batch first") {
+    const Costed c([](ModelBuilder& b) {
+      ir::Value* x = b.input("x", ir::DataType::kFloat, {1, 4, 3});  // batch 1, 4 steps, 3 features
+      return b.op("GRU", {x, b.weight("w", {1, 9, 3}), b.weight("r", {1, 9, 3})}, "y", {attr_int("hidden_size", 3), attr_int("layout", 1)});
+    });
+    const uint64_t macs = 4 * 9 * (3 + 3);
+    check(cost_of(c, "y"), macs, 2 * macs + 4 * 3 * (3 * runner::kTranscendentalFlops + 5));
+  }
+
   TEST_CASE("Attention (opset 23): the scores and the weighted values per head, the softmax over the scores") {
     const Costed c([](ModelBuilder& b) {
       // 2 heads, 3 queries of 4, 5 keys, values of 6: 30 scores.

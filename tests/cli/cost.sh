@@ -3,9 +3,9 @@
 # layout by tests/make_cost_models.py (random weights, in the scratch folder): ResNet-50 4.09 G
 # MACs and 25.557 M parameters, MobileNetV2 300 M MACs, each within 1%; the parameter counts
 # exactly as the generator writes them (BatchNormalization's running mean and variance
-# included). Then the text report, an unknown cost for a symbolic dim, and bad input: --cost on a
-# model whose shapes contradict each other, --input-shape without --cost, an input that does not
-# exist (one line, exit 2).
+# included). Then the text report, an unknown cost for a symbolic dim, If branches counted once,
+# and bad input: --cost on a model whose shapes contradict each other, --input-shape without
+# --cost, an input that does not exist, dims the model contradicts (one line, exit 2).
 #
 # Needs Debian's python3 with python3-onnx and python3-numpy (missing: skipped).
 # Environment: ONNXTOOL, ONNXTOOL_SOURCE_DIR.
@@ -44,6 +44,11 @@ done
 # A symbolic batch: the nodes that need it are listed as unknown, never zero; --input-shape fixes it.
 expect_tool "symbolic dim: unknown, said" 0 "conv1 (Conv): 'conv1_out' has the shape [N,8,32,32], not static" -- inspect "$M" --cost
 expect_tool "symbolic dim: --input-shape" 0 '"unknown_nodes": 0' -- inspect "$M" --cost --json --input-shape image=2,3,32,32
+
+# Subgraphs: each If branch listed under its path and counted once.
+expect_tool "subgraphs" 0 '"subgraph_nodes": 2' -- inspect "$SOURCE_DIR/testdata/tiny_if.onnx" --cost --json
+cp "$WORK/stdout" "$WORK/if.json"
+json_is "subgraph nodes listed" "$WORK/if.json" "sorted(n['graph'] for n in c['nodes'] if n['graph'] != 'main') == ['main/select:else_branch', 'main/select:then_branch'] and c['flops'] == 6"
 
 # Bad input.
 "$PYTHON" - "$WORK/contradiction.onnx" <<'EOF'
