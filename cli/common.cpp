@@ -99,6 +99,10 @@ int run_action(const std::string& command, const Action& action) {
   }
 }
 
+std::string node_label(const ir::Node& n) {
+  return n.name.empty() ? n.op_type + "#" + std::to_string(n.graph()->node_index(&n)) : n.name;
+}
+
 std::string describe(const ir::Diagnostic& d) {
   return d.rule + " " + (d.node.empty() ? d.tensor : d.node) + ": " + d.message;
 }
@@ -145,21 +149,29 @@ std::vector<std::string> sample_dirs(const std::string& flag, const std::string&
   return dirs;
 }
 
-std::string human_bytes(uint64_t bytes) {
-  const char* units[] = {"B", "KB", "MB", "GB", "TB"};
-  double v = static_cast<double>(bytes);
+namespace {
+
+/// `n` in thousands' units (units[0] for n < 1000, given exactly): 3 significant digits, as people
+/// read sizes: "176 MB", "44.1 MB", "1.23 GB" (rounding may reach 1000: "1000 KB" is kept rather
+/// than rounded up a unit).
+std::string in_units(uint64_t n, const char* const (&units)[5]) {
+  double v = static_cast<double>(n);
   int u = 0;
   while (v >= 1000 && u < 4) {
     v /= 1000;
     ++u;
   }
   char buf[32];
-  // 3 significant digits, as people read sizes: "176 MB", "44.1 MB", "1.23 GB" (rounding may
-  // reach 1000: "1000 KB" is kept rather than rounded up a unit).
-  if (u == 0) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(bytes));
-  else std::snprintf(buf, sizeof buf, "%.*f %s", v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2, v, units[u]);
+  if (u == 0) std::snprintf(buf, sizeof buf, "%llu%s", static_cast<unsigned long long>(n), units[0]);
+  else std::snprintf(buf, sizeof buf, "%.*f%s", v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2, v, units[u]);
   return buf;
 }
+
+}  // namespace
+
+std::string human_bytes(uint64_t bytes) { return in_units(bytes, {" B", " KB", " MB", " GB", " TB"}); }
+
+std::string human_count(uint64_t n) { return in_units(n, {"", " K", " M", " G", " T"}); }
 
 std::pair<std::string, std::string> parse_assignment(const std::string& s, const char* flag) {
   const auto eq = s.find('=');

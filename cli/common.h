@@ -81,6 +81,9 @@ struct FeedFlags {
 /// when `random`.
 runner::FeedOptions feed_options(const FeedFlags& flags, const std::string& dir, bool random);
 
+/// A node as listings name it: its name, or "Op#index" (its place in its graph) when unnamed.
+std::string node_label(const ir::Node& n);
+
 /// "rule node: message" (the tensor when no node): a diagnostic in one line, for refusals.
 std::string describe(const ir::Diagnostic& d);
 
@@ -100,6 +103,8 @@ nlohmann::json json_number(double v);
 
 /// "12.3 MB" style.
 std::string human_bytes(uint64_t bytes);
+/// A count the same way: "4.09 G", "25.6 M", "512".
+std::string human_count(uint64_t n);
 
 // Registration of each subcommand: adds it to `app` and sets `action` when it is selected.
 void register_inspect(CLI::App& app, Action& action);

@@ -10,14 +10,6 @@
 
 namespace onnxtool::cli {
 
-namespace {
-
-std::string node_label(const ir::Graph& g, const ir::Node& n) {
-  return n.name.empty() ? n.op_type + "#" + std::to_string(g.node_index(&n)) : n.name;
-}
-
-}  // namespace
-
 ValueDump::ValueDump(const std::string& dir, const ir::LoadedModel& loaded, DumpLimits limits)
     : dir_(dir), input_(&loaded.info), stems_({"index.json"}), limits_(limits) {
   namespace fs = std::filesystem;
@@ -27,7 +19,7 @@ ValueDump::ValueDump(const std::string& dir, const ir::LoadedModel& loaded, Dump
   for (const auto& n : g.nodes()) {
     for (const ir::Value* v : n->outputs()) {
       if (!v || v->producer() != n.get() || entries_.count(v)) continue;
-      Entry e{stems_.claim(v->name()), node_label(g, *n), n->op_type};
+      Entry e{stems_.claim(v->name()), node_label(*n), n->op_type};
       for (const char* ext : {".npy", ".pb"})
         ir::check_not_input(*input_, (fs::path(dir) / (e.stem + ext)).string(), "--dump-dir " + dir);
       entries_[v] = e;
@@ -41,7 +33,7 @@ ValueDump::ValueDump(const std::string& dir, const ir::LoadedModel& loaded, Dump
         for (const auto& m : sub->nodes())
           for (const ir::Value* v : m->outputs()) {
             if (!v || v->producer() != m.get() || entries_.count(v)) continue;
-            entries_[v] = Entry{"", node_label(*sub, *m), m->op_type, where};
+            entries_[v] = Entry{"", node_label(*m), m->op_type, where};
             subgraph_order_.push_back(v);
           }
         self(*sub, self);

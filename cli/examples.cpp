@@ -16,7 +16,8 @@ namespace {
 const std::vector<std::pair<std::string, std::vector<std::string>>>& examples() {
   static const std::vector<std::pair<std::string, std::vector<std::string>>> table = {
       {"inspect",
-       {"onnxtool inspect model.onnx", "onnxtool inspect model.onnx --nodes --json", "onnxtool inspect model.onnx --initializers"}},
+       {"onnxtool inspect model.onnx", "onnxtool inspect model.onnx --nodes --json", "onnxtool inspect model.onnx --initializers",
+        "onnxtool inspect model.onnx --cost --input-shape image=1,3,32,32"}},
       {"run",
        {"onnxtool run model.onnx --random --json",
         "onnxtool run model.onnx --random --input-shape image=4,3,32,32 --output-dir golden",

@@ -1,11 +1,13 @@
-// `onnxtool inspect MODEL [--json] [--nodes] [--initializers]`: what a model is, at a glance, and
-// on request every node (with inferred output types) and every initializer.
+// `onnxtool inspect MODEL [--json] [--nodes] [--initializers] [--cost [--input-shape ...] [--top N]]`:
+// what a model is, at a glance, and on request every node (with inferred output types), every
+// initializer and what it costs to run.
 #include <iostream>
 #include <unordered_set>
 
 #include "cli/common.h"
 #include "cli/inspect.h"
 #include "ir/model_io.h"
+#include "runner/cost.h"
 
 namespace onnxtool::cli {
 namespace {
@@ -15,6 +17,9 @@ struct InspectOptions {
   bool json = false;
   bool nodes = false;
   bool initializers = false;
+  bool cost = false;
+  std::vector<std::string> input_shapes;
+  size_t top = 10;
 };
 
 std::vector<PlacedGraph> placed_graphs(ir::Graph& main) {
@@ -27,7 +32,7 @@ std::vector<PlacedGraph> placed_graphs(ir::Graph& main) {
     const auto& nodes = p.graph->nodes();
     for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {
       const ir::Node& n = **it;
-      const std::string label = n.name.empty() ? n.op_type + "#" + std::to_string(p.graph->node_index(&n)) : n.name;
+      const std::string label = node_label(n);
       for (auto a = n.attributes.rbegin(); a != n.attributes.rend(); ++a) {
         if (a->g) stack.push_back({a->g.get(), p.path + "/" + label + ":" + a->name});
         for (size_t k = a->graphs.size(); k-- > 0;)
@@ -69,6 +74,7 @@ std::pair<std::map<std::string, size_t>, std::map<std::string, size_t>> split_op
 
 
 int run_inspect(const InspectOptions& o) {
+  if (!o.input_shapes.empty() && !o.cost) throw_usage_error("--input-shape sizes the inputs --cost assumes; pass --cost");
   auto loaded = ir::load_model(o.model);
   const ir::ModelSummary s = ir::summarize(loaded);
   if (!loaded.model.graph) {
@@ -81,7 +87,12 @@ int run_inspect(const InspectOptions& o) {
   const std::string unsorted = first_unsorted(graphs, &unsorted_graph);
   const std::string fix = "onnxtool optimize " + o.model + " -o OUT --passes sort_topologically";
   const auto [main_ops, sub_ops] = split_op_counts(graphs);
-  nlohmann::json nodes, initializers;
+  nlohmann::json nodes, initializers, cost;
+  if (o.cost) {
+    runner::CostOptions options;
+    options.input_shapes = parse_shapes("--input-shape", o.input_shapes);
+    cost = cost_json(runner::model_cost(loaded.model, options), graphs, options.input_shapes);
+  }
   if (o.nodes) {
     ir::DiagnosticSink ignored;  // contradictions are `onnxtool check`'s to report
     nodes = nodes_json(graphs, ir::infer_types(loaded.model, ignored));
@@ -96,6 +107,7 @@ int run_inspect(const InspectOptions& o) {
                                      : nlohmann::json{{"graph", unsorted_graph}, {"first", unsorted}, {"fix", fix}};
     if (o.nodes) j["nodes"] = nodes;
     if (o.initializers) j["initializers"] = initializers;
+    if (o.cost) j["cost"] = cost;
     print_json(j);
     return kExitOk;
   }
@@ -108,6 +120,7 @@ int run_inspect(const InspectOptions& o) {
     std::cout << "order:        not topologically sorted (" << unsorted_graph << ": " << unsorted << "); fix: " << fix << "\n";
   if (o.nodes) print_nodes(nodes);
   if (o.initializers) print_initializers(initializers);
+  if (o.cost) print_cost(cost, o.top);
   return kExitOk;
 }
 
@@ -120,6 +133,14 @@ void register_inspect(CLI::App& app, Action& action) {
   sub->add_flag("--json", opts->json, "print one JSON document");
   sub->add_flag("--nodes", opts->nodes, "list every node: op, inputs, outputs with inferred types, attributes");
   sub->add_flag("--initializers", opts->initializers, "list every initializer: type, shape, bytes, external or not");
+  sub->add_flag("--cost", opts->cost,
+                "what a run costs: MACs, FLOPs, parameters and activation bytes per node, totals by op type, the peak of "
+                "activation memory in the runner's plan (conventions: docs/commands/inspect.md)");
+  sub->add_option("--input-shape", opts->input_shapes,
+                  "NAME=D1,D2,... dims of an input for --cost (repeatable); nodes whose cost needs a dim left symbolic are "
+                  "listed as unknown");
+  sub->add_option("--top", opts->top, "with --cost: the N nodes of most MACs in the text table (0: every node; --json lists all)")
+      ->capture_default_str();
   sub->callback([&action, opts] { action = [opts] { return run_inspect(*opts); }; });
 }
 

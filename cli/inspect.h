@@ -10,6 +10,7 @@
 #include "ir/graph.h"
 #include "ir/shape_inference.h"
 #include "ir/summary.h"
+#include "runner/cost.h"
 
 namespace onnxtool::cli {
 
@@ -32,5 +33,11 @@ void print_nodes(const nlohmann::json& nodes);
 /// Every initializer of every graph, for --json; print_initializers prints that list.
 nlohmann::json initializers_json(const std::vector<PlacedGraph>& graphs);
 void print_initializers(const nlohmann::json& list);
+
+/// The cost of a run (runner::model_cost) for --json, under the input dims it assumed;
+/// print_cost prints it, its node table cut to the `top` nodes of most MACs (0: all).
+nlohmann::json cost_json(const runner::ModelCost& cost, const std::vector<PlacedGraph>& graphs,
+                         const std::map<std::string, std::vector<int64_t>>& input_shapes);
+void print_cost(const nlohmann::json& cost, size_t top);
 
 }  // namespace onnxtool::cli

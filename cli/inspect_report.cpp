@@ -1,5 +1,7 @@
-// inspect's report: the model's summary, and on request every node and every initializer, as
-// text or JSON.
+// inspect's report: the model's summary, and on request every node, every initializer and the
+// cost of a run, as text or JSON.
+#include <algorithm>
+#include <cstdio>
 #include <iostream>
 
 #include "cli/common.h"
@@ -276,6 +278,152 @@ void print_initializers(const nlohmann::json& list) {
     if (t["external"].get<bool>()) std::cout << ", external in " << t["location"].get<std::string>();
     if (t["graph"] != "main") std::cout << " (" << t["graph"].get<std::string>() << ")";
     std::cout << "\n";
+  }
+}
+
+}  // namespace onnxtool::cli
+
+namespace onnxtool::cli {
+namespace {
+
+nlohmann::json count_or_null(const std::optional<uint64_t>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+std::string text_of(const nlohmann::json& count) { return count.is_null() ? "?" : human_count(count.get<uint64_t>()); }
+
+std::string bytes_of(const nlohmann::json& bytes) { return bytes.is_null() ? "?" : human_bytes(bytes.get<uint64_t>()); }
+
+std::string percent(double share) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100 * share);
+  return buf;
+}
+
+}  // namespace
+
+nlohmann::json cost_json(const runner::ModelCost& cost, const std::vector<PlacedGraph>& graphs,
+                         const std::map<std::string, std::vector<int64_t>>& input_shapes) {
+  std::map<const ir::Graph*, std::string> paths;
+  for (const auto& p : graphs) paths[p.graph] = p.path;
+  nlohmann::json nodes = nlohmann::json::array();
+  for (const auto& c : cost.nodes) {
+    const ir::Node& n = *c.node;
+    nlohmann::json shapes = nlohmann::json::array();
+    for (const ir::Value* v : n.outputs())
+      shapes.push_back(v && v->type.is_tensor() && v->type.shape ? v->type.shape->to_string() : "?");
+    nodes.push_back({{"graph", paths[n.graph()]},
+                     {"index", n.graph()->node_index(&n)},
+                     {"name", node_label(n)},
+                     {"op_type", n.op_type},
+                     {"domain", n.domain},
+                     {"output_shapes", shapes},
+                     {"macs", count_or_null(c.macs)},
+                     {"flops", count_or_null(c.flops)},
+                     {"unknown", json_or_null(c.unknown)},
+                     {"parameters", c.params},
+                     {"parameter_bytes", c.param_bytes},
+                     {"input_bytes", count_or_null(c.input_bytes)},
+                     {"output_bytes", count_or_null(c.output_bytes)}});
+  }
+  nlohmann::json by_op = nlohmann::json::object();
+  for (const auto& [op, t] : cost.by_op)
+    by_op[op] = {{"nodes", t.nodes},
+                 {"unknown", t.unknown},
+                 {"macs", t.macs},
+                 {"flops", t.flops},
+                 {"macs_share", cost.macs ? static_cast<double>(t.macs) / static_cast<double>(cost.macs) : 0.0}};
+  return {{"input_shapes", input_shapes},
+          {"macs", cost.macs},
+          {"flops", cost.flops},
+          {"parameters", cost.params},
+          {"parameter_bytes", cost.param_bytes},
+          {"unknown_nodes", cost.unknown_nodes},
+          {"subgraph_nodes", cost.subgraph_nodes},
+          {"peak_activation_bytes", count_or_null(cost.peak_bytes)},
+          {"peak_node", cost.peak_node ? nlohmann::json(node_label(*cost.peak_node)) : nlohmann::json(nullptr)},
+          {"peak_unsized_values", cost.peak_unsized},
+          {"peak_unknown", json_or_null(cost.peak_unknown)},
+          {"by_op_type", by_op},
+          {"nodes", nodes}};
+}
+
+
+void print_cost(const nlohmann::json& cost, size_t top) {
+  std::string dims;
+  for (const auto& [name, d] : cost["input_shapes"].items()) {
+    std::string list;
+    for (int64_t x : d.get<std::vector<int64_t>>()) list += (list.empty() ? "" : ",") + std::to_string(x);
+    dims += (dims.empty() ? "" : " ") + name + "=" + list;
+  }
+  std::cout << "cost (input dims: " << (dims.empty() ? "as the model declares them" : dims) << "):\n";
+  const size_t unknown = cost["unknown_nodes"].get<size_t>();
+  const std::string over_known = unknown ? " over the nodes of known cost" : "";
+  std::cout << "  MACs:         " << human_count(cost["macs"].get<uint64_t>()) << over_known << "\n";
+  std::cout << "  FLOPs:        " << human_count(cost["flops"].get<uint64_t>())
+            << " (2 per MAC, and the other ops' per-element counts)\n";
+  std::cout << "  parameters:   " << human_count(cost["parameters"].get<uint64_t>()) << " ("
+            << human_bytes(cost["parameter_bytes"].get<uint64_t>()) << ", each weight once)\n";
+  std::cout << "  peak memory:  ";
+  if (cost["peak_activation_bytes"].is_null()) {
+    std::cout << "unknown (" << cost["peak_unknown"].get<std::string>() << ")\n";
+  } else {
+    const size_t unsized = cost["peak_unsized_values"].get<size_t>();
+    std::cout << (unsized ? "at least " : "") << human_bytes(cost["peak_activation_bytes"].get<uint64_t>())
+              << " of activations alive at once in the runner's plan";
+    if (!cost["peak_node"].is_null()) std::cout << ", at node " << cost["peak_node"].get<std::string>();
+    if (unsized) std::cout << " (" << unsized << " value(s) of unknown size left out)";
+    std::cout << "\n";
+  }
+  if (const size_t sub = cost["subgraph_nodes"].get<size_t>())
+    std::cout << "  subgraphs:    " << sub << " node(s) of If/Loop/Scan bodies, each counted once\n";
+  if (unknown) std::cout << "  unknown:      " << unknown << " node(s) of unknown cost, listed below\n";
+
+  std::cout << "by op type (" << cost["by_op_type"].size() << "):\n";
+  std::vector<std::pair<std::string, nlohmann::json>> ops;
+  for (const auto& [op, t] : cost["by_op_type"].items()) ops.emplace_back(op, t);
+  std::stable_sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) {
+    return a.second["flops"].template get<uint64_t>() > b.second["flops"].template get<uint64_t>();
+  });
+  std::printf("  %-24s %6s %10s %7s %10s\n", "op", "nodes", "MACs", "share", "FLOPs");
+  for (const auto& [op, t] : ops)
+    std::printf("  %-24s %6zu %10s %7s %10s%s\n", op.c_str(), t["nodes"].get<size_t>(),
+                human_count(t["macs"].get<uint64_t>()).c_str(), percent(t["macs_share"].get<double>()).c_str(),
+                human_count(t["flops"].get<uint64_t>()).c_str(),
+                t["unknown"].get<size_t>() ? (" (" + std::to_string(t["unknown"].get<size_t>()) + " unknown)").c_str() : "");
+
+  const nlohmann::json& nodes = cost["nodes"];
+  std::vector<size_t> order(nodes.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto macs = [&nodes](size_t i) { return nodes[i]["macs"].is_null() ? 0 : nodes[i]["macs"].get<uint64_t>(); };
+  if (top) {
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return macs(a) > macs(b); });
+    if (order.size() > top) order.resize(top);
+    std::cout << "top " << order.size() << " of " << nodes.size() << " nodes by MACs (--top 0 lists every node):\n";
+  } else {
+    std::cout << "nodes (" << nodes.size() << ", in the runner's order):\n";
+  }
+  std::printf("  %-32s %-18s %-20s %9s %9s %9s %19s\n", "node", "op", "output", "MACs", "FLOPs", "params", "in/out bytes");
+  for (size_t i : order) {
+    const auto& n = nodes[i];
+    std::string name = n["name"].get<std::string>();
+    if (n["graph"] != "main") name = n["graph"].get<std::string>() + "/" + name;
+    const std::string shape = n["output_shapes"].empty() ? "" : n["output_shapes"][0].get<std::string>();
+    std::printf("  %-32s %-18s %-20s %9s %9s %9s %19s\n", name.c_str(), n["op_type"].get<std::string>().c_str(), shape.c_str(),
+                text_of(n["macs"]).c_str(), text_of(n["flops"]).c_str(), human_count(n["parameters"].get<uint64_t>()).c_str(),
+                (bytes_of(n["input_bytes"]) + " / " + bytes_of(n["output_bytes"])).c_str());
+  }
+  if (unknown) {
+    std::cout << "unknown cost (" << unknown << "; --input-shape fixes the dims of inputs):\n";
+    size_t shown = 0;
+    for (const auto& n : nodes) {
+      if (n["unknown"].is_null()) continue;
+      if (top && shown == top) {
+        std::cout << "  ... " << unknown - shown << " more (--top 0 or --json lists them all)\n";
+        break;
+      }
+      std::cout << "  " << n["name"].get<std::string>() << " (" << n["op_type"].get<std::string>()
+                << "): " << n["unknown"].get<std::string>() << "\n";
+      ++shown;
+    }
   }
 }
 

@@ -21,6 +21,10 @@ struct Diagnostic {
   std::string message;
 };
 
+/// "node 'name': message (rule)", the node or tensor first (the op when the node is unnamed): a
+/// diagnostic in one line, for a refusal.
+std::string diagnostic_line(const Diagnostic& d);
+
 /// Collects diagnostics; never stops at the first one.
 class DiagnosticSink {
  public:

@@ -46,12 +46,6 @@ void rename_value(Model& model, Value* v, const std::string& to, const Parameter
   });
 }
 
-/// "name: message (rule)", the node or tensor first, for a refusal.
-std::string diagnostic_line(const Diagnostic& d) {
-  const std::string where = !d.node.empty() ? "node '" + d.node + "'" : !d.tensor.empty() ? "'" + d.tensor + "'" : d.op_type;
-  return (where.empty() ? "" : where + ": ") + d.message + " (" + d.rule + ")";
-}
-
 std::string diagnostic_key(const Diagnostic& d) {
   return d.rule + "\n" + d.graph + "\n" + d.node + "\n" + std::to_string(d.node_index) + "\n" + d.message;
 }
