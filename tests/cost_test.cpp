@@ -6,7 +6,7 @@
 #include "runner/cost.h"
 #include "tests/model_builder.h"
 
-namespace onnxtool::testing {
+namespace onnxtool::testing::cost_test {
 namespace {
 
 /// A model made by `build` (which returns its output) and its cost; the model lives as long as
@@ -196,4 +196,4 @@ TEST_SUITE("cost") {
   }
 }
 
-}  // namespace onnxtool::testing
+}  // namespace onnxtool::testing::cost_test
