@@ -147,7 +147,7 @@ int run_optimize(const OptimizeCliOptions& o) {
 
   auto loaded = ir::load_model(o.model);
   ir::check_output_paths(loaded.info, o.output, "", /*in_place=*/false);
-  const uint64_t bytes_before = loaded.info.file_size;
+  const uint64_t bytes_before = stored_bytes(loaded.info);
   const verify::VerifiedOptimizeReport r =
       verify::optimize_verified(loaded.model, options, [&o] { return ir::load_model(o.model).model; });
   refuse_failed(o.model, r);

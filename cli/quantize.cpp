@@ -174,10 +174,10 @@ int run_quantize(const QuantizeCliOptions& o) {
   if (!o.report.empty()) report_file = std::make_unique<ir::OutputFile>(o.report, "--report " + o.report);
   WrittenModel written = write_model(loaded.model, o.output);
   if (!unchanged.empty()) written.sorted_nodes += sorted_on_load;  // the file's order, sorted on loading
-  const nlohmann::json doc = quantize_json(o, report, unchanged, loaded.info.file_size, written);
+  const nlohmann::json doc = quantize_json(o, report, unchanged, stored_bytes(loaded.info), written);
   if (report_file) write_report(*report_file, o.report, report, doc);
   if (o.json) print_json(doc);
-  else print_quantized(o, report, unchanged, loaded.info.file_size, written);
+  else print_quantized(o, report, unchanged, stored_bytes(loaded.info), written);
   return kExitOk;
 }
 

@@ -2,6 +2,7 @@
 #include "cli/write_model.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/common.h"
@@ -73,6 +74,16 @@ void refuse_in_place_elsewhere(const std::string& model, const std::string& outp
 }
 
 uint64_t saved_bytes(const ir::SaveReport& saved) { return saved.model_bytes + saved.data_bytes; }
+
+uint64_t stored_bytes(const ir::LoadInfo& info) {
+  uint64_t total = info.file_size;
+  for (const std::string& location : info.external_files) {
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(std::filesystem::path(info.base_dir) / location, ec);
+    if (!ec) total += size;  // a missing file failed the load already
+  }
+  return total;
+}
 
 void print_sorted(const WrittenModel& written) {
   if (written.sorted_nodes)

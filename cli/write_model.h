@@ -48,6 +48,10 @@ void refuse_in_place_elsewhere(const std::string& model, const std::string& outp
 /// The bytes a save wrote: the model file and its external data.
 uint64_t saved_bytes(const ir::SaveReport& saved);
 
+/// The bytes a model is stored in as loaded: its file and the external data files it refers to
+/// (what saved_bytes counts for the result, so that "before -> after" compares like with like).
+uint64_t stored_bytes(const ir::LoadInfo& info);
+
 /// Prints the line write_model's sort earns in a command's text output, when it moved nodes:
 /// "sorted: 79 nodes moved into topological order (the input was stored out of order)".
 void print_sorted(const WrittenModel& written);

@@ -240,12 +240,18 @@ std::string random_inputs_description(const FeedOptions& options) {
   std::ostringstream s;
   s << "random (seed " << options.seed << "; ";
   const auto all = options.ranges.find("");
+  // A float is drawn below HI, an integer up to it; LO = HI gives that one value.
+  const auto range = [](const ValueRange& r) {
+    if (r.lo == r.hi) return " = " + number_text(r.lo);
+    const std::string lo = number_text(r.lo), hi = number_text(r.hi);
+    return " in [" + lo + ", " + hi + ") ([" + lo + ", " + hi + "] if integers)";
+  };
   if (all != options.ranges.end())
-    s << "values uniform in [" << number_text(all->second.lo) << ", " << number_text(all->second.hi) << ")";
+    s << "values" << (all->second.lo == all->second.hi ? "" : " uniform") << range(all->second);
   else
     s << "floats uniform in [-1, 1), integers in [0, 9]";
   for (const auto& [name, r] : options.ranges)
-    if (!name.empty()) s << "; " << name << " in [" << number_text(r.lo) << ", " << number_text(r.hi) << ")";
+    if (!name.empty()) s << "; " << name << range(r);
   s << ")";
   return s.str();
 }
