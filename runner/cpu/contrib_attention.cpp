@@ -253,6 +253,13 @@ AttentionBias read_attention_bias(const KernelContext& ctx, const Tensor* t, Dat
   return a;
 }
 
+/// Adds attention_bias (when given) and the key mask to the scores of query s of head n of batch b.
+void add_bias_and_mask(const AttentionBias& ab, const KeyMask& mask, int64_t b, int64_t n, int64_t s, int64_t total,
+                       float* r) {
+  const float* a = ab.present ? ab.at(b, n, s) : nullptr;
+  for (int64_t t = 0; t < total; ++t) r[t] += (a ? a[t] : 0.0f) + mask.at(b, s, t);
+}
+
 /// The op's float type (query's or input's): float32 or float16, as onnxruntime's CPU kernels take.
 DataType float_type(const KernelContext& ctx, const Tensor& t, const char* what) {
   if (t.dtype() != DataType::kFloat && t.dtype() != DataType::kFloat16)
@@ -373,8 +380,7 @@ void multi_head_attention(KernelContext& ctx) {
   attend(
       g, q.data(), k.data(), v.data(), [&](int64_t) { return total; },
       [&](int64_t b, int64_t n, int64_t s, float* r) {
-        const float* a = ab.present ? ab.at(b, n, s) : nullptr;
-        for (int64_t t = 0; t < total; ++t) r[t] += (a ? a[t] : 0.0f) + mask.at(b, s, t);
+        add_bias_and_mask(ab, mask, b, n, s, total, r);
         if (qk) std::copy_n(r, total, qk + ((b * heads + n) * q_len + s) * total);
         return Window{0, total};
       },
@@ -488,8 +494,7 @@ void decoder_masked_mha(KernelContext& ctx) {
   attend(
       g, q.data(), k.data(), v.data(), [&](int64_t) { return total; },
       [&](int64_t b, int64_t n, int64_t s, float* r) {
-        const float* a = ab.present ? ab.at(b, n, s) : nullptr;
-        for (int64_t t = 0; t < total; ++t) r[t] += (a ? a[t] : 0.0f) + mask.at(b, s, t);
+        add_bias_and_mask(ab, mask, b, n, s, total, r);
         return Window{0, total};
       },
       out.data());
@@ -595,8 +600,7 @@ void attention(KernelContext& ctx) {
   attend(
       g, q.data(), k.data(), v.data(), [&](int64_t) { return total; },
       [&](int64_t b, int64_t n, int64_t s, float* r) {
-        const float* a = ab.present ? ab.at(b, n, s) : nullptr;
-        for (int64_t t = 0; t < total; ++t) r[t] += (a ? a[t] : 0.0f) + mask.at(b, s, t);
+        add_bias_and_mask(ab, mask, b, n, s, total, r);
         return Window{0, total};
       },
       out.data());
