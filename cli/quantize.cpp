@@ -38,7 +38,6 @@ void refuse_ignored_flags(const QuantizeCliOptions& o) {
       {"--symmetric-activations", kStatic},
       {"--weight-type", kDynamic | kStatic},     {"--per-channel", kDynamic | kStatic},
       {"--per-tensor", kDynamic | kStatic},      {"--reduce-range", kDynamic | kStatic},
-      {"--accuracy-target", kDynamic | kStatic}, {"--no-auto-exclude", kDynamic | kStatic},
       {"--bits", kWeightOnly},         {"--block-size", kWeightOnly},
   };
   const unsigned mode = o.mode == "dynamic" ? kDynamic : o.mode == "static" ? kStatic : kWeightOnly;

@@ -34,6 +34,10 @@ d = json.load(open(sys.argv[1]))
 assert d["file_bytes"]["before"] == int(sys.argv[2]), (d["file_bytes"], sys.argv[2])
 assert d["quantized_nodes"] == 15, d["quantized_nodes"]
 ' "$WORK/stdout" "$stored" && ok || fail "quantize's JSON: the input's bytes (with its external data, $stored) or the node count"
+# Weight-only mode keeps MatMuls in float to reach its accuracy target like the other modes, and
+# takes the flags that set it.
+expect_tool "weight-only --no-auto-exclude --accuracy-target" 0 "" -- quantize "$M" -o "$WORK/q4all.onnx" \
+  --mode weight-only --bits 4 --no-auto-exclude --accuracy-target 0.999 "${shape[@]}"
 expect_tool "the 4-bit decoder: runner vs onnxruntime" 0 "within tolerance" -- \
   compare "$WORK/q4.onnx" --device-a cpu --device-b onnxruntime --random "${shape[@]}"
 finish
