@@ -260,6 +260,18 @@ void add_bias_and_mask(const AttentionBias& ab, const KeyMask& mask, int64_t b, 
   for (int64_t t = 0; t < total; ++t) r[t] += (a ? a[t] : 0.0f) + mask.at(b, s, t);
 }
 
+/// attend() over every one of `total` keys, with attention_bias and the key mask added to the scores.
+void attend_all_keys(const Geometry& g, const float* q, const float* k, const float* v, const AttentionBias& ab,
+                     const KeyMask& mask, int64_t total, float* out) {
+  attend(
+      g, q, k, v, [&](int64_t) { return total; },
+      [&](int64_t b, int64_t n, int64_t s, float* r) {
+        add_bias_and_mask(ab, mask, b, n, s, total, r);
+        return Window{0, total};
+      },
+      out);
+}
+
 /// The op's float type (query's or input's): float32 or float16, as onnxruntime's CPU kernels take.
 DataType float_type(const KernelContext& ctx, const Tensor& t, const char* what) {
   if (t.dtype() != DataType::kFloat && t.dtype() != DataType::kFloat16)
@@ -491,13 +503,7 @@ void decoder_masked_mha(KernelContext& ctx) {
   Geometry g;
   g.batch = batch, g.heads = heads, g.q_len = 1, g.head_size = head_size, g.v_head_size = head_size, g.kv_cap = cap;
   g.scale = scale_attr(ctx, head_size);
-  attend(
-      g, q.data(), k.data(), v.data(), [&](int64_t) { return total; },
-      [&](int64_t b, int64_t n, int64_t s, float* r) {
-        add_bias_and_mask(ab, mask, b, n, s, total, r);
-        return Window{0, total};
-      },
-      out.data());
+  attend_all_keys(g, q.data(), k.data(), v.data(), ab, mask, total, out.data());
   store(y, out);
 }
 
@@ -597,13 +603,7 @@ void attention(KernelContext& ctx) {
   Geometry g;
   g.batch = batch, g.heads = heads, g.q_len = q_len, g.head_size = head_size, g.v_head_size = v_head, g.kv_cap = total;
   g.scale = scale_attr(ctx, head_size);
-  attend(
-      g, q.data(), k.data(), v.data(), [&](int64_t) { return total; },
-      [&](int64_t b, int64_t n, int64_t s, float* r) {
-        add_bias_and_mask(ab, mask, b, n, s, total, r);
-        return Window{0, total};
-      },
-      out.data());
+  attend_all_keys(g, q.data(), k.data(), v.data(), ab, mask, total, out.data());
   store(y, out);
 }
 
