@@ -22,7 +22,7 @@ import sys
 
 import numpy as np
 
-from ort_util import finish, judge_setup, ort_batch, work_dir
+from ort_util import finish, judge_outputs, judge_setup, ort_batch, safe_name, work_dir
 
 onnxtool, source_dir, cache_dir, ort_run, env = judge_setup(sys.argv)
 work = work_dir("onnxtool_decoder.")
@@ -65,20 +65,16 @@ def run_onnxtool(model, files, out):
     return None if r.returncode == 0 else (r.stderr.strip().splitlines() or ["failed"])[-1]
 
 
-def defined_positions(name, array, ids_len):
-    """The values of a left-padded batch that are defined alike in every runtime: without the
-    padded row's first two positions. A padding query sees no key at all (all masked), and what
-    attention gives there is each runtime's choice (onnxruntime's Attention gives other values
-    than its own decomposed graph); the later layers' keys and values at those positions follow."""
-    keep = np.ones(ids_len, bool)
-    keep[:2] = False
-    if name == "logits":  # [B, S, V]: row 1's first two positions are the padding when S is the prompt
-        return np.concatenate([array[0].ravel(), array[1][keep[-array.shape[1]:]].ravel()])
-    return np.concatenate([array[0].ravel(), array[1][:, keep].ravel()])  # [B, kv, T, D]
-
-
-def safe(name):
-    return "".join(c if c.isalnum() or c in "_.-" else "_" for c in name)
+def defined_positions(name, array, total):
+    """The values of a left-padded batch that are defined alike in every runtime: all but the
+    padded row's first two positions (of the `total` the mask spans). A padding query sees no key
+    at all (all masked), and what attention gives there is each runtime's choice (onnxruntime's
+    Attention gives other values than its own decomposed graph); the later layers' keys and values
+    at those positions follow."""
+    axis = 0 if name == "logits" else 1  # of row 1: [S, V] logits of the last S positions, [kv, T, D]
+    row = array[1]
+    keep = np.arange(total - row.shape[axis], total) >= 2
+    return np.concatenate([array[0].ravel(), np.compress(keep, row, axis=axis).ravel()])
 
 
 failures = []
@@ -129,23 +125,13 @@ def judge(batch_steps):
             failures.append(label)
             print(f"FAIL {label}: onnxtool: {error}")
             continue
-        problem, worst = None, 0.0
-        for o in line["outputs"]:
-            ref, got = np.load(o["file"]), np.load(os.path.join(mine, os.path.basename(o["file"])))
-            if ref.shape != got.shape:
-                problem = problem or f"{o['name']}: shape {list(got.shape)} vs onnxruntime {list(ref.shape)}"
-                continue
-            if s[4] == "left":
-                ref, got = defined_positions(o["name"], ref, ids_len=ref.shape[-2 if o["name"] == "logits" else 2]), \
-                    defined_positions(o["name"], got, ids_len=got.shape[-2 if o["name"] == "logits" else 2])
-            err = np.abs(ref.astype(np.float64) - got)
-            tol = 1e-4 * max(1.0, float(np.max(np.abs(ref)))) + 1e-3 * np.abs(ref)
-            ratio = float(np.max(err / tol))
-            worst = max(worst, ratio)
-            if not ratio <= 1:
-                problem = problem or f"{o['name']}: max abs error {float(np.max(err)):.3g} (error/tolerance {ratio:.3g})"
-            if o["name"] == "logits" and problem is None and not np.array_equal(ref.argmax(-1), got.argmax(-1)):
-                problem = "argmax of the logits differs"
+        total = np.load(files["attention_mask"]).shape[1]
+        select = (lambda name, a: defined_positions(name, a, total)) if s[4] == "left" else None
+        problem, worst = judge_outputs(line["outputs"], mine, rtol=1e-3, atol=1e-4, scale_atol=True, select=select)
+        ref_logits = np.load(os.path.join(s[6], "logits.npy"))
+        if problem is None and not np.array_equal(ref_logits.argmax(-1),
+                                                  np.load(os.path.join(mine, "logits.npy")).argmax(-1)):
+            problem = "argmax of the logits differs"
         if problem:
             failures.append(label)
             print(f"FAIL {label}: {problem}")
@@ -161,7 +147,8 @@ for label, config, form, step, padding, files, ort_dir, _ in list(steps):
     ids, mask, _ = prompts[config, padding]
     if not os.path.exists(os.path.join(ort_dir, "logits.npy")):
         continue
-    past = {f"past_key_values.{layer}.{kind}": np.load(os.path.join(ort_dir, safe(f"present.{layer}.{kind}") + ".npy"))
+    past = {f"past_key_values.{layer}.{kind}":
+            np.load(os.path.join(ort_dir, safe_name(f"present.{layer}.{kind}") + ".npy"))
             for layer in range(LAYERS) for kind in ("key", "value")}
     nxt = np.load(os.path.join(ort_dir, "logits.npy"))[:, -1].argmax(-1).reshape(BATCH, 1).astype(np.int64)
     mask2 = np.concatenate([mask, np.ones((BATCH, 1), np.int64)], axis=1)

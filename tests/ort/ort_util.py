@@ -109,18 +109,22 @@ def concatenated_outputs(lines):
     return {k: np.concatenate(v) for k, v in got.items()}
 
 
-def judge_outputs(outputs, mine_dir, rtol=1e-3, atol=1e-5, scale_atol=False):
+def judge_outputs(outputs, mine_dir, rtol=1e-3, atol=1e-5, scale_atol=False, select=None):
     """Compares onnxruntime's outputs (the "outputs" of an ort_batch line or of ort_run.js
     --json: {"name", "file"}) with the files of the same names onnxtool wrote in `mine_dir`:
     dtypes and shapes equal, integer and bool values equal, floats within atol + rtol * |ort|
-    (NaN matching NaN; with scale_atol, atol times max(1, max |ort|) of the output). Returns
-    (the first problem or None, the worst error/tolerance ratio of the float outputs)."""
+    (NaN matching NaN; with scale_atol, atol times max(1, max |ort|) of the output). `select`,
+    when given, picks the values compared: select(output name, array) -> array, applied to both
+    sides once their shapes agree. Returns (the first problem or None, the worst error/tolerance
+    ratio of the float outputs)."""
     problem, worst = None, 0.0
     for o in outputs:
         ref = np.load(o["file"])
         mine = np.load(os.path.join(mine_dir, os.path.basename(o["file"])))
         if mine.shape != ref.shape or mine.dtype != ref.dtype:
             return f"{o['name']}: {mine.dtype}{list(mine.shape)} vs onnxruntime {ref.dtype}{list(ref.shape)}", worst
+        if select:
+            ref, mine = select(o["name"], ref), select(o["name"], mine)
         if ref.dtype.kind != "f":
             if not np.array_equal(ref, mine):
                 problem = problem or f"{o['name']}: {int(np.count_nonzero(ref != mine))} of {ref.size} values differ"
