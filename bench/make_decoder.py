@@ -295,8 +295,9 @@ def main():
         onnx.save(model, a.out)
     else:
         data = os.path.basename(a.out) + ".data"
-        if os.path.exists(os.path.join(os.path.dirname(os.path.abspath(a.out)), data)):
-            os.remove(os.path.join(os.path.dirname(os.path.abspath(a.out)), data))
+        data_path = os.path.join(os.path.dirname(os.path.abspath(a.out)), data)
+        if os.path.exists(data_path):  # onnx.save appends to an existing data file
+            os.remove(data_path)
         onnx.save(model, a.out, save_as_external_data=True, all_tensors_to_one_file=True, location=data,
                   size_threshold=1024)
     print(f"{a.out}: {a.form}, {a.layers} layers, hidden {a.hidden}, {a.heads} heads ({a.kv_heads} KV), "
