@@ -20,6 +20,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -97,6 +98,7 @@ for k, (model, mode, flags, target, *rest) in enumerate(CASES):
     if sanitized and (model == "ch_PP-OCRv4_det_infer" or (model, f"{mode} {' '.join(flags)}") in SANITIZER_REPEATS):
         print(f"skip {label}: AddressSanitizer build (the release run measures it)")
         continue
+    started = time.monotonic()  # each case's time is printed: the sanitizer sample is chosen by it
     src = os.path.join(cache_dir, "models", model + ".onnx")
     if not os.path.exists(src):
         missing_data(f"{label}: {src}")
@@ -174,6 +176,7 @@ for k, (model, mode, flags, target, *rest) in enumerate(CASES):
             f"{len(samples)} eval samples; " + "; ".join(figures))
     if doc.get("auto_excluded"):
         line += f"; {len(doc['auto_excluded'])} tensors kept in float"
+    line += f" [{time.monotonic() - started:.0f} s]"
     print(("FAIL " if problems else "ok   ") + line + (" -- " + "; ".join(problems) if problems else ""))
     failures += bool(problems)
 
