@@ -91,11 +91,13 @@ int run_inspect(const InspectOptions& o) {
   // Refused before the model is read: a missing dot should not cost the wait for a large model.
   if (graph) {
     request.input_shapes = parse_shapes("--input-shape", o.input_shapes);
+    request.time_limit_given = o.given.count("--time-limit") > 0;
     check_graph_request(request);
   }
   auto loaded = ir::load_model(o.model);
   const ir::ModelSummary s = ir::summarize(loaded);
   if (!loaded.model.graph) {
+    if (graph) throw_input_error(o.model + ": the model has no graph to draw");
     if (o.json) print_json(summary_json(s));
     else print_summary(s);
     return kExitOk;

@@ -49,9 +49,10 @@ struct GraphRequest {
   std::map<std::string, std::vector<int64_t>> input_shapes;
   int cluster_depth = -1;
   double time_limit = 300;
+  bool time_limit_given = false;  ///< --time-limit was given: refused unless OUT is .svg
 };
 /// Refuses (Error kUsage) what needs no model to refuse: an extension other than .dot and .svg,
-/// an .svg without Graphviz's dot on PATH, --from without --to.
+/// an .svg without Graphviz's dot on PATH, --from without --to, --time-limit without .svg.
 void check_graph_request(const GraphRequest& r);
 
 struct GraphWritten {

@@ -180,6 +180,8 @@ void check_graph_request(const GraphRequest& r) {
   if (format == "svg" && find_dot().empty()) throw_usage_error(kInstallDot);
   if (r.from.empty() != r.to.empty())
     throw_usage_error("--from and --to go together: the tensors that begin and end the part drawn");
+  if (r.time_limit_given && format != "svg")
+    throw_usage_error("--time-limit bounds the layout of an .svg by dot; a .dot is not laid out");
   if (!(r.time_limit > 0)) throw_usage_error("--time-limit " + seconds_text(r.time_limit) + ": seconds, more than 0");
 }
 

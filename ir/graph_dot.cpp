@@ -221,7 +221,7 @@ std::string type_text(const Value& v) { return v.type.kind == TypeInfo::Kind::kU
 
 /// Nodes grouped by name prefix: a tree of clusters, each holding the nodes of its prefix.
 struct Cluster {
-  std::string label;
+  std::string label;  ///< its whole prefix, "encoder/layer/0": the box's place in the model
   std::vector<size_t> nodes;  ///< positions in the graph's node list
   std::vector<std::unique_ptr<Cluster>> children;  ///< in the order their first node comes
   std::unordered_map<std::string, Cluster*> by_name;
@@ -230,17 +230,16 @@ struct Cluster {
     auto it = by_name.find(name);
     if (it != by_name.end()) return it->second;
     children.push_back(std::make_unique<Cluster>());
-    children.back()->label = name;
+    children.back()->label = label.empty() ? name : label + "/" + name;
     return by_name[name] = children.back().get();
   }
 
-  /// Merges each chain of clusters holding nothing but one cluster into one ("encoder/layer"):
-  /// a box around a box says nothing.
+  /// Replaces each chain of clusters holding nothing but one cluster by its last: a box around
+  /// a box says nothing.
   void collapse() {
     for (auto& c : children) {
       while (c->nodes.empty() && c->children.size() == 1) {
         std::unique_ptr<Cluster> only = std::move(c->children.front());
-        only->label = c->label + "/" + only->label;
         c = std::move(only);
       }
       c->collapse();
@@ -292,6 +291,7 @@ class Writer {
       while (k < common && p[k] == (*first)[k]) ++k;
       common = k;
     }
+    for (size_t k = 0; k < common; ++k) root.label += (k ? "/" : "") + (*first)[k];
     for (const auto& n : g_.nodes()) {
       const size_t i = index_[n.get()];
       Cluster* c = &root;

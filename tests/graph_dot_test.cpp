@@ -196,16 +196,16 @@ TEST_SUITE("graph_dot") {
   TEST_CASE("large graphs are clustered by name prefix") {
     ModelBuilder b = layered(7, 30);  // 211 nodes
     const ir::DotGraph d = ir::graph_dot(b.m);
-    // encoder > layer holds one cluster per layer; the lone head node needs no box.
+    // enc > layer (one box, "enc/layer") holds a box per layer; the lone head node needs none.
     CHECK(d.nodes == 211);
     CHECK(d.clusters == 8);
     CHECK(count(d.text, "subgraph cluster_") == 8);
     CHECK(d.text.find("label=\"enc/layer\"") != std::string::npos);
-    for (int k = 0; k < 7; ++k) CHECK(d.text.find("label=\"" + std::to_string(k) + "\"") != std::string::npos);
+    for (int k = 0; k < 7; ++k) CHECK(d.text.find("label=\"enc/layer/" + std::to_string(k) + "\"") != std::string::npos);
     CHECK(d.text.find("label=\"head\"") == std::string::npos);
     // The nodes of layer 3 are inside its cluster: between its opening and the next cluster's.
-    const size_t open = d.text.find("label=\"3\"");
-    const size_t next = d.text.find("label=\"4\"");
+    const size_t open = d.text.find("label=\"enc/layer/3\"");
+    const size_t next = d.text.find("label=\"enc/layer/4\"");
     CHECK(open < d.text.find("n90 ["));
     CHECK(d.text.find("n119 [") < next);
     check_quoting(d.text);
@@ -222,8 +222,8 @@ TEST_SUITE("graph_dot") {
     for (const auto& n : under.g->nodes()) n->name = "/bert" + n->name;
     const ir::DotGraph bert = ir::graph_dot(under.m);
     CHECK(bert.clusters == 8);
-    CHECK(bert.text.find("label=\"enc/layer\"") != std::string::npos);
-    CHECK(bert.text.find("label=\"bert") == std::string::npos);
+    CHECK(bert.text.find("label=\"bert/enc/layer\"") != std::string::npos);
+    CHECK(bert.text.find("label=\"bert/enc/layer/6\"") != std::string::npos);
 
     ModelBuilder small = layered(2, 30);  // 61 nodes: below the threshold
     CHECK(ir::graph_dot(small.m).clusters == 0);

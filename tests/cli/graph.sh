@@ -84,8 +84,8 @@ EOF
   # Every name starts /encoder/layer.: the boxes start after it, a box per layer holding one
   # for its attention and one for its mlp: 36 clusters.
   expect_tool "240 nodes clustered" 0 "(240 nodes, 241 edges, 36 clusters" -- inspect "$WORK/big.onnx" --graph "$OUT/big.dot"
-  if grep -qF 'label="11"' "$OUT/big.dot" && [[ $(grep -c 'label="attention"' "$OUT/big.dot") -eq 12 ]] \
-     && ! grep -qF 'label="encoder' "$OUT/big.dot" && [[ $(grep -c 'subgraph cluster_' "$OUT/big.dot") -eq 36 ]] \
+  if grep -qF 'label="encoder/layer/11"' "$OUT/big.dot" && [[ $(grep -c '/attention"' "$OUT/big.dot") -eq 12 ]] \
+     && [[ $(grep -c 'subgraph cluster_' "$OUT/big.dot") -eq 36 ]] \
      && [[ $(plain_count "$OUT/big.dot" node) -eq 242 ]]; then ok; else fail "240 nodes: not clustered by layer"; fi
   expect_tool "--cluster-depth 1" 0 "12 clusters" -- inspect "$WORK/big.onnx" --graph "$OUT/big1.dot" --cluster-depth 1
   expect_tool "--cluster-depth 0" 0 "(240 nodes, 241 edges," -- inspect "$WORK/big.onnx" --graph "$OUT/flat.dot" --cluster-depth 0
@@ -109,6 +109,7 @@ expect_tool "--from no tensor" 2 "--from: 'nosuch'" -- inspect "$M" --graph "$OU
 expect_tool "--from without --to" 2 "--from and --to go together" -- inspect "$M" --graph "$OUT/g.dot" --from relu1_out
 expect_tool "--from without --graph" 2 "--from goes with --graph" -- inspect "$M" --from relu1_out --to flat
 expect_tool "--cluster-depth without --graph" 2 "--cluster-depth goes with --graph" -- inspect "$M" --cluster-depth 2
+expect_tool "--time-limit with .dot" 2 "--time-limit bounds the layout of an .svg" -- inspect "$M" --graph "$OUT/g.dot" --time-limit 5
 mkdir -p "$WORK/nodot"
 expect "dot missing" 2 "install graphviz" -- env PATH="$WORK/nodot" "$ONNXTOOL" inspect "$M" --graph "$OUT/g.svg"
 expect "dot missing, .dot" 0 "wrote" -- env PATH="$WORK/nodot" "$ONNXTOOL" inspect "$M" --graph "$OUT/g.dot"
