@@ -93,6 +93,28 @@ EOF
   start=$(date +%s%N)
   expect_tool "240 nodes .svg" 0 "wrote" -- inspect "$WORK/big.onnx" --graph "$OUT/big.svg"
   echo "240-node .svg laid out in $(( ($(date +%s%N) - start) / 1000000 )) ms"
+  # Awkward names through dot into XML: quotes, a backslash, a newline, '&', '<', non-ASCII,
+  # leading digits.
+  "$PYTHON" - "$WORK/names.onnx" <<'EOF'
+import sys
+from onnx import TensorProto, helper
+a, b, c = '0 "in"\\put', "1st\n<out> & \u00fc", "2 -> {x; y}"
+n1 = helper.make_node("Relu", [a], [b], name='9 "node"\\ & <\u00e9>')
+n2 = helper.make_node("Neg", [b], [c], name="\u00f1\nline")
+g = helper.make_graph([n1, n2], "names", [helper.make_tensor_value_info(a, TensorProto.FLOAT, [2])],
+                      [helper.make_tensor_value_info(c, TensorProto.FLOAT, [2])])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+m.ir_version = 8
+open(sys.argv[1], "wb").write(m.SerializeToString())
+EOF
+  expect_tool "awkward names .svg" 0 "(2 nodes, 3 edges" -- inspect "$WORK/names.onnx" --graph "$OUT/names.svg"
+  if "$PYTHON" -c '
+import sys, xml.dom.minidom
+d = xml.dom.minidom.parse(sys.argv[1])
+text = "|".join(t.data for e in d.getElementsByTagName("text") for t in e.childNodes if t.nodeType == t.TEXT_NODE)
+want = ["0 \"in\"\\put", "9 \"node\"\\ & <\u00e9>", "\u00f1\\nline", "2 -> {x; y}", "float[2]"]
+sys.exit(0 if all(w in text for w in want) else 1)' "$OUT/names.svg"; then ok
+  else fail "awkward names: not shown as written in the .svg"; fi
 else
   missing_data "$PYTHON with python3-onnx (the 240-node model)"
 fi
