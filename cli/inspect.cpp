@@ -1,10 +1,14 @@
-// `onnxtool inspect MODEL [--json] [--nodes] [--initializers] [--cost [--input-shape ...] [--top N]]`:
-// what a model is, at a glance, and on request every node (with inferred output types), every
-// initializer and what it costs to run.
+// `onnxtool inspect MODEL [--json] [--nodes] [--initializers] [--cost [--input-shape ...] [--top N]]
+// [--graph OUT.dot|OUT.svg [--from T,... --to T,...] [--cluster-depth N]]`: what a model is, at a
+// glance, and on request every node (with inferred output types), every initializer, what it
+// costs to run and a drawing of its graph (cli/inspect_graph.cpp).
 #include <iostream>
+#include <optional>
+#include <set>
 #include <unordered_set>
 
 #include "cli/common.h"
+#include "cli/flags.h"
 #include "cli/inspect.h"
 #include "ir/model_io.h"
 #include "runner/cost.h"
@@ -20,6 +24,8 @@ struct InspectOptions {
   bool cost = false;
   std::vector<std::string> input_shapes;
   size_t top = 10;
+  GraphRequest graph;
+  std::set<std::string> given;
 };
 
 std::vector<PlacedGraph> placed_graphs(ir::Graph& main) {
@@ -74,14 +80,30 @@ std::pair<std::map<std::string, size_t>, std::map<std::string, size_t>> split_op
 
 
 int run_inspect(const InspectOptions& o) {
-  if (!o.input_shapes.empty() && !o.cost) throw_usage_error("--input-shape sizes the inputs --cost assumes; pass --cost");
+  const bool graph = o.given.count("--graph") > 0;
+  if (!o.input_shapes.empty() && !o.cost && !graph)
+    throw_usage_error("--input-shape sizes the inputs --cost and --graph assume; pass --cost or --graph");
+  for (const char* flag : {"--from", "--to", "--cluster-depth", "--time-limit"})
+    if (o.given.count(flag) && !graph) throw_usage_error(std::string(flag) + " goes with --graph OUT.dot|OUT.svg");
+  if (o.given.count("--cluster-depth") && o.graph.cluster_depth < 0)
+    throw_usage_error("--cluster-depth " + std::to_string(o.graph.cluster_depth) + ": levels of name prefix, 0 or more");
+  GraphRequest request = o.graph;
+  // Refused before the model is read: a missing dot should not cost the wait for a large model.
+  if (graph) {
+    request.input_shapes = parse_shapes("--input-shape", o.input_shapes);
+    request.time_limit_given = o.given.count("--time-limit") > 0;
+    check_graph_request(request);
+  }
   auto loaded = ir::load_model(o.model);
   const ir::ModelSummary s = ir::summarize(loaded);
   if (!loaded.model.graph) {
+    if (graph) throw_input_error(o.model + ": the model has no graph to draw");
     if (o.json) print_json(summary_json(s));
     else print_summary(s);
     return kExitOk;
   }
+  std::optional<GraphWritten> drawn;
+  if (graph) drawn = write_graph(o.model, request);
   const std::vector<PlacedGraph> graphs = placed_graphs(*loaded.model.graph);
   std::string unsorted_graph;
   const std::string unsorted = first_unsorted(graphs, &unsorted_graph);
@@ -108,6 +130,9 @@ int run_inspect(const InspectOptions& o) {
     if (o.nodes) j["nodes"] = nodes;
     if (o.initializers) j["initializers"] = initializers;
     if (o.cost) j["cost"] = cost;
+    if (drawn)
+      j["graph"] = {{"path", o.graph.output}, {"format", drawn->format}, {"nodes", drawn->nodes},
+                    {"edges", drawn->edges}, {"clusters", drawn->clusters}, {"bytes", drawn->bytes}};
     print_json(j);
     return kExitOk;
   }
@@ -121,6 +146,10 @@ int run_inspect(const InspectOptions& o) {
   if (o.nodes) print_nodes(nodes);
   if (o.initializers) print_initializers(initializers);
   if (o.cost) print_cost(cost, o.top);
+  if (drawn)
+    std::cout << "graph:        wrote " << o.graph.output << " (" << drawn->nodes << " nodes, " << drawn->edges << " edges"
+              << (drawn->clusters ? ", " + std::to_string(drawn->clusters) + " clusters" : std::string()) << ", "
+              << human_bytes(drawn->bytes) << ")\n";
   return kExitOk;
 }
 
@@ -137,11 +166,25 @@ void register_inspect(CLI::App& app, Action& action) {
                 "what a run costs: MACs, FLOPs, parameters and activation bytes per node, totals by op type, the peak of "
                 "activation memory in the runner's plan (conventions: docs/commands/inspect.md)");
   sub->add_option("--input-shape", opts->input_shapes,
-                  "NAME=D1,D2,... dims of an input for --cost (repeatable); nodes whose cost needs a dim left symbolic are "
-                  "listed as unknown");
+                  "NAME=D1,D2,... dims of an input for --cost and --graph (repeatable); nodes whose cost needs a dim left "
+                  "symbolic are listed as unknown");
   sub->add_option("--top", opts->top, "with --cost: the N nodes of most MACs in the text table (0: every node; --json lists all)")
       ->capture_default_str();
-  sub->callback([&action, opts] { action = [opts] { return run_inspect(*opts); }; });
+  sub->add_option("--graph", opts->graph.output,
+                  "OUT.dot|OUT.svg: draw the main graph, as Graphviz text or laid out by Graphviz's dot (which .svg needs); "
+                  "nodes with their op, name, key attributes and weights, edges with their tensor's type");
+  sub->add_option("--from", opts->graph.from, "with --graph: draw only from these tensors (comma-separated; as extract)")
+      ->delimiter(',');
+  sub->add_option("--to", opts->graph.to, "with --graph: ... to these tensors (comma-separated)")->delimiter(',');
+  sub->add_option("--cluster-depth", opts->graph.cluster_depth,
+                  "with --graph: group nodes in boxes by N levels of their names' /- and .-separated prefix (0: none; "
+                  "default: 3 above 200 nodes, none below)");
+  sub->add_option("--time-limit", opts->graph.time_limit, "with --graph OUT.svg: seconds dot may take to lay out the graph")
+      ->capture_default_str();
+  sub->callback([&action, opts, sub] {
+    opts->given = given_options(*sub);
+    action = [opts] { return run_inspect(*opts); };
+  });
 }
 
 }  // namespace onnxtool::cli

@@ -40,4 +40,28 @@ nlohmann::json cost_json(const runner::ModelCost& cost, const std::vector<Placed
                          const std::map<std::string, std::vector<int64_t>>& input_shapes);
 void print_cost(const nlohmann::json& cost, size_t top);
 
+/// `inspect --graph OUT`: the file, the part of the main graph drawn (--from/--to, the cut of
+/// `onnxtool extract`), the input dims its shapes assume, the clustering (ir::DotOptions) and the
+/// seconds dot may take to lay out an .svg (cli/inspect_graph.cpp).
+struct GraphRequest {
+  std::string output;
+  std::vector<std::string> from, to;
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+  int cluster_depth = -1;
+  double time_limit = 300;
+  bool time_limit_given = false;  ///< --time-limit was given: refused unless OUT is .svg
+};
+/// Refuses (Error kUsage) what needs no model to refuse: an extension other than .dot and .svg,
+/// an .svg without Graphviz's dot on PATH, --from without --to, --time-limit without .svg.
+void check_graph_request(const GraphRequest& r);
+
+struct GraphWritten {
+  std::string format;  ///< "dot" or "svg"
+  size_t nodes = 0, edges = 0, clusters = 0;
+  uint64_t bytes = 0;
+};
+/// Loads the model at `model_path` afresh (the cut and the dims change it), draws it and writes
+/// OUT whole or not at all.
+GraphWritten write_graph(const std::string& model_path, const GraphRequest& r);
+
 }  // namespace onnxtool::cli

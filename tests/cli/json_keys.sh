@@ -31,7 +31,7 @@ EOF
 # ID -> command line (after the binary); exit code 2 for the failure document, else 0.
 declare -A COMMANDS=(
   [error]="inspect $WORK/missing.onnx --json"
-  [inspect]="inspect $M --json --nodes --initializers --cost"
+  [inspect]="inspect $M --json --nodes --initializers --cost --graph $WORK/graph.dot"
   [check]="check $M --json"
   [check-models]="check $M $M --json"
   [optimize]="optimize $M -o $OUT/o.onnx --json"
