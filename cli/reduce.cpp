@@ -440,16 +440,17 @@ class Search {
       : reducer_(reducer), o_(o), start_(start), log_(log) {}
 
   /// Whether the nodes at `kept` (sorted) still fail; false for an empty set, a candidate the
-  /// checker refuses, and once the budget is spent (`stopped` then says why).
-  bool test(const std::vector<size_t>& kept) {
+  /// checker refuses, and once the budget is spent (`stopped` then says why). `first`: the run
+  /// of the whole model, which the budget does not stop (it would pass for a model that fails).
+  bool test(const std::vector<size_t>& kept, bool first = false) {
     if (kept.empty()) return false;
     if (auto it = verdicts_.find(kept); it != verdicts_.end()) return it->second;
     if (!stopped.empty()) return false;
-    if (steps >= o_.max_steps) {
+    if (!first && steps >= o_.max_steps) {
       stopped = "--max-steps " + std::to_string(o_.max_steps);
       return false;
     }
-    if (o_.time_limit > 0 && seconds() >= o_.time_limit) {
+    if (!first && o_.time_limit > 0 && seconds() >= o_.time_limit) {
       stopped = "--time-limit " + significant(o_.time_limit, 6);
       return false;
     }
@@ -598,7 +599,7 @@ int run_reduce(const ReduceOptions& o) {
     if (!log_file) throw_input_error("--log " + o.log + ": cannot write it");
   }
   Search search(reducer, o, start, o.log.empty() ? nullptr : &log_file);
-  if (!search.test(order)) {
+  if (!search.test(order, /*first=*/true)) {
     if (!search.last_built)
       throw Error(ErrorKind::kInput, "the model as a candidate cannot be judged: " + search.last_detail);
     throw Error(ErrorKind::kFailed, "the model does not fail the predicate: nothing to reduce (" + search.last_detail + ")");

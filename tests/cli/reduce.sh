@@ -126,6 +126,12 @@ expect_tool "--max-steps" 0 "the budget ended the search (--max-steps 3)" -- \
   reduce "$WORK/chain.onnx" -o "$OUT/budget.onnx" --command "$PYTHON $WORK/crash.py {model}" --max-steps 3
 nodes_are "--max-steps result" "$OUT/budget.onnx" "'t20' in names and len(ops) < 40"
 
+# --time-limit bounds the search, not the first run of the whole model: 0.5 s ends it after a
+# few of the ten runs the search needs.
+expect_tool "--time-limit" 0 "the budget ended the search (--time-limit 0.5)" -- \
+  reduce "$WORK/chain.onnx" -o "$OUT/budget.onnx" --command "$PYTHON $WORK/crash.py {model}" --time-limit 0.5
+nodes_are "--time-limit result" "$OUT/budget.onnx" "'t20' in names"
+
 # A command that runs past --command-timeout counts as not failing: nothing to reduce.
 expect_tool "--command-timeout" 1 "timed out" -- \
   reduce "$WORK/chain.onnx" -o "$OUT/r.onnx" --command "sleep 5; false" --command-timeout 0.2
