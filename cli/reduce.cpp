@@ -169,6 +169,37 @@ bool is_constant(const ir::Node& n) {
   return n.op_type == "Constant" && (n.domain.empty() || n.domain == "ai.onnx") && n.inputs().empty();
 }
 
+/// The process group of the --command run under way (0: none), and the signal that interrupted
+/// it. The command runs in a group of its own so that a timeout ends whatever it started; a
+/// Ctrl-C at the terminal then reaches onnxtool alone, which ends the group before it stops.
+volatile sig_atomic_t g_command_group = 0;
+volatile sig_atomic_t g_interrupted = 0;
+
+extern "C" void on_interrupt(int sig) {
+  g_interrupted = sig;
+  if (g_command_group > 0) kill(-static_cast<pid_t>(g_command_group), SIGKILL);
+}
+
+/// SIGINT, SIGTERM and SIGHUP caught while a command runs, the former handlers back after.
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < 3; ++i) ::sigaction(kSignals[i], &sa, &old_[i]);
+  }
+  ~InterruptGuard() {
+    for (size_t i = 0; i < 3; ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
+  }
+  InterruptGuard(const InterruptGuard&) = delete;
+  InterruptGuard& operator=(const InterruptGuard&) = delete;
+
+ private:
+  static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction old_[3];
+};
+
 /// A subset of the main graph's nodes as a model of its own.
 struct Candidate {
   ir::LoadedModel loaded;
@@ -376,6 +407,7 @@ class Reducer {
   /// Runs `cmd` through /bin/sh in a process group of its own (a timeout ends the whole group),
   /// stdin from /dev/null, stdout and stderr to `output_path`.
   Outcome run_shell(const std::string& cmd, const std::string& output_path) {
+    const InterruptGuard guard;
     const int out = ::open(output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (out < 0) throw_input_error("cannot write " + output_path + ": " + std::strerror(errno));
     std::cout.flush();
@@ -396,6 +428,7 @@ class Reducer {
     }
     setpgid(pid, pid);  // also here: whichever runs first, the group exists before a kill
     ::close(out);
+    g_command_group = pid;
     Outcome r;
     const auto start = std::chrono::steady_clock::now();
     int status = 0;
@@ -410,9 +443,19 @@ class Reducer {
         r.timed_out = true;
         break;
       }
+      if (g_interrupted) {
+        kill(-pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        break;
+      }
       std::this_thread::sleep_for(pause);
       pause = std::min(pause * 2, std::chrono::milliseconds(20));
     }
+    g_command_group = 0;
+    // Interrupted: the scratch folder goes with the Reducer as the error unwinds, and OUT was
+    // never begun.
+    if (g_interrupted)
+      throw Error(ErrorKind::kInput, "interrupted by signal " + std::to_string(g_interrupted) + "; nothing written");
     if (WIFEXITED(status)) r.status = WEXITSTATUS(status);
     else if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
     std::ifstream in(output_path, std::ios::binary);
