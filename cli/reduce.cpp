@@ -283,7 +283,7 @@ class Reducer {
       }
     try {
       if (c->inputs.empty()) {
-        why = "no input: it computes from initializers alone";
+        why = "no input left: its nodes read only weights (initializers and Constants)";
         return nullptr;
       }
       ir::extract_subgraph(model, c->inputs, c->outputs);
