@@ -76,6 +76,25 @@ for bad in (False, True):
         prev = out
     onnx.save(model(nodes, inits, prev, "mul"), work + ("/mul_bad.onnx" if bad else "/mul.onnx"))
 
+# ifm: an If whose branches read a value of the main graph (u1) from outer scope, between other
+# nodes: x -> Relu u0 -> Mul u1 -> If sel (then: u1 * 2, else: u1 + 2) -> Sigmoid u3.
+two = helper.make_tensor("two", TensorProto.FLOAT, [1], [2.0])
+def branch(op, name):
+    return helper.make_graph([helper.make_node(op, ["u1", "two"], [name + "_out"], name=name)], name, [],
+                             [helper.make_tensor_value_info(name + "_out", TensorProto.FLOAT, [1, 8, 8, 8])])
+nodes = [helper.make_node("Relu", ["x"], ["u0"], name="relu0"),
+         helper.make_node("Mul", ["u0", "two"], ["u1"], name="mul1"),
+         helper.make_node("If", ["cond"], ["u2"], name="sel", then_branch=branch("Mul", "then"),
+                          else_branch=branch("Add", "else")),
+         helper.make_node("Sigmoid", ["u2"], ["u3"], name="sig3")]
+g = helper.make_graph(nodes, "ifm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 8, 8]),
+                                     helper.make_tensor_value_info("cond", TensorProto.BOOL, [])],
+                      [helper.make_tensor_value_info("u3", TensorProto.FLOAT, [1, 8, 8, 8])], [two])
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+m.ir_version = 8
+onnx.checker.check_model(m)
+onnx.save(m, work + "/ifm.onnx")
+
 # The planted crash: exit 1 when the model holds a Transpose with perm [0,2,1,3].
 with open(work + "/crash.py", "w") as f:
     f.write("""import sys, onnx
@@ -135,6 +154,13 @@ nodes_are "--time-limit result" "$OUT/budget.onnx" "'t20' in names"
 # A command that runs past --command-timeout counts as not failing: nothing to reduce.
 expect_tool "--command-timeout" 1 "timed out" -- \
   reduce "$WORK/chain.onnx" -o "$OUT/r.onnx" --command "sleep 5; false" --command-timeout 0.2
+
+# An If is kept whole with its branches; the main-graph value they read (u1) becomes an input.
+expect_tool "an If node" 0 "reduced 4 -> 1 nodes" -- \
+  reduce "$WORK/ifm.onnx" -o "$OUT/if.onnx" --command "cat {model}" --fails-when 'If' --inputs-out "$OUT/if_in"
+"$PYTHON" -c "import onnx,sys; g=onnx.load(sys.argv[1]).graph; sys.exit(0 if [n.name for n in g.node] == ['sel'] and sorted(i.name for i in g.input) == ['cond', 'u1'] else 1)" "$OUT/if.onnx" 2>/dev/null \
+  && ok || fail "an If node: not the If alone with inputs cond and u1"
+[[ -f $OUT/if_in/u1.npy && -f $OUT/if_in/cond.npy ]] && ok || fail "an If node: --inputs-out lacks u1.npy or cond.npy: $(ls "$OUT/if_in" 2>&1)"
 
 # --- 2. the planted wrong rewrite, against a good model's values
 expect_tool "dump of the good model" 0 "" -- run "$WORK/mul.onnx" --random --dump-dir "$WORK/golden"
