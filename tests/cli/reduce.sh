@@ -2,7 +2,8 @@
 # `onnxtool reduce`: a model that makes something fail shrunk to the few nodes that still fail.
 #  1. a planted crash: a generated 40-node model and a python script that exits 1 when the model
 #     holds a Transpose with perm [0,2,1,3]; --command reduces it to that one node within 60 s,
-#     and the result passes check;
+#     and the result passes check; --fails-when, the budgets (--max-steps, --time-limit), a
+#     command past --command-timeout, and an If kept whole with the outer value it reads;
 #  2. a planted wrong rewrite: one Mul's constant changed in a copy of a generated model;
 #     --compare-expect with a run --dump-dir of the good model finds that Mul;
 #  3. a real model (PaddleOCR's mobile v2.0 classifier, fetched by testdata/fetch_models.sh): one
