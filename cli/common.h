@@ -117,6 +117,7 @@ void register_compare(CLI::App& app, Action& action);
 void register_diff(CLI::App& app, Action& action);
 void register_extract(CLI::App& app, Action& action);
 void register_edit(CLI::App& app, Action& action);
+void register_reduce(CLI::App& app, Action& action);
 void register_devices(CLI::App& app, Action& action);
 
 }  // namespace onnxtool::cli

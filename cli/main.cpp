@@ -199,6 +199,7 @@ int main(int argc, char** argv) {
   register_devices(app, action);
   register_extract(app, action);
   register_edit(app, action);
+  register_reduce(app, action);
   add_shared_flags(app);  // --quiet and --threads on every command
   add_examples(app);
   std::string help_topic;

@@ -68,7 +68,7 @@ expect_tool "a value out of range, the command named" 2 "onnxtool run: --max-dum
   run "$M" --random --max-dump-files 0
 expect_tool "a flag given twice, said plainly" 2 "onnxtool run: --seed: given 2 times; it takes one value" -- \
   run "$M" --random --seed 1 --seed 2
-expect "no command" 2 "name a command: inspect, check, run, convert, optimize, quantize, compare, diff, devices, extract, edit, help" -- "$ONNXTOOL"
+expect "no command" 2 "name a command: inspect, check, run, convert, optimize, quantize, compare, diff, devices, extract, edit, reduce, help" -- "$ONNXTOOL"
 
 # run's summary counts NaN and Inf apart from min/max/mean (it printed "mean -nan").
 { printf '\x00\x00\xc0\x7f'; head -c $((3 * 32 * 32 * 4 - 4)) /dev/zero; } >"$WORK/nan.bin"

@@ -45,6 +45,7 @@ declare -A COMMANDS=(
   [devices]="devices --json"
   [extract]="extract $M -o $OUT/e.onnx --from relu1_out --to logits --json"
   [edit]="edit $M -o $OUT/m.onnx --rename-input image=pixels --set-metadata k=v --json"
+  [reduce]="reduce $M -o $OUT/r.onnx --command false --json"
 )
 
 ids=$("$PYTHON" -c '

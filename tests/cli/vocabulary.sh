@@ -58,6 +58,7 @@ quiet_json "optimize" optimize "$M" -o "$WORK/o.onnx"
 quiet_json "quantize" quantize "$M" -o "$WORK/q.onnx" --mode static --inputs "$WORK/samples"
 quiet_json "extract" extract "$M" -o "$WORK/e.onnx" --from image --to relu1_out
 quiet_json "edit" edit "$M" -o "$WORK/m.onnx" --set-metadata stage=test
+quiet_json "reduce" reduce "$M" -o "$WORK/r.onnx" --command false
 # --input-shape sizes the generated inputs of every command that makes them.
 quiet_json "run --input-shape" run "$M" --random --input-shape image=2,3,32,32
 if [[ $(json_of "$WORK/stdout") != *'"shape": [2, 10]'* ]]; then fail "run --input-shape: probs not [2, 10]: $(head -c 300 "$WORK/stdout")"; else ok; fi
