@@ -5,6 +5,7 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <fcntl.h>
+#include <regex.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,7 +19,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -53,6 +53,8 @@ struct ReduceOptions {
   std::string inputs_out;  ///< --inputs-out: the result's input values
   std::string log;
   std::string command;         ///< --command: the predicate as a shell command
+  std::string verify;          ///< --verify: 'optimize|convert ARGS', its verification must fail
+  std::string crash;           ///< --crash: 'COMMAND ARGS', an onnxtool command that must crash
   std::string fails_when;      ///< --fails-when: a regex over the command's stdout+stderr
   double command_timeout = 60;
   std::string compare_expect;  ///< --compare-expect: the folder of reference values
@@ -208,12 +210,89 @@ struct Candidate {
   std::vector<std::string> outputs;
 };
 
+/// How a --command run is judged: its exit (--command), an onnxtool command's verification
+/// failing (--verify: exit 1) or that command crashing (--crash: a signal or an internal error).
+enum class Verdict { kExit, kVerifyFails, kCrashes };
+
+/// `s` quoted for /bin/sh.
+std::string shell_quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+/// The path of this onnxtool binary, for --verify and --crash.
+std::string own_binary() {
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw_input_error("cannot find onnxtool's own binary (/proc/self/exe): " + ec.message());
+  return self.string();
+}
+
+/// The commands whose first argument is the model and that write a model with -o.
+const std::set<std::string>& writing_commands() {
+  static const std::set<std::string> names = {"optimize", "convert", "quantize", "extract", "edit"};
+  return names;
+}
+
+/// --verify 'optimize|convert ARGS' and --crash 'COMMAND ARGS' as a shell command over {model},
+/// {inputs} and {out}: onnxtool COMMAND {model} [-o {out}] [--inputs {inputs}] ARGS. --verify's
+/// command verifies on the candidate's recorded inputs unless ARGS choose its inputs.
+std::string onnxtool_command(const std::string& flag, const std::string& spec, bool verify) {
+  std::istringstream words(spec);
+  std::string command, rest, word;
+  words >> command;
+  std::getline(words, rest);
+  if (command.empty()) throw_usage_error(flag + " needs an onnxtool command: " + flag + " '" + (verify ? "optimize" : "convert --opset 13") + "'");
+  if (verify && command != "optimize" && command != "convert")
+    throw_usage_error(flag + " '" + spec + "': the command that verifies its result is optimize or convert, not " + command);
+  static const std::set<std::string> model_first = {"check", "optimize", "convert", "quantize", "run", "inspect",
+                                                    "extract", "edit", "compare"};
+  if (!model_first.count(command))
+    throw_usage_error(flag + " '" + spec + "': " + command + " is not an onnxtool command that reads a model");
+  // exec: the shell becomes onnxtool, whose end by a signal is then seen as such.
+  std::string cmd = "exec " + shell_quoted(own_binary()) + " " + command + " {model}";
+  if (writing_commands().count(command)) cmd += " -o {out}";
+  bool chooses_inputs = false;
+  for (std::istringstream args(rest); args >> word;)
+    if (word.rfind("--input", 0) == 0 || word == "--random" || word == "--no-verify") chooses_inputs = true;
+  if (verify && !chooses_inputs) cmd += " --inputs {inputs}";
+  return cmd + rest;
+}
+
+/// --fails-when's pattern: a POSIX extended regular expression (the syntax of `grep -E`),
+/// matched line by line as grep does (^ and $ at line ends; NUL bytes count as line ends).
+class OutputPattern {
+ public:
+  explicit OutputPattern(const std::string& pattern) {
+    const int rc = regcomp(&re_, pattern.c_str(), REG_EXTENDED | REG_NEWLINE | REG_NOSUB);
+    if (rc != 0) {
+      char why[256];
+      regerror(rc, &re_, why, sizeof why);
+      throw_usage_error("--fails-when '" + pattern + "': not a regular expression (" + why + ")");
+    }
+  }
+  ~OutputPattern() { regfree(&re_); }
+  OutputPattern(const OutputPattern&) = delete;
+  OutputPattern& operator=(const OutputPattern&) = delete;
+
+  bool found_in(std::string text) const {
+    std::replace(text.begin(), text.end(), '\0', '\n');
+    return regexec(&re_, text.c_str(), 0, nullptr, 0) == 0;
+  }
+
+ private:
+  regex_t re_;
+};
+
 /// Reduction state shared by the steps: the options, the recorded and reference values.
 class Reducer {
  public:
   Reducer(const ReduceOptions& o, std::map<std::string, runner::Value> recorded, References* references)
       : o_(o), recorded_(std::move(recorded)), references_(references) {
-    if (!o.fails_when.empty()) fails_when_ = std::regex(o.fails_when, std::regex::ECMAScript);
+    if (!o.fails_when.empty()) fails_when_ = std::make_unique<OutputPattern>(o.fails_when);
+    if (!o.verify.empty()) verdict_ = Verdict::kVerifyFails;
+    if (!o.crash.empty()) verdict_ = Verdict::kCrashes;
   }
 
   /// The value a candidate's input `name` is fed: with --compare-expect, DIR's when it has one;
@@ -376,8 +455,10 @@ class Reducer {
     const std::string output_path = (step / "output.txt").string();
     ir::save_model(c.loaded.model, model_path);
     write_value_files(inputs_dir, "the inputs of a candidate", inputs_of(c));
+    const std::string out_path = (step / "out.onnx").string();
     std::string cmd = o_.command;
-    for (const auto& [key, value] : {std::pair<std::string, std::string>{"{model}", model_path}, {"{inputs}", inputs_dir}})
+    for (const auto& [key, value] : {std::pair<std::string, std::string>{"{model}", model_path}, {"{inputs}", inputs_dir},
+                                     {"{out}", out_path}})
       for (size_t at = cmd.find(key); at != std::string::npos; at = cmd.find(key, at + value.size()))
         cmd.replace(at, key.size(), value);
     const Outcome r = run_shell(cmd, output_path);
@@ -389,11 +470,27 @@ class Reducer {
     }
     const std::string how = r.signal ? "killed by signal " + std::to_string(r.signal) : "exit " + std::to_string(r.status);
     if (fails_when_) {
-      const bool match = std::regex_search(r.output, *fails_when_);
+      const bool match = fails_when_->found_in(r.output);
       detail = how + (match ? ", output matches --fails-when" : ", output does not match --fails-when");
       return match;
     }
     detail = how;
+    switch (verdict_) {
+      case Verdict::kVerifyFails:
+        return r.signal == 0 && r.status == kExitFailed;
+      case Verdict::kCrashes: {
+        // onnxtool ends an exception it did not expect with "internal error" (exit 2), a crash
+        // by a signal (the sanitizers' reports: exit 1 with their banner).
+        const bool internal = r.output.find(": internal error: ") != std::string::npos;
+        const bool sanitizer = r.output.find("ERROR: AddressSanitizer") != std::string::npos ||
+                               r.output.find("runtime error: ") != std::string::npos;
+        if (internal) detail += ", internal error";
+        if (sanitizer) detail += ", a sanitizer's report";
+        return r.signal != 0 || internal || sanitizer;
+      }
+      case Verdict::kExit:
+        break;
+    }
     return r.signal != 0 || r.status != 0;
   }
 
@@ -468,7 +565,8 @@ class Reducer {
   const ReduceOptions& o_;
   std::map<std::string, runner::Value> recorded_;
   References* references_;
-  std::optional<std::regex> fails_when_;
+  std::unique_ptr<OutputPattern> fails_when_;
+  Verdict verdict_ = Verdict::kExit;
   std::string scratch_;
   size_t written_ = 0;
 };
@@ -594,26 +692,28 @@ std::string node_list(const ir::Model& model, const std::vector<size_t>& kept) {
   return s;
 }
 
-int run_reduce(const ReduceOptions& o) {
+int run_reduce(const ReduceOptions& given) {
   const auto start = std::chrono::steady_clock::now();
+  ReduceOptions o = given;
   if (o.output.empty()) throw_usage_error("-o OUT is required");
-  const int predicates = !o.command.empty() + !o.compare_expect.empty();
+  const int predicates = !o.command.empty() + !o.compare_expect.empty() + !o.verify.empty() + !o.crash.empty();
   if (predicates == 0)
-    throw_usage_error("a predicate is required: --command 'CMD {model} {inputs}' or --compare-expect DIR");
-  if (predicates == 2) throw_usage_error("--command and --compare-expect exclude each other: give one predicate");
+    throw_usage_error("a predicate is required: --command 'CMD {model} {inputs}', --compare-expect DIR, --verify "
+                      "'optimize|convert ARGS' or --crash 'COMMAND ARGS'");
+  if (predicates > 1)
+    throw_usage_error("--command, --compare-expect, --verify and --crash exclude each other: give one predicate");
   refuse_unused(o.given, {
-      {{"--fails-when", "--command-timeout"}, !o.command.empty(), "they judge --command's runs; add --command"},
+      {{"--fails-when"}, !o.command.empty(), "it judges --command's runs; add --command"},
+      {{"--command-timeout"}, o.compare_expect.empty(), "it bounds the runs of --command, --verify or --crash"},
       {{"--rtol", "--atol"}, !o.compare_expect.empty(), "the tolerance of --compare-expect; add --compare-expect DIR"},
   });
   if (!(o.command_timeout > 0)) throw_usage_error("--command-timeout must be > 0");
   if (o.max_steps < 1) throw_usage_error("--max-steps must be at least 1");
-  if (!o.fails_when.empty()) {
-    try {
-      std::regex check(o.fails_when, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      throw_usage_error("--fails-when '" + o.fails_when + "': not a regular expression (" + e.what() + ")");
-    }
-  }
+  if (!o.fails_when.empty()) OutputPattern check(o.fails_when);  // refused before the model is read
+  const std::string predicate = !o.verify.empty() ? "verify" : !o.crash.empty() ? "crash"
+                                : !o.command.empty() ? "command" : "compare-expect";
+  if (!o.verify.empty()) o.command = onnxtool_command("--verify", o.verify, /*verify=*/true);
+  if (!o.crash.empty()) o.command = onnxtool_command("--crash", o.crash, /*verify=*/false);
   refuse_overwriting_input(o.model, o.output);
   std::unique_ptr<References> references;
   if (!o.compare_expect.empty()) references = std::make_unique<References>(o.compare_expect);
@@ -670,7 +770,7 @@ int run_reduce(const ReduceOptions& o) {
       nodes.push_back({{"name", node_label(node)}, {"op_type", node.op_type}});
     }
     print_json({{"output", o.output},
-                {"predicate", o.command.empty() ? "compare-expect" : "command"},
+                {"predicate", predicate},
                 {"nodes", {{"before", n}, {"after", best.size()}, {"constants", constants}}},
                 {"kept", nodes},
                 {"inputs", result->inputs},
@@ -710,8 +810,15 @@ void register_reduce(CLI::App& app, Action& action) {
   sub->add_option("--command", o->command,
                   "the predicate: a shell command (/bin/sh) run on each candidate, {model} its path and {inputs} "
                   "the folder of its input .npy files; it still fails when the command exits non-zero");
+  sub->add_option("--verify", o->verify,
+                  "the predicate: 'optimize|convert ARGS' run on each candidate (on its recorded inputs unless ARGS "
+                  "choose them); it still fails when that command's verification or check of its result fails (exit 1)");
+  sub->add_option("--crash", o->crash,
+                  "the predicate: 'COMMAND ARGS', an onnxtool command run on each candidate; it still fails when the "
+                  "command crashes (a signal, an internal error, a sanitizer's report)");
   sub->add_option("--fails-when", o->fails_when,
-                  "with --command: it fails when this regular expression matches its stdout+stderr, whatever its exit");
+                  "with --command: it fails when this regular expression (POSIX extended, as grep -E) matches a line of its "
+                  "stdout+stderr, whatever its exit");
   sub->add_option("--command-timeout", o->command_timeout,
                   "seconds each --command run may take; past them it is ended and counts as not failing (default 60)")
       ->check(number_in(0, 1e7, /*open_low=*/true));

@@ -8,8 +8,13 @@
 #     --compare-expect with a run --dump-dir of the good model finds that Mul;
 #  3. a real model (PaddleOCR's mobile v2.0 classifier, fetched by testdata/fetch_models.sh): one
 #     Conv's weights corrupted, found the same way;
-#  4. bad input: no predicate, two, a model that does not fail, an unreadable model, OUT over the
-#     model, --fails-when without --command (one line, exit 1 or 2, nothing written).
+#  4. onnxtool's own commands as the predicate: --verify 'optimize --rtol 0 --atol 0' on a
+#     generated 17-node model finds the Conv and BatchNormalization optimize folds (the one rewrite
+#     that changes the rounding); --crash 'check' finds the node whose name makes check crash (a
+#     shim, tests/cli/crash_hook.c, kills any onnxtool process that maps a file holding it);
+#  5. bad input: no predicate, two, a model that does not fail, an unreadable model, OUT over the
+#     model, --fails-when without --command, --verify of a command that does not verify (one
+#     line, exit 1 or 2, nothing written).
 #
 # Needs Debian's python3 with python3-onnx and python3-numpy (missing: skipped).
 # Environment: ONNXTOOL, ONNXTOOL_SOURCE_DIR, ONNXTOOL_CACHE_DIR.
@@ -202,7 +207,60 @@ EOF
   expect_tool "the classifier's result passes check" 0 "valid" -- check "$WORK/cls_small.onnx"
 fi
 
-# --- 4. bad input
+# --- 4. onnxtool's own commands as the predicate
+"$PYTHON" - "$WORK" <<'EOF' || fail "the Conv+BatchNormalization generator failed"
+import sys
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+rng = np.random.default_rng(3)
+nodes, inits, prev = [], [], "x"
+for i in range(16):
+    out = "v%d" % i
+    if i == 9:
+        inits += [numpy_helper.from_array(rng.standard_normal((4, 4, 3, 3)).astype(np.float32), "w"),
+                  numpy_helper.from_array(rng.standard_normal(4).astype(np.float32), "b")]
+        nodes.append(helper.make_node("Conv", [prev, "w", "b"], ["conv"], name="conv9", pads=[1, 1, 1, 1]))
+        for n, v in (("s", rng.uniform(0.5, 2, 4)), ("o", rng.standard_normal(4)), ("mu", rng.standard_normal(4)),
+                     ("var", rng.uniform(0.5, 2, 4))):
+            inits.append(numpy_helper.from_array(v.astype(np.float32), n))
+        nodes.append(helper.make_node("BatchNormalization", ["conv", "s", "o", "mu", "var"], [out], name="bn9"))
+    elif i % 3 == 0:
+        nodes.append(helper.make_node("Relu", [prev], [out], name="planted_crash" if i == 12 else "r%d" % i))
+    elif i % 3 == 1:
+        nodes.append(helper.make_node("Sigmoid", [prev], [out], name="s%d" % i))
+    else:
+        nodes.append(helper.make_node("Add", [prev, "x"], [out], name="a%d" % i))
+    prev = out
+g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+                      [helper.make_tensor_value_info(prev, TensorProto.FLOAT, [1, 4, 8, 8])], inits)
+m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+m.ir_version = 8
+onnx.checker.check_model(m)
+onnx.save(m, sys.argv[1] + "/convbn.onnx")
+EOF
+expect_tool "--verify: the rewrite that changes the rounding" 0 "reduced 17 -> 2 nodes" -- \
+  reduce "$WORK/convbn.onnx" -o "$OUT/cb.onnx" --verify 'optimize --rtol 0 --atol 0'
+cp "$OUT/cb.onnx" "$WORK/cb.onnx" 2>/dev/null
+nodes_are "--verify's result" "$WORK/cb.onnx" "sorted(ops) == ['BatchNormalization', 'Conv'] and 'conv9' in names"
+expect_tool "--verify's result passes check" 0 "valid" -- check "$WORK/cb.onnx"
+expect_tool "--verify: at optimize's own tolerance nothing fails" 1 "does not fail the predicate" -- \
+  reduce "$WORK/convbn.onnx" -o "$OUT/cb.onnx" --verify optimize
+if command -v cc >/dev/null 2>&1 && cc -shared -fPIC -o "$WORK/crash_hook.so" "$SOURCE_DIR/tests/cli/crash_hook.c" -ldl; then
+  CRASH_HOOK_MARKER=planted_crash LD_PRELOAD=$WORK/crash_hook.so \
+    ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+    expect_tool "--crash: the node that makes check crash" 0 '"after": 1' -- \
+    reduce "$WORK/convbn.onnx" -o "$OUT/crash.onnx" --crash check --json
+  grep -q '"predicate": "crash"' "$WORK/stdout" && ok || fail "--crash --json does not name its predicate"
+  cp "$OUT/crash.onnx" "$WORK/crash.onnx" 2>/dev/null
+  nodes_are "--crash's result" "$WORK/crash.onnx" "names == ['planted_crash']"
+  expect_tool "--crash: a command that does not crash" 1 "does not fail the predicate" -- \
+    reduce "$WORK/convbn.onnx" -o "$OUT/crash.onnx" --crash check
+else
+  fail "the crash shim (tests/cli/crash_hook.c) does not build"
+fi
+
+# --- 5. bad input
 M=$WORK/chain.onnx
 expect_tool "no predicate" 2 "a predicate is required" -- reduce "$M" -o "$OUT/r.onnx"
 expect_tool "two predicates" 2 "exclude each other" -- \
@@ -218,6 +276,10 @@ expect_tool "--fails-when without --command" 2 "--fails-when" -- \
   reduce "$M" -o "$OUT/r.onnx" --compare-expect "$WORK/golden" --fails-when crash
 expect_tool "a bad --fails-when" 2 "not a regular expression" -- \
   reduce "$M" -o "$OUT/r.onnx" --command false --fails-when '('
+expect_tool "--verify of a command that does not verify" 2 "optimize or convert" -- \
+  reduce "$M" -o "$OUT/r.onnx" --verify 'check'
+expect_tool "--crash and --command" 2 "exclude each other" -- reduce "$M" -o "$OUT/r.onnx" --crash check --command false
+expect_tool "--crash of no command" 2 "is not an onnxtool command" -- reduce "$M" -o "$OUT/r.onnx" --crash 'frobnicate'
 expect_tool "--compare-expect not a folder" 2 "not a directory" -- \
   reduce "$M" -o "$OUT/r.onnx" --compare-expect "$WORK/nowhere"
 
