@@ -71,6 +71,27 @@ inline std::string compare_device_tensor(const runner::Tensor& got, const runner
   return "";
 }
 
+/// One case in `stride` of a sweep under the sanitizers, every case in Release. The sanitizer
+/// build is there for memory errors on the host's code paths, which a sample of each sweep
+/// reaches (every op stays covered: strides are chosen against each sweep's shape); it runs four
+/// times slower, and the Release build compares every case.
+class SanitizerSample {
+ public:
+  explicit SanitizerSample(int stride) {
+#if defined(__SANITIZE_ADDRESS__)
+    stride_ = stride;
+#else
+    (void)stride;
+#endif
+  }
+  /// Whether the next case of the sweep is left out.
+  bool skip() { return (next_++ % stride_) != 0; }
+
+ private:
+  int stride_ = 1;
+  int next_ = 0;
+};
+
 struct DeviceRun {
   std::string mismatch;  ///< "" when every output matches and the device runs are identical
   runner::Placement placement;
