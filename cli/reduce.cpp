@@ -1,12 +1,8 @@
 // `onnxtool reduce MODEL -o OUT --command CMD | --compare-expect DIR`: shrinks a model that makes
 // something fail to a small subgraph that still fails (a topological bisection, then delta
 // debugging over the nodes left).
-#include <signal.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <fcntl.h>
 #include <regex.h>
-#include <unistd.h>
+#include <stdlib.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -21,13 +17,13 @@
 #include <optional>
 #include <set>
 #include <sstream>
-#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "checker/checker.h"
 #include "cli/common.h"
 #include "cli/flags.h"
+#include "cli/subprocess.h"
 #include "cli/printers.h"
 #include "cli/progress.h"
 #include "cli/verify.h"
@@ -171,37 +167,6 @@ bool is_constant(const ir::Node& n) {
   return n.op_type == "Constant" && (n.domain.empty() || n.domain == "ai.onnx") && n.inputs().empty();
 }
 
-/// The process group of the --command run under way (0: none), and the signal that interrupted
-/// it. The command runs in a group of its own so that a timeout ends whatever it started; a
-/// Ctrl-C at the terminal then reaches onnxtool alone, which ends the group before it stops.
-volatile sig_atomic_t g_command_group = 0;
-volatile sig_atomic_t g_interrupted = 0;
-
-extern "C" void on_interrupt(int sig) {
-  g_interrupted = sig;
-  if (g_command_group > 0) kill(-static_cast<pid_t>(g_command_group), SIGKILL);
-}
-
-/// SIGINT, SIGTERM and SIGHUP caught while a command runs, the former handlers back after.
-class InterruptGuard {
- public:
-  InterruptGuard() {
-    struct sigaction sa {};
-    sa.sa_handler = on_interrupt;
-    sigemptyset(&sa.sa_mask);
-    for (size_t i = 0; i < 3; ++i) ::sigaction(kSignals[i], &sa, &old_[i]);
-  }
-  ~InterruptGuard() {
-    for (size_t i = 0; i < 3; ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
-  }
-  InterruptGuard(const InterruptGuard&) = delete;
-  InterruptGuard& operator=(const InterruptGuard&) = delete;
-
- private:
-  static constexpr int kSignals[3] = {SIGINT, SIGTERM, SIGHUP};
-  struct sigaction old_[3];
-};
-
 /// A subset of the main graph's nodes as a model of its own.
 struct Candidate {
   ir::LoadedModel loaded;
@@ -209,6 +174,10 @@ struct Candidate {
   std::vector<std::string> inputs;   ///< in order of first use
   std::vector<std::string> outputs;
 };
+
+/// The output of a --command run kept for --fails-when and the crash verdict (the rest is read
+/// and dropped).
+constexpr size_t kOutputLimit = size_t{64} << 20;
 
 /// How a --command run is judged: its exit (--command), an onnxtool command's verification
 /// failing (--verify: exit 1) or that command crashing (--crash: a signal or an internal error).
@@ -452,7 +421,6 @@ class Reducer {
     fs::create_directories(step);
     const std::string model_path = (step / "model.onnx").string();
     const std::string inputs_dir = (step / "inputs").string();
-    const std::string output_path = (step / "output.txt").string();
     ir::save_model(c.loaded.model, model_path);
     write_value_files(inputs_dir, "the inputs of a candidate", inputs_of(c));
     const std::string out_path = (step / "out.onnx").string();
@@ -461,16 +429,25 @@ class Reducer {
                                      {"{out}", out_path}})
       for (size_t at = cmd.find(key); at != std::string::npos; at = cmd.find(key, at + value.size()))
         cmd.replace(at, key.size(), value);
-    const Outcome r = run_shell(cmd, output_path);
+    ChildOptions run;
+    run.seconds = o_.command_timeout;
+    run.merge_output = true;
+    run.output_limit = kOutputLimit;
+    const ChildResult r = run_child({"/bin/sh", "-c", cmd}, run);
     std::error_code ec;
     fs::remove_all(step, ec);
+    if (r.start_error) throw_input_error(std::string("--command: cannot start /bin/sh: ") + std::strerror(r.start_error));
+    // Interrupted: the scratch folder goes with the Reducer as the error unwinds, and OUT was
+    // never begun.
+    if (r.interrupted)
+      throw Error(ErrorKind::kInput, "interrupted by signal " + std::to_string(r.interrupted) + "; nothing written");
     if (r.timed_out) {
       detail = "timed out after " + significant(o_.command_timeout, 3) + " s (counted as not failing)";
       return false;
     }
     const std::string how = r.signal ? "killed by signal " + std::to_string(r.signal) : "exit " + std::to_string(r.status);
     if (fails_when_) {
-      const bool match = fails_when_->found_in(r.output);
+      const bool match = fails_when_->found_in(r.out);
       detail = how + (match ? ", output matches --fails-when" : ", output does not match --fails-when");
       return match;
     }
@@ -481,9 +458,9 @@ class Reducer {
       case Verdict::kCrashes: {
         // onnxtool ends an exception it did not expect with "internal error" (exit 2), a crash
         // by a signal (the sanitizers' reports: exit 1 with their banner).
-        const bool internal = r.output.find(": internal error: ") != std::string::npos;
-        const bool sanitizer = r.output.find("ERROR: AddressSanitizer") != std::string::npos ||
-                               r.output.find("runtime error: ") != std::string::npos;
+        const bool internal = r.out.find(": internal error: ") != std::string::npos;
+        const bool sanitizer = r.out.find("ERROR: AddressSanitizer") != std::string::npos ||
+                               r.out.find("runtime error: ") != std::string::npos;
         if (internal) detail += ", internal error";
         if (sanitizer) detail += ", a sanitizer's report";
         return r.signal != 0 || internal || sanitizer;
@@ -492,74 +469,6 @@ class Reducer {
         break;
     }
     return r.signal != 0 || r.status != 0;
-  }
-
-  struct Outcome {
-    int status = 0;
-    int signal = 0;
-    bool timed_out = false;
-    std::string output;  ///< stdout and stderr, interleaved as written
-  };
-
-  /// Runs `cmd` through /bin/sh in a process group of its own (a timeout ends the whole group),
-  /// stdin from /dev/null, stdout and stderr to `output_path`.
-  Outcome run_shell(const std::string& cmd, const std::string& output_path) {
-    const InterruptGuard guard;
-    const int out = ::open(output_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (out < 0) throw_input_error("cannot write " + output_path + ": " + std::strerror(errno));
-    std::cout.flush();
-    std::cerr.flush();
-    const pid_t pid = fork();
-    if (pid < 0) {
-      ::close(out);
-      throw_input_error(std::string("--command: cannot start /bin/sh: ") + std::strerror(errno));
-    }
-    if (pid == 0) {
-      setpgid(0, 0);
-      const int null = ::open("/dev/null", O_RDONLY);
-      if (null >= 0) dup2(null, 0);
-      dup2(out, 1);
-      dup2(out, 2);
-      execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-    setpgid(pid, pid);  // also here: whichever runs first, the group exists before a kill
-    ::close(out);
-    g_command_group = pid;
-    Outcome r;
-    const auto start = std::chrono::steady_clock::now();
-    int status = 0;
-    auto pause = std::chrono::milliseconds(1);
-    for (;;) {
-      const pid_t done = waitpid(pid, &status, WNOHANG);
-      if (done == pid) break;
-      if (done < 0 && errno != EINTR) break;
-      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > o_.command_timeout) {
-        kill(-pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        r.timed_out = true;
-        break;
-      }
-      if (g_interrupted) {
-        kill(-pid, SIGKILL);
-        waitpid(pid, &status, 0);
-        break;
-      }
-      std::this_thread::sleep_for(pause);
-      pause = std::min(pause * 2, std::chrono::milliseconds(20));
-    }
-    g_command_group = 0;
-    // Interrupted: the scratch folder goes with the Reducer as the error unwinds, and OUT was
-    // never begun.
-    if (g_interrupted)
-      throw Error(ErrorKind::kInput, "interrupted by signal " + std::to_string(g_interrupted) + "; nothing written");
-    if (WIFEXITED(status)) r.status = WEXITSTATUS(status);
-    else if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
-    std::ifstream in(output_path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    r.output = text.str();
-    return r;
   }
 
   const ReduceOptions& o_;

@@ -161,6 +161,28 @@ nodes_are "--time-limit result" "$OUT/budget.onnx" "'t20' in names"
 expect_tool "--command-timeout" 1 "timed out" -- \
   reduce "$WORK/chain.onnx" -o "$OUT/r.onnx" --command "sleep 5; false" --command-timeout 0.2
 
+# A command that leaves a process behind holding its output: the run ends a second after the
+# command's exit, the process killed with its group.
+start=$SECONDS
+expect_tool "a background process holding the output" 0 "reduced 40 -> " -- \
+  reduce "$WORK/chain.onnx" -o "$OUT/r.onnx" --command "sleep 300 & exit 1" --max-steps 2
+((SECONDS - start < 30)) && ok || fail "the background process held the search for $((SECONDS - start)) s"
+pgrep -f "^sleep 300$" >/dev/null && fail "the background process outlived the search" || ok
+
+# Interrupted (SIGINT, as Ctrl-C): the command's group is killed, nothing is written, exit 2.
+rm -rf "$OUT" && mkdir -p "$OUT"
+"$ONNXTOOL" reduce "$WORK/chain.onnx" -o "$OUT/r.onnx" --command "sleep 301; false" >"$WORK/int_out" 2>&1 &
+pid=$!
+sleep 2
+kill -INT "$pid"
+wait "$pid"
+code=$?
+[[ $code -eq 2 ]] && grep -q "interrupted by signal 2; nothing written" "$WORK/int_out" && ok ||
+  fail "SIGINT: exit $code, $(tail -1 "$WORK/int_out")"
+[[ -z $(ls -A "$OUT") ]] && ok || fail "SIGINT: something was written: $(ls "$OUT")"
+sleep 0.2
+pgrep -f "^sleep 301$" >/dev/null && fail "SIGINT: the command outlived onnxtool" || ok
+
 # An If is kept whole with its branches; the main-graph value they read (u1) becomes an input.
 expect_tool "an If node" 0 "reduced 4 -> 1 nodes" -- \
   reduce "$WORK/ifm.onnx" -o "$OUT/if.onnx" --command "cat {model}" --fails-when 'If' --inputs-out "$OUT/if_in"
