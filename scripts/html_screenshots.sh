@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Renders the three --report FILE.html pages (quantize, compare --per-layer, run --profile) of
+# testdata/tiny_cnn.onnx in headless Chromium and writes their screenshots to docs/images/, the
+# pictures docs/commands/{quantize,compare,run}.md show.
+#
+# Usage: scripts/html_screenshots.sh [BINARY]   (default: build/onnxtool)
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bin=${1:-$root/build/onnxtool}
+command -v chromium >/dev/null || { echo "html_screenshots.sh: chromium is not installed" >&2; exit 1; }
+work=$(mktemp -d "${TMPDIR:-/tmp}/onnxtool_screens.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+model=$root/testdata/tiny_cnn.onnx
+
+# Two smooth samples of image float32 [1,3,32,32] (as tests/cli/lib.sh's tiny_cnn_samples).
+/usr/bin/python3 - "$work/samples" <<'EOF'
+import math, os, struct, sys
+for s in range(2):
+    d = os.path.join(sys.argv[1], "s%d" % s)
+    os.makedirs(d)
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 32, 32), }"
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    with open(os.path.join(d, "image.npy"), "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
+        f.write(struct.pack("<3072f", *[math.sin(0.05 * i + s) for i in range(3072)]))
+EOF
+
+"$bin" quantize "$model" -o "$work/int8.onnx" --mode static --inputs "$work/samples" --op-types Conv,Gemm \
+  --exclude-nodes fc --report "$work/quantize_report.html" --quiet >/dev/null
+# compare exits 1: the int8 model is beyond the default tolerance, which the page shows.
+"$bin" compare "$model" "$work/int8.onnx" --inputs "$work/samples/s0" --per-layer \
+  --report "$work/compare_report.html" --quiet >/dev/null || true
+"$bin" run "$model" --random --benchmark 20 --profile --report "$work/run_profile_report.html" --quiet >/dev/null
+
+mkdir -p "$root/docs/images"
+for page in quantize_report compare_report run_profile_report; do
+  chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --screenshot="$root/docs/images/$page.png" \
+    --window-size=1200,1400 "file://$work/$page.html" 2>/dev/null
+  echo "docs/images/$page.png: $(stat -c %s "$root/docs/images/$page.png") bytes"
+done
