@@ -47,6 +47,13 @@ std::string tick(double v) {
   return buf;
 }
 
+/// A figure beside a bar: four significant digits.
+std::string tick4(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
 std::string attr(const std::string& name, const std::string& value) { return " " + name + "=\"" + escape(value) + "\""; }
 
 /// A name cut to `n` characters for an axis (the full name is in the tooltip).
@@ -194,8 +201,11 @@ void Page::bar_chart(const std::string& title, const std::string& unit, const st
   for (size_t i = 0; i < shown; ++i) {
     const Bar& b = bars[i];
     const double v = value_of(b.value), y = kTop + row * static_cast<double>(i);
-    const std::string value_text = text_of(b.value) + " " + unit + (b.note.empty() ? "" : " " + b.note);
-    s += "<g" + attr("data-label", b.label) + attr("data-value", text_of(b.value)) + "><title>" + escape(b.label + ": " + value_text) +
+    // Beside the bar four digits; the exact figure in the tooltip and data-value.
+    const std::string note = b.note.empty() ? "" : " " + b.note;
+    const std::string value_text = (std::isfinite(v) ? tick4(v) : text_of(b.value)) + " " + unit + note;
+    s += "<g" + attr("data-label", b.label) + attr("data-value", text_of(b.value)) + "><title>" +
+         escape(b.label + ": " + text_of(b.value) + " " + unit + note) +
          "</title><text x=\"" + coord(label_width) + "\" y=\"" + coord(y + 13) + "\" text-anchor=\"end\">" + escape(shorten(b.label, 42)) +
          "</text>";
     if (std::isfinite(v)) {
