@@ -12,18 +12,11 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/onnxtool_screens.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 model=$root/testdata/tiny_cnn.onnx
 
-# Two smooth samples of image float32 [1,3,32,32] (as tests/cli/lib.sh's tiny_cnn_samples).
-/usr/bin/python3 - "$work/samples" <<'EOF'
-import math, os, struct, sys
-for s in range(2):
-    d = os.path.join(sys.argv[1], "s%d" % s)
-    os.makedirs(d)
-    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3, 32, 32), }"
-    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
-    with open(os.path.join(d, "image.npy"), "wb") as f:
-        f.write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode())
-        f.write(struct.pack("<3072f", *[math.sin(0.05 * i + s) for i in range(3072)]))
-EOF
+# Two smooth samples of image float32 [1,3,32,32]: the tests' tiny_cnn_samples.
+export ONNXTOOL=$bin
+# shellcheck source=tests/cli/lib.sh
+source "$root/tests/cli/lib.sh"
+tiny_cnn_samples "$work/samples" 2
 
 "$bin" quantize "$model" -o "$work/int8.onnx" --mode static --inputs "$work/samples" --op-types Conv,Gemm \
   --exclude-nodes fc --report "$work/quantize_report.html" --quiet >/dev/null
