@@ -82,10 +82,12 @@ struct Axis {
   /// About five ticks: decades on a log axis, else evenly spaced values.
   std::vector<double> ticks() const {
     std::vector<double> t;
-    if (log) {
+    if (log && hi - lo >= 2) {
       const double step = std::max(1.0, std::ceil((hi - lo) / 6));
       for (double e = std::ceil(lo); e <= hi + 1e-9; e += step) t.push_back(std::pow(10.0, e));
-      if (t.empty()) t.push_back(std::pow(10.0, lo));
+    } else if (log) {
+      // Less than two decades: five ticks evenly spaced on the log axis.
+      for (int i = 0; i <= 4; ++i) t.push_back(std::pow(10.0, lo + (hi - lo) * i / 4));
     } else {
       for (int i = 0; i <= 4; ++i) t.push_back(lo + (hi - lo) * i / 4);
     }
