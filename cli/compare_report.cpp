@@ -212,8 +212,9 @@ std::string html_page(const nlohmann::json& data) {
     const nlohmann::json& first = data["per_layer"]["first_beyond_tolerance"];
     for (size_t i = 0; !first.is_null() && i < layers.size(); ++i)
       if (layers[i]["name"] == first["tensor"]) {
-        const html::Marker m{i, "first beyond tolerance: tensor " + first["tensor"].get<std::string>() + " (node " + first["node"].get<std::string>() + ")",
-                             "diverge"};
+        const html::Marker m{
+            i, "first beyond tolerance: tensor " + first["tensor"].get<std::string>() + " (node " + first["node"].get<std::string>() + ")",
+            "diverge"};
         sqnr.markers.push_back(m);
         error.markers.push_back(m);
         break;

@@ -252,7 +252,8 @@ void Page::line_chart(const LineChart& c) {
   } else {
     for (int t = 0; t <= 4; ++t) {
       const size_t i = (n - 1) * static_cast<size_t>(t) / 4;
-      s += "<text x=\"" + coord(x_of(i)) + "\" y=\"" + coord(kTop + plot_height + 16) + "\" text-anchor=\"middle\">#" + std::to_string(i) + "</text>\n";
+      s += "<text x=\"" + coord(x_of(i)) + "\" y=\"" + coord(kTop + plot_height + 16) + "\" text-anchor=\"middle\">#" +
+           std::to_string(i) + "</text>\n";
     }
   }
   for (const auto& m : c.markers) {
@@ -293,7 +294,8 @@ void Page::line_chart(const LineChart& c) {
   }
   s += "</svg>\n<figcaption>";
   for (size_t k = 0; k < c.series.size(); ++k)
-    s += "<svg width=\"14\" height=\"10\"><line class=\"s" + std::to_string(k % 4) + "\" x1=\"0\" x2=\"14\" y1=\"5\" y2=\"5\" stroke-width=\"3\"/></svg> " +
+    s += "<svg width=\"14\" height=\"10\"><line class=\"s" + std::to_string(k % 4) +
+         "\" x1=\"0\" x2=\"14\" y1=\"5\" y2=\"5\" stroke-width=\"3\"/></svg> " +
          escape(c.series[k].name) + " &#160; ";
   s += std::to_string(n) + " rows in graph order" + (c.log_y ? "; log scale" : "") +
        (reduced ? "; too many to draw each: every bucket of rows is drawn by its lowest and highest value" : "") +

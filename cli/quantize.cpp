@@ -253,7 +253,8 @@ void register_quantize(CLI::App& app, Action& action) {
                   "seconds after which the accuracy search starts no further attempt: the best quantization that reached "
                   "--accuracy-target so far is written, else the model unchanged, saying so (default: no limit)")
       ->check(number_in(0, 1e9, /*open_low=*/true));
-  sub->add_option("--report", o->report, "per-node ranges and errors: JSON, markdown when FILE ends in .md, or an HTML page with charts when it ends in .html");
+  sub->add_option("--report", o->report,
+                  "per-node ranges and errors: JSON, markdown when FILE ends in .md, or an HTML page with charts when it ends in .html");
   sub->add_flag("--json", o->json, "print one JSON document");
   add_quiet_flag(sub);
   add_threads_flag(sub);

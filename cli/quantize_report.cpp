@@ -155,7 +155,9 @@ std::string html_report(const nlohmann::json& doc, const std::map<std::string, s
       c->rows.push_back(name);
       c->series[0].values.push_back(r["quantized"].get<bool>() ? r[c == &sqnr ? "sqnr_db" : "cosine"] : nlohmann::json(nullptr));
       if (!r["quantized"].get<bool>())
-        c->markers.push_back({c->rows.size() - 1, "kept float: " + name + " (" + r["op_type"].get<std::string>() + "): " + r["reason"].get<std::string>(), "float"});
+        c->markers.push_back({c->rows.size() - 1,
+                              "kept float: " + name + " (" + r["op_type"].get<std::string>() + "): " + r["reason"].get<std::string>(),
+                              "float"});
     }
   }
   page.heading("Along the graph");
@@ -165,7 +167,8 @@ std::string html_report(const nlohmann::json& doc, const std::map<std::string, s
   if (activations) page.line_chart(cosine);
   page.heading("Outputs");
   std::vector<std::vector<html::Cell>> outputs;
-  for (const auto& o : doc["outputs"]) outputs.push_back({html::Cell{o["name"].get<std::string>()}, html::figure(o["cosine"]), html::figure(o["sqnr_db"])});
+  for (const auto& o : doc["outputs"])
+    outputs.push_back({html::Cell{o["name"].get<std::string>()}, html::figure(o["cosine"]), html::figure(o["sqnr_db"])});
   if (outputs.empty()) page.paragraph("No output error was measured (no samples, or --no-verify).");
   else page.table({"output", "cosine", "SQNR (dB)"}, outputs);
   page.heading("Error distributions");

@@ -75,7 +75,9 @@ void print_profile(const ModelRun& run, const std::string& trace_file) {
     const double rate = achieved_gflops(run, r);
     char figures[64] = "";
     if (rate >= 0) std::snprintf(figures, sizeof figures, " %9.2f GFLOP/s", rate);
-    if (rate >= 0 && peak) std::snprintf(figures + std::strlen(figures), sizeof figures - std::strlen(figures), " %6s", pct(rate / run.gemm_peak.gflops).c_str());
+    if (rate >= 0 && peak)
+      std::snprintf(figures + std::strlen(figures), sizeof figures - std::strlen(figures), " %6s",
+                    pct(rate / run.gemm_peak.gflops).c_str());
     char line[400];
     std::snprintf(line, sizeof line, "  %-40s %-18s %-9s %9s %7s%s", r.name.c_str(), r.op_type.c_str(),
                   r.device.c_str(), ms(r.ms).c_str(), pct(r.share).c_str(), figures);
