@@ -4,8 +4,10 @@
 
 #include "cli/compare.h"
 #include "cli/flags.h"
+#include "cli/html_report.h"
 #include "cli/progress.h"
 #include "cli/verify.h"
+#include "ir/command_files.h"
 #include "ir/error.h"
 
 namespace onnxtool::cli {
@@ -135,11 +137,20 @@ int run_compare(const CompareCliOptions& o) {
   if (!o.feed.inputs_dir.empty() && holds_sample_folders(o.feed.inputs_dir)) folders = sample_dirs("--inputs", o.feed.inputs_dir);
   refuse_conflicts(o, c.random, folders);
   c.options = comparison_devices(o);
+  if (!o.report.empty()) {
+    if (!html::is_html_path(o.report) && !(o.report.size() > 5 && o.report.compare(o.report.size() - 5, 5, ".json") == 0))
+      throw_usage_error("--report " + o.report + ": the report is an HTML page (FILE.html) or JSON (FILE.json)");
+    ir::claim_output(o.report, "--report " + o.report);
+  }
   c.a = ir::load_model(o.a);
   refuse_unrunnable(c.a.model, o.a);
+  if (!o.report.empty()) ir::check_not_input(c.a.info, o.report, "--report " + o.report);
   set_inputs(o, c.random, folders, c.options);
   c.sample_names = name_samples(o, c, folders);
   compare(o, folders, c);
+  // The report after both runs: written through the safe writer, which refuses the files the
+  // command read (B's too), and replaces FILE only once the whole page is written.
+  write_comparison_report(o, c);
   print_comparison(o, c);
   print_failures(o, c);
   return c.ok() ? kExitOk : kExitFailed;
@@ -181,6 +192,9 @@ void register_compare(CLI::App& app, Action& action) {
   sub->add_option("--device-a", o->device_a, "device of A (default: --device)");
   sub->add_option("--device-b", o->device_b, "device of B (default: --device)");
   sub->add_flag("--json", o->json, "print one JSON document");
+  sub->add_option("--report", o->report,
+                  "also write the report to FILE: an HTML page with charts (FILE.html; with --per-layer, the error along "
+                  "the graph) or the --json document (FILE.json); with --per-layer both hold every layer");
   add_quiet_flag(sub);
   add_model_run_flags(sub);
   sub->callback([&action, o, sub] {

@@ -9,6 +9,7 @@
 
 #include "cli/common.h"
 #include "ir/model_io.h"
+#include "ir/output_file.h"
 #include "runner/compare_models.h"
 
 namespace onnxtool::cli {
@@ -23,6 +24,7 @@ struct CompareCliOptions {
   std::string expect_dir;
   std::vector<runner::Gate> gates;  ///< in the order of the flags below
   bool per_layer = false;
+  std::string report;  ///< --report FILE: .html (a page with charts) or .json
   bool json = false;
   std::string device = "cpu", device_a, device_b;
   std::set<std::string> given;  ///< the options on the command line
@@ -55,6 +57,10 @@ struct Comparison {
 
 /// The report on stdout, --json or text.
 void print_comparison(const CompareCliOptions& o, const Comparison& c);
+
+/// --report FILE (when given): the --json document, with every matched layer under "layers"
+/// (--per-layer), as JSON or as an HTML page (FILE ending in .html).
+void write_comparison_report(const CompareCliOptions& o, const Comparison& c);
 
 /// One line on stderr for CI logs: the first failure and the count of the others.
 void print_failures(const CompareCliOptions& o, const Comparison& c);

@@ -1,10 +1,12 @@
 // compare's report: each output's figures and gates, the layers with --per-layer, where the
-// models ran, and the verdict; as text or JSON, with the failures in one line on stderr.
+// models ran, and the verdict; as text or JSON, with the failures in one line on stderr, and
+// --report FILE as JSON or an HTML page with the error along the graph.
 #include <iomanip>
 #include <iostream>
 #include <sstream>
 
 #include "cli/compare.h"
+#include "cli/html_report.h"
 #include "cli/printers.h"
 #include "cli/verify.h"
 
@@ -129,7 +131,7 @@ nlohmann::json side_json(const std::optional<runner::SidePlacement>& s) {
   return s ? placement_json(&s->device, s->placement) : nlohmann::json(nullptr);
 }
 
-void print_json_report(const CompareCliOptions& o, const Comparison& c) {
+nlohmann::json comparison_json(const CompareCliOptions& o, const Comparison& c) {
   const runner::ModelComparison& r = c.result;
   const bool expect = !o.expect_dir.empty();
   nlohmann::json outs = nlohmann::json::array();
@@ -150,7 +152,87 @@ void print_json_report(const CompareCliOptions& o, const Comparison& c) {
                         {"note", random_note_json(c.random)},
                         {"placement_a", side_json(r.placement_a)}, {"placement_b", side_json(r.placement_b)}};
   if (o.per_layer) doc["per_layer"] = per_layer_json(r);
-  print_json(doc);
+  return doc;
+}
+
+/// Every matched intermediate tensor, in A's graph order, with its figures.
+nlohmann::json layers_json(const runner::ModelComparison& r) {
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& l : r.layers) {
+    auto j = worst_json(l.tensor, l.worst);
+    j["node"] = l.node;
+    layers.push_back(j);
+  }
+  return layers;
+}
+
+/// The per-output table of the HTML page.
+void outputs_table(html::Page& page, const nlohmann::json& outputs) {
+  std::vector<std::vector<html::Cell>> rows;
+  for (const auto& out : outputs) {
+    if (out.contains("problem")) {
+      rows.push_back({html::Cell{out["name"].get<std::string>()}, html::Cell{out["problem"].get<std::string>(), nullptr, "bad"}});
+      continue;
+    }
+    // The worst layers have no gates (none is judged on them).
+    const nlohmann::json gates = out.value("gates", nlohmann::json::array());
+    bool gates_pass = true;
+    for (const auto& g : gates) gates_pass = gates_pass && g["pass"].get<bool>();
+    html::Cell beyond = html::figure(out["beyond_tolerance"]);
+    if (out["beyond_tolerance"].get<int64_t>() > 0) beyond.kind = "num bad";
+    rows.push_back({html::Cell{out["name"].get<std::string>()}, html::figure(out["elements"]), html::figure(out["max_abs_error"]),
+                    html::figure(out["max_rel_error"]), html::figure(out["mean_abs_error"]), html::figure(out["cosine"]),
+                    html::figure(out["sqnr_db"]), beyond,
+                    html::Cell{gates.empty() ? "-" : gates_pass ? "pass" : "FAIL", nullptr, gates_pass ? "" : "bad"}});
+  }
+  page.table({"output", "elements", "max abs error", "max rel error", "mean abs error", "cosine", "SQNR (dB)", "beyond tolerance", "gates"}, rows);
+}
+
+/// The HTML page: the summary, the error along the graph with the first tensor beyond
+/// tolerance marked (--per-layer), the worst layers and the outputs.
+std::string html_page(const nlohmann::json& data) {
+  html::Page page("onnxtool compare: " + html::text_of(data["a"]) + " vs " +
+                  (data["b"].is_null() ? "--expect " + html::text_of(data["expect"]) : html::text_of(data["b"])));
+  page.heading("Summary");
+  page.summary(data);
+  if (data.contains("layers")) {
+    const nlohmann::json& layers = data["layers"];
+    html::LineChart sqnr{"SQNR of each intermediate tensor of B against A's (dB; infinite where they are equal)", "SQNR (dB)", {},
+                         {html::Series{"SQNR (dB)", {}}}, {}, false};
+    html::LineChart error{"Largest absolute and mean absolute error of each intermediate tensor", "error", {},
+                          {html::Series{"max abs error", {}}, html::Series{"mean abs error", {}}}, {}, true};
+    for (const auto& l : layers) {
+      const nlohmann::json none;
+      sqnr.rows.push_back(l["name"].get<std::string>());
+      sqnr.series[0].values.push_back(l.contains("sqnr_db") ? l["sqnr_db"] : none);
+      error.series[0].values.push_back(l.contains("max_abs_error") ? l["max_abs_error"] : none);
+      error.series[1].values.push_back(l.contains("mean_abs_error") ? l["mean_abs_error"] : none);
+    }
+    error.rows = sqnr.rows;
+    const nlohmann::json& first = data["per_layer"]["first_beyond_tolerance"];
+    for (size_t i = 0; !first.is_null() && i < layers.size(); ++i)
+      if (layers[i]["name"] == first["tensor"]) {
+        const html::Marker m{
+            i, "first beyond tolerance: tensor " + first["tensor"].get<std::string>() + " (node " + first["node"].get<std::string>() + ")",
+            "diverge"};
+        sqnr.markers.push_back(m);
+        error.markers.push_back(m);
+        break;
+      }
+    page.heading("Along the graph");
+    page.paragraph(std::to_string(layers.size()) + " intermediate tensors both models have, in A's graph order. " +
+                   (first.is_null() ? "None is beyond tolerance."
+                                    : "The red dashed line marks the first beyond tolerance: tensor " + first["tensor"].get<std::string>() +
+                                          " (node " + first["node"].get<std::string>() + ")."));
+    page.line_chart(sqnr);
+    page.line_chart(error);
+    page.heading("Worst layers");
+    page.paragraph("Lowest cosine first.");
+    outputs_table(page, data["per_layer"]["worst"]);
+  }
+  page.heading("Outputs");
+  outputs_table(page, data["outputs"]);
+  return page.finish(data);
 }
 
 /// The intermediate tensors both models have: the first beyond tolerance, and the worst.
@@ -194,8 +276,17 @@ void print_comparison_text(const CompareCliOptions& o, const Comparison& c) {
 }  // namespace
 
 void print_comparison(const CompareCliOptions& o, const Comparison& c) {
-  if (o.json) print_json_report(o, c);
+  if (o.json) print_json(comparison_json(o, c));
   else print_comparison_text(o, c);
+}
+
+void write_comparison_report(const CompareCliOptions& o, const Comparison& c) {
+  if (o.report.empty()) return;
+  ir::OutputFile file(o.report, "--report " + o.report);
+  nlohmann::json doc = comparison_json(o, c);
+  if (o.per_layer) doc["layers"] = layers_json(c.result);
+  file.write(html::is_html_path(o.report) ? html_page(doc) : doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  file.commit();
 }
 
 void print_failures(const CompareCliOptions& o, const Comparison& c) {

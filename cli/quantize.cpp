@@ -174,7 +174,12 @@ int run_quantize(const QuantizeCliOptions& o) {
   WrittenModel written = write_model(loaded.model, o.output);
   if (!unchanged.empty()) written.sorted_nodes += sorted_on_load;  // the file's order, sorted on loading
   const nlohmann::json doc = quantize_json(o, report, unchanged, stored_bytes(loaded.info), written);
-  if (report_file) write_report(*report_file, o.report, report, doc);
+  if (report_file) {
+    std::map<std::string, size_t> graph_order;
+    for (const auto& node : loaded.model.graph->nodes())
+      if (!node->name.empty()) graph_order.emplace(node->name, graph_order.size());
+    write_report(*report_file, o.report, report, doc, graph_order);
+  }
   if (o.json) print_json(doc);
   else print_quantized(o, report, unchanged, stored_bytes(loaded.info), written);
   return kExitOk;
@@ -248,7 +253,8 @@ void register_quantize(CLI::App& app, Action& action) {
                   "seconds after which the accuracy search starts no further attempt: the best quantization that reached "
                   "--accuracy-target so far is written, else the model unchanged, saying so (default: no limit)")
       ->check(number_in(0, 1e9, /*open_low=*/true));
-  sub->add_option("--report", o->report, "per-node ranges and errors: JSON, or markdown when FILE ends in .md");
+  sub->add_option("--report", o->report,
+                  "per-node ranges and errors: JSON, markdown when FILE ends in .md, or an HTML page with charts when it ends in .html");
   sub->add_flag("--json", o->json, "print one JSON document");
   add_quiet_flag(sub);
   add_threads_flag(sub);

@@ -1,6 +1,7 @@
 // `onnxtool quantize`: its options, and the report of a quantization (quantize_report.cpp).
 #pragma once
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -65,8 +66,11 @@ nlohmann::json quantize_json(const QuantizeCliOptions& o, const quant::QuantizeR
 
 /// The report into `file`, opened before the model was written: a report that cannot be
 /// written (a directory, a missing folder, a file the command read) stops the command before
-/// the model replaces anything. JSON (`doc`), or markdown when `path` ends in .md.
-void write_report(ir::OutputFile& file, const std::string& path, const quant::QuantizeReport& r, const nlohmann::json& doc);
+/// the model replaces anything. JSON (`doc`), markdown when `path` ends in .md, or an HTML page
+/// of `doc` with charts when it ends in .html, its nodes ordered by `graph_order` (node name ->
+/// position in the quantized model).
+void write_report(ir::OutputFile& file, const std::string& path, const quant::QuantizeReport& r, const nlohmann::json& doc,
+                  const std::map<std::string, size_t>& graph_order);
 
 /// The text report: what was quantized (or why nothing was), the accuracy and what measured it,
 /// the nodes kept float.

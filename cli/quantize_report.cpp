@@ -1,5 +1,5 @@
 // quantize's report: what was quantized, what stayed float and why, and how accurate the result
-// is on what samples; as text, JSON, or a markdown file.
+// is on what samples; as text, JSON, a markdown file, or an HTML page with charts.
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli/common.h"
+#include "cli/html_report.h"
 #include "cli/printers.h"
 #include "cli/progress.h"
 #include "cli/quantize.h"
@@ -110,6 +111,93 @@ std::string markdown_report(const quant::QuantizeReport& r) {
   return out.str();
 }
 
+/// The nodes quantized and kept float, in the order of `graph_order` (node name -> position in
+/// the quantized model); a node it lacks (renamed by the rewrite) follows the row before it in
+/// the report. Each row holds the figures of its row in `doc` ("nodes" or "kept_float").
+nlohmann::json graph_rows(const nlohmann::json& doc, const std::map<std::string, size_t>& graph_order) {
+  std::vector<std::pair<std::pair<size_t, size_t>, nlohmann::json>> rows;
+  for (const char* list : {"nodes", "kept_float"}) {
+    size_t key = 0;
+    for (const auto& n : doc[list]) {
+      const std::string name = n["node"].get<std::string>();
+      if (const auto it = graph_order.find(name); it != graph_order.end()) key = it->second;
+      nlohmann::json row = {{"node", name}, {"op_type", n["op_type"]}, {"tensor", n["tensor"]},
+                            {"quantized", std::string(list) == "nodes"}};
+      for (const char* figure : {"sqnr_db", "cosine", "reason"})
+        row[figure] = n.contains(figure) ? n[figure] : nlohmann::json(nullptr);
+      rows.push_back({{key, rows.size()}, row});
+    }
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  nlohmann::json out = nlohmann::json::array();
+  for (auto& r : rows) out.push_back(std::move(r.second));
+  return out;
+}
+
+/// The HTML --report FILE.html: the summary, SQNR and cosine along the graph with the nodes
+/// kept float marked, the spread of the per-node errors, and the tables.
+std::string html_report(const nlohmann::json& doc, const std::map<std::string, size_t>& graph_order) {
+  nlohmann::json data = doc;
+  data["graph_rows"] = graph_rows(doc, graph_order);
+  const nlohmann::json& rows = data["graph_rows"];
+  const bool activations = doc["mode"] == "static";
+  html::Page page("onnxtool quantize report: " + doc["output"].get<std::string>());
+  page.heading("Summary");
+  page.summary(doc);
+  html::LineChart sqnr{activations ? "SQNR of each quantized tensor against the reference (dB; the error accumulated up to it)"
+                                   : "SQNR of each quantized weight (dB)",
+                       "SQNR (dB)", {}, {html::Series{"SQNR (dB)", {}}}, {}, false};
+  html::LineChart cosine{"Cosine similarity of each quantized tensor to the reference", "cosine", {}, {html::Series{"cosine", {}}}, {}, false};
+  for (const auto& r : rows) {
+    // A graph input quantized has no node: its tensor names the row.
+    const std::string name = r["node"].get<std::string>().empty() ? r["tensor"].get<std::string>() : r["node"].get<std::string>();
+    for (html::LineChart* c : {&sqnr, &cosine}) {
+      c->rows.push_back(name);
+      c->series[0].values.push_back(r["quantized"].get<bool>() ? r[c == &sqnr ? "sqnr_db" : "cosine"] : nlohmann::json(nullptr));
+      if (!r["quantized"].get<bool>())
+        c->markers.push_back({c->rows.size() - 1,
+                              "kept float: " + name + " (" + r["op_type"].get<std::string>() + "): " + r["reason"].get<std::string>(),
+                              "float"});
+    }
+  }
+  page.heading("Along the graph");
+  page.paragraph(std::to_string(doc["nodes"].size()) + " quantized nodes and " + std::to_string(doc["kept_float"].size()) +
+                 " kept float (grey dashed lines; the reasons are listed under the chart and in the table below), in graph order.");
+  page.line_chart(sqnr);
+  if (activations) page.line_chart(cosine);
+  page.heading("Outputs");
+  std::vector<std::vector<html::Cell>> outputs;
+  for (const auto& o : doc["outputs"])
+    outputs.push_back({html::Cell{o["name"].get<std::string>()}, html::figure(o["cosine"]), html::figure(o["sqnr_db"])});
+  if (outputs.empty()) page.paragraph("No output error was measured (no samples, or --no-verify).");
+  else page.table({"output", "cosine", "SQNR (dB)"}, outputs);
+  page.heading("Error distributions");
+  page.paragraph("The report holds one error figure per output (above), not a distribution of each output's errors: "
+                 "the histograms show the spread of the per-node figures over the quantized tensors instead.");
+  std::vector<nlohmann::json> node_sqnr, node_noise;
+  for (const auto& n : doc["nodes"]) {
+    node_sqnr.push_back(n["sqnr_db"]);
+    node_noise.push_back(n["added_noise_db"]);
+  }
+  page.histogram("Per-node SQNR over the quantized tensors", "SQNR (dB)", node_sqnr);
+  if (activations) page.histogram("Per-node added noise over the quantized tensors", "added noise (dB, relative to the signal)", node_noise);
+  page.heading("Kept float");
+  std::vector<std::vector<html::Cell>> kept;
+  for (const auto& f : doc["kept_float"])
+    kept.push_back({html::Cell{f["node"].get<std::string>()}, html::Cell{f["op_type"].get<std::string>()}, html::Cell{f["tensor"].get<std::string>()},
+                    html::Cell{f["reason"].get<std::string>()}});
+  if (kept.empty()) page.paragraph("No candidate node stayed float.");
+  else page.table({"node", "op", "output", "reason"}, kept);
+  page.heading("Quantized nodes");
+  std::vector<std::vector<html::Cell>> nodes;
+  for (const auto& n : doc["nodes"])
+    nodes.push_back({html::Cell{n["node"].get<std::string>()}, html::Cell{n["op_type"].get<std::string>()},
+                     html::Cell{n["tensor"].get<std::string>()}, html::figure(n["scale"]),
+                     html::figure(n["zero_point"]), html::figure(n["sqnr_db"]), html::figure(n["cosine"]), html::figure(n["added_noise_db"])});
+  page.table({"node", "op", "tensor", "scale", "zero point", "SQNR (dB)", "cosine", "added noise (dB)"}, nodes);
+  return page.finish(data);
+}
+
 /// The accuracy, on what samples.
 void print_accuracy(const QuantizeCliOptions& o, const quant::QuantizeReport& report) {
   const std::string measured_on = std::to_string(report.error_samples) +
@@ -211,11 +299,14 @@ nlohmann::json quantize_json(const QuantizeCliOptions& o, const quant::QuantizeR
           {"nodes", quantized_nodes_json(report)}};
 }
 
-void write_report(ir::OutputFile& file, const std::string& path, const quant::QuantizeReport& r, const nlohmann::json& doc) {
+void write_report(ir::OutputFile& file, const std::string& path, const quant::QuantizeReport& r, const nlohmann::json& doc,
+                  const std::map<std::string, size_t>& graph_order) {
   const bool markdown = path.size() > 3 && path.substr(path.size() - 3) == ".md";
   // Through the safe writer: no fixed temporary name to plant a symlink at, a full disk is an
   // error, and nothing is replaced until the whole report is written.
-  file.write(markdown ? markdown_report(r) : doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
+  file.write(html::is_html_path(path) ? html_report(doc, graph_order)
+             : markdown              ? markdown_report(r)
+                                     : doc.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   file.commit();
 }
 

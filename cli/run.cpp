@@ -1,6 +1,7 @@
 // `onnxtool run MODEL ...`: execute a model on the reference runner.
 #include "cli/common.h"
 #include "cli/flags.h"
+#include "cli/html_report.h"
 #include "cli/run.h"
 #include "cli/verify.h"
 #include "ir/error.h"
@@ -19,7 +20,10 @@ void refuse_unusable_flags(const RunOptions& o) {
       {{"--output-format"}, !o.output_dir.empty(), "add --output-dir"},
       {{"--max-dump-files", "--max-dump-bytes"}, !o.dump_dir.empty(), "the bounds of --dump-dir; add --dump-dir DIR"},
       {{"--rtol", "--atol"}, !o.expect_dir.empty(), "the tolerance of --expect; add --expect DIR"},
+      {{"--report"}, o.profile, "the profile's page; add --profile"},
   });
+  if (!o.report.empty() && !html::is_html_path(o.report))
+    throw_usage_error("--report " + o.report + ": the profile report is an HTML page (FILE.html; --json prints the JSON)");
   // onnxruntime runs the whole model in one call: there are no nodes of ours to time.
   if (o.profile && o.device.rfind("onnxruntime", 0) == 0)
     throw_usage_error("--profile times the reference runner's nodes, and onnxruntime's are not seen one by one; "
@@ -38,8 +42,12 @@ int run_command(const RunOptions& o) {
   if (o.profile && !o.trace_file.empty())
     ir::write_file(o.trace_file, runner::chrome_trace(run.profiler, run.device_id), "--profile " + o.trace_file);
   const std::vector<OutputMatch> matches = o.expect_dir.empty() ? std::vector<OutputMatch>{} : match_outputs(o, run);
-  if (o.json) print_run_json(o, run, files, matches);
-  else print_run(o, run, files, matches);
+  if (!o.report.empty() || o.json) {
+    const nlohmann::json doc = run_json(o, run, files, matches);
+    if (!o.report.empty()) write_run_report(o.report, doc);
+    if (o.json) print_json(doc);
+  }
+  if (!o.json) print_run(o, run, files, matches);
   return report_mismatch(o, run, matches);
 }
 
@@ -83,6 +91,9 @@ void register_run(CLI::App& app, Action& action) {
                       "time every node of the --benchmark runs (or of one run after the first): per op type and "
                       "per node; with FILE, also a Chrome trace of every node there")
           ->expected(0, 1);
+  sub->add_option("--report", o->report,
+                  "with --profile: write the profile as an HTML page with charts (FILE.html): time per op type and "
+                  "per node, and each node's FLOPs against its time");
   sub->add_flag("--json", o->json, "print one JSON document");
   add_quiet_flag(sub);
   add_model_run_flags(sub);

@@ -2,6 +2,7 @@
 // --expect) and its report (run_report.cpp).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -31,6 +32,7 @@ struct RunOptions {
   int benchmark = 0;
   bool profile = false;
   std::string trace_file;  ///< --profile FILE: the Chrome trace
+  std::string report;      ///< --report FILE.html: the profile as an HTML page with charts
   bool json = false;
   std::set<std::string> given;  ///< the options on the command line
 };
@@ -46,6 +48,12 @@ struct ModelRun {
   runner::ProfileSummary profile;
   std::vector<double> times;  ///< of the --benchmark runs, in ms, sorted
   std::string device_id;      ///< "cpu", or the device the session ran on
+  /// --profile: each node of the main graph's FLOPs on this run's input shapes (nodes of
+  /// unknown cost left out), or why none are known; and this runner's GEMM rate on the run's
+  /// threads (on the CPU only: size 0 otherwise).
+  std::map<std::string, uint64_t> node_flops;
+  std::string cost_unknown;
+  runner::GemmPeak gemm_peak;
 };
 
 /// Loads the model, makes its inputs, runs it once (with --dump-dir writing every value), then
@@ -79,8 +87,10 @@ nlohmann::json match_json(const OutputMatch& m);
 void print_run(const RunOptions& o, const ModelRun& run, const std::vector<std::string>& files,
                const std::vector<OutputMatch>& matches);
 /// The same as one JSON document.
-void print_run_json(const RunOptions& o, const ModelRun& run, const std::vector<std::string>& files,
-                    const std::vector<OutputMatch>& matches);
+nlohmann::json run_json(const RunOptions& o, const ModelRun& run, const std::vector<std::string>& files,
+                        const std::vector<OutputMatch>& matches);
+/// --report FILE.html: the profile of `doc` (run_json's) as an HTML page, through the safe writer.
+void write_run_report(const std::string& path, const nlohmann::json& doc);
 /// The failure's one line on stderr when an output differs from --expect's: the first output
 /// that differs, and how many more do. Returns the exit code.
 int report_mismatch(const RunOptions& o, const ModelRun& run, const std::vector<OutputMatch>& matches);

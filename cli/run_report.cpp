@@ -1,19 +1,40 @@
 // `onnxtool run`'s report: each output with its statistics, file and match, where the nodes
-// ran, the timings of --benchmark and --profile, and the dump.
+// ran, the timings of --benchmark and --profile (with each node's achieved GFLOP/s against this
+// runner's GEMM), and the dump; as text, JSON, or --report's HTML page of the profile.
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 
+#include "cli/html_report.h"
 #include "cli/printers.h"
 #include "cli/progress.h"
 #include "cli/run.h"
+#include "ir/output_file.h"
 #include "runner/tensor_io.h"
 
 namespace onnxtool::cli {
 namespace {
 
-/// The profile as text: the run, every op type, the slowest nodes.
-void print_profile(const runner::ProfileSummary& p, const std::string& trace_file) {
+/// A node's achieved rate: its FLOPs over its time per run (GFLOP/s), or -1 when either is unknown.
+double achieved_gflops(const ModelRun& run, const runner::ProfileSummary::Row& r) {
+  const auto it = run.node_flops.find(r.name);
+  if (it == run.node_flops.end() || !(r.ms > 0)) return -1;
+  return static_cast<double>(it->second) / (r.ms * 1e6);
+}
+
+/// The measured peak in words, for the text and the page.
+std::string peak_text(const runner::GemmPeak& peak) {
+  char buf[200];
+  std::snprintf(buf, sizeof buf, "measured peak of this runner's GEMM (float32, %lldx%lld, %d thread%s, best of %d): %.1f GFLOP/s",
+                static_cast<long long>(peak.size), static_cast<long long>(peak.size), peak.threads, peak.threads == 1 ? "" : "s",
+                peak.products, peak.gflops);
+  return buf;
+}
+
+/// The profile as text: the run, every op type, the slowest nodes with their achieved rates.
+void print_profile(const ModelRun& run, const std::string& trace_file) {
+  const runner::ProfileSummary& p = run.profile;
   const auto pct = [](double share) {
     char buf[16];
     std::snprintf(buf, sizeof buf, "%.1f%%", 100 * share);
@@ -46,19 +67,31 @@ void print_profile(const runner::ProfileSummary& p, const std::string& trace_fil
     std::cout << line << host(r) << "\n";
   }
   const size_t shown = std::min<size_t>(p.nodes.size(), 15);
-  std::cout << "  slowest " << shown << " of " << p.nodes.size() << " nodes:\n";
+  const bool peak = run.gemm_peak.gflops > 0;
+  std::cout << "  slowest " << shown << " of " << p.nodes.size() << " nodes (GFLOP/s: the node's FLOPs, as inspect --cost counts "
+            << "them on this run's input shapes, over its time" << (peak ? "; of peak: of the measured peak below" : "") << "):\n";
   for (size_t i = 0; i < shown; ++i) {
     const auto& r = p.nodes[i];
+    const double rate = achieved_gflops(run, r);
+    char figures[64] = "";
+    if (rate >= 0) std::snprintf(figures, sizeof figures, " %9.2f GFLOP/s", rate);
+    if (rate >= 0 && peak)
+      std::snprintf(figures + std::strlen(figures), sizeof figures - std::strlen(figures), " %6s",
+                    pct(rate / run.gemm_peak.gflops).c_str());
     char line[400];
-    std::snprintf(line, sizeof line, "  %-40s %-18s %-9s %9s %7s", r.name.c_str(), r.op_type.c_str(),
-                  r.device.c_str(), ms(r.ms).c_str(), pct(r.share).c_str());
+    std::snprintf(line, sizeof line, "  %-40s %-18s %-9s %9s %7s%s", r.name.c_str(), r.op_type.c_str(),
+                  r.device.c_str(), ms(r.ms).c_str(), pct(r.share).c_str(), figures);
     std::cout << line << host(r) << "\n";
   }
+  if (peak) std::cout << "  " << peak_text(run.gemm_peak) << "\n";
+  if (!run.cost_unknown.empty()) std::cout << "  FLOPs not known: " << run.cost_unknown << "\n";
   if (!trace_file.empty()) std::cout << "  trace: " << trace_file << " (Chrome trace format; opens in Perfetto)\n";
 }
 
-nlohmann::json profile_json(const runner::ProfileSummary& p, const std::string& trace_file) {
-  const auto rows = [&p](const std::vector<runner::ProfileSummary::Row>& rows, bool nodes) {
+nlohmann::json profile_json(const ModelRun& run, const std::string& trace_file) {
+  const runner::ProfileSummary& p = run.profile;
+  const double peak = run.gemm_peak.gflops;
+  const auto rows = [&p, &run, peak](const std::vector<runner::ProfileSummary::Row>& rows, bool nodes) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& r : rows) {
       nlohmann::json j = {{nodes ? "name" : "op_type", r.name},
@@ -70,6 +103,11 @@ nlohmann::json profile_json(const runner::ProfileSummary& p, const std::string& 
       if (nodes) {
         j["op_type"] = r.op_type;
         j["device"] = r.device;
+        const auto flops = run.node_flops.find(r.name);
+        const double rate = achieved_gflops(run, r);
+        j["flops"] = flops == run.node_flops.end() ? nlohmann::json(nullptr) : nlohmann::json(flops->second);
+        j["gflop_per_s"] = rate >= 0 ? nlohmann::json(rate) : nlohmann::json(nullptr);
+        j["peak_fraction"] = rate >= 0 && peak > 0 ? nlohmann::json(rate / peak) : nlohmann::json(nullptr);
       }
       out.push_back(j);
     }
@@ -81,7 +119,53 @@ nlohmann::json profile_json(const runner::ProfileSummary& p, const std::string& 
           {"tensor_peak_bytes", p.tensor_peak_bytes},
           {"op_types", rows(p.op_types, false)},
           {"nodes", rows(p.nodes, true)},
+          {"gemm_peak", peak > 0 ? nlohmann::json{{"gflop_per_s", peak}, {"size", run.gemm_peak.size}, {"threads", run.gemm_peak.threads},
+                                                 {"products", run.gemm_peak.products}, {"what", peak_text(run.gemm_peak)}}
+                                 : nlohmann::json(nullptr)},
+          {"cost_unknown", json_or_null(run.cost_unknown)},
           {"trace", json_or_null(trace_file)}};
+}
+
+/// The HTML page of run --profile: the time per op type, the slowest nodes, and each node's
+/// FLOPs against its time (its achieved rate), from `doc` (run_json's).
+std::string profile_page(const nlohmann::json& doc) {
+  const nlohmann::json& p = doc["profile"];
+  html::Page page("onnxtool run --profile");
+  page.heading("Summary");
+  page.summary(p);
+  page.paragraph("Times are per run, averaged over " + html::text_of(p["runs"]) + " run(s), on " + html::text_of(doc["threads"]) +
+                 " thread(s) (0: the default); they vary from run to run.");
+  page.heading("Time per op type");
+  std::vector<html::Bar> op_bars;
+  for (const auto& r : p["op_types"])
+    op_bars.push_back({r["op_type"].get<std::string>(), r["ms_per_run"], "(" + html::text_of(r["count_per_run"]) + " per run)"});
+  page.bar_chart("Time per op type (ms per run)", "ms", op_bars);
+  page.heading("Slowest nodes");
+  constexpr size_t kSlowest = 30;
+  std::vector<html::Bar> node_bars;
+  std::vector<std::vector<html::Cell>> rows;
+  for (const auto& r : p["nodes"]) {
+    if (node_bars.size() < kSlowest) node_bars.push_back({r["name"].get<std::string>(), r["ms_per_run"], r["op_type"].get<std::string>()});
+    rows.push_back({html::Cell{r["name"].get<std::string>()}, html::Cell{r["op_type"].get<std::string>()}, html::Cell{r["device"].get<std::string>()},
+                    html::figure(r["ms_per_run"]), html::figure(r["share"]), html::figure(r["flops"]), html::figure(r["gflop_per_s"]),
+                    html::figure(r["peak_fraction"])});
+  }
+  page.bar_chart("The slowest nodes (ms per run)", "ms", node_bars, kSlowest);
+  page.table({"node", "op", "device", "ms per run", "share", "FLOPs", "GFLOP/s", "of peak"}, rows, kSlowest);
+  page.heading("FLOPs against time");
+  page.paragraph("Each node's FLOPs (as inspect --cost counts them, on this run's input shapes) against its time: its achieved rate. " +
+                 (p["gemm_peak"].is_null() ? std::string("No GEMM peak was measured (not a CPU run).")
+                                           : p["gemm_peak"]["what"].get<std::string>() + ": a yardstick, not the hardware's peak.") +
+                 (p["cost_unknown"].is_null() ? std::string() : " FLOPs not known: " + p["cost_unknown"].get<std::string>()));
+  html::Scatter cost{"FLOPs against time per node (log scales)", "ms per run", "FLOPs", {}, true, true};
+  html::Scatter rate{"Achieved GFLOP/s against time per node", "ms per run", "GFLOP/s", {}, true, true};
+  for (const auto& r : p["nodes"]) {
+    cost.points.push_back({r["name"].get<std::string>() + " (" + r["op_type"].get<std::string>() + ")", r["ms_per_run"], r["flops"]});
+    rate.points.push_back({r["name"].get<std::string>() + " (" + r["op_type"].get<std::string>() + ")", r["ms_per_run"], r["gflop_per_s"]});
+  }
+  page.scatter(cost);
+  page.scatter(rate);
+  return page.finish(doc);
 }
 
 /// The q-quantile of the sorted --benchmark times (the nearest rank).
@@ -115,8 +199,8 @@ bool differs(const OutputMatch& m) { return !m.match; }
 
 }  // namespace
 
-void print_run_json(const RunOptions& o, const ModelRun& run, const std::vector<std::string>& files,
-                    const std::vector<OutputMatch>& matches) {
+nlohmann::json run_json(const RunOptions& o, const ModelRun& run, const std::vector<std::string>& files,
+                        const std::vector<OutputMatch>& matches) {
   nlohmann::json outs = nlohmann::json::array();
   for (size_t i = 0; i < run.results.size(); ++i)
     outs.push_back(output_json(run.names[i], run.results[i], files[i], matches.empty() ? nullptr : &matches[i]));
@@ -125,14 +209,20 @@ void print_run_json(const RunOptions& o, const ModelRun& run, const std::vector<
   const std::vector<double>& times = run.times;
   if (!times.empty())
     doc["latency_ms"] = {{"median", quantile(times, 0.5)}, {"min", times.front()}, {"p90", quantile(times, 0.9)}, {"runs", times.size()}};
-  if (o.profile) doc["profile"] = profile_json(run.profile, o.trace_file);
+  if (o.profile) doc["profile"] = profile_json(run, o.trace_file);
   if (const ValueDump* dump = run.dump.get())
     doc["dump"] = {{"dir", dump->dir()}, {"index", dump->index_path()}, {"written", dump->written()},
                    {"subgraph_files", dump->subgraph_files()}, {"skipped", dump->skipped()}};
   doc["expect"] = o.expect_dir.empty() ? nlohmann::json(nullptr)
                                        : nlohmann::json{{"dir", o.expect_dir}, {"rtol", o.rtol}, {"atol", o.atol},
                                                         {"match", std::none_of(matches.begin(), matches.end(), differs)}};
-  print_json(doc);
+  return doc;
+}
+
+void write_run_report(const std::string& path, const nlohmann::json& doc) {
+  ir::OutputFile file(path, "--report " + path);
+  file.write(profile_page(doc));
+  file.commit();
 }
 
 void print_run(const RunOptions& o, const ModelRun& run, const std::vector<std::string>& files,
@@ -159,7 +249,7 @@ void print_run(const RunOptions& o, const ModelRun& run, const std::vector<std::
   if (!times.empty())
     std::cout << "latency over " << times.size() << " runs: median " << quantile(times, 0.5) << " ms, min " << times.front()
               << " ms, p90 " << quantile(times, 0.9) << " ms\n";
-  if (o.profile) print_profile(run.profile, o.trace_file);
+  if (o.profile) print_profile(run, o.trace_file);
   const ValueDump* dump = run.dump.get();
   if (dump && !dump->limited().empty())
     warning("run", "--dump-dir " + dump->dir() + ": " + dump->limited() + "; the values after it are listed in the index as skipped");

@@ -13,6 +13,7 @@
 #include "ir/extract.h"
 #include "ir/output_file.h"
 #include "ir/shape_inference.h"
+#include "runner/cost.h"
 #include "runner/feeds.h"
 
 namespace onnxtool::cli {
@@ -25,6 +26,10 @@ void load_session(const RunOptions& o, ModelRun& run) {
   if (!o.trace_file.empty()) {
     ir::check_not_input(run.loaded.info, o.trace_file, "--profile " + o.trace_file);
     ir::claim_output(o.trace_file, "--profile " + o.trace_file);
+  }
+  if (!o.report.empty()) {
+    ir::check_not_input(run.loaded.info, o.report, "--report " + o.report);
+    ir::claim_output(o.report, "--report " + o.report);
   }
   {
     // Static shapes let the session refuse, before running, a model whose tensors cannot fit in
@@ -160,6 +165,25 @@ void timed_runs(const RunOptions& o, ModelRun& run, const std::map<std::string, 
   if (o.profile) run.profile = runner::summarize(run.profiler, run.device_id);
 }
 
+/// --profile: each node's FLOPs on the shapes this run had (runner::model_cost, as `inspect
+/// --cost` counts them), and on the CPU the rate of this runner's own GEMM on the run's threads
+/// to compare the nodes' rates with. After the runs: the cost sets the model's input dims.
+void profile_costs(const std::map<std::string, runner::Value>& feeds, ModelRun& run) {
+  runner::CostOptions options;
+  for (const auto& [name, value] : feeds)
+    if (value.is_tensor()) options.input_shapes[name] = value.tensor.shape();
+  try {
+    const runner::ModelCost cost = runner::model_cost(run.loaded.model, options);
+    const std::map<const ir::Node*, std::string> names = runner::node_display_names(run.profiler);
+    for (const auto& n : cost.nodes)
+      if (const auto it = names.find(n.node); n.flops && it != names.end()) run.node_flops.emplace(it->second, *n.flops);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::kInternal) throw;
+    run.cost_unknown = e.what();
+  }
+  if (run.device_id == "cpu") run.gemm_peak = runner::measure_gemm_peak(run.session->threads());
+}
+
 }  // namespace
 
 void run_model_once(const RunOptions& o, ModelRun& run) {
@@ -189,6 +213,7 @@ void run_model_once(const RunOptions& o, ModelRun& run) {
   if (run.names.empty())
     for (const auto* vi : session.outputs()) run.names.push_back(vi->value->name());
   timed_runs(o, run, feeds, subgraphs.main_names());
+  if (o.profile) profile_costs(feeds, run);
 }
 
 }  // namespace onnxtool::cli

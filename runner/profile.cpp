@@ -3,12 +3,15 @@
 #include "runner/buffer_pool.h"
 
 #include <algorithm>
+#include <vector>
 #include <cstdio>
 #include <map>
 #include <sstream>
 #include <unordered_map>
 
 #include "ir/graph.h"
+#include "runner/cpu/gemm.h"
+#include "runner/thread_pool.h"
 
 namespace onnxtool::runner {
 
@@ -31,10 +34,7 @@ size_t Profiler::record(const ir::Node& node, bool on_device, Clock::time_point 
   return events_.size() - 1;
 }
 
-namespace {
-
-/// The name a node is shown by: its own, or (unnamed) its op type and its position in the run.
-std::map<const ir::Node*, std::string> display_names(const Profiler& profiler) {
+std::map<const ir::Node*, std::string> node_display_names(const Profiler& profiler) {
   std::map<const ir::Node*, std::string> names;
   size_t position = 0;
   for (const auto& e : profiler.events()) {
@@ -44,6 +44,9 @@ std::map<const ir::Node*, std::string> display_names(const Profiler& profiler) {
   }
   return names;
 }
+
+namespace {
+
 
 void sort_rows(std::vector<ProfileSummary::Row>& rows) {
   std::sort(rows.begin(), rows.end(), [](const ProfileSummary::Row& a, const ProfileSummary::Row& b) {
@@ -77,7 +80,7 @@ ProfileSummary summarize(const Profiler& profiler, const std::string& device_id)
   s.runs = static_cast<int>(profiler.runs().size());
   if (s.runs == 0) return s;
   for (const auto& r : profiler.runs()) s.tensor_peak_bytes = std::max(s.tensor_peak_bytes, r.tensor_peak_bytes);
-  const auto names = display_names(profiler);
+  const auto names = node_display_names(profiler);
   std::unordered_map<const ir::Node*, ProfileSummary::Row> by_node;
   std::map<std::string, ProfileSummary::Row> by_type;
   const auto add = [](ProfileSummary::Row& r, const Profiler::Event& e) {
@@ -123,7 +126,7 @@ ProfileSummary summarize(const Profiler& profiler, const std::string& device_id)
 }
 
 std::string chrome_trace(const Profiler& profiler, const std::string& device_id) {
-  const auto names = display_names(profiler);
+  const auto names = node_display_names(profiler);
   const std::string provider = device_id == "cpu" ? "CPUExecutionProvider" : device_id;
   std::ostringstream out;
   out << "[\n";
@@ -147,6 +150,33 @@ std::string chrome_trace(const Profiler& profiler, const std::string& device_id)
               (e.device_ns >= 0 ? ",\"device_dur\":" + std::to_string(e.device_ns / 1000) : std::string()));
   out << "\n]\n";
   return out.str();
+}
+
+GemmPeak measure_gemm_peak(int threads, double seconds, int64_t size) {
+  ThreadScope scope(threads > 0 ? threads : default_threads());
+  GemmPeak peak;
+  peak.size = size;
+  peak.threads = current_threads();
+  const size_t elements = static_cast<size_t>(size * size);
+  std::vector<float> a(elements), b(elements), c(elements);
+  for (size_t i = 0; i < elements; ++i) {
+    a[i] = static_cast<float>(i % 7) * 0.25f - 0.75f;
+    b[i] = static_cast<float>(i % 5) * 0.5f - 1.0f;
+  }
+  const auto product = [&] { cpu::gemm_f32(size, size, size, a.data(), size, false, b.data(), size, false, c.data(), size, false); };
+  product();  // warm-up: pages touched, threads started
+  const double flops = 2.0 * static_cast<double>(size) * static_cast<double>(size) * static_cast<double>(size);
+  const auto start = Profiler::Clock::now();
+  double best = 0;
+  do {
+    const auto t0 = Profiler::Clock::now();
+    product();
+    const double s = std::chrono::duration<double>(Profiler::Clock::now() - t0).count();
+    if (s > 0) best = std::max(best, flops / s / 1e9);
+    ++peak.products;
+  } while (std::chrono::duration<double>(Profiler::Clock::now() - start).count() < seconds);
+  peak.gflops = best;
+  return peak;
 }
 
 }  // namespace onnxtool::runner

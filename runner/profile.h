@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,22 @@ struct ProfileSummary {
 };
 
 ProfileSummary summarize(const Profiler& profiler, const std::string& device_id);
+
+/// The name each profiled node is shown by (ProfileSummary::Row::name): its own, or (unnamed) its
+/// op type and its position in the run ("Conv#3").
+std::map<const ir::Node*, std::string> node_display_names(const Profiler& profiler);
+
+/// The float32 GEMM rate this runner reaches on this machine: square products of `size` through
+/// the CPU kernels' own GEMM (runner/cpu/gemm.h) on `threads` threads (0: the default), one
+/// warm-up then repeated for about `seconds`. A yardstick for the nodes' achieved rates, not the
+/// hardware's peak: the best product's rate.
+struct GemmPeak {
+  int64_t size = 0;
+  int threads = 0;   ///< the threads the products ran on (current_threads() in their scope)
+  int products = 0;  ///< timed
+  double gflops = 0;
+};
+GemmPeak measure_gemm_peak(int threads, double seconds = 0.2, int64_t size = 1024);
 
 /// The events as a Chrome trace (the JSON array format onnxruntime's profiler writes; opens in
 /// Perfetto and chrome://tracing): one "model_run" event per run and one per node, with the op

@@ -34,10 +34,10 @@ die() {
 # and numpy (the second-opinion checker and a few test inputs), python3-skimage (photos and text
 # images), python3-pil with fonts-dejavu-core (rendered text lines of the quantization benchmark)
 # and espeak-ng (speech) for the real inputs, GNU time (benchmarks), graphviz (inspect --graph
-# OUT.svg runs its dot).
+# OUT.svg runs its dot), chromium (renders the --report FILE.html pages: tests/cli/html_report.sh).
 # shellcheck source=scripts/packages.sh
 source "$root/scripts/packages.sh"
-ensure_packages fetch_models.sh optional libonnx-testdata python3-onnx python3-numpy python3-skimage python3-pil fonts-dejavu-core espeak-ng time graphviz
+ensure_packages fetch_models.sh optional libonnx-testdata python3-onnx python3-numpy python3-skimage python3-pil fonts-dejavu-core espeak-ng time graphviz chromium
 
 # --- the manifest: sha256, file relative to the cache, source
 declare -A want_sha source
