@@ -183,7 +183,8 @@ bool is_html_path(const std::string& path) {
   return ext == ".html" || ext == ".htm";
 }
 
-Cell figure(const nlohmann::json& v) { return Cell{text_of(v), &v, "num"}; }
+// Four significant digits in the cell; the exact figure in its tooltip and data-value.
+Cell figure(const nlohmann::json& v) { return Cell{v.is_number_float() ? tick4(v.get<double>()) : text_of(v), &v, "num"}; }
 
 Page::Page(std::string title) : title_(std::move(title)) {}
 
@@ -385,7 +386,11 @@ void Page::table(const std::vector<std::string>& headers, const std::vector<std:
     s += "<tr>";
     for (const Cell& c : rows[r]) {
       s += "<td" + (c.kind.empty() ? std::string() : attr("class", c.kind));
-      if (c.value) s += attr("data-value", text_of(*c.value));
+      if (c.value) {
+        const std::string exact = text_of(*c.value);
+        s += attr("data-value", exact);
+        if (exact != c.text) s += attr("title", exact);
+      }
       s += ">" + escape(c.text) + "</td>";
     }
     s += "</tr>\n";

@@ -1,10 +1,11 @@
 // The self-contained HTML pages of `--report FILE.html` (quantize, compare, run --profile): one
 // file each, inline CSS and SVG charts, no script but the report's JSON data block.
 //
-// Every figure on a page is read from the report's JSON document and printed as that document
-// prints it (nlohmann's shortest round-trip form), so the page and `--json` agree to the digit;
-// each plotted point carries its value in a data-value attribute and the whole document sits in
-// <script type="application/json" id="report-data">, for tests and scripts to compare.
+// Every figure on a page is read from the report's JSON document. Cells and bars show four
+// significant digits; the exact figure, as the JSON prints it (nlohmann's shortest round-trip
+// form), is in the tooltip and in a data-value attribute, as for every plotted point, and the
+// whole document sits in <script type="application/json" id="report-data">, for tests and
+// scripts to compare.
 #pragma once
 
 #include <cstddef>
@@ -75,6 +76,7 @@ struct Cell {
   const nlohmann::json* value = nullptr;
   std::string kind;  ///< a CSS class, e.g. "bad"
 };
+/// A JSON figure as a cell: four significant digits, the exact figure in its tooltip.
 Cell figure(const nlohmann::json& v);
 
 /// A page under construction: sections of text, charts and tables, then finish().

@@ -75,8 +75,8 @@ nlohmann::json quantized_nodes_json(const quant::QuantizeReport& report) {
   nlohmann::json nodes = nlohmann::json::array();
   for (const auto& n : report.nodes)
     nodes.push_back({{"node", n.node}, {"op_type", n.op_type}, {"tensor", n.tensor}, {"min", n.range_min}, {"max", n.range_max},
-                     {"scale", n.scale}, {"zero_point", n.zero_point}, {"sqnr_db", n.sqnr_db}, {"cosine", n.cosine},
-                     {"added_noise_db", n.added_noise_db}});
+                     {"scale", n.scale}, {"zero_point", n.zero_point}, {"sqnr_db", json_number(n.sqnr_db)},
+                     {"cosine", json_number(n.cosine)}, {"added_noise_db", json_number(n.added_noise_db)}});
   return nodes;
 }
 

@@ -154,6 +154,14 @@ std::string chrome_trace(const Profiler& profiler, const std::string& device_id)
 
 GemmPeak measure_gemm_peak(int threads, double seconds, int64_t size) {
   ThreadScope scope(threads > 0 ? threads : default_threads());
+  // On every thread the run may use, whatever the load: the nodes get as many or fewer (the
+  // runner gives way to other processes), so a node above the peak is noise, not a peak taken
+  // on fewer threads than the node had.
+  struct AdaptationOff {
+    bool before = load_adaptation();
+    AdaptationOff() { set_load_adaptation(false); }
+    ~AdaptationOff() { set_load_adaptation(before); }
+  } adaptation_off;
   GemmPeak peak;
   peak.size = size;
   peak.threads = current_threads();

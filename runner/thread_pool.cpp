@@ -297,6 +297,7 @@ std::atomic<bool> g_adapt_to_load{true};
 }  // namespace
 
 void set_load_adaptation(bool on) { g_adapt_to_load.store(on, std::memory_order_relaxed); }
+bool load_adaptation() { return g_adapt_to_load.load(std::memory_order_relaxed); }
 
 int current_threads() {
   if (t_in_chunk) return 1;

@@ -33,6 +33,7 @@ int current_threads();
 /// Whether current_threads() gives way to other processes' load (on by default). Off, it is
 /// configured_threads() always: for a test that needs the workers to run whatever the machine.
 void set_load_adaptation(bool on);
+bool load_adaptation();
 
 /// configured_threads() is `threads` on this thread while the scope lives (a Session's run).
 class ThreadScope {
