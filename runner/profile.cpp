@@ -3,11 +3,11 @@
 #include "runner/buffer_pool.h"
 
 #include <algorithm>
-#include <vector>
 #include <cstdio>
 #include <map>
 #include <sstream>
 #include <unordered_map>
+#include <vector>
 
 #include "ir/graph.h"
 #include "runner/cpu/gemm.h"
@@ -46,7 +46,6 @@ std::map<const ir::Node*, std::string> node_display_names(const Profiler& profil
 }
 
 namespace {
-
 
 void sort_rows(std::vector<ProfileSummary::Row>& rows) {
   std::sort(rows.begin(), rows.end(), [](const ProfileSummary::Row& a, const ProfileSummary::Row& b) {
